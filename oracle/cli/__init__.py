@@ -1,0 +1,65 @@
+"""The command line: ``python -m oracle COMMAND`` (also the ``gpu-oracle`` script).
+
+Each command lives in its own module under ``oracle.cli`` and exposes
+``add_arguments(parser)`` and ``run(args) -> int``. The table below is the one registry
+of commands; a module that is not present yet is simply not offered.
+
+Exit codes: 0 success, 1 a check failed, 2 usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from typing import Sequence
+
+#: command name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("oracle.cli.generate", "write a golden-vector suite to a directory"),
+    "verify": ("oracle.cli.verify", "validate a suite: schema, hashes, recomputation"),
+    "check": ("oracle.cli.check", "compare another implementation's results with a suite"),
+    "conform": ("oracle.cli.conform", "run ready property tests against your own callable"),
+    "formats": ("oracle.cli.formats", "list number formats or show one with its value table"),
+    "roofline": ("oracle.cli.roofline", "roofline tables and GPU comparisons"),
+    "pipeline": ("oracle.cli.pipeline", "FlashAttention-3 pipeline schedule comparison"),
+    "bench": ("oracle.cli.bench", "speed benchmarks by area"),
+}
+
+
+def _available() -> dict[str, tuple[str, str]]:
+    return {
+        name: spec
+        for name, spec in COMMANDS.items()
+        if importlib.util.find_spec(spec[0]) is not None
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from oracle._version import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="python -m oracle",
+        description="GPU numerics reference implementation and test oracle.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (modname, help_text) in _available().items():
+        module = importlib.import_module(modname)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except BrokenPipeError:  # e.g. piped into `head`
+        return 0
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
