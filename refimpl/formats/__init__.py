@@ -1,0 +1,65 @@
+"""Scalar number formats: the registry, encode (rounding once, from the input's own
+precision), decode, round_to, value tables and FP4/FP6 packing.
+
+Sources: IEEE 754-2019, OCP OFP8 rev 1.0, OCP MX v1.0 section 5, IEEE P3109 interim
+report (stochastic rounding), NVIDIA PTX ISA ``cvt``.
+
+>>> from refimpl import formats
+>>> int(formats.encode(1.0625 + 2**-40, "e4m3"))
+57
+>>> float(formats.decode(0x7E, formats.E4M3))
+448.0
+"""
+from .decode import decode
+from .encode import encode
+from .registry import (
+    BF16,
+    E2M1,
+    E2M3,
+    E3M2,
+    E4M3,
+    E4M3FNUZ,
+    E5M2,
+    E5M2FNUZ,
+    E8M0,
+    FP16,
+    FP32,
+    REGISTRY,
+    TF32,
+    FormatLike,
+    all_formats,
+    get,
+)
+from .round import round_to
+from .tables import ValueTable, value_table
+from .rounding import NAN_POLICIES, ROUNDING_MODES
+from .types import CLASSES, NAN_KINDS, Format
+
+__all__ = [
+    "Format",
+    "FormatLike",
+    "REGISTRY",
+    "all_formats",
+    "get",
+    "encode",
+    "decode",
+    "round_to",
+    "value_table",
+    "ValueTable",
+    "ROUNDING_MODES",
+    "NAN_POLICIES",
+    "NAN_KINDS",
+    "CLASSES",
+    "FP32",
+    "TF32",
+    "BF16",
+    "FP16",
+    "E4M3",
+    "E5M2",
+    "E4M3FNUZ",
+    "E5M2FNUZ",
+    "E3M2",
+    "E2M3",
+    "E2M1",
+    "E8M0",
+]

@@ -1,0 +1,393 @@
+"""Encoding: rounding real numbers to the codes of a format, once, from the input's own
+precision.
+
+Special-value policy (OCP OFP8 rev 1.0 section 5, OCP MX v1.0 section 5.3, IEEE 754-2019
+sections 4.3 and 7.4, PTX ``cvt`` ``.satfinite``):
+
+- Overflow (a finite input whose rounded magnitude exceeds the largest finite value):
+  ``saturate=True`` gives +-max. Otherwise a format with Inf gives +-Inf (E5M2: from
+  61440 up); the "fn" and "fnuz" formats give NaN (E4M3: 464 ties down to 448, anything
+  that rounds above gives 0x7F/0xFF); a format with neither Inf nor NaN saturates. In the
+  directed modes that round toward zero for that sign (``toward_zero``;
+  ``toward_negative`` for positives; ``toward_positive`` for negatives) overflow gives
+  +-max, as IEEE 754 section 7.4 prescribes.
+- +-Inf input: Inf where the format has it; else +-max when saturating or when the format
+  has no NaN; else NaN.
+- NaN input: see :func:`refimpl.formats.rounding.resolve_nan` (default: the format's
+  NaN, sign kept where NaN is signed; a ValueError for formats without NaN).
+- Zero: -0.0 and negatives that round to zero give the negative-zero code; FNUZ formats
+  give 0x00. The unsigned E8M0 has no zero: zero and tiny values give its smallest code
+  0x00 (2^-127) in every mode; a negative input gives its NaN 0xFF (an error for an
+  unsigned user format without NaN).
+
+Two implementations share one definition. :func:`encode_float64` works on the integer
+bit pattern of float64 values for any format and mode. For the deterministic modes and
+formats with few mantissa bits, :func:`encode` then uses a lookup table indexed by the
+input's high bits plus one "sticky" bit (OR of the low bits), built by running
+:func:`encode_float64` on one representative per entry: all inputs sharing an entry
+provably round alike, because every rounding boundary lies above the sticky bit.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+
+from .registry import FormatLike, get
+from .rounding import (
+    NanPolicy,
+    RandomBits,
+    resolve_nan,
+    resolve_random_bits,
+    resolve_rounding,
+)
+from .types import Format
+
+__all__ = ["encode", "encode_float64", "as_float_array"]
+
+#: Elements per chunk: keeps every temporary of the bit-manipulation pipeline in L2.
+CHUNK = 1 << 16
+
+_U64 = np.uint64
+_MAG64 = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
+_INF64 = np.uint64(0x7FF0_0000_0000_0000)
+_MAN64 = np.uint64((1 << 52) - 1)
+_HIDDEN64 = np.uint64(1 << 52)
+
+
+def as_float_array(x: Any, name: str = "x") -> np.ndarray:
+    """``x`` as a float16/float32/float64 array without changing any value.
+
+    Integer arrays are accepted when float64 holds them exactly; bool, complex and
+    object arrays are refused.
+
+    Raises:
+        ValueError: a dtype that is not real floating point or exact integers.
+    """
+    arr = np.asarray(x)
+    kind = arr.dtype.kind
+    if kind == "f":
+        if arr.dtype.itemsize > 8:
+            raise ValueError(
+                f"{name} has dtype {arr.dtype}; expected float16, float32 or float64"
+            )
+        return arr
+    if kind in "iu":
+        out = arr.astype(np.float64)
+        if arr.size and not np.array_equal(out.astype(arr.dtype), arr):
+            first = int(np.argmax(out.astype(arr.dtype) != arr))
+            raise ValueError(
+                f"{name} holds an integer at index {np.unravel_index(first, arr.shape)} "
+                "that float64 cannot represent exactly"
+            )
+        return out
+    raise ValueError(f"{name} has dtype {arr.dtype}; expected a real floating-point array")
+
+
+def _floor_log2(mag: np.ndarray, exp_field: np.ndarray) -> np.ndarray:
+    """floor(log2 |x|) from the float64 bit pattern (never a float log2: that can round
+    up just below a power of two)."""
+    out = exp_field.astype(np.int64) - 1023
+    sub = exp_field == 0
+    if np.any(sub):
+        # subnormal: 2^-1074 * M; the float64 conversion of M is exact (M < 2^52)
+        m = (mag[sub] & _MAN64).astype(np.float64)
+        lead = (m.view(np.uint64) >> _U64(52)).astype(np.int64) - 1023
+        out[sub] = lead - 1074
+    return out
+
+
+def encode_float64(
+    x: np.ndarray,
+    fmt: Format,
+    mode: str,
+    saturate: bool,
+    nan: NanPolicy,
+    rbits: Optional[np.ndarray] = None,
+    nbits: int = 0,
+) -> np.ndarray:
+    """Vectorised rounding of a 1-D float64 array to codes (int64), any format, any mode.
+
+    ``mode`` must be canonical (``resolve_rounding``); NaN inputs give ``nan``'s codes
+    (the caller checks the "error" policy first). With ``rbits`` (uint64, same length)
+    and ``nbits`` = N the stochastic rule of IEEE P3109 applies. The arithmetic: with
+    ``|x| = sig * 2^e_in`` exactly, the target quantum at |x| is
+    ``2^(max(floor(log2|x|), emin) - man_bits)``; dropping ``s`` low bits of ``sig``
+    leaves the truncated significand and a remainder compared with half a quantum.
+    """
+    m = fmt.man_bits
+    b = x.view(np.uint64)
+    neg = (b >> _U64(63)).astype(bool)
+    mag = b & _MAG64
+    is_nan = mag > _INF64
+    is_inf = mag == _INF64
+    e_field = mag >> _U64(52)
+    sig = mag & _MAN64
+    sig = np.where(e_field > 0, sig | _HIDDEN64, sig)
+    e_in = np.maximum(e_field.astype(np.int64), 1) - 1075
+    if fmt.emin - 1 >= -1022:
+        # every float64 subnormal lies below the format's normal range anyway
+        lg = e_field.astype(np.int64) - 1023
+    else:
+        lg = _floor_log2(mag, e_field)
+    le = np.maximum(lg, fmt.emin)
+    s = (le - m) - e_in  # low bits of sig below the target quantum
+    sc = np.clip(s, 0, 63).astype(np.uint64)
+    kept = np.where(
+        s >= 0, sig >> sc, sig << np.clip(-s, 0, 63).astype(np.uint64)
+    )
+    rem = sig & ((_U64(1) << sc) - _U64(1))
+    twice = rem << _U64(1)
+    unit = _U64(1) << sc
+    base = (le - fmt.emin) << m
+    code = base + kept.astype(np.int64)
+    if not fmt.subnormals:
+        code -= 1 << m
+    if mode == "nearest_even":
+        inc = (twice > unit) | ((twice == unit) & ((code & 1) == 1))
+    elif mode == "nearest_away":
+        inc = twice >= unit
+    elif mode == "toward_zero":
+        inc = None
+    elif mode == "toward_positive":
+        inc = (rem != 0) & ~neg
+    elif mode == "toward_negative":
+        inc = (rem != 0) & neg
+    elif mode == "stochastic":
+        assert rbits is not None
+        t = s - nbits
+        frac_n = np.where(
+            t >= 0,
+            rem >> np.clip(t, 0, 63).astype(np.uint64),
+            rem << np.clip(-t, 0, 63).astype(np.uint64),
+        )
+        inc = (frac_n + rbits) >= _U64(1 << nbits)
+    else:  # pragma: no cover - resolve_rounding guards this
+        raise ValueError(f"unknown rounding mode {mode!r}")
+    if inc is not None:
+        code += inc
+    if not fmt.subnormals:
+        np.maximum(code, 0, out=code)  # no zero: the smallest code absorbs underflow
+
+    max_mag = fmt.max_code_magnitude
+    overflow = code > max_mag
+    sign_bits = np.where(neg, fmt.sign_mask, 0) if fmt.signed else 0
+    # overflow of a finite input
+    if saturate or fmt.nan == "none":
+        ovf_mag_pos = ovf_mag_neg = max_mag
+        ovf_pos = ovf_neg = max_mag
+    else:
+        big_pos = fmt.inf_code(False) if fmt.has_inf else fmt.nan_code(False)
+        big_neg = (
+            (fmt.inf_code(True) if fmt.has_inf else fmt.nan_code(True)) if fmt.signed else big_pos
+        )
+        small_pos = max_mag
+        small_neg = fmt.sign_mask | max_mag
+        toward_zero_pos = mode in ("toward_zero", "toward_negative")
+        toward_zero_neg = mode in ("toward_zero", "toward_positive")
+        ovf_pos = small_pos if toward_zero_pos else big_pos
+        ovf_neg = small_neg if toward_zero_neg else big_neg
+        ovf_mag_pos = ovf_mag_neg = None
+    # assemble finite results
+    code = np.where(overflow, 0, code)
+    if fmt.signed:
+        code |= sign_bits
+        if fmt.nan == "fnuz":
+            code = np.where(code == fmt.sign_mask, 0, code)  # no negative zero
+    if ovf_mag_pos is not None:
+        ovf_code = np.where(neg, fmt.sign_mask | max_mag, max_mag) if fmt.signed else max_mag
+    else:
+        ovf_code = np.where(neg, ovf_neg, ovf_pos)
+    code = np.where(overflow, ovf_code, code)
+    # infinities
+    if saturate or fmt.nan == "none":
+        inf_pos, inf_neg = max_mag, fmt.sign_mask | max_mag
+    elif fmt.has_inf:
+        inf_pos, inf_neg = fmt.inf_code(False), fmt.inf_code(True)
+    else:
+        inf_pos, inf_neg = fmt.nan_code(False), fmt.nan_code(True)
+    code = np.where(is_inf, np.where(neg, inf_neg, inf_pos), code)
+    if not fmt.signed and fmt.has_nan:
+        # unsigned: a negative non-zero input (including -Inf) has no value but NaN
+        code = np.where(neg & (mag != 0), fmt.nan_code(False), code)
+    code = np.where(is_nan, np.where(neg, nan.negative, nan.positive), code)
+    return code.astype(np.int64, copy=False)
+
+
+# ----------------------------------------------------------------------------------
+# lookup-table path
+
+
+def _table_shape(fmt: Format, in_dtype: np.dtype) -> Optional[Tuple[int, int]]:
+    """(k, index bits) of the table path for ``in_dtype`` input, or None when a table
+    would be too large or not exact.
+
+    Index = (bits >> k) | sticky(bits & (2^k - 1)); bit 0 of the index merges input bit k
+    into the sticky bit, which is exact when every rounding boundary of the target lies
+    at input bit k+1 or above: for normal inputs the round bit sits at or above
+    ``p - man_bits - 1`` = k + 1; for subnormal inputs at the target's fixed subnormal
+    quantum, which must then be either no coarser than the input's or coarse enough.
+    """
+    p, total, bias_in = (23, 32, 127) if in_dtype == np.float32 else (52, 64, 1023)
+    k = p - fmt.man_bits - 2
+    if k < 1:
+        return None
+    nbits = total - k
+    if nbits > 18:
+        return None
+    s_sub = (fmt.emin - fmt.man_bits) - (1 - bias_in - p)  # dropped bits of input subnormals
+    if 0 < s_sub < k + 2:
+        return None
+    return k, nbits
+
+
+@lru_cache(maxsize=64)
+def _table(
+    fmt: Format, mode: str, saturate: bool, nan: NanPolicy, in_dtype_char: str
+) -> Tuple[np.ndarray, int, int]:
+    in_dtype = np.dtype(in_dtype_char)
+    shape = _table_shape(fmt, in_dtype)
+    assert shape is not None
+    k, nbits = shape
+    uint = np.uint32 if in_dtype == np.float32 else np.uint64
+    reps = (np.arange(1 << nbits, dtype=np.uint64) << np.uint64(k)).astype(uint)
+    with np.errstate(invalid="ignore"):  # signalling-NaN patterns widen quietly
+        vals = reps.view(in_dtype).astype(np.float64)
+    sentinel = 1 << fmt.bits
+    policy = NanPolicy(False, sentinel, sentinel) if nan.error else nan
+    codes = encode_float64(vals, fmt, mode, saturate, policy)
+    fits = not nan.error or sentinel <= np.iinfo(fmt.code_dtype).max
+    dtype = fmt.code_dtype if fits else np.uint32
+    table = codes.astype(dtype)
+    table.setflags(write=False)
+    return table, k, sentinel
+
+
+def _nan_error(fmt: Format, flat_index: int, shape: Tuple[int, ...]) -> ValueError:
+    where = np.unravel_index(flat_index, shape) if shape else ()
+    return ValueError(
+        f"NaN input at index {tuple(int(i) for i in where)} cannot be encoded in format "
+        f"{fmt.name!r}, which has no NaN (pass nan='zero' or an int code to choose one)"
+    )
+
+
+def encode(
+    x: Any,
+    fmt: FormatLike,
+    *,
+    rounding: str = "nearest_even",
+    saturate: bool = False,
+    nan: Optional[Union[str, int]] = None,
+    random_bits: RandomBits = None,
+) -> np.ndarray:
+    """Round ``x`` once, from its own precision, to codes of ``fmt``.
+
+    Special values first (details in this module's docstring): overflow gives Inf, NaN
+    or +-max by format and ``saturate``; NaN input follows ``nan``; -0.0 keeps its sign
+    except in FNUZ formats; E8M0 has no zero (smallest code 0x00).
+
+    Args:
+        x: float16, float32 or float64 array (or scalar/list; integers exactly
+            representable in float64 are accepted). Never pre-rounded to float32.
+        fmt: a Format or its name.
+        rounding: ``"nearest_even"`` (default), ``"nearest_away"``, ``"toward_zero"``,
+            ``"toward_positive"`` (``"ceil"``), ``"toward_negative"`` (``"floor"``),
+            ``"stochastic"``; ``"up"`` (ties toward +Inf) for E8M0.
+        saturate: clamp overflow and +-Inf to +-max finite (OCP SATFINITE).
+        nan: NaN-input policy: None (default: the format's NaN, or an error when it has
+            none), ``"error"``, ``"nan"``, ``"zero"`` or an int code.
+        random_bits: stochastic rounding only: an unsigned integer array broadcastable to
+            ``x`` (N = its dtype width) or a tuple ``(array, N)``; element i rounds away
+            from zero when ``floor(v_i * 2^N) + R_i >= 2^N`` (IEEE P3109).
+
+    Returns:
+        Unsigned codes (uint8 for <= 8 bits, uint16 for <= 16, uint32 above), shape of x.
+
+    Raises:
+        ValueError: a bad option, NaN input under the "error" policy or a negative input
+            to an unsigned format without NaN (the message names the first index).
+    """
+    f = get(fmt)
+    mode = resolve_rounding(rounding, f)
+    policy = resolve_nan(nan, f)
+    if not isinstance(saturate, (bool, np.bool_)):
+        raise ValueError(f"saturate must be True or False, got {saturate!r}")
+    arr = as_float_array(x)
+    shape = arr.shape
+    rbits, nbits = resolve_random_bits(random_bits, shape, mode)
+    if arr.dtype == np.float16:
+        with np.errstate(invalid="ignore"):
+            arr = arr.astype(np.float32)  # exact
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    out = np.empty(flat.size, dtype=f.code_dtype)
+    if flat.size == 0:
+        return out.reshape(shape)
+
+    if not f.signed and not f.has_nan:
+        bad = (flat < 0) | (np.signbit(flat) & np.isinf(flat))
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise ValueError(
+                f"negative input at index {np.unravel_index(first, shape)} cannot be "
+                f"encoded in the unsigned format {f.name!r}, which has no NaN"
+            )
+    tshape = _table_shape(f, flat.dtype) if mode != "stochastic" else None
+    if tshape is not None:
+        _encode_by_table(flat, f, mode, bool(saturate), policy, out, shape)
+        return out.reshape(shape)
+    if policy.error and np.isnan(flat).any():
+        raise _nan_error(f, int(np.argmax(np.isnan(flat))), shape)
+    for start in range(0, flat.size, CHUNK):
+        stop = min(start + CHUNK, flat.size)
+        with np.errstate(invalid="ignore"):
+            piece = flat[start:stop].astype(np.float64)
+        rb = rbits[start:stop] if rbits is not None else None
+        out[start:stop] = encode_float64(piece, f, mode, bool(saturate), policy, rb, nbits)
+    return out.reshape(shape)
+
+
+def _encode_by_table(
+    flat: np.ndarray,
+    f: Format,
+    mode: str,
+    saturate: bool,
+    policy: NanPolicy,
+    out: np.ndarray,
+    shape: Tuple[int, ...],
+) -> None:
+    table, k, sentinel = _table(f, mode, saturate, policy, flat.dtype.char)
+    uint = np.uint32 if flat.dtype == np.float32 else np.uint64
+    bits = flat.view(uint)
+    ks = uint(k)
+    low = uint((1 << k) - 1)
+    direct = table.dtype == out.dtype
+    n = flat.size
+    chunk = min(CHUNK, n)
+    idx = np.empty(chunk, dtype=uint)
+    sticky = np.empty(chunk, dtype=uint)
+    wide = None if direct else np.empty(chunk, dtype=table.dtype)
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        c = stop - start
+        b = bits[start:stop]
+        i = idx[:c]
+        st = sticky[:c]
+        # sticky = 1 when any of the k low bits is set: (low_bits + 2^k - 1) >> k
+        np.bitwise_and(b, low, out=st)
+        np.add(st, low, out=st)
+        np.right_shift(st, ks, out=st)
+        np.right_shift(b, ks, out=i)
+        np.bitwise_or(i, st, out=i)
+        if direct:
+            np.take(table, i, out=out[start:stop], mode="clip")
+            if policy.error and out[start:stop].max() >= sentinel:
+                pos = int(np.argmax(out[start:stop] >= sentinel))
+                raise _nan_error(f, start + pos, shape)
+        else:
+            w = wide[:c]
+            np.take(table, i, out=w, mode="clip")
+            if policy.error and w.max() >= sentinel:
+                pos = int(np.argmax(w >= sentinel))
+                raise _nan_error(f, start + pos, shape)
+            out[start:stop] = w
