@@ -1,5 +1,39 @@
 """How other implementations use the oracle: golden-vector suites on disk, comparison
-with typed tolerances, hypothesis strategies, conformance checks and the CLI."""
-from oracle._version import __version__
+with typed tolerances, hypothesis strategies, conformance checks and the CLI.
 
-__all__ = ["__version__"]
+Tour::
+
+    import oracle
+    suite = oracle.load("golden")                  # sha256-checked, no pickles
+    for case in suite:
+        got = my_impl(case.operation, case.params, **case.inputs)
+        case.assert_matches(got)                   # typed tolerance per output
+    oracle.assert_matches(actual, expected, oracle.ulp(1, "bf16"))
+
+``oracle.strategies`` (hypothesis strategies) and ``oracle.conformance`` (ready property
+tests) import hypothesis, a test-time dependency, so they are imported on their own.
+"""
+from oracle._version import __version__
+from oracle.suite import Case, Suite, SuiteError, load
+from oracle.tolerance import (
+    AllClose,
+    Exact,
+    ExactNaNClass,
+    Interval,
+    RelativeToNaive,
+    Tolerance,
+    Ulp,
+    allclose,
+    assert_matches,
+    exact,
+    exact_nan_class,
+    interval,
+    relative_to_naive,
+    ulp,
+)
+
+__all__ = [
+    "__version__", "load", "Suite", "Case", "SuiteError", "assert_matches", "Tolerance",
+    "Exact", "ExactNaNClass", "Ulp", "Interval", "AllClose", "RelativeToNaive", "exact",
+    "exact_nan_class", "ulp", "interval", "allclose", "relative_to_naive",
+]

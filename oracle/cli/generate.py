@@ -1,0 +1,50 @@
+"""``python -m oracle generate --out DIR``: write a golden-vector suite.
+
+The same arguments give the same bytes on every run, machine, BLAS and thread count,
+whatever ``--jobs``; shards ``1/N .. N/N`` concatenate to the unsharded suite
+(``--merge SHARD_DIR ...`` does it). Progress goes to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from oracle.cases import SUITES
+from oracle.generation import DEFAULT_SEED, generate, merge, parse_shard
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="directory to write (created; a previous suite there is replaced)")
+    parser.add_argument("--suite", default="default", choices=list(SUITES),
+                        help="which cases: smoke (seconds), default (committable), full "
+                             "(larger, exhaustive 16-bit tables); default: %(default)s")
+    parser.add_argument("--only", metavar="PATTERN",
+                        help="only case ids matching this glob (e.g. 'formats.encode.*'); "
+                             "without wildcards, ids containing PATTERN")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help="seed of the case inputs' random streams (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes (does not change the bytes written)")
+    parser.add_argument("--shard", metavar="I/N",
+                        help="write only the I-th of N contiguous slices of the cases")
+    parser.add_argument("--text", action="store_true",
+                        help="also write TestFloat-style hex lines (vectors.txt) for "
+                             "scalar-format cases")
+    parser.add_argument("--merge", nargs="+", metavar="SHARD_DIR",
+                        help="instead of generating, concatenate shard suites into --out")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.merge:
+        m = merge(args.merge, args.out)
+        print(f"merged {len(args.merge)} shards: {len(m['cases'])} cases in {args.out}")
+        return 0
+    m = generate(args.out, suite=args.suite, only=args.only, seed=args.seed,
+                 jobs=args.jobs, shard=parse_shard(args.shard), text=args.text,
+                 progress=None if args.quiet else sys.stderr)
+    files = sum(len(c["inputs"]) + len(c["expected"]) + len(c["reference"])
+                + (1 if c.get("text") else 0) for c in m["cases"])
+    print(f"wrote {len(m['cases'])} cases ({files} files) to {args.out}")
+    return 0

@@ -1,0 +1,403 @@
+"""Golden-vector suites on disk: the manifest schema, writing and safe loading.
+
+A suite is a directory::
+
+    DIR/manifest.json
+    DIR/<case id>/<array name>.npy      inputs, expected outputs, reference arrays
+    DIR/<case id>/vectors.txt           optional TestFloat-style hex lines (--text)
+
+``manifest.json`` (schema ``gpu-numerics-oracle/suite``, version 1) holds the oracle
+version, the versions of the specifications implemented, the generation parameters and
+seed, and for every case its id, operation, parameters, variant (for an
+implementation-defined choice), and for every array its file, sha256, dtype, shape and,
+for low-precision data, the format whose unsigned codes it holds. Every expected output
+carries a typed tolerance (:mod:`oracle.tolerance`). ``content_sha256`` is the SHA-256 of
+the canonical JSON of everything else, so an edit by hand is detected. There are no
+timestamps: the same generation parameters give the same bytes.
+
+Arrays are ``.npy`` version 1.0, little-endian, C order; low-precision values travel as
+unsigned integer codes plus the format's name, never as extension dtypes. Every array is
+read with ``allow_pickle=False`` after its sha256 has been checked.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from oracle import tolerance as tol
+from oracle._version import __version__
+
+SCHEMA = "gpu-numerics-oracle/suite"
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+TEXT_FILE = "vectors.txt"
+
+#: dtypes an array in a suite may have (no objects, no extension types)
+DTYPES = frozenset({"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16",
+                    "int32", "int64", "float16", "float32", "float64"})
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+CASE_ID = re.compile(r"^[a-z0-9][a-z0-9._=+-]{0,150}$")
+ARRAY_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+
+
+class SuiteError(Exception):
+    """A suite that cannot be trusted: the message names the file and the problem."""
+
+
+# ---------------------------------------------------------------------------------
+# arrays
+
+
+def array_bytes(a: np.ndarray) -> bytes:
+    """The canonical ``.npy`` bytes of an array: format 1.0, little-endian, C order."""
+    a = np.asarray(a)
+    if a.dtype.name not in DTYPES:
+        raise ValueError(f"dtype {a.dtype} cannot be stored in a suite "
+                         f"(allowed: {', '.join(sorted(DTYPES))})")
+    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, a, version=(1, 0), allow_pickle=False)
+    return buf.getvalue()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def parse_array(data: bytes, where: str) -> np.ndarray:
+    """Parse ``.npy`` bytes without ever unpickling; a damaged or pickled file is a
+    SuiteError naming ``where``."""
+    buf = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(buf)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf)
+        else:
+            raise SuiteError(f"{where}: unsupported .npy version {version}")
+    except SuiteError:
+        raise
+    except Exception as exc:  # the header parser raises ValueError/OSError variants
+        raise SuiteError(f"{where}: not a valid .npy file ({exc})") from None
+    if dtype.hasobject:
+        raise SuiteError(f"{where}: holds a pickled object array; refused "
+                         "(suites never contain pickles)")
+    count = int(np.prod(shape, dtype=np.int64))
+    body = len(data) - buf.tell()
+    if body != count * dtype.itemsize:
+        raise SuiteError(f"{where}: truncated or padded: {body} data bytes, expected "
+                         f"{count * dtype.itemsize} for shape {shape} {dtype}")
+    try:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except Exception as exc:
+        raise SuiteError(f"{where}: cannot be read ({exc})") from None
+
+
+def read_array(root: Path, entry: Mapping[str, Any], where: str) -> np.ndarray:
+    """Read one array of a suite: the file must exist, match its sha256, parse without
+    pickles and have the dtype and shape the manifest records."""
+    path = root / entry["file"]
+    if not path.is_file():
+        raise SuiteError(f"{where}: file {entry['file']} is missing (deleted or renamed?)")
+    data = path.read_bytes()
+    if sha256(data) != entry["sha256"]:
+        raise SuiteError(f"{where}: file {entry['file']} fails its sha256 check "
+                         "(corrupted or modified)")
+    a = parse_array(data, f"{where}: file {entry['file']}")
+    if a.dtype.name != entry["dtype"] or list(a.shape) != list(entry["shape"]):
+        raise SuiteError(f"{where}: file {entry['file']} holds {a.dtype.name} "
+                         f"{list(a.shape)}, manifest says {entry['dtype']} {entry['shape']}")
+    return a
+
+
+# ---------------------------------------------------------------------------------
+# manifest
+
+
+def canonical_json(obj: Any, *, sort_keys: bool = True) -> bytes:
+    """Deterministic JSON: fixed indentation and separators, ASCII, trailing newline;
+    keys sorted (the form hashed) or in insertion order (the form written, which is
+    deterministic too and reads schema first)."""
+    return (json.dumps(obj, sort_keys=sort_keys, indent=1, ensure_ascii=True,
+                       allow_nan=False) + "\n").encode("ascii")
+
+
+def content_hash(manifest: Mapping[str, Any]) -> str:
+    body = {k: v for k, v in manifest.items() if k != "content_sha256"}
+    return sha256(canonical_json(body))
+
+
+def finish_manifest(manifest: dict[str, Any]) -> bytes:
+    """Add ``content_sha256`` and return the manifest's bytes."""
+    manifest = dict(manifest)
+    manifest.pop("content_sha256", None)
+    manifest["content_sha256"] = content_hash(manifest)
+    return canonical_json(manifest, sort_keys=False)
+
+
+def array_path(case_id: str, name: str) -> str:
+    return f"{case_id}/{name}.npy"
+
+
+def _check_array_entry(entry: Any, case_id: str, name: str, where: str) -> list[str]:
+    if not isinstance(entry, dict):
+        return [f"{where}: must be an object"]
+    problems = []
+    allowed = {"file", "sha256", "dtype", "shape", "format", "tolerance"}
+    extra = set(entry) - allowed
+    if extra:
+        problems.append(f"{where}: unexpected fields {sorted(extra)}")
+    for key in ("file", "sha256", "dtype", "shape"):
+        if key not in entry:
+            problems.append(f"{where}: missing field {key!r}")
+    if problems:
+        return problems
+    if entry["file"] != array_path(case_id, name):
+        problems.append(f"{where}: file must be {array_path(case_id, name)!r}, "
+                        f"manifest says {entry['file']!r}")
+    if not isinstance(entry["sha256"], str) or not _SHA.match(entry["sha256"]):
+        problems.append(f"{where}: sha256 must be 64 lowercase hex digits")
+    if entry["dtype"] not in DTYPES:
+        problems.append(f"{where}: dtype {entry['dtype']!r} is not allowed")
+    shape = entry["shape"]
+    if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool)
+                                            and n >= 0 for n in shape)):
+        problems.append(f"{where}: shape must be a list of non-negative integers")
+    fmt = entry.get("format")
+    if fmt is not None and not (isinstance(fmt, str) and str(entry["dtype"]).startswith("uint")):
+        problems.append(f"{where}: format must be a string naming the format of unsigned codes")
+    return problems
+
+
+def validate_manifest(m: Any, operations: Mapping[str, Any] | None = None) -> list[str]:
+    """Schema problems of a parsed manifest (empty when valid). With ``operations``,
+    unknown operation names are problems too."""
+    if not isinstance(m, dict):
+        return ["manifest.json: the top level must be an object"]
+    problems = []
+    required = {"schema": str, "schema_version": int, "oracle_version": str,
+                "spec_versions": dict, "generation": dict, "cases": list,
+                "content_sha256": str}
+    for key, typ in required.items():
+        if key not in m:
+            problems.append(f"manifest.json: missing field {key!r}")
+        elif not isinstance(m[key], typ) or isinstance(m[key], bool):
+            problems.append(f"manifest.json: field {key!r} must be {typ.__name__}")
+    extra = set(m) - set(required)
+    if extra:
+        problems.append(f"manifest.json: unexpected fields {sorted(extra)}")
+    if problems:
+        return problems
+    if m["schema"] != SCHEMA:
+        problems.append(f"manifest.json: schema is {m['schema']!r}, expected {SCHEMA!r}")
+    if m["schema_version"] != SCHEMA_VERSION:
+        problems.append(f"manifest.json: schema_version {m['schema_version']} is not "
+                        f"supported (this oracle reads {SCHEMA_VERSION})")
+    if m["content_sha256"] != content_hash(m):
+        problems.append("manifest.json: content_sha256 does not match the manifest's "
+                        "content (edited by hand? regenerate the suite instead)")
+    seen: set[str] = set()
+    for i, case in enumerate(m["cases"]):
+        problems += _validate_case(case, i, seen, operations)
+    return problems
+
+
+def _validate_case(case: Any, i: int, seen: set[str],
+                   operations: Mapping[str, Any] | None) -> list[str]:
+    where = f"manifest.json: cases[{i}]"
+    if not isinstance(case, dict):
+        return [f"{where}: must be an object"]
+    keys = {"id", "operation", "params", "variant", "description", "inputs",
+            "expected", "reference", "text"}
+    missing = keys - set(case) - {"text"}
+    if missing or set(case) - keys:
+        return [f"{where}: missing fields {sorted(missing)}, "
+                f"unexpected fields {sorted(set(case) - keys)}"]
+    cid = case["id"]
+    if not isinstance(cid, str) or not CASE_ID.match(cid):
+        return [f"{where}: id {cid!r} is not a valid case id"]
+    where = f"case {cid}"
+    problems = []
+    if cid in seen:
+        problems.append(f"{where}: duplicate case id")
+    seen.add(cid)
+    if not isinstance(case["operation"], str):
+        problems.append(f"{where}: operation must be a string")
+    elif operations is not None and case["operation"] not in operations:
+        problems.append(f"{where}: operation {case['operation']!r} is unknown to oracle "
+                        f"{__version__}")
+    if not isinstance(case["params"], dict):
+        problems.append(f"{where}: params must be an object")
+    v = case["variant"]
+    if v is not None and not (isinstance(v, dict) and set(v) == {"choice", "option"}
+                              and all(isinstance(x, str) for x in v.values())):
+        problems.append(f"{where}: variant must be null or {{choice, option}}")
+    names: set[str] = set()
+    for group in ("inputs", "expected", "reference"):
+        arrays = case[group]
+        if not isinstance(arrays, dict):
+            problems.append(f"{where}: {group} must be an object")
+            continue
+        for name, entry in arrays.items():
+            if not isinstance(name, str) or not ARRAY_NAME.match(name):
+                problems.append(f"{where}: array name {name!r} is not valid")
+                continue
+            if name in names:
+                problems.append(f"{where}: array name {name!r} used twice")
+            names.add(name)
+            problems += _check_array_entry(entry, cid, name, f"{where}: {group}.{name}")
+            has_tol = isinstance(entry, dict) and "tolerance" in entry
+            if group == "expected" and not has_tol:
+                problems.append(f"{where}: expected.{name} has no tolerance")
+            elif group != "expected" and has_tol:
+                problems.append(f"{where}: {group}.{name} must not carry a tolerance")
+    if not problems:
+        for name, entry in case["expected"].items():
+            try:
+                t = tol.from_json(entry["tolerance"])
+            except ValueError as exc:
+                problems.append(f"{where}: expected.{name}: {exc}")
+                continue
+            for ref in t.references():
+                if ref not in case["reference"]:
+                    problems.append(f"{where}: expected.{name}: tolerance refers to "
+                                    f"{ref!r}, which is not a reference array of the case")
+    text = case.get("text")
+    if text is not None:
+        if not (isinstance(text, dict) and set(text) == {"file", "sha256"}
+                and text.get("file") == f"{cid}/{TEXT_FILE}"
+                and isinstance(text.get("sha256"), str) and _SHA.match(text["sha256"])):
+            problems.append(f"{where}: text must be {{file: '{cid}/{TEXT_FILE}', sha256}}")
+    return problems
+
+
+def listed_files(m: Mapping[str, Any]) -> dict[str, str]:
+    """Relative path -> sha256 of every file a (valid) manifest lists."""
+    out = {}
+    for case in m["cases"]:
+        for group in ("inputs", "expected", "reference"):
+            for entry in case[group].values():
+                out[entry["file"]] = entry["sha256"]
+        if case.get("text"):
+            out[case["text"]["file"]] = case["text"]["sha256"]
+    return out
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    """Parse ``manifest.json`` (no validation); a missing or unparsable one is a
+    SuiteError."""
+    path = Path(root) / MANIFEST
+    if not Path(root).is_dir():
+        raise SuiteError(f"{root}: not a directory")
+    if not path.is_file():
+        raise SuiteError(f"{root}: no {MANIFEST} (not a golden-vector suite)")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SuiteError(f"{MANIFEST}: not valid JSON ({exc})") from None
+
+
+# ---------------------------------------------------------------------------------
+# the loaded form
+
+
+@dataclass
+class Case:
+    """One golden case: arrays by name, each output's typed tolerance (with interval
+    bounds and naive results resolved to arrays), and the format of each array that
+    holds codes."""
+
+    id: str
+    operation: str
+    params: dict[str, Any]
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+    reference: dict[str, np.ndarray]
+    tolerance: dict[str, tol.Tolerance]
+    formats: dict[str, str]
+    variant: dict[str, str] | None = None
+    description: str = ""
+    files: dict[str, str] = field(default_factory=dict)
+
+    def check(self, outputs: Mapping[str, Any]) -> dict[str, tol.Comparison]:
+        """Compare an implementation's outputs (by name) with this case's."""
+        return {name: self.tolerance[name].compare(outputs[name], self.expected[name],
+                                                   format=self.formats.get(name))
+                for name in self.expected if name in outputs}
+
+    def assert_matches(self, outputs: Mapping[str, Any]) -> None:
+        """AssertionError with a failure table unless every given output matches."""
+        for name in self.expected:
+            if name in outputs:
+                try:
+                    tol.assert_matches(outputs[name], self.expected[name],
+                                       self.tolerance[name], format=self.formats.get(name),
+                                       inputs=self.inputs)
+                except AssertionError as exc:
+                    raise AssertionError(f"case {self.id}, output {name}: {exc}") from None
+
+
+@dataclass
+class Suite:
+    """A loaded suite: the manifest and its cases, in manifest order."""
+
+    root: Path
+    manifest: dict[str, Any]
+    cases: list[Case]
+
+    def __iter__(self) -> Iterator[Case]:
+        return iter(self.cases)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def __getitem__(self, case_id: str) -> Case:
+        for c in self.cases:
+            if c.id == case_id:
+                return c
+        raise KeyError(f"no case {case_id!r} in suite {self.root}")
+
+    @property
+    def seed(self) -> int:
+        return self.manifest["generation"]["seed"]
+
+
+def load_case(root: Path, entry: Mapping[str, Any]) -> Case:
+    """Read one case's arrays (sha256-checked, no pickles) into a :class:`Case`."""
+    cid = entry["id"]
+    groups: dict[str, dict[str, np.ndarray]] = {}
+    formats: dict[str, str] = {}
+    files: dict[str, str] = {}
+    for group in ("inputs", "expected", "reference"):
+        groups[group] = {}
+        for name, a in entry[group].items():
+            groups[group][name] = read_array(root, a, f"case {cid}: {group}.{name}")
+            files[name] = a["file"]
+            if a.get("format"):
+                formats[name] = a["format"]
+    outputs = {**groups["expected"], **groups["reference"]}
+    tolerances = {name: tol.from_json(a["tolerance"]).resolve(outputs)
+                  for name, a in entry["expected"].items()}
+    return Case(cid, entry["operation"], dict(entry["params"]), groups["inputs"],
+                groups["expected"], groups["reference"], tolerances, formats,
+                entry["variant"], entry.get("description", ""), files)
+
+
+def load(root: str | Path) -> Suite:
+    """Load a suite: validate the manifest, check every file's sha256 and read every
+    array with ``allow_pickle=False``. Any problem is a :class:`SuiteError`."""
+    root = Path(root)
+    m = read_manifest(root)
+    problems = validate_manifest(m)
+    if problems:
+        raise SuiteError("; ".join(problems[:5]) + (
+            f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+    return Suite(root, m, [load_case(root, c) for c in m["cases"]])

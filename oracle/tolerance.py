@@ -1,0 +1,515 @@
+"""Typed tolerances: how an implementation's output is compared with a golden one.
+
+A golden-vector case never carries a bare ``rtol``. Each expected output names the
+kind of agreement the specification demands (practice of Berkeley TestFloat and of the
+WebGPU CTS acceptance intervals):
+
+- ``exact``: bitwise equality (integer codes, or float bit patterns: ``-0.0`` differs
+  from ``+0.0`` and every NaN payload counts).
+- ``exact_nan_class``: bitwise equality, except that all NaNs form one class. Used
+  where IEEE 754-2019 section 6.2.3 leaves the NaN payload open.
+- ``ulp(n, format)``: at most ``n`` units in the last place of ``format`` at the
+  expected value (ulp of the format's binade, clamped at its subnormal spacing).
+- ``interval(lo, hi)``: every element inside its acceptance interval ``[lo, hi]``
+  (arrays shipped with the case).
+- ``allclose(rtol, atol, order)``: ``|got - expected| <= atol + rtol * |expected|``, only
+  for results that depend on an implementation's reduction order; ``order`` names the
+  order the golden value used.
+- ``relative_to_naive(factor, naive, atol)``: FlashAttention's rule. The largest error
+  of the result against the exact reference is at most ``factor`` times the largest
+  error of the naive low-precision computation (shipped as ``naive``) plus ``atol``.
+
+Tolerances are frozen dataclasses serialised to JSON in a suite's manifest; array-valued
+fields (``lo``, ``hi``, ``naive``) are stored there as the names of other outputs of the
+same case and resolved when the case is loaded.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar, Mapping, Union
+
+import numpy as np
+
+#: an array field given inline, or the name of another output of the same case
+ArrayRef = Union[np.ndarray, str]
+
+__all__ = [
+    "Tolerance", "Exact", "ExactNaNClass", "Ulp", "Interval", "AllClose",
+    "RelativeToNaive", "Comparison", "exact", "exact_nan_class", "ulp", "interval",
+    "allclose", "relative_to_naive", "from_json", "compare", "assert_matches",
+]
+
+
+# ---------------------------------------------------------------------------------
+# helpers on values
+
+
+def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
+    """Decode unsigned codes of ``fmt`` with the format registry (lazy: the registry
+    lives in ``refimpl.formats``)."""
+    from refimpl.formats import decode, get
+
+    return np.asarray(decode(codes, get(fmt)))
+
+
+def _as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
+    """Values as float64 (exact for every format of 32 bits or fewer)."""
+    if fmt is not None and a.dtype.kind == "u":
+        a = _decode(a, fmt)
+    return np.asarray(a, dtype=np.float64)
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The bit pattern of each element, as unsigned integers (values compare bitwise)."""
+    a = np.ascontiguousarray(a, dtype=np.asarray(a).dtype.newbyteorder("="))
+    if a.dtype.kind == "f":
+        return a.view(f"u{a.dtype.itemsize}")
+    return a
+
+
+def _isnan(a: np.ndarray, fmt: str | None) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return np.isnan(a)
+    if fmt is not None:
+        return np.isnan(_decode(a, fmt))
+    return np.zeros(a.shape, dtype=bool)
+
+
+def _format_precision(fmt: str) -> tuple[int, int]:
+    """(mantissa bits, emin) of a format, from the registry; float64 is built in."""
+    name = fmt.lower()
+    if name in ("fp64", "float64", "binary64"):
+        return 52, -1022
+    from refimpl.formats import get
+
+    f = get(fmt)
+    return int(f.man_bits), int(f.emin)
+
+
+def ulp_of(x: np.ndarray, fmt: str) -> np.ndarray:
+    """The ulp of ``fmt`` at each value of ``x`` (float64): 2^(max(e, emin) - p) where
+    x = m * 2^e with 1 <= |m| < 2 and p the number of stored mantissa bits (IEEE 754-2019
+    section 2.1: ulp). Zero and subnormals get the subnormal spacing; non-finite values
+    get NaN."""
+    man, emin = _format_precision(fmt)
+    x = np.asarray(x, dtype=np.float64)
+    finite = np.isfinite(x)
+    # frexp is exact: it reads the exponent bits, no logarithm involved
+    _, e = np.frexp(np.where(finite & (x != 0), x, 1.0))
+    e = np.where(x == 0, emin, np.maximum(e.astype(np.int64) - 1, emin))
+    out = np.ldexp(1.0, (e - man).astype(np.int32))
+    return np.where(finite, out, np.nan)
+
+
+# ---------------------------------------------------------------------------------
+# comparison result
+
+
+@dataclass
+class Comparison:
+    """The outcome of comparing one output with its golden value.
+
+    ``mismatch`` is a boolean array of the expected shape (None when the arrays could
+    not be compared elementwise, e.g. a shape or dtype mismatch, described by
+    ``problem``); ``error`` holds the per-element error measure named ``error_label``.
+    """
+
+    ok: bool
+    tolerance: "Tolerance"
+    mismatch: np.ndarray | None = None
+    error: np.ndarray | None = None
+    error_label: str = "error"
+    problem: str | None = None
+    detail: str = ""
+
+    @property
+    def failures(self) -> int:
+        if self.ok:
+            return 0
+        if self.mismatch is None:
+            return 1
+        return int(np.count_nonzero(self.mismatch))
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"ok ({self.tolerance.describe()})"
+        if self.problem is not None:
+            return self.problem
+        n = self.failures
+        total = self.mismatch.size if self.mismatch is not None else 0
+        text = f"{n} of {total} elements outside {self.tolerance.describe()}"
+        return f"{text}; {self.detail}" if self.detail else text
+
+
+def _format_value(v: Any, fmt: str | None) -> str:
+    """A human-readable value: codes in hex with their decoded value, floats with their
+    bit pattern so a -0.0 or a NaN payload is visible."""
+    if isinstance(v, np.generic) and v.dtype.kind == "u":
+        width = 2 * v.dtype.itemsize
+        text = f"0x{int(v):0{width}X}"
+        if fmt is not None:
+            try:
+                text += f" ({float(_decode(np.asarray([v]), fmt)[0]):.9g})"
+            except (ValueError, ImportError):
+                pass
+        return text
+    if isinstance(v, np.generic) and v.dtype.kind == "f":
+        bits = int(np.asarray(v).reshape(1).view(f"u{v.dtype.itemsize}")[0])
+        return f"{float(v):.9g} [0x{bits:0{2 * v.dtype.itemsize}X}]"
+    return str(v)
+
+
+def failure_rows(
+    comparison: Comparison,
+    actual: np.ndarray,
+    expected: np.ndarray,
+    *,
+    format: str | None = None,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    input_formats: Mapping[str, str | None] | None = None,
+    limit: int = 10,
+) -> list[list[str]]:
+    """Rows (index, input, expected, got, error) for the first ``limit`` failing
+    elements, in C order. ``input`` shows the element of each input of the same shape."""
+    if comparison.ok or comparison.mismatch is None:
+        return []
+    rows = []
+    idx = np.argwhere(comparison.mismatch)[:limit]
+    for index in map(tuple, idx):
+        shown = []
+        for name, arr in (inputs or {}).items():
+            if arr.shape == expected.shape:
+                f = (input_formats or {}).get(name)
+                shown.append(f"{name}={_format_value(arr[index], f)}")
+        err = comparison.error[index] if comparison.error is not None else float("nan")
+        rows.append([
+            str(list(int(i) for i in index)),
+            ", ".join(shown) or "-",
+            _format_value(expected[index], format),
+            _format_value(actual[index], format),
+            f"{float(err):.4g}",
+        ])
+    return rows
+
+
+# ---------------------------------------------------------------------------------
+# tolerance kinds
+
+
+class Tolerance:
+    """Base of the tolerance kinds. ``compare`` never raises on bad data: it returns a
+    failed :class:`Comparison` naming the problem."""
+
+    kind: ClassVar[str] = ""
+    error_label: ClassVar[str] = "error"
+
+    def describe(self) -> str:
+        parts = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                v = f"<array {v.shape}>"
+            parts.append(f"{f.name}={v}")
+        return f"{self.kind}({', '.join(parts)})"
+
+    # -- serialisation -------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                raise ValueError(
+                    f"{self.kind}.{f.name} holds an array; in a suite it must name "
+                    "another output of the case")
+            out[f.name] = v
+        return out
+
+    def references(self) -> tuple[str, ...]:
+        """Names of other outputs this tolerance reads (interval bounds, naive result)."""
+        return tuple(getattr(self, f.name) for f in fields(self)
+                     if f.metadata.get("array") and isinstance(getattr(self, f.name), str))
+
+    def resolve(self, outputs: Mapping[str, np.ndarray]) -> "Tolerance":
+        """Replace output names in array fields by the arrays themselves."""
+        changes = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.metadata.get("array") and isinstance(v, str):
+                if v not in outputs:
+                    raise KeyError(f"{self.kind} tolerance refers to output {v!r}, "
+                                   f"which the case does not have")
+                changes[f.name] = outputs[v]
+        return replace(self, **changes) if changes else self
+
+    # -- comparison ----------------------------------------------------------------
+    def compare(self, actual: Any, expected: Any, *, format: str | None = None) -> Comparison:
+        actual = np.asarray(actual)
+        expected = np.asarray(expected)
+        if actual.shape != expected.shape:
+            return Comparison(False, self, problem=(
+                f"shape {actual.shape} differs from the expected {expected.shape}"))
+        if self._needs_same_dtype() and actual.dtype != expected.dtype:
+            return Comparison(False, self, problem=(
+                f"dtype {actual.dtype} differs from the expected {expected.dtype}"))
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.metadata.get("array"):
+                if isinstance(v, str):
+                    return Comparison(False, self, problem=(
+                        f"{self.kind} tolerance field {f.name!r} still names output {v!r};"
+                        " resolve it against the case's outputs first"))
+                if np.shape(v) not in ((), expected.shape):
+                    return Comparison(False, self, problem=(
+                        f"{self.kind} tolerance field {f.name!r} has shape {np.shape(v)},"
+                        f" expected {expected.shape}"))
+        return self._compare(actual, expected, format)
+
+    def _needs_same_dtype(self) -> bool:
+        return False
+
+    def _compare(self, actual: np.ndarray, expected: np.ndarray,
+                 fmt: str | None) -> Comparison:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _result(tol: Tolerance, mismatch: np.ndarray, error: np.ndarray,
+            detail: str = "") -> Comparison:
+    return Comparison(not bool(mismatch.any()), tol, mismatch, error, tol.error_label,
+                      detail=detail)
+
+
+@dataclass(frozen=True)
+class Exact(Tolerance):
+    """Bitwise equality, dtype included."""
+
+    kind: ClassVar[str] = "exact"
+    error_label: ClassVar[str] = "bits differ"
+
+    def _needs_same_dtype(self) -> bool:
+        return True
+
+    def _compare(self, actual, expected, fmt):
+        mismatch = _bits(actual) != _bits(expected)
+        return _result(self, mismatch, mismatch.astype(np.float64))
+
+
+@dataclass(frozen=True)
+class ExactNaNClass(Tolerance):
+    """Bitwise equality with every NaN (any sign, any payload, any NaN code of
+    ``format``) in one class."""
+
+    kind: ClassVar[str] = "exact_nan_class"
+    error_label: ClassVar[str] = "bits differ"
+
+    def _needs_same_dtype(self) -> bool:
+        return True
+
+    def _compare(self, actual, expected, fmt):
+        both_nan = _isnan(actual, fmt) & _isnan(expected, fmt)
+        mismatch = (_bits(actual) != _bits(expected)) & ~both_nan
+        return _result(self, mismatch, mismatch.astype(np.float64))
+
+
+@dataclass(frozen=True)
+class Ulp(Tolerance):
+    """At most ``n`` ulps of ``format`` at the expected value. NaN matches NaN only;
+    an infinity matches only the same infinity."""
+
+    n: float = 0
+    format: str = "fp32"
+    kind: ClassVar[str] = "ulp"
+    error_label: ClassVar[str] = "ulp"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.n, (int, float)) and self.n >= 0):
+            raise ValueError(f"ulp: n must be a non-negative number, got {self.n!r}")
+
+    def _compare(self, actual, expected, fmt):
+        a = _as_values(actual, fmt)
+        e = _as_values(expected, fmt)
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.abs(a - e) / ulp_of(e, self.format)
+        both_nan = np.isnan(a) & np.isnan(e)
+        same_inf = np.isinf(e) & (a == e)
+        err = np.where(both_nan | same_inf, 0.0, err)
+        err = np.where(np.isnan(err), np.inf, err)
+        return _result(self, err > self.n, err)
+
+
+@dataclass(frozen=True)
+class Interval(Tolerance):
+    """``lo <= got <= hi`` elementwise (bounds inclusive; a NaN bound pair means the
+    result must be NaN)."""
+
+    lo: ArrayRef = field(default="lo", metadata={"array": True})
+    hi: ArrayRef = field(default="hi", metadata={"array": True})
+    kind: ClassVar[str] = "interval"
+    error_label: ClassVar[str] = "distance outside"
+
+    def _compare(self, actual, expected, fmt):
+        a = _as_values(actual, fmt)
+        lo = np.broadcast_to(np.asarray(self.lo, dtype=np.float64), a.shape)
+        hi = np.broadcast_to(np.asarray(self.hi, dtype=np.float64), a.shape)
+        with np.errstate(invalid="ignore"):
+            dist = np.maximum(lo - a, a - hi)
+        want_nan = np.isnan(lo) & np.isnan(hi)
+        dist = np.where(want_nan, np.where(np.isnan(a), 0.0, np.inf),
+                        np.where(np.isnan(a), np.inf, np.maximum(dist, 0.0)))
+        dist = np.where(np.isnan(dist), 0.0, dist)  # inf - inf at an infinite bound
+        return _result(self, dist > 0, dist)
+
+
+@dataclass(frozen=True)
+class AllClose(Tolerance):
+    """``|got - expected| <= atol + rtol * |expected|``; NaN matches NaN and infinities
+    must be equal. ``order`` records the reduction order the golden value used."""
+
+    rtol: float = 0.0
+    atol: float = 0.0
+    order: str = ""
+    kind: ClassVar[str] = "allclose"
+    error_label: ClassVar[str] = "abs error"
+
+    def __post_init__(self) -> None:
+        if self.rtol < 0 or self.atol < 0:
+            raise ValueError("allclose: rtol and atol must be non-negative")
+        if not self.order:
+            raise ValueError("allclose: name the reduction order the golden value used "
+                             "(allclose is only for order-dependent results)")
+
+    def _compare(self, actual, expected, fmt):
+        a = _as_values(actual, fmt)
+        e = _as_values(expected, fmt)
+        with np.errstate(invalid="ignore"):
+            err = np.abs(a - e)
+            bad = ~(err <= self.atol + self.rtol * np.abs(e))
+        both_nan = np.isnan(a) & np.isnan(e)
+        same_inf = np.isinf(e) & (a == e)
+        ok = both_nan | same_inf
+        bad |= ~np.isfinite(a) | ~np.isfinite(e)   # non-finite matches only itself
+        err = np.where(ok, 0.0, np.where(np.isnan(err), np.inf, err))
+        return _result(self, bad & ~ok, err)
+
+
+@dataclass(frozen=True)
+class RelativeToNaive(Tolerance):
+    """FlashAttention's acceptance rule: max|got - expected| <= factor * max|naive -
+    expected| + atol, where ``naive`` is the same computation done the plain way in the
+    low precision. Elements above the bound are reported."""
+
+    factor: float = 2.0
+    naive: ArrayRef = field(default="naive", metadata={"array": True})
+    atol: float = 0.0
+    kind: ClassVar[str] = "relative_to_naive"
+    error_label: ClassVar[str] = "abs error"
+
+    def __post_init__(self) -> None:
+        if self.factor <= 0 or self.atol < 0:
+            raise ValueError("relative_to_naive: factor must be > 0 and atol >= 0")
+
+    def _compare(self, actual, expected, fmt):
+        a = _as_values(actual, fmt)
+        e = _as_values(expected, fmt)
+        n = np.broadcast_to(_as_values(np.asarray(self.naive), fmt), e.shape)
+        with np.errstate(invalid="ignore"):
+            naive_err = np.abs(n - e)
+            err = np.abs(a - e)
+        naive_err = np.where(np.isnan(n) & np.isnan(e), 0.0, naive_err)
+        finite = naive_err[np.isfinite(naive_err)]
+        bound = self.factor * (float(finite.max()) if finite.size else 0.0) + self.atol
+        err = np.where(np.isnan(a) & np.isnan(e), 0.0, np.where(np.isnan(err), np.inf, err))
+        return _result(self, err > bound, err,
+                       detail=f"bound {bound:.4g} = {self.factor} x naive max error + {self.atol}")
+
+
+# ---------------------------------------------------------------------------------
+# constructors and JSON
+
+
+def exact() -> Exact:
+    return Exact()
+
+
+def exact_nan_class() -> ExactNaNClass:
+    return ExactNaNClass()
+
+
+def ulp(n: float, format: str = "fp32") -> Ulp:
+    return Ulp(n, format)
+
+
+def interval(lo: ArrayRef, hi: ArrayRef) -> Interval:
+    return Interval(lo, hi)
+
+
+def allclose(rtol: float, atol: float = 0.0, *, order: str) -> AllClose:
+    return AllClose(rtol, atol, order)
+
+
+def relative_to_naive(factor: float, naive: ArrayRef, atol: float = 0.0) -> RelativeToNaive:
+    return RelativeToNaive(factor, naive, atol)
+
+
+KINDS: dict[str, type[Tolerance]] = {
+    cls.kind: cls for cls in (Exact, ExactNaNClass, Ulp, Interval, AllClose, RelativeToNaive)
+}
+
+def from_json(obj: Any) -> Tolerance:
+    """Rebuild a tolerance from its manifest form; a malformed one is a ValueError that
+    says which field is wrong."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
+        raise ValueError(f"tolerance must be an object with a 'kind', got {obj!r}")
+    cls = KINDS.get(obj["kind"])
+    if cls is None:
+        raise ValueError(f"unknown tolerance kind {obj['kind']!r}; known: {', '.join(KINDS)}")
+    names = {f.name: f for f in fields(cls)}
+    extra = set(obj) - set(names) - {"kind"}
+    missing = set(names) - set(obj)
+    if extra or missing:
+        raise ValueError(f"{cls.kind} tolerance: unexpected fields {sorted(extra)}, "
+                         f"missing fields {sorted(missing)}")
+    kwargs = {}
+    for name, f in names.items():
+        v = obj[name]
+        if f.metadata.get("array"):
+            if not isinstance(v, str):
+                raise ValueError(f"{cls.kind}.{name} must name an output, got {v!r}")
+        elif name in ("format", "order"):
+            if not isinstance(v, str):
+                raise ValueError(f"{cls.kind}.{name} must be a string, got {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"{cls.kind}.{name} must be a finite number, got {v!r}")
+        kwargs[name] = v
+    return cls(**kwargs)
+
+
+def compare(actual: Any, expected: Any, tolerance: Tolerance, *,
+            format: str | None = None) -> Comparison:
+    """Compare ``actual`` with ``expected`` under ``tolerance``; ``format`` names the
+    low-precision format when both hold unsigned codes."""
+    return tolerance.compare(actual, expected, format=format)
+
+
+def assert_matches(actual: Any, expected: Any, tolerance: Tolerance, *,
+                   format: str | None = None,
+                   inputs: Mapping[str, np.ndarray] | None = None,
+                   limit: int = 10) -> None:
+    """Raise AssertionError with a table of the failing elements (index, input,
+    expected, got, error) unless ``actual`` matches ``expected`` under ``tolerance``.
+
+    >>> assert_matches(np.float32([1.0]), np.float32([1.0]), exact())
+    """
+    from tabulate import tabulate
+
+    comparison = compare(actual, expected, tolerance, format=format)
+    if comparison.ok:
+        return
+    message = comparison.summary()
+    if comparison.mismatch is not None:
+        rows = failure_rows(comparison, np.asarray(actual), np.asarray(expected),
+                            format=format, inputs=inputs, limit=limit)
+        table = tabulate(rows, headers=["index", "input", "expected", "got",
+                                        comparison.error_label])
+        message = f"{message}\n{table}"
+    raise AssertionError(message)
