@@ -1,0 +1,175 @@
+"""The block pool: a fixed set of physical KV blocks, their reference counts and the
+free queue (Kwon et al. 2023, "Efficient Memory Management for Large Language Model
+Serving with PagedAttention", section 4.2; vLLM v1 block pool design).
+
+Allocation and eviction order (deterministic, as in vLLM v1):
+
+- All free blocks, with or without cached prefix data, sit in **one free queue**.
+  Initially it holds ``0, 1, ..., num_blocks - 1`` in that order.
+- ``allocate(n)`` takes the ``n`` blocks at the **head** of the queue, in queue order.
+  A block taken this way that still carries a prefix-cache hash loses it: that is the
+  eviction. So the eviction order is the free-queue order, least recently freed first.
+- ``release(blocks)`` decrements the counts; every block whose count reaches zero is
+  appended to the **tail**, in the order given. Callers free a sequence's table in
+  reverse (last block first), so a request's last blocks are evicted before its first
+  ones, which are the blocks most likely to be shared as a prefix.
+- ``touch(block)`` (a prefix-cache hit) increments the count; a free cached block is
+  taken out of the middle of the queue, wherever it is.
+
+Every operation is O(1) per block: the queue is an insertion-ordered dict (a doubly
+linked list in CPython), so removal from the middle costs the same as from the head.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+
+class OutOfBlocksError(RuntimeError):
+    """Not enough free blocks for the request; nothing was changed.
+
+    The caller decides what to do (vLLM preempts a victim by recomputation or swap).
+    """
+
+    def __init__(self, needed: int, free: int) -> None:
+        super().__init__(f"out of KV blocks: need {needed}, {free} free")
+        self.needed = needed
+        self.free = free
+
+
+class BlockPool:
+    """``num_blocks`` physical blocks of ``block_size`` token slots each.
+
+    Args:
+        num_blocks: number of physical blocks (>= 1).
+        block_size: token slots per block (>= 1; 16 is the common default).
+
+    The pool tracks reference counts and, for prefix caching, an optional content hash
+    per block and the map from hash to block. It stores no K/V data; see
+    :class:`refimpl.kvcache.PagedKVCache`.
+    """
+
+    def __init__(self, num_blocks: int, block_size: int) -> None:
+        for name, val in (("num_blocks", num_blocks), ("block_size", block_size)):
+            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
+                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.ref_counts: list[int] = [0] * num_blocks
+        #: free queue, head first; values unused (dict = O(1) ordered set)
+        self._free: dict[int, None] = dict.fromkeys(range(num_blocks))
+        #: prefix-cache hash of each block, or None
+        self.block_hashes: list[bytes | None] = [None] * num_blocks
+        #: hash -> the block holding that content
+        self.cached: dict[bytes, int] = {}
+        self.evictions = 0
+
+    # -- queries ---------------------------------------------------------------------
+    @property
+    def num_free(self) -> int:
+        """Blocks with reference count zero (cached ones included)."""
+        return len(self._free)
+
+    @property
+    def num_used(self) -> int:
+        return self.num_blocks - len(self._free)
+
+    @property
+    def num_cached_free(self) -> int:
+        """Free blocks still holding reusable prefix data."""
+        return sum(1 for b in self._free if self.block_hashes[b] is not None)
+
+    def free_queue(self) -> list[int]:
+        """The free queue, head (next to be allocated or evicted) first."""
+        return list(self._free)
+
+    def lookup(self, block_hash: bytes) -> int | None:
+        """The block caching ``block_hash``, or None."""
+        return self.cached.get(block_hash)
+
+    def _check_block(self, block: int) -> None:
+        if not isinstance(block, int) or not 0 <= block < self.num_blocks:
+            raise ValueError(f"block id {block!r} out of range [0, {self.num_blocks})")
+
+    # -- mutations -------------------------------------------------------------------
+    def allocate(self, n: int) -> list[int]:
+        """Take ``n`` blocks from the head of the free queue, count 1 each.
+
+        Raises:
+            OutOfBlocksError: fewer than ``n`` free blocks (nothing changes).
+        """
+        if n < 0:
+            raise ValueError(f"cannot allocate a negative number of blocks ({n})")
+        if n > len(self._free):
+            raise OutOfBlocksError(n, len(self._free))
+        out = []
+        for _ in range(n):
+            block = next(iter(self._free))
+            del self._free[block]
+            self._evict_hash(block)
+            self.ref_counts[block] = 1
+            out.append(block)
+        return out
+
+    def _evict_hash(self, block: int) -> None:
+        h = self.block_hashes[block]
+        if h is not None:
+            self.block_hashes[block] = None
+            if self.cached.get(h) == block:
+                del self.cached[h]
+            self.evictions += 1
+
+    def touch(self, block: int) -> None:
+        """Take one more reference to ``block`` (a prefix-cache hit or a fork)."""
+        self._check_block(block)
+        if self.ref_counts[block] == 0:
+            del self._free[block]
+        self.ref_counts[block] += 1
+
+    def release(self, blocks: Iterable[int]) -> None:
+        """Drop one reference to each block; blocks reaching zero go to the queue tail.
+
+        Raises:
+            ValueError: a block that is already free (nothing changes).
+        """
+        blocks = list(blocks)
+        pending: dict[int, int] = {}
+        for b in blocks:
+            self._check_block(b)
+            pending[b] = pending.get(b, 0) + 1
+            if pending[b] > self.ref_counts[b]:
+                raise ValueError(f"block {b} released more times than it is referenced "
+                                 f"(count {self.ref_counts[b]})")
+        for b in blocks:
+            self.ref_counts[b] -= 1
+            if self.ref_counts[b] == 0:
+                self._free[b] = None
+
+    def set_hash(self, block: int, block_hash: bytes) -> bool:
+        """Record that full ``block`` holds the content named by ``block_hash``.
+
+        Returns True if the block became the cached copy; False if another block
+        already caches that hash (the duplicate stays uncached, as in vLLM).
+        """
+        self._check_block(block)
+        if block_hash in self.cached:
+            return self.cached[block_hash] == block
+        if self.block_hashes[block] is not None:
+            raise ValueError(f"block {block} already carries a hash")
+        self.block_hashes[block] = block_hash
+        self.cached[block_hash] = block
+        return True
+
+    def evict(self, n: int | None = None) -> list[int]:
+        """Drop the cached hashes of up to ``n`` free blocks (all if None), LRU first.
+
+        The blocks stay in the free queue at their place. Returns the evicted ids.
+        """
+        out: list[int] = []
+        for b in self._free:
+            if n is not None and len(out) >= n:
+                break
+            if self.block_hashes[b] is not None:
+                out.append(b)
+        for b in out:
+            self._evict_hash(b)
+        return out

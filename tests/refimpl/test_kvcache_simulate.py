@@ -1,0 +1,92 @@
+"""The trace simulator: the seed's example, the default trace's distribution, a
+hand-traced small run, preemption, and the paged-versus-contiguous waste."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from refimpl.kvcache.simulate import (OUTPUT_HISTOGRAM, PROMPT_HISTOGRAM, Request,
+                                      SplitMix64, seed_example_trace,
+                                      sharegpt_like_trace, simulate)
+
+
+def test_seed_example_exactly() -> None:
+    # ratios are int / int divisions, correctly rounded, hence compared exactly
+    cont = simulate(seed_example_trace(), "contiguous")
+    paged = simulate(seed_example_trace(), "paged", block_size=16)
+    # max length 2048: 2048 - 128, 2048 - 1024, 2048 - 300
+    assert cont.request_waste == (1920, 1024, 1748)
+    # pages: 128 = 8 * 16, 1024 = 64 * 16, 300 -> 19 pages = 304 slots
+    assert paged.request_waste == (0, 0, 4)
+    assert paged.utilization == 1452 / 1456
+    assert cont.utilization == 1452 / (3 * 2048)
+
+
+def test_splitmix64_reference_value() -> None:
+    # published first output of SplitMix64 seeded with 0
+    assert SplitMix64(0).next() == 0xE220A8397B1DCDAF
+
+
+def test_histograms_have_sharegpt_means() -> None:
+    def mean(h):
+        return Fraction(sum(w * Fraction(lo + hi, 2) for lo, hi, w in h),
+                        sum(w for *_, w in h))
+    assert abs(mean(PROMPT_HISTOGRAM) - 161) < 1
+    assert abs(mean(OUTPUT_HISTOGRAM) - 338) < 1
+    assert max(hi for _, hi, _ in PROMPT_HISTOGRAM) + max(
+        hi for _, hi, _ in OUTPUT_HISTOGRAM) <= 2048
+
+
+def test_default_trace_is_deterministic_and_sharegpt_like() -> None:
+    t = sharegpt_like_trace(1000)
+    assert t == sharegpt_like_trace(1000, seed=0) != sharegpt_like_trace(1000, seed=1)
+    prompt = sum(r.prompt_len for r in t) / len(t)
+    output = sum(r.output_len for r in t) / len(t)
+    assert abs(prompt - 161) < 0.1 * 161 and abs(output - 338) < 0.1 * 338
+    assert all(1 <= r.prompt_len and 1 <= r.output_len and r.total <= 2048 for r in t)
+    assert all(a.arrival <= b.arrival for a, b in zip(t, t[1:]))
+
+
+def test_small_run_hand_traced() -> None:
+    # admitted at step 0 with 5 tokens, then 6, 7, 8; finishes at step 3
+    trace = [Request(0, 5, 3)]
+    c = simulate(trace, "contiguous", memory_slots=16, max_len=16)
+    p = simulate(trace, "paged", memory_slots=16, max_len=16, block_size=4,
+                 watermark=0.0)
+    assert c.steps == p.steps == 4 and c.generated_tokens == p.generated_tokens == 3
+    assert c.utilization == 26 / 64
+    assert c.reserved_waste == (3 + 2 + 1) / 64
+    assert c.fragmentation_waste == (64 - 26 - 6) / 64
+    assert p.utilization == 26 / 32 and p.reserved_waste == 0
+    assert c.request_waste == (8,) and p.request_waste == (0,)
+
+
+def test_preemption_hand_traced() -> None:
+    # 3 blocks of 4: R1 cannot grow while R0 runs, is preempted at steps 1 and 3,
+    # runs alone from step 4 and finishes at step 12
+    trace = [Request(0, 4, 4), Request(0, 4, 8)]
+    r = simulate(trace, "paged", memory_slots=12, max_len=12, block_size=4,
+                 watermark=0.0)
+    assert (r.preemptions, r.steps, r.finished, r.peak_running) == (2, 13, 2, 2)
+    assert r.generated_tokens == 4 + 8
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="policy"):
+        simulate([], "buddy")
+    with pytest.raises(ValueError, match=r"trace\[0\]"):
+        simulate([Request(0, 2000, 100)], "paged")
+    with pytest.raises(ValueError, match="memory_slots"):
+        simulate([], "paged", memory_slots=100)
+
+
+def test_paged_waste_under_4_percent_contiguous_over_60() -> None:
+    trace = sharegpt_like_trace(300)
+    c = simulate(trace, "contiguous")
+    p = simulate(trace, "paged", block_size=16)
+    assert p.finished == c.finished == 300
+    assert p.waste < 0.04
+    assert c.waste > 0.60
+    assert c.peak_running == 16 < p.peak_running
+    assert p.steps < c.steps
