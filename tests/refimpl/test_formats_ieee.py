@@ -1,0 +1,196 @@
+"""FP16 against numpy.float16 (an exact IEEE binary16 oracle) and BF16 against a
+Fraction round-to-nearest-even written here from IEEE 754-2019 section 4.3.1."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from refimpl import formats as F
+
+
+def _numpy_fp16_codes(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(np.float16).view(np.uint16)
+
+
+def _same_codes(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal codes, with all NaN codes one class (numpy keeps NaN payloads)."""
+    nan_got = (got & 0x7C00 == 0x7C00) & (got & 0x3FF != 0)
+    nan_want = (want & 0x7C00 == 0x7C00) & (want & 0x3FF != 0)
+    assert np.array_equal(nan_got, nan_want)
+    bad = np.flatnonzero((got != want) & ~nan_got)
+    assert bad.size == 0, f"first mismatches at {bad[:5]}: {got[bad[:5]]} vs {want[bad[:5]]}"
+
+
+def _fp16_midpoints() -> np.ndarray:
+    """Every FP16 rounding midpoint (between consecutive finite magnitudes, plus max +
+    half an ulp), exactly, in float64."""
+    mags = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)
+    mids = (mags[:-1] + mags[1:]) / 2  # exact: one more bit than FP16
+    return np.concatenate([mids, [65504.0 + 16.0]])
+
+
+def test_fp16_every_float32_within_two_ulps_of_every_midpoint() -> None:
+    mids = _fp16_midpoints().astype(np.float32)  # exact: midpoints need 12 bits
+    assert np.array_equal(mids.astype(np.float64), _fp16_midpoints())
+    xs = [mids]
+    up, down = mids.copy(), mids.copy()
+    for _ in range(2):
+        up = np.nextafter(up, np.float32(np.inf))
+        down = np.nextafter(down, np.float32(-np.inf))
+        xs += [up, down]
+    x = np.concatenate(xs)
+    x = np.concatenate([x, -x])
+    _same_codes(F.encode(x, "fp16"), _numpy_fp16_codes(x))
+
+
+def test_fp16_float64_near_midpoints() -> None:
+    mids = _fp16_midpoints()
+    xs = [mids]
+    up, down = mids.copy(), mids.copy()
+    for _ in range(2):
+        up = np.nextafter(up, np.inf)
+        down = np.nextafter(down, -np.inf)
+        xs += [up, down]
+    x = np.concatenate(xs)
+    x = np.concatenate([x, -x])
+    _same_codes(F.encode(x, "fp16"), _numpy_fp16_codes(x))
+
+
+def test_fp16_every_code_and_specials() -> None:
+    codes = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    h = codes.view(np.float16)
+    got = F.decode(codes, "fp16")
+    same = (got == h.astype(np.float32)) | (np.isnan(got) & np.isnan(h))
+    assert same.all()
+    x = np.array([np.inf, -np.inf, np.nan, 65519.99, 65520.0, 1e-8, -2.0**-25,
+                  2.0**-25, 3 * 2.0**-26], dtype=np.float32)
+    _same_codes(F.encode(x, "fp16"), _numpy_fp16_codes(x))
+
+
+@settings(max_examples=50)
+@given(bits=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=200))
+@example(bits=[0x477FF000, 0x477FEFFF, 0x33000000, 0x33000001, 0xB3000000])
+def test_fp16_from_float32_matches_numpy(bits: list[int]) -> None:
+    x = np.array(bits, dtype=np.uint32).view(np.float32)
+    _same_codes(F.encode(x, "fp16"), _numpy_fp16_codes(x))
+
+
+@settings(max_examples=50)
+@given(bits=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=200),
+       scale=st.integers(-30, 17))
+def test_fp16_from_float64_matches_numpy(bits: list[int], scale: int) -> None:
+    raw = np.array(bits, dtype=np.uint64)
+    # keep the mantissa and sign, place the exponent near FP16's range
+    exp = np.uint64(1023 + scale) << np.uint64(52)
+    x = ((raw & np.uint64(0x800F_FFFF_FFFF_FFFF)) | exp).view(np.float64)
+    _same_codes(F.encode(x, "fp16"), _numpy_fp16_codes(x))
+
+
+# ---- BF16 --------------------------------------------------------------------------
+
+def _rne(x: Fraction, precision: int, emin: int, overflow_at: Fraction) -> Fraction | float:
+    """x rounded to nearest, ties to even, on a binary grid with ``precision``
+    significant bits and normal exponents >= emin; magnitudes that round to
+    ``overflow_at`` or above become infinities (IEEE 754 section 7.4)."""
+    if x == 0:
+        return x
+    a = abs(x)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    while Fraction(2) ** e > a:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= a:
+        e += 1
+    q = Fraction(2) ** (max(e, emin) - precision + 1)
+    n = a / q
+    lo = n.numerator // n.denominator
+    rest = n - lo
+    k = lo + (1 if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and lo % 2) else 0)
+    r = k * q
+    if r >= overflow_at:
+        return float("-inf") if x < 0 else float("inf")
+    return -r if x < 0 else r
+
+
+BF16_OVERFLOW = Fraction(2) ** 128  # rounding with unbounded exponent reaches 2^128
+
+
+def _check_bf16(x: np.ndarray) -> None:
+    got = F.decode(F.encode(x, "bf16"), "bf16")
+    for xi, gi in zip(x.tolist(), got.tolist()):
+        if xi != xi:
+            assert gi != gi
+            continue
+        if xi in (float("inf"), float("-inf")):
+            assert gi == xi
+            continue
+        want = _rne(Fraction(xi), 8, -126, BF16_OVERFLOW)
+        assert (gi == want) if isinstance(want, float) else Fraction(gi) == want, (xi, gi)
+        if xi == 0:
+            assert np.signbit(gi) == np.signbit(xi)
+
+
+@settings(max_examples=50)
+@given(bits=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=100))
+@example(bits=[0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0x7F7F8000, 0x7F7F7FFF,
+               0x00008000, 0x00018000, 0x80000001, 0x7FC00001])
+def test_bf16_from_float32_matches_fraction_rne(bits: list[int]) -> None:
+    _check_bf16(np.array(bits, dtype=np.uint32).view(np.float32))
+
+
+@settings(max_examples=50)
+@given(bits=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=100))
+@example(bits=[0x3FF0100000000000, 0x3FF0100000000001, 0x3FF02FFFFFFFFFFF,
+               0x47EFF00000000000, 0x47EFEFFFFFFFFFFF, 0x3800000000000000,
+               0x37F0000000000000, 0x3690000000000000])
+def test_bf16_from_float64_matches_fraction_rne(bits: list[int]) -> None:
+    raw = np.array(bits, dtype=np.uint64)
+    # squeeze exponents into and around the float32 range
+    e = (raw >> np.uint64(52)) & np.uint64(0x7FF)
+    e = np.uint64(1023 - 160) + e % np.uint64(320)
+    x = ((raw & np.uint64(0x800F_FFFF_FFFF_FFFF)) | (e << np.uint64(52))).view(np.float64)
+    _check_bf16(x)
+
+
+def test_bf16_midpoints_near_every_binade() -> None:
+    # ties with even and odd last bits in every float32 exponent, +-1 float32 ulp
+    exps = np.arange(1, 255, dtype=np.uint32) << np.uint32(23)
+    mant = np.array([0x8000, 0x18000, 0x7F8000, 0x10000 + 0x8000], dtype=np.uint32)
+    base = (exps[:, None] | mant[None, :]).reshape(-1)
+    x = np.concatenate([base, base + 1, base - 1]).view(np.float32)
+    x = np.concatenate([x, -x])
+    _check_bf16(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fp32_is_identity_on_float32(dtype: type) -> None:
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**32, 10000, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32)
+    x = x[~np.isnan(x)]
+    got = F.encode(x.astype(dtype), "fp32")
+    assert np.array_equal(got, x.view(np.uint32))
+    assert got.dtype == np.uint32
+    assert F.round_to(x.astype(np.float64), "fp32").dtype == np.float64
+
+
+def test_fp32_from_float64_matches_numpy_cast() -> None:
+    rng = np.random.default_rng(3)
+    raw = rng.integers(0, 2**63, 20000, dtype=np.int64).astype(np.uint64)
+    e = np.uint64(1023 - 160) + ((raw >> np.uint64(52)) % np.uint64(320))
+    x = ((raw & np.uint64(0x800F_FFFF_FFFF_FFFF)) | (e << np.uint64(52))).view(np.float64)
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float32).view(np.uint32)  # IEEE correctly rounded cast
+    assert np.array_equal(F.encode(x, "fp32"), want)
+
+
+def test_tf32_codes_are_19_bits() -> None:
+    x = np.array([1.0, -1.0 - 2.0**-10, 1.0 + 2.0**-11 + 2.0**-20, 1.0 + 2.0**-11], dtype=np.float32)
+    codes = F.encode(x, "tf32")
+    assert codes.dtype == np.uint32
+    assert codes.tolist() == [127 << 10, (1 << 18) | (127 << 10) | 1, (127 << 10) | 1, 127 << 10]
+    assert F.round_to(x, "tf32").tolist() == [1.0, -1.0 - 2.0**-10, 1.0 + 2.0**-10, 1.0]
