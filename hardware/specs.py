@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-__all__ = ["GPUSpec", "PRECISIONS", "FLOAT_PRECISIONS", "CATALOGUE", "get", "names"]
+__all__ = ["GPUSpec", "MemoryLevel", "PRECISIONS", "FLOAT_PRECISIONS", "CATALOGUE", "get", "names"]
 
 #: precision keys of ``GPUSpec.dense_tflops``, widest first
 PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8", "int4")
@@ -26,7 +26,8 @@ FLOAT_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4")
 _SEED3 = "seed 003 (architecture evolution), generation table"
 _SEED3_EX = "seed 003, exercise 1"
 _SEED3_AMD = "seed 003, 'AMD Instinct' paragraph"
-_SEED2 = "seed 002, A100 figures (6.x memory hierarchy and SM description)"
+_SEED2 = "seed 002, 6.1.3 'A100 GPU Core Architecture'"
+_SEED2_MEM = "seed 002, 6.3 'GPU Memory Model' (layers 1-5)"
 _PG_THR = ("CUDA C Programming Guide, 'Arithmetic Instructions' throughput table: "
            "16 results/clock/SM for exp2/log2/rcp/rsqrt/sin/cos (cc 7.x-9.0)")
 _PG_CC = ("CUDA C Programming Guide, 'Technical Specifications per Compute Capability': "
@@ -43,6 +44,28 @@ _FA3 = ("FlashAttention-3 paper (Shah et al. 2024), section 3.3: H100 SXM5 has 9
         "TFLOPS FP16 matmul but 3.9 TFLOPS of special functions")
 _MI300X_DS = "AMD Instinct MI300X datasheet"
 _CDNA3_WP = "AMD CDNA 3 Instruction Set Architecture / CDNA 3 whitepaper (2023)"
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    """One level of a memory hierarchy, with the approximate figures a text gives.
+
+    Attributes:
+        name: "registers", "shared/L1", ...
+        latency_cycles: (low, high) access latency in clock cycles (equal when the
+            source gives one figure).
+        capacity_bytes: capacity; ``per_sm`` says whether per SM or per GPU.
+        bandwidth_bytes_per_s: bandwidth (per SM when ``per_sm``), None if not given.
+        per_sm: capacity and bandwidth are per SM.
+        note: qualifiers of the source ("on hit", "broadcast to 32 threads").
+    """
+
+    name: str
+    latency_cycles: tuple[float, float]
+    capacity_bytes: tuple[float, ...]
+    bandwidth_bytes_per_s: float | None
+    per_sm: bool
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,6 +92,10 @@ class GPUSpec:
         boost_clock_mhz: the clock the vendor's peak figures are computed at.
         sfu_ops_per_clk_per_sm: special-function (exp2, rcp, ...) results per clock
             per SM.
+        fp32_cores_per_sm, tensor_cores_per_sm: per SM (AMD: stream processors and
+            matrix cores per CU).
+        memory_hierarchy: levels with latency/capacity/bandwidth where a source
+            gives them (A100, from seed 002).
         sources: field name -> where the figure comes from (dense_tflops per
             precision as ``"dense_tflops.bf16"``).
     """
@@ -91,6 +118,9 @@ class GPUSpec:
     warp_size: int
     boost_clock_mhz: float | None
     sfu_ops_per_clk_per_sm: int | None
+    fp32_cores_per_sm: int | None = None
+    tensor_cores_per_sm: int | None = None
+    memory_hierarchy: tuple[MemoryLevel, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -166,13 +196,26 @@ _V100 = GPUSpec(
     memory_bandwidth_gbs=900.0, memory_gb=32.0,
     sm_count=80, smem_per_sm_kib=96, l1_smem_per_sm_kib=128, regfile_per_sm_kib=256,
     l2_mib=6.0, warp_size=32, boost_clock_mhz=1530.0, sfu_ops_per_clk_per_sm=16,
+    fp32_cores_per_sm=64, tensor_cores_per_sm=8,
     sources=_src(
-        {"year": _SEED3, "memory_bandwidth_gbs": _SEED3, "memory_gb": _SEED3,
+        {"fp32_cores_per_sm": _V100_WP, "tensor_cores_per_sm": _V100_WP,
+         "year": _SEED3, "memory_bandwidth_gbs": _SEED3, "memory_gb": _SEED3,
          "dense_tflops.fp16": _SEED3, "dense_tflops.fp64": _V100_DS,
          "vector_fp32_tflops": _V100_DS, "sm_count": _V100_WP,
          "smem_per_sm_kib": _V100_WP, "l1_smem_per_sm_kib": _V100_WP,
          "regfile_per_sm_kib": _V100_WP, "l2_mib": _V100_WP, "warp_size": _PG_CC,
          "boost_clock_mhz": _V100_WP, "sfu_ops_per_clk_per_sm": _PG_THR}),
+)
+
+_KIB, _MIB = 1024, 1024 * 1024
+#: seed 002's A100 memory hierarchy (approximate figures, as the seed gives them)
+_A100_HIERARCHY = (
+    MemoryLevel("registers", (1, 1), (256 * _KIB,), 10e12, True, "~10 TB/s per SM"),
+    MemoryLevel("shared/L1", (20, 40), (192 * _KIB,), 1e12, True, "~1 TB/s per SM"),
+    MemoryLevel("L2", (200, 200), (40 * _MIB,), 3e12, False, "~200 cycles, ~3 TB/s"),
+    MemoryLevel("HBM2e", (500, 500), (40e9, 80e9), 2039e9, False, "40 or 80 GB boards"),
+    MemoryLevel("constant", (5, 5), (64 * _KIB,), None, False,
+                "~5 cycles on a cache hit; broadcast to 32 threads"),
 )
 
 _A100 = GPUSpec(
@@ -184,14 +227,19 @@ _A100 = GPUSpec(
     memory_bandwidth_gbs=2039.0, memory_gb=80.0,
     sm_count=108, smem_per_sm_kib=164, l1_smem_per_sm_kib=192, regfile_per_sm_kib=256,
     l2_mib=40.0, warp_size=32, boost_clock_mhz=1410.0, sfu_ops_per_clk_per_sm=16,
+    fp32_cores_per_sm=64, tensor_cores_per_sm=4,
+    memory_hierarchy=_A100_HIERARCHY,
     sources=_src(
-        {"year": _SEED3, "memory_bandwidth_gbs": _SEED3 + "; " + _A100_DS,
-         "memory_gb": _SEED3, "dense_tflops.bf16": _SEED3 + "; " + _SEED2,
+        {"memory_hierarchy": _SEED2_MEM,
+         "fp32_cores_per_sm": _SEED2, "tensor_cores_per_sm": _SEED2,
+         "year": _SEED3, "memory_bandwidth_gbs": _SEED3 + "; " + _A100_DS,
+         "memory_gb": _SEED3 + "; " + _SEED2_MEM, "dense_tflops.bf16": _SEED3 + "; " + _SEED2,
          "dense_tflops.fp16": _SEED2, "dense_tflops.fp64": _SEED2 + " (FP64 tensor core)",
          "dense_tflops.tf32": _SEED2, "dense_tflops.int8": _SEED2,
-         "dense_tflops.int4": _SEED2, "vector_fp32_tflops": _A100_DS,
+         "dense_tflops.int4": _SEED2,
+         "vector_fp32_tflops": _A100_DS + "; seed 002, 6.6.2 (FP32 19.5 TFLOPS)",
          "sm_count": _SEED2, "smem_per_sm_kib": _A100_WP + " (164 KB of the 192 KB)",
-         "l1_smem_per_sm_kib": _SEED2, "regfile_per_sm_kib": _SEED2, "l2_mib": _SEED2,
+         "l1_smem_per_sm_kib": _SEED2, "regfile_per_sm_kib": _SEED2, "l2_mib": _SEED2_MEM,
          "warp_size": _PG_CC, "boost_clock_mhz": _A100_WP,
          "sfu_ops_per_clk_per_sm": _PG_THR}),
 )
@@ -205,8 +253,10 @@ _H100 = GPUSpec(
     memory_bandwidth_gbs=3350.0, memory_gb=80.0,
     sm_count=132, smem_per_sm_kib=228, l1_smem_per_sm_kib=256, regfile_per_sm_kib=256,
     l2_mib=50.0, warp_size=32, boost_clock_mhz=1830.0, sfu_ops_per_clk_per_sm=16,
+    fp32_cores_per_sm=128, tensor_cores_per_sm=4,
     sources=_src(
-        {"year": _SEED3, "memory_bandwidth_gbs": _SEED3 + "; " + _H100_DS,
+        {"fp32_cores_per_sm": _H100_WP, "tensor_cores_per_sm": _H100_WP,
+         "year": _SEED3, "memory_bandwidth_gbs": _SEED3 + "; " + _H100_DS,
          "memory_gb": _SEED3, "dense_tflops.bf16": _SEED3 + "; " + _SEED3_EX,
          "dense_tflops.fp16": _H100_DS, "dense_tflops.fp8": _SEED3,
          "dense_tflops.fp64": _H100_DS + " (FP64 tensor core)",
@@ -228,8 +278,10 @@ _H200 = GPUSpec(
     memory_bandwidth_gbs=4800.0, memory_gb=141.0,
     sm_count=132, smem_per_sm_kib=228, l1_smem_per_sm_kib=256, regfile_per_sm_kib=256,
     l2_mib=50.0, warp_size=32, boost_clock_mhz=1830.0, sfu_ops_per_clk_per_sm=16,
+    fp32_cores_per_sm=128, tensor_cores_per_sm=4,
     sources=_src(
-        {"year": _H200_DS, "memory_bandwidth_gbs": _H200_DS, "memory_gb": _H200_DS,
+        {"fp32_cores_per_sm": _H100_WP, "tensor_cores_per_sm": _H100_WP,
+         "year": _H200_DS, "memory_bandwidth_gbs": _H200_DS, "memory_gb": _H200_DS,
          **{f"dense_tflops.{p}": _H200_DS
             for p in ("fp64", "tf32", "fp16", "bf16", "fp8", "int8")},
          "vector_fp32_tflops": _H200_DS,
@@ -267,8 +319,10 @@ _H20 = GPUSpec(
     memory_bandwidth_gbs=4000.0, memory_gb=96.0,
     sm_count=None, smem_per_sm_kib=228, l1_smem_per_sm_kib=256, regfile_per_sm_kib=256,
     l2_mib=None, warp_size=32, boost_clock_mhz=None, sfu_ops_per_clk_per_sm=16,
+    fp32_cores_per_sm=128, tensor_cores_per_sm=4,
     sources=_src(
-        {"dense_tflops.bf16": _SEED3_EX, "memory_bandwidth_gbs": _SEED3_EX,
+        {"fp32_cores_per_sm": "Hopper SM as in " + _H100_WP, "tensor_cores_per_sm": "Hopper SM as in " + _H100_WP,
+         "dense_tflops.bf16": _SEED3_EX, "memory_bandwidth_gbs": _SEED3_EX,
          "dense_tflops.fp16": "NVIDIA H20 product brief (partner document)",
          "dense_tflops.fp8": "NVIDIA H20 product brief (partner document)",
          "dense_tflops.int8": "NVIDIA H20 product brief (partner document)",
@@ -289,8 +343,10 @@ _MI300X = GPUSpec(
     memory_bandwidth_gbs=5300.0, memory_gb=192.0,
     sm_count=304, smem_per_sm_kib=64, l1_smem_per_sm_kib=None, regfile_per_sm_kib=512,
     l2_mib=32.0, warp_size=64, boost_clock_mhz=2100.0, sfu_ops_per_clk_per_sm=None,
+    fp32_cores_per_sm=64, tensor_cores_per_sm=4,
     sources=_src(
-        {"memory_bandwidth_gbs": _SEED3_AMD + "; " + _MI300X_DS,
+        {"fp32_cores_per_sm": _MI300X_DS + " (19,456 stream processors, 1,216 matrix cores, 304 CUs)", "tensor_cores_per_sm": _MI300X_DS + " (19,456 stream processors, 1,216 matrix cores, 304 CUs)",
+         "memory_bandwidth_gbs": _SEED3_AMD + "; " + _MI300X_DS,
          "memory_gb": _SEED3_AMD + "; " + _MI300X_DS,
          "dense_tflops.bf16": _SEED3_AMD + " (1307); " + _MI300X_DS,
          "dense_tflops.fp8": _SEED3_AMD + " (2615); " + _MI300X_DS,

@@ -21,6 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--gpu", action="append", metavar="NAME", default=None,
         help=f"compare catalogue entries (repeatable; known: {', '.join(specs.names())})",
     )
+    parser.add_argument(
+        "--sources", action="store_true",
+        help="with --gpu: also list every figure of each entry with its source",
+    )
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
@@ -84,6 +88,21 @@ def compare_text(names: list[str]) -> str:
                          "prefill 4K ms", "KV tokens", "batch (BF16 weights)"])
 
 
+def sources_text(name: str) -> str:
+    g = specs.get(name)
+    rows = []
+    for key, src in g.sources.items():
+        if key.startswith("dense_tflops."):
+            value = g.dense_tflops[key.split(".", 1)[1]]
+        elif key == "memory_hierarchy":
+            value = f"{len(g.memory_hierarchy)} levels"
+        else:
+            value = getattr(g, key)
+        rows.append([key, str(value), src])
+    return f"{g.name} ({g.vendor} {g.architecture}, {g.form_factor})\n" + tabulate(
+        rows, headers=["figure", "value", "source"], disable_numparse=True)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.gpu:
         for name in args.gpu:  # unknown names fail before anything is printed
@@ -92,7 +111,13 @@ def run(args: argparse.Namespace) -> int:
             except KeyError as exc:
                 raise ValueError(exc.args[0]) from None
         print(compare_text(args.gpu))
+        if args.sources:
+            for name in args.gpu:
+                print()
+                print(sources_text(name))
         return 0
+    if args.sources:
+        raise ValueError("--sources needs at least one --gpu NAME")
     print("Compute, bandwidth and ridge point (FLOP/byte) per generation, dense, SXM")
     print(generations_text())
     print()

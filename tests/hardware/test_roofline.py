@@ -178,3 +178,10 @@ def test_tables_follow_catalogue():
     rows = rl.generation_table()
     assert [r.name for r in rows] == list(rl.GENERATIONS)
     assert re.fullmatch(r"\d+", f"{rows[0].half_ridge:.0f}")
+
+
+def test_cli_sources(capsys):
+    assert main(["roofline", "--gpu", "H100", "--sources"]) == 0
+    out = capsys.readouterr().out
+    assert "dense_tflops.fp8" in out and "seed 003" in out
+    assert main(["roofline", "--sources"]) == 2

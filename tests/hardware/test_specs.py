@@ -42,6 +42,30 @@ def test_a100_figures_from_seed_002():
     assert (g.sm_count, g.l1_smem_per_sm_kib, g.regfile_per_sm_kib, g.l2_mib) == (
         108, 192, 256, 40)
     assert g.warp_size == 32
+    assert (g.fp32_cores_per_sm, g.tensor_cores_per_sm) == (64, 4)
+
+
+def test_a100_memory_hierarchy_table():
+    # roofline.md, "Memory hierarchy (002, A100)": latency, capacity, bandwidth
+    KiB, MiB = 1024, 1024 * 1024
+    levels = {lv.name: lv for lv in specs.get("A100").memory_hierarchy}
+    assert list(levels) == ["registers", "shared/L1", "L2", "HBM2e", "constant"]
+    r, s, l2, hbm, c = levels.values()
+    assert (r.latency_cycles, r.capacity_bytes, r.bandwidth_bytes_per_s, r.per_sm) == (
+        (1, 1), (256 * KiB,), 10e12, True)
+    assert (s.latency_cycles, s.capacity_bytes, s.bandwidth_bytes_per_s, s.per_sm) == (
+        (20, 40), (192 * KiB,), 1e12, True)
+    assert (l2.latency_cycles, l2.capacity_bytes, l2.bandwidth_bytes_per_s) == (
+        (200, 200), (40 * MiB,), 3e12)
+    assert (hbm.latency_cycles, hbm.capacity_bytes, hbm.bandwidth_bytes_per_s) == (
+        (500, 500), (40e9, 80e9), 2039e9)
+    assert (c.latency_cycles, c.capacity_bytes) == ((5, 5), (64 * KiB,))
+    assert "broadcast to 32 threads" in c.note and "on a cache hit" in c.note
+    # the hierarchy is consistent with the catalogue's own fields
+    g = specs.get("A100")
+    assert r.capacity_bytes[0] == g.regfile_per_sm_kib * KiB
+    assert s.capacity_bytes[0] == g.l1_smem_per_sm_kib * KiB
+    assert l2.capacity_bytes[0] == g.l2_mib * MiB
 
 
 def test_every_figure_has_a_source():
@@ -50,7 +74,7 @@ def test_every_figure_has_a_source():
             if f.name in ("name", "vendor", "architecture", "compute_capability",
                           "form_factor", "sources", "dense_tflops"):
                 continue
-            if getattr(g, f.name) is not None:
+            if getattr(g, f.name) not in (None, ()):
                 assert g.source(f.name), (g.name, f.name)
         for p in g.dense_tflops:
             assert g.source(f"dense_tflops.{p}"), (g.name, p)
