@@ -117,7 +117,7 @@ class CoalesceReport:
         return {
             f"l1tex__t_requests_{base}.sum": self.requests,
             f"l1tex__t_sectors_{base}.sum": self.sectors,
-            f"l1tex__t_sectors_{base}.sum.per_request": self.sectors_per_request,
+            f"l1tex__average_t_sectors_per_request_{base}.ratio": self.sectors_per_request,
             f"smsp__sass_thread_inst_executed_op_global_{kind}.sum": self.active_lanes,
         }
 

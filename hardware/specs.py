@@ -321,7 +321,8 @@ _H20 = GPUSpec(
     l2_mib=None, warp_size=32, boost_clock_mhz=None, sfu_ops_per_clk_per_sm=16,
     fp32_cores_per_sm=128, tensor_cores_per_sm=4,
     sources=_src(
-        {"fp32_cores_per_sm": "Hopper SM as in " + _H100_WP, "tensor_cores_per_sm": "Hopper SM as in " + _H100_WP,
+        {"fp32_cores_per_sm": "Hopper SM as in " + _H100_WP,
+         "tensor_cores_per_sm": "Hopper SM as in " + _H100_WP,
          "dense_tflops.bf16": _SEED3_EX, "memory_bandwidth_gbs": _SEED3_EX,
          "dense_tflops.fp16": "NVIDIA H20 product brief (partner document)",
          "dense_tflops.fp8": "NVIDIA H20 product brief (partner document)",
@@ -345,7 +346,8 @@ _MI300X = GPUSpec(
     l2_mib=32.0, warp_size=64, boost_clock_mhz=2100.0, sfu_ops_per_clk_per_sm=None,
     fp32_cores_per_sm=64, tensor_cores_per_sm=4,
     sources=_src(
-        {"fp32_cores_per_sm": _MI300X_DS + " (19,456 stream processors, 1,216 matrix cores, 304 CUs)", "tensor_cores_per_sm": _MI300X_DS + " (19,456 stream processors, 1,216 matrix cores, 304 CUs)",
+        {"fp32_cores_per_sm": _MI300X_DS + " (19,456 stream processors / 304 CUs)",
+         "tensor_cores_per_sm": _MI300X_DS + " (1,216 matrix cores / 304 CUs)",
          "memory_bandwidth_gbs": _SEED3_AMD + "; " + _MI300X_DS,
          "memory_gb": _SEED3_AMD + "; " + _MI300X_DS,
          "dense_tflops.bf16": _SEED3_AMD + " (1307); " + _MI300X_DS,

@@ -66,6 +66,7 @@ def test_coalesce_efficiency_and_metrics():
     m = r.metrics("ld")
     assert m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] == 4
     assert m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 1
+    assert m["l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio"] == 4
     assert "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum" in r.metrics("st")
     with pytest.raises(ValueError, match="kind"):
         r.metrics("atom")
@@ -85,7 +86,8 @@ def test_partially_active():
     garbage = np.where(active, BASE + 4 * LANES, -12345)
     assert coalesce(garbage, 4, active) == r
     none = coalesce(BASE + 4 * LANES, 4, np.zeros(32, bool))
-    assert (none.requests, none.sectors, none.lines, none.efficiency) == (0, 0, 0, 0.0)
+    assert none == CoalesceReport(0, 0, 0, 0, 0, 0)
+    assert (none.efficiency, none.sectors_per_request) == (0.0, 0.0)
 
 
 def test_straddling_wide_accesses():
