@@ -598,7 +598,9 @@ def padded_leading_dim(cols: int, elem_bytes: int = 4, *, segment_bytes: int = 3
     ``leading_dim * elem_bytes`` becomes a multiple of ``segment_bytes`` (rounded up to
     the least multiple that keeps every row start segment-aligned), so tiles whose first
     column is aligned load whole segments per row (seed 6.6.6: "use padding to make
-    matrix dimensions regular").
+    matrix dimensions regular"). The base address must itself be segment-aligned
+    (``cudaMalloc`` returns 256-byte-aligned memory) and the tile's first column a
+    multiple of ``segment_bytes / elem_bytes``; padding cannot fix a misaligned base.
     """
     _positive_int("cols", cols)
     _positive_int("elem_bytes", elem_bytes)

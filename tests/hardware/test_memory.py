@@ -277,6 +277,26 @@ def test_padded_leading_dim(cols, elem, seg, ld):
     assert padded_leading_dim(cols, elem, segment_bytes=seg) == ld
 
 
+@settings(max_examples=40)
+@given(st.integers(1, 12), st.integers(1, 24), st.integers(0, 40), st.sampled_from([1, 2, 4, 8]),
+       st.integers(0, 100), st.integers(0, 5), st.sampled_from([16, 32, 64]))
+def test_tile_load_matches_byte_enumeration(rows, cols, extra, elem, base, row0, seg):
+    ld = cols + extra
+    t = tile_load_segments(rows, cols, ld, elem, base_address=base, row0=row0,
+                           segment_bytes=seg)
+    addr = [[base + ((row0 + r) * ld + c) * elem for c in range(cols)] for r in range(rows)]
+    per_row = [coalesce_reference(a, elem, segment_bytes=seg).sectors for a in addr]
+    assert t.row_segments == tuple(per_row) and t.segments == sum(per_row)
+    flat = [x for a in addr for x in a]
+    assert t.distinct_segments == coalesce_reference(flat, elem, segment_bytes=seg).sectors
+    assert t.segments >= t.min_segments
+    padded = padded_leading_dim(ld, elem, segment_bytes=seg)
+    assert padded >= ld and (padded * elem) % seg == 0
+    # aligned base and padded pitch: no row straddles more than it must
+    fixed = tile_load_segments(rows, cols, padded, elem, row0=row0, segment_bytes=seg)
+    assert fixed.segments == fixed.min_segments == rows * -(-(cols * elem) // seg)
+
+
 def test_tile_errors():
     with pytest.raises(ValueError, match="leading_dim"):
         tile_load_segments(4, 300, 257)
