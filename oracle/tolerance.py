@@ -68,6 +68,30 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _ordinal(a: np.ndarray, fmt: str | None) -> np.ndarray:
+    """Position on the number line counted in representable steps (sign-magnitude bits
+    to a signed integer), so the distance of two values is how many ulps apart they are.
+    Integer data without a format are their own ordinal."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.kind == "f":
+        bits = _bits(a).astype(np.int64)
+        sign = np.int64(1) << np.int64(8 * a.dtype.itemsize - 1)
+        return np.where(bits & sign, -(bits & (sign - 1)), bits).astype(np.float64)
+    if fmt is not None and a.dtype.kind == "u":
+        from refimpl.formats import get
+
+        f = get(fmt)
+        c = a.astype(np.int64)
+        if f.signed:
+            return np.where(c & f.sign_mask, -(c & f.magnitude_mask), c).astype(np.float64)
+        return c.astype(np.float64)
+    return a.astype(np.float64)
+
+
+def _steps_apart(actual: np.ndarray, expected: np.ndarray, fmt: str | None) -> np.ndarray:
+    return np.abs(_ordinal(actual, fmt) - _ordinal(expected, fmt))
+
+
 def _isnan(a: np.ndarray, fmt: str | None) -> np.ndarray:
     if a.dtype.kind == "f":
         return np.isnan(a)
@@ -284,14 +308,14 @@ class Exact(Tolerance):
     """Bitwise equality, dtype included."""
 
     kind: ClassVar[str] = "exact"
-    error_label: ClassVar[str] = "bits differ"
+    error_label: ClassVar[str] = "steps apart"
 
     def _needs_same_dtype(self) -> bool:
         return True
 
     def _compare(self, actual, expected, fmt):
         mismatch = _bits(actual) != _bits(expected)
-        return _result(self, mismatch, mismatch.astype(np.float64))
+        return _result(self, mismatch, _steps_apart(actual, expected, fmt))
 
 
 @dataclass(frozen=True)
@@ -300,7 +324,7 @@ class ExactNaNClass(Tolerance):
     ``format``) in one class."""
 
     kind: ClassVar[str] = "exact_nan_class"
-    error_label: ClassVar[str] = "bits differ"
+    error_label: ClassVar[str] = "steps apart"
 
     def _needs_same_dtype(self) -> bool:
         return True
@@ -308,7 +332,7 @@ class ExactNaNClass(Tolerance):
     def _compare(self, actual, expected, fmt):
         both_nan = _isnan(actual, fmt) & _isnan(expected, fmt)
         mismatch = (_bits(actual) != _bits(expected)) & ~both_nan
-        return _result(self, mismatch, mismatch.astype(np.float64))
+        return _result(self, mismatch, np.where(mismatch, _steps_apart(actual, expected, fmt), 0.0))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,238 @@
+"""Golden cases for the scalar number formats (``refimpl.formats``).
+
+- ``formats.decode``: value tables: every code of every format of 8 bits or fewer
+  (default suite), every code of FP16 and BF16 (full suite), TestFloat-style samples of
+  the wider ones. Decoded NaNs compare as one class (the payload is not specified).
+- ``formats.encode``: conversions from float32 (and float64 for the double-rounding trap,
+  float16) with inputs placed relative to the target format, for each rounding mode and
+  saturation setting; stochastic rounding with its random bits as an input. NaN into a
+  format without NaN (E2M1, E2M3, E3M2) and E8M0's tie rule are implementation-defined:
+  those cases are marked as variants.
+- ``formats.round_to``: decode(encode(x)) as float32, for fake-quantisation users.
+
+Specs: IEEE 754-2019, OCP OFP8 rev 1.0, OCP MX v1.0 section 5, IEEE P3109 interim report
+(stochastic rounding).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from oracle import placement
+from oracle.cases import Area, CaseSpec, Operation
+from oracle.random_stream import CaseRandom
+from oracle.tolerance import ExactNaNClass
+from refimpl import formats as F
+
+SPECS = {
+    "IEEE 754": "2019",
+    "OCP OFP8": "1.0",
+    "OCP MX": "1.0",
+    "IEEE P3109": "interim report (stochastic rounding)",
+}
+
+SMALL = ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2", "e2m3", "e2m1", "e8m0")
+WIDE = ("fp16", "bf16", "tf32")
+DETERMINISTIC = ("nearest_even", "nearest_away", "toward_zero", "toward_positive",
+                 "toward_negative")
+#: formats with every rounding mode in the default suite (the rest: nearest-even only)
+ALL_MODES_DEFAULT = ("e4m3", "e5m2", "e2m1", "bf16", "fp16")
+NO_NAN = ("e3m2", "e2m3", "e2m1")
+#: NaN -> format-without-NaN policies in use (reference doc: TE 0x0, ml_dtypes 0x8,
+#: torchao 0x3 for E2M1): the option name is the code written
+NAN_OPTIONS = {"zero": "zero", "0x8": 0x8, "0x3": 0x3}
+
+
+def _encode(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    kw: dict[str, Any] = {"rounding": p["rounding"], "saturate": p["saturate"],
+                          "nan": p.get("nan")}
+    if p["rounding"] == "stochastic":
+        kw["random_bits"] = (inputs["random_bits"], int(p["random_bits"]))
+    return {"codes": F.encode(inputs["x"], p["format"], **kw)}
+
+
+def _decode(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {"values": F.decode(inputs["codes"], p["format"])}
+
+
+def _round_to(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {"y": F.round_to(inputs["x"], p["format"], rounding=p["rounding"],
+                            saturate=p["saturate"])}
+
+
+OPERATIONS = [
+    Operation("formats.encode", _encode,
+              "codes = refimpl.formats.encode(x, format, rounding=, saturate=, nan=, "
+              "random_bits=(random_bits, N))"),
+    Operation("formats.decode", _decode, "values = refimpl.formats.decode(codes, format)"),
+    Operation("formats.round_to", _round_to,
+              "y = refimpl.formats.round_to(x, format, rounding=, saturate=)"),
+]
+
+_DT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _drop_nan(x: np.ndarray, fmt: str) -> np.ndarray:
+    return x if F.get(fmt).has_nan else x[~np.isnan(x)]
+
+
+def _encode_inputs(fmt: str, src: str, exhaustive: bool | None, n_random: int):
+    dt = _DT[src]
+
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        sharp = placement.sharp_inputs(fmt, dt, exhaustive=exhaustive)
+        rand = placement.random_inputs(fmt, rng, n_random, dt)
+        return {"x": _drop_nan(np.concatenate([sharp, rand]), fmt)}
+    return build
+
+
+def _encode_case(fmt: str, rounding: str, saturate: bool, *, src: str = "f32",
+                 level: int = 1, exhaustive: bool | None = None, n_random: int = 256,
+                 nan: Any = None, variant: dict | None = None, build=None,
+                 suffix: str = "") -> CaseSpec:
+    sat = ".satfinite" if saturate else ""
+    params: dict[str, Any] = {"format": fmt, "rounding": rounding, "saturate": saturate,
+                              "nan": nan}
+    return CaseSpec(
+        id=f"formats.encode.{fmt}.{src}.{rounding}{sat}{suffix}",
+        operation="formats.encode", params=params,
+        build=build or _encode_inputs(fmt, src, exhaustive, n_random),
+        tolerance={"codes": ExactNaNClass()}, formats={"codes": fmt}, level=level,
+        variant=variant, text=("x", "codes"),
+        description=f"{src} -> {fmt}, {rounding}, saturate={saturate}: inputs placed "
+                    f"relative to {fmt} (values, ties, tie neighbours, overflow)")
+
+
+def _decode_case(fmt: str, level: int, exhaustive: bool) -> CaseSpec:
+    f = F.get(fmt)
+
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        if exhaustive:
+            codes = np.arange(1 << f.bits, dtype=np.int64)
+        else:
+            mags = placement.target_codes(f, exhaustive=False)
+            # the special magnitudes above max (Inf, NaNs): the first and last few
+            first = np.arange(f.max_code_magnitude + 1,
+                              min(f.max_code_magnitude + 9, f.magnitude_mask + 1))
+            specials = np.concatenate([first, np.arange(max(f.magnitude_mask - 7,
+                                                            first[-1] + 1 if first.size
+                                                            else f.magnitude_mask + 1),
+                                                        f.magnitude_mask + 1)])
+            mags = np.concatenate([mags, specials])
+            codes = np.concatenate([mags, mags | f.sign_mask]) if f.signed else mags
+            codes = np.unique(codes)
+        return {"codes": codes.astype(f.code_dtype)}
+
+    kind = "every code" if exhaustive else "TestFloat-style sample of codes"
+    return CaseSpec(
+        id=f"formats.decode.{fmt}" + ("" if exhaustive else ".sample"),
+        operation="formats.decode", params={"format": fmt}, build=build,
+        tolerance={"values": ExactNaNClass()}, formats={"codes": fmt}, level=level,
+        text=("codes", "values"), description=f"decode {fmt}: {kind}")
+
+
+def _stochastic_case(fmt: str, level: int) -> CaseSpec:
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        sharp = placement.sharp_inputs(fmt, np.float32, specials=False)
+        x = _drop_nan(np.concatenate([sharp, placement.random_inputs(fmt, rng, 256)]), fmt)
+        return {"x": x, "random_bits": rng.bits(x.shape, np.uint8)}
+
+    spec = _encode_case(fmt, "stochastic", False, level=level, build=build)
+    return replace(spec, params={**spec.params, "random_bits": 8}, text=None,
+                   description=f"f32 -> {fmt}, stochastic rounding with 8 random bits per "
+                               "element (IEEE P3109 rule)")
+
+
+def _nan_variant_case(fmt: str, option: str) -> CaseSpec:
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        x = np.array([np.nan, -np.nan, 1.0, -1.0, 0.0], dtype=np.float32)
+        x[1] = np.copysign(x[1], np.float32(-1))
+        return {"x": x}
+
+    return _encode_case(fmt, "nearest_even", False, level=1, nan=NAN_OPTIONS[option],
+                        build=build, variant={"choice": f"nan_to_{fmt}", "option": option},
+                        suffix=f".nan={option}")
+
+
+def _e8m0_case(rounding: str, level: int) -> CaseSpec:
+    variant = None
+    if rounding in ("nearest_even", "up"):
+        variant = {"choice": "e8m0_tie", "option": rounding}
+    spec = _encode_case("e8m0", rounding, False, level=level)
+    return replace(spec, variant=variant)
+
+
+def _round_to_case(fmt: str, level: int) -> CaseSpec:
+    return CaseSpec(
+        id=f"formats.round_to.{fmt}.f32.nearest_even",
+        operation="formats.round_to",
+        params={"format": fmt, "rounding": "nearest_even", "saturate": False},
+        build=_encode_inputs(fmt, "f32", None, 256),
+        tolerance={"y": ExactNaNClass()}, level=level, text=("x", "y"),
+        description=f"float32 rounded to {fmt} and back (fake quantisation)")
+
+
+def cases() -> list[CaseSpec]:
+    out: list[CaseSpec] = []
+    # smoke: one of each kind
+    out.append(_decode_case("e4m3", 0, True))
+    out.append(_encode_case("e4m3", "nearest_even", False, level=0))
+    out.append(_encode_case("e2m1", "nearest_even", False, level=0))
+    out.append(_encode_case("bf16", "nearest_even", False, level=0))
+    # value tables
+    for fmt in SMALL:
+        if fmt != "e4m3":
+            out.append(_decode_case(fmt, 1, True))
+    for fmt in ("fp16", "bf16"):
+        out.append(_decode_case(fmt, 2, True))
+    for fmt in WIDE + ("fp32",):
+        out.append(_decode_case(fmt, 1, False))
+    # conversions from float32
+    for fmt in SMALL + WIDE:
+        if fmt == "e8m0":
+            for r in ("nearest_even", "up", "toward_zero", "toward_positive"):
+                out.append(_e8m0_case(r, 1))
+            out.append(_e8m0_case("toward_negative", 2))
+            continue
+        for rounding in DETERMINISTIC:
+            for sat in (False, True):
+                if (fmt, rounding, sat) in (("e4m3", "nearest_even", False),
+                                            ("e2m1", "nearest_even", False),
+                                            ("bf16", "nearest_even", False)):
+                    continue
+                if rounding == "nearest_even" or fmt in ALL_MODES_DEFAULT:
+                    level = 1
+                else:
+                    level = 2
+                if fmt in WIDE and level == 1 and sat and rounding != "nearest_even":
+                    level = 2
+                out.append(_encode_case(fmt, rounding, sat, level=level))
+        # full suite: every code of the 16-bit formats, not a sample
+        if fmt in ("fp16", "bf16"):
+            out.append(_encode_case(fmt, "nearest_even", False, level=2, exhaustive=True,
+                                    suffix=".every_code"))
+    # conversions from float64 (double-rounding trap) and float16
+    for fmt in ("e4m3", "e5m2", "e2m1", "e2m3", "e3m2", "bf16", "fp16", "fp32"):
+        out.append(_encode_case(fmt, "nearest_even", False, src="f64", level=1))
+        out.append(_encode_case(fmt, "nearest_even", True, src="f64", level=2))
+    for fmt in ("e4m3", "e5m2", "e2m1"):
+        out.append(_encode_case(fmt, "nearest_even", False, src="f16", level=1))
+    # stochastic rounding
+    for fmt in ("e4m3", "e2m1", "bf16"):
+        out.append(_stochastic_case(fmt, 1))
+    for fmt in ("e5m2", "fp16", "e2m3", "e3m2"):
+        out.append(_stochastic_case(fmt, 2))
+    # implementation-defined: NaN into formats without NaN
+    for fmt in NO_NAN:
+        for option in NAN_OPTIONS:
+            if option != "0x3" or fmt == "e2m1":
+                out.append(_nan_variant_case(fmt, option))
+    # fake quantisation
+    for fmt in ("e4m3", "e5m2", "e2m1", "bf16", "fp16"):
+        out.append(_round_to_case(fmt, 1))
+    return out
+
+
+AREA = Area("formats", SPECS, OPERATIONS, cases)

@@ -1,0 +1,186 @@
+"""The CLI on the real case registry: generate -> verify -> check round trips,
+corruption reported with exit 1, byte-identical output across runs, BLAS thread counts
+and --jobs."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import oracle
+from oracle.cli import main
+from oracle.suite import array_bytes, finish_manifest, sha256
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("smoke") / "golden"
+    assert main(["generate", "--out", str(out), "--suite", "smoke", "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture()
+def copy(smoke: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    shutil.copytree(smoke, tmp_path / "g")
+    return tmp_path / "g"
+
+
+def test_generate_then_verify(smoke: Path, capsys) -> None:
+    assert main(["verify", str(smoke), "--quiet"]) == 0
+    assert "ok:" in capsys.readouterr().out
+    s = oracle.load(smoke)
+    assert len(s) >= 4 and {c.operation for c in s} >= {"formats.encode", "formats.decode"}
+
+
+def test_usage_errors_exit_2(tmp_path: Path, capsys) -> None:
+    assert main(["verify", str(tmp_path / "nope")]) == 2
+    assert main(["generate", "--out", str(tmp_path / "x"), "--shard", "3/2"]) == 2
+    assert main(["generate", "--out", str(tmp_path / "x"), "--only", "no.such.case"]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def _verify_out(root: Path, capsys) -> tuple[int, str]:
+    code = main(["verify", str(root), "--quiet"])
+    return code, capsys.readouterr().out
+
+
+def test_corruption_flip_byte(copy: Path, capsys) -> None:
+    p = copy / "formats.encode.e4m3.f32.nearest_even" / "codes.npy"
+    data = bytearray(p.read_bytes())
+    data[200] ^= 0x40
+    p.write_bytes(bytes(data))
+    code, out = _verify_out(copy, capsys)
+    assert code == 1 and "formats.encode.e4m3.f32.nearest_even/codes.npy" in out
+    assert "sha256" in out and "Traceback" not in out
+
+
+def test_corruption_truncate_delete_rename(copy: Path, capsys) -> None:
+    a = copy / "formats.decode.e4m3" / "values.npy"
+    a.write_bytes(a.read_bytes()[:100])
+    b = copy / "formats.encode.e2m1.f32.nearest_even" / "x.npy"
+    b.unlink()
+    c = copy / "formats.encode.bf16.f32.nearest_even" / "codes.npy"
+    c.rename(c.with_name("codes2.npy"))
+    code, out = _verify_out(copy, capsys)
+    assert code == 1
+    assert "formats.decode.e4m3/values.npy fails its sha256" in out
+    assert "formats.encode.e2m1.f32.nearest_even/x.npy is missing" in out
+    assert "codes2.npy" in out and "not listed" in out
+
+
+def test_corruption_edited_manifest(copy: Path, capsys) -> None:
+    m = json.loads((copy / "manifest.json").read_text())
+    m["cases"][1]["params"]["saturate"] = True
+    (copy / "manifest.json").write_text(json.dumps(m, indent=1))
+    code, out = _verify_out(copy, capsys)
+    assert code == 1 and "edited by hand" in out
+    # re-hashed by someone who knows the scheme: recomputation still catches it
+    (copy / "manifest.json").write_bytes(finish_manifest(m))
+    code, out = _verify_out(copy, capsys)
+    assert code == 1 and "differs from recomputation" in out
+
+
+def test_corruption_pickled_array(copy: Path, capsys) -> None:
+    p = copy / "formats.decode.e4m3" / "codes.npy"
+    np.save(p, np.array([1, "x", None], dtype=object), allow_pickle=True)
+    m = json.loads((copy / "manifest.json").read_text())
+    m["cases"][0]["inputs"]["codes"]["sha256"] = sha256(p.read_bytes())
+    (copy / "manifest.json").write_bytes(finish_manifest(m))
+    code, out = _verify_out(copy, capsys)
+    assert code == 1 and "pickled object array; refused" in out
+
+
+def _write_results(suite_dir: Path, dest: Path) -> None:
+    for case in oracle.load(suite_dir):
+        for name, arr in case.expected.items():
+            path = dest / case.files[name]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(array_bytes(arr))
+
+
+def test_check_golden_passes_and_perturbed_fails(smoke: Path, tmp_path: Path,
+                                                 capsys) -> None:
+    res = tmp_path / "results"
+    _write_results(smoke, res)
+    assert main(["check", str(smoke), "--results", str(res)]) == 0
+    assert "ok:" in capsys.readouterr().out
+    # an encoder off by one code on one element
+    p = res / "formats.encode.e4m3.f32.nearest_even" / "codes.npy"
+    codes = np.load(p)
+    x = oracle.load(smoke)["formats.encode.e4m3.f32.nearest_even"].inputs["x"]
+    i = int(np.flatnonzero(x == 1.0)[0])
+    assert codes[i] == 0x38                           # the code of 1.0
+    codes[i] = 0x39
+    np.save(p, codes)
+    assert main(["check", str(smoke), "--results", str(res)]) == 1
+    out = capsys.readouterr().out
+    assert "formats.encode.e4m3.f32.nearest_even" in out and f"[{i}]" in out
+    assert "0x38 (1)" in out and "0x39 (1.125)" in out and "x=1 [0x3F800000]" in out
+    assert "1 steps apart" in out
+    # a float output off by one float32 ulp
+    p = res / "formats.decode.e4m3" / "values.npy"
+    vals = np.load(p)
+    vals[0x38] = np.nextafter(vals[0x38], np.float32(2))
+    np.save(p, vals)
+    assert main(["check", str(smoke), "--results", str(res)]) == 1
+    out = capsys.readouterr().out
+    assert "formats.decode.e4m3" in out and "[56]" in out
+
+
+def test_check_wrong_dtype_is_reported(smoke: Path, tmp_path: Path, capsys) -> None:
+    res = tmp_path / "results"
+    _write_results(smoke, res)
+    p = res / "formats.decode.e4m3" / "values.npy"
+    np.save(p, np.load(p).astype(np.float64))
+    assert main(["check", str(smoke), "--results", str(res)]) == 1
+    assert "dtype float64 differs" in capsys.readouterr().out
+
+
+def test_reproducible_jobs_and_blas_threads(smoke: Path, tmp_path: Path) -> None:
+    # --jobs 2 in-process
+    assert main(["generate", "--out", str(tmp_path / "j2"), "--suite", "smoke",
+                 "--jobs", "2", "--quiet"]) == 0
+    assert _tree(tmp_path / "j2") == _tree(smoke)
+    # fresh interpreters with different BLAS thread counts
+    for threads in ("1", "2"):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads)
+        out = tmp_path / f"t{threads}"
+        subprocess.run([sys.executable, "-m", "oracle", "generate", "--out", str(out),
+                        "--suite", "smoke", "--quiet"], check=True, env=env,
+                       capture_output=True)
+        assert _tree(out) == _tree(smoke)
+
+
+def test_shards_merge_to_the_whole(smoke: Path, tmp_path: Path) -> None:
+    dirs = []
+    for i in (1, 2, 3):
+        d = tmp_path / f"s{i}"
+        assert main(["generate", "--out", str(d), "--suite", "smoke", "--shard", f"{i}/3",
+                     "--quiet"]) == 0
+        dirs.append(str(d))
+    assert main(["generate", "--out", str(tmp_path / "m"), "--merge", *dirs]) == 0
+    assert _tree(tmp_path / "m") == _tree(smoke)
+
+
+def test_text_form(tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    assert main(["generate", "--out", str(out), "--only", "formats.encode.e2m1.f32.*",
+                 "--text", "--quiet"]) == 0
+    assert main(["verify", str(out), "--quiet"]) == 0
+    lines = (out / "formats.encode.e2m1.f32.nearest_even" / "vectors.txt").read_text()
+    pairs = dict(line.split() for line in lines.splitlines()[1:])
+    # reference doc sharp cases: 0.25 -> 0x0, 0.75 -> 0x2, 5.0 -> 0x6, 7.0 -> 0x7
+    assert pairs["3E800000"] == "00" and pairs["3F400000"] == "02"
+    assert pairs["40A00000"] == "06" and pairs["40E00000"] == "07"
