@@ -251,6 +251,25 @@ def _lanes(addresses: object, active: object, ndim: int) -> tuple[np.ndarray, np
     return a, m
 
 
+def _active_sorted(addresses: object, active: object) -> np.ndarray:
+    """Sorted int64 addresses of the active lanes of one warp, validated.
+
+    The per-instruction fast path: the sort that the counts need anyway also gives the
+    smallest and largest active address, so the range check costs nothing extra; any
+    problem is re-diagnosed by :func:`_lanes` for a precise message.
+    """
+    a = np.asarray(addresses)
+    if a.ndim != 1 or a.dtype.kind not in "iu" or (
+            active is not None and (not isinstance(active, np.ndarray)
+                                    or active.dtype != np.bool_ or active.shape != a.shape)):
+        a, m = _lanes(addresses, active, 1)  # raises, or normalises lists and dtypes
+        active = m
+    s = np.sort(a if active is None else a[active]).astype(np.int64, copy=False)
+    if s.shape[0] and (s[0] < 0 or s[-1] > _MAX_ADDRESS):
+        _lanes(a, active, 1)  # raises with the offending lane
+    return s
+
+
 def _access_bytes(access_bytes: object) -> int:
     w = _positive_int("access_bytes", access_bytes)
     if w not in ACCESS_WIDTHS:
@@ -348,8 +367,7 @@ def coalesce(
     w = _access_bytes(access_bytes)
     seg = _positive_int("segment_bytes", segment_bytes)
     line = _positive_int("line_bytes", line_bytes)
-    a, m = _lanes(addresses, active, 1)
-    s = np.sort(a[m])
+    s = _active_sorted(addresses, active)
     n = int(s.shape[0])
     if n == 0:
         return CoalesceReport(0, 0, 0, 0, 0, 0, seg, line)
