@@ -131,6 +131,9 @@ class GPUSpec:
         object.__setattr__(self, "dense_tflops", MappingProxyType(dict(self.dense_tflops)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
+    def __hash__(self) -> int:  # the mappings are unhashable; names identify entries
+        return hash((self.name, self.vendor, self.form_factor))
+
     # ---- derived figures (SI units) ----
 
     def flops(self, precision: str) -> float:

@@ -111,6 +111,7 @@ def test_sfu_throughput_matches_flashattention3():
 
 def test_spec_is_immutable():
     g = specs.get("A100")
+    assert {g: 1}[specs.get("a100")] == 1  # hashable, usable as a key
     with pytest.raises(dataclasses.FrozenInstanceError):
         g.sm_count = 1
     with pytest.raises(TypeError):
