@@ -12,6 +12,7 @@ report (stochastic rounding), NVIDIA PTX ISA ``cvt``.
 """
 from .decode import decode
 from .encode import encode
+from .packing import pack, unpack
 from .registry import (
     BF16,
     E2M1,
@@ -45,6 +46,8 @@ __all__ = [
     "decode",
     "round_to",
     "value_table",
+    "pack",
+    "unpack",
     "ValueTable",
     "ROUNDING_MODES",
     "NAN_POLICIES",

@@ -23,6 +23,9 @@ from .types import Format
 
 __all__ = ["decode", "decode_formula", "as_codes"]
 
+#: elements per chunk of the table lookup
+_CHUNK = 1 << 16
+
 
 def as_codes(codes: Any, fmt: Format, name: str = "codes") -> np.ndarray:
     """``codes`` as an integer array, checked to fit in ``fmt.bits`` bits.
@@ -124,9 +127,13 @@ def decode(codes: Any, fmt: FormatLike) -> np.ndarray:
     arr = as_codes(codes, f)
     if f.bits <= 16:
         table = decode_table(f)
-        if arr.dtype.itemsize > 4 or arr.dtype.kind == "i":
-            arr = arr.astype(np.intp)
-        return np.take(table, arr, mode="clip")
+        flat = arr.reshape(-1)
+        out = np.empty(flat.size, dtype=table.dtype)
+        # chunks keep numpy's index conversion to intp in cache
+        for start in range(0, flat.size, _CHUNK):
+            stop = min(start + _CHUNK, flat.size)
+            np.take(table, flat[start:stop], out=out[start:stop], mode="clip")
+        return out.reshape(arr.shape)
     if f == _fp32():
         return arr.astype(np.uint32).view(np.float32)
     return decode_formula(arr, f)

@@ -38,6 +38,7 @@ from .registry import FormatLike, get
 from .rounding import (
     NanPolicy,
     RandomBits,
+    index_of,
     resolve_nan,
     resolve_random_bits,
     resolve_rounding,
@@ -78,7 +79,7 @@ def as_float_array(x: Any, name: str = "x") -> np.ndarray:
         if arr.size and not np.array_equal(out.astype(arr.dtype), arr):
             first = int(np.argmax(out.astype(arr.dtype) != arr))
             raise ValueError(
-                f"{name} holds an integer at index {np.unravel_index(first, arr.shape)} "
+                f"{name} holds an integer at index {index_of(first, arr.shape)} "
                 "that float64 cannot represent exactly"
             )
         return out
@@ -265,9 +266,8 @@ def _table(
 
 
 def _nan_error(fmt: Format, flat_index: int, shape: Tuple[int, ...]) -> ValueError:
-    where = np.unravel_index(flat_index, shape) if shape else ()
     return ValueError(
-        f"NaN input at index {tuple(int(i) for i in where)} cannot be encoded in format "
+        f"NaN input at index {index_of(flat_index, shape)} cannot be encoded in format "
         f"{fmt.name!r}, which has no NaN (pass nan='zero' or an int code to choose one)"
     )
 
@@ -329,7 +329,7 @@ def encode(
         if bad.any():
             first = int(np.argmax(bad))
             raise ValueError(
-                f"negative input at index {np.unravel_index(first, shape)} cannot be "
+                f"negative input at index {index_of(first, shape)} cannot be "
                 f"encoded in the unsigned format {f.name!r}, which has no NaN"
             )
     tshape = _table_shape(f, flat.dtype) if mode != "stochastic" else None

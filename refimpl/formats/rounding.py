@@ -37,6 +37,11 @@ NAN_POLICIES = ("error", "nan", "zero")
 RandomBits = Union[None, np.ndarray, Tuple[Any, int]]
 
 
+def index_of(flat_index: int, shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    """The multi-index of a C-order flat index, as plain ints (for error messages)."""
+    return tuple(int(i) for i in np.unravel_index(int(flat_index), shape)) if shape else ()
+
+
 def resolve_rounding(rounding: str, fmt: Format) -> str:
     """Canonical mode name for ``rounding`` in ``fmt``.
 
@@ -168,13 +173,13 @@ def resolve_random_bits(
             f"random_bits of shape {bits_arr.shape} does not broadcast to x's shape {shape}"
         ) from None
     if bits_arr.dtype.kind == "i" and bits_arr.size and bits_arr.min() < 0:
-        bad = np.unravel_index(int(np.argmax(b < 0)), shape) if b.size else ()
+        bad = index_of(int(np.argmax(b < 0)), shape)
         raise ValueError(f"random_bits must be non-negative; first negative at index {bad}")
     flat = np.ascontiguousarray(b).reshape(-1).astype(np.uint64)
     if flat.size and int(flat.max()) >= (1 << n):
         first = int(np.argmax(flat >= (1 << n)))
         raise ValueError(
             f"random_bits value {int(flat[first])} at index "
-            f"{np.unravel_index(first, shape)} does not fit in N={n} bits"
+            f"{index_of(first, shape)} does not fit in N={n} bits"
         )
     return flat, n

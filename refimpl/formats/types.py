@@ -62,10 +62,12 @@ class Format:
     storage_bits: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.bias is None:
-            object.__setattr__(self, "bias", (1 << (self.exp_bits - 1)) - 1)
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("Format.name must be a non-empty string")
+        if isinstance(self.exp_bits, int) and self.exp_bits < 1:
+            raise ValueError(f"Format.exp_bits must be >= 1, got {self.exp_bits}")
+        if self.bias is None and isinstance(self.exp_bits, int):
+            object.__setattr__(self, "bias", (1 << (self.exp_bits - 1)) - 1)
         for attr in ("exp_bits", "man_bits", "bias"):
             if not isinstance(getattr(self, attr), (int, np.integer)) or isinstance(
                 getattr(self, attr), bool
