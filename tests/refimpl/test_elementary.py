@@ -1,0 +1,149 @@
+"""refimpl.elementary and refimpl.summation against independent oracles: 40-digit
+``decimal`` arithmetic (software, correctly rounded) and ``fractions.Fraction``."""
+from __future__ import annotations
+
+import decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings, target
+from hypothesis import strategies as st
+
+from refimpl import elementary as E
+from refimpl.summation import fold_sum
+
+CTX = decimal.Context(prec=40)
+
+
+def ulp_err(got: float, exact: decimal.Decimal) -> float:
+    ref = float(exact)
+    if ref == 0.0:
+        return 0.0 if got == 0.0 else float("inf")
+    return float(abs(Fraction(got) - Fraction(exact)) / Fraction(float(np.spacing(abs(ref)))))
+
+
+def d_exp(x: float) -> decimal.Decimal:
+    return CTX.exp(decimal.Decimal(x))
+
+
+finite = st.floats(-745.0, 709.7, allow_nan=False)
+
+
+@settings(max_examples=300)
+@given(finite)
+@example(0.0)
+@example(-0.0)
+@example(1.0)
+@example(-708.4)  # subnormal boundary of the result
+@example(709.78)  # near overflow
+@example(0.34657359027997264)  # ln2/2: reduction boundary
+@example(1e-300)
+def test_exp_within_one_ulp(x):
+    got = float(E.exp(np.array([x]))[0])
+    ref = d_exp(x)
+    if float(ref) < 2.0**-1022:  # subnormal result: one extra rounding allowed
+        assert abs(got - float(ref)) <= 2.0**-1074
+        return
+    err = ulp_err(got, ref)
+    target(err, label="exp ulp error")
+    assert err <= 1.0
+
+
+@settings(max_examples=300)
+@given(st.floats(min_value=5e-324, max_value=1.7e308, allow_nan=False))
+@example(1.0)
+@example(2.0)
+@example(0.7071067811865476)
+@example(0.7071067811865475)
+@example(5e-324)
+def test_log_within_two_ulp(x):
+    got = float(E.log(np.array([x]))[0])
+    ref = CTX.ln(decimal.Decimal(x))
+    err = ulp_err(got, ref)
+    target(err, label="log ulp error")
+    assert err <= 2.0
+
+
+def d_tanh(x: float) -> decimal.Decimal:
+    d = decimal.Decimal(x)
+    if abs(x) < 1e-6:  # series: e^(2x) - 1 would cancel
+        return CTX.plus(d - d**3 / 3 + 2 * d**5 / 15)
+    e = CTX.exp(2 * d)
+    return CTX.divide(e - 1, e + 1)
+
+
+@settings(max_examples=300)
+@given(st.floats(-30, 30, allow_nan=False))
+@example(1e-10)
+@example(-0.17328679513998632)  # expm1 branch boundary for -2|x|
+@example(0.5)
+def test_tanh_within_four_ulp(x):
+    got = float(E.tanh(np.array([x]))[0])
+    err = ulp_err(got, d_tanh(x))
+    target(err, label="tanh ulp error")
+    assert err <= 4.0
+
+
+@settings(max_examples=200)
+@given(st.floats(-2, 2, allow_nan=False).filter(lambda x: x == 0 or abs(x) > 1e-30))
+@example(1e-12)
+@example(0.34657359027997264)
+def test_expm1_within_four_ulp(x):
+    got = float(E.expm1(np.array([x]))[0])
+    exact = decimal.Context(prec=80).exp(decimal.Decimal(x)) - 1
+    err = ulp_err(got, exact)
+    assert err <= 4.0
+
+
+def test_special_values():
+    inf, nan = np.inf, np.nan
+    assert np.array_equal(E.exp([-inf, inf, 0.0, 710.0, -746.0]), [0.0, inf, 1.0, inf, 0.0])
+    assert np.isnan(E.exp([nan]))[0]
+    got = E.log([0.0, -1.0, inf, 1.0])
+    assert got[0] == -inf and np.isnan(got[1]) and got[2] == inf and got[3] == 0.0
+    assert np.array_equal(E.tanh([inf, -inf, 0.0]), [1.0, -1.0, 0.0])
+    assert np.signbit(E.tanh([-0.0])[0])
+    assert E.exp(np.float64(0.5)).shape == ()
+
+
+def test_constants_exact():
+    ln2 = CTX.ln(decimal.Decimal(2))
+    assert E.LN2 == float(ln2)
+    # LN2_HI has at most 32 significant bits, so k * LN2_HI is exact for |k| < 2^21
+    assert Fraction(E.LN2_HI).denominator.bit_length() - 1 <= 32
+    assert abs(Fraction(E.LN2_HI) + Fraction(E.LN2_LO) - Fraction(ln2)) <= Fraction(1, 2**85)  # LN2_LO is rounded at 2^-85
+
+
+def test_results_do_not_depend_on_layout():
+    x = np.random.default_rng(1).uniform(-50, 50, (64, 33))
+    whole = E.exp(x)
+    parts = np.concatenate([E.exp(x[:, j:j + 1]) for j in range(33)], axis=1)
+    assert np.array_equal(whole, parts)
+    assert np.array_equal(E.exp(x.T.copy()).T, whole)
+    assert np.array_equal(E.log(np.abs(x)), E.log(np.abs(x)[::-1])[::-1])
+
+
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=40))
+def test_fold_sum_error_bound(xs):
+    got = float(fold_sum(np.array(xs, dtype=np.float64)))
+    exact = sum((Fraction(x) for x in xs), Fraction(0))
+    n = max(1, len(xs))
+    bound = Fraction(int(np.ceil(np.log2(n))) + 1, 2**53) * sum(
+        (abs(Fraction(x)) for x in xs), Fraction(0))
+    assert abs(Fraction(got) - exact) <= bound
+
+
+def test_fold_sum_order_is_the_documented_tree():
+    # n = 5: level 1 -> [x0+x3, x1+x4, x2]; level 2 -> [(x0+x3)+x2, x1+x4]; then sum
+    x = np.array([1.0, 2.0**-53, 2.0**-53, -1.0, 2.0**-53])
+    expected = ((1.0 + -1.0) + 2.0**-53) + (2.0**-53 + 2.0**-53)
+    assert float(fold_sum(x)) == expected
+    assert float(fold_sum(np.zeros(0))) == 0.0
+    assert fold_sum(np.ones((3, 4)), axis=0, keepdims=True).shape == (1, 4)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 129])
+def test_fold_sum_axis(n):
+    x = np.arange(2 * n * 3, dtype=np.float64).reshape(2, n, 3)
+    assert np.array_equal(fold_sum(x, axis=1), x.sum(axis=1))  # integers: exact
