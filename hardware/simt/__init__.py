@@ -1,0 +1,57 @@
+"""A SIMT warp interpreter for the PTX that ``nvcc -ptx`` emits.
+
+Kernel authors compile CUDA C to PTX, run it here on small inputs and get the outputs bit
+for bit, plus the divergence, coalescing and bank-conflict statistics that explain the
+kernel's speed.
+
+>>> import numpy as np
+>>> from hardware.simt import load_ptx, GlobalMemory, gallery
+>>> mod = load_ptx(gallery.source("vector_add"))
+>>> mem = GlobalMemory()
+>>> a = mem.to_device(np.arange(40, dtype=np.float32))
+>>> b = mem.to_device(np.ones(40, dtype=np.float32))
+>>> c = mem.alloc(40 * 4)
+>>> st = mod.launch("vector_add", grid=2, block=32, args=[a, b, c, 40], memory=mem)
+>>> mem.from_device(c, np.float32, 40)[:3]
+array([1., 2., 3.], dtype=float32)
+>>> st.global_load_requests, round(st.simd_efficiency, 3)
+(4, 0.667)
+
+Modules: :mod:`.parser` (PTX text), :mod:`.cfg` (reconvergence points),
+:mod:`.instructions` (the opcode table), :mod:`.rounding` (exact IEEE arithmetic),
+:mod:`.executor` (SIMT stack, scheduler, barriers, memory spaces), :mod:`.memory`
+(:class:`GlobalMemory`), :mod:`.stats` (:class:`LaunchStats`), :mod:`.gallery`.
+"""
+from .errors import (
+    DeadlockError,
+    ExecutionError,
+    LaunchError,
+    MemoryAccessError,
+    PtxError,
+    PtxSyntaxError,
+    StepLimitError,
+    UnsupportedPtxError,
+)
+from .instructions import APPROX_ERROR, SUPPORTED_OPCODES
+from .memory import GlobalMemory
+from .module import DEFAULT_MAX_STEPS, Kernel, Module, load_ptx
+from .stats import LaunchStats
+
+__all__ = [
+    "load_ptx",
+    "Module",
+    "Kernel",
+    "GlobalMemory",
+    "LaunchStats",
+    "SUPPORTED_OPCODES",
+    "APPROX_ERROR",
+    "DEFAULT_MAX_STEPS",
+    "PtxError",
+    "PtxSyntaxError",
+    "UnsupportedPtxError",
+    "LaunchError",
+    "ExecutionError",
+    "MemoryAccessError",
+    "DeadlockError",
+    "StepLimitError",
+]

@@ -1,0 +1,703 @@
+"""Warp execution: the SIMT stack, the warp scheduler, barriers and memory spaces.
+
+Model (documented choice; the reference doc allows either pre-Volta or Volta semantics):
+- **Pre-Volta SIMT stack.** Each warp has a stack of (pc, reconvergence pc, active mask)
+  entries. At a branch where the active lanes disagree, the top entry's pc becomes the
+  branch's immediate post-dominator ``r`` and one entry per path is pushed with
+  reconvergence pc ``r`` (the fall-through path first, the taken path last, so the taken
+  path runs first); a path that starts at ``r`` is not pushed, so a loop's divergent exit
+  just shrinks the mask. An entry is popped when its pc reaches its reconvergence pc.
+  Lanes that exit are removed from every entry; empty entries are popped.
+- **Scheduling.** Among the warps that can run, those whose top entry has the *lowest*
+  pc run next, all together: one instruction is executed for every such warp at once
+  (NumPy over every active lane of those warps, across blocks). Warps therefore stay
+  together as long as their program counters agree, which is what makes the interpreter
+  fast. The order is a fixed function of the program and its inputs (deterministic).
+- **Barriers.** ``bar.sync`` blocks the warp until every thread of its block (or the
+  given thread count) has arrived; lanes arrive when the warp's active entry reaches it.
+  When no warp can run but some wait at a barrier, the launch stops with a
+  :class:`DeadlockError` (a barrier that exited or divergent threads can never reach:
+  ``__syncthreads()`` in divergent code is undefined in CUDA, and is refused here).
+- Within one instruction, lanes act in thread order: for conflicting stores to one
+  address the highest thread index wins; atomics apply lane by lane in thread order.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import DeadlockError, ExecutionError, MemoryAccessError, StepLimitError
+from .instructions import Op, compile_instruction
+from .memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
+from .parser import Addr, Imm, Instruction, Reg, Sym
+from .stats import LaunchStats, MemoryCounters
+from .types import TYPES, PtxType
+
+__all__ = ["Wave", "Exec", "LaunchConfig"]
+
+_AR32 = np.arange(32, dtype=np.int64)
+_RUN, _WAIT, _DONE = 0, 1, 2
+_BIG = 1 << 60
+
+
+class LaunchConfig:
+    """Grid, block and the kernel's memory layout for one launch."""
+
+    def __init__(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 dynamic_shared: int) -> None:
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.threads_per_block = block[0] * block[1] * block[2]
+        self.warps_per_block = -(-self.threads_per_block // 32)
+        self.dynamic_shared = dynamic_shared
+        self.shared_bytes = kernel.static_shared_bytes + dynamic_shared
+        self.local_bytes = kernel.local_bytes
+
+
+class Exec:
+    """The warps executing one instruction: ``warps`` (G,), ``rows`` (G, 32) thread
+    indices, ``mask`` (G, 32) lanes executing it (after the guard), ``lane_active``
+    (G, 32) lanes active in the SIMT stack."""
+
+    __slots__ = ("warps", "rows", "mask", "lane_active")
+
+    def __init__(self, warps: np.ndarray, rows: np.ndarray, mask: np.ndarray,
+                 lane_active: np.ndarray) -> None:
+        self.warps = warps
+        self.rows = rows
+        self.mask = mask
+        self.lane_active = lane_active
+
+
+class Wave:
+    """A batch of blocks executed together; also the compile context of instructions."""
+
+    def __init__(self, cfg: LaunchConfig | None, kernel: Any, block_ids: list[tuple[int, int, int]],
+                 memory: GlobalMemory | None, params: bytes, stats: LaunchStats | None) -> None:
+        self.kernel = kernel
+        self.cfg = cfg
+        self.memory = memory
+        self.params = params
+        self.stats = stats
+        self.counters = MemoryCounters(stats) if stats is not None else None
+        bx, by, bz = cfg.block if cfg else (32, 1, 1)
+        tpb = bx * by * bz
+        wpb = -(-tpb // 32)
+        nb = len(block_ids)
+        self.W = W = wpb * nb
+        self.T = T = W * 32
+        self.block_ids = block_ids
+        self.warp_block = np.repeat(np.arange(nb, dtype=np.int64), wpb)
+        slot = np.arange(T, dtype=np.int64)
+        lin = (slot // 32 % wpb) * 32 + slot % 32        # linear thread id in block
+        blk = slot // 32 // wpb
+        self.exists = lin < tpb
+        self.thread_block = blk
+        self.thread_linear = lin
+        self.regs: dict[str, np.ndarray] = {}
+        for name, t in kernel.source.registers.items():
+            self.regs[name] = np.zeros(T, dtype=t.storage)
+        tid = (lin % bx, lin // bx % by, lin // (bx * by))
+        gx, gy, gz = cfg.grid if cfg else (1, 1, 1)
+        bids = np.asarray(block_ids, dtype=np.int64).reshape(nb, 3)
+        special = {
+            "%tid.x": tid[0], "%tid.y": tid[1], "%tid.z": tid[2],
+            "%ntid.x": bx, "%ntid.y": by, "%ntid.z": bz,
+            "%ctaid.x": bids[blk, 0], "%ctaid.y": bids[blk, 1], "%ctaid.z": bids[blk, 2],
+            "%nctaid.x": gx, "%nctaid.y": gy, "%nctaid.z": gz,
+            "%laneid": slot % 32, "%warpid": slot // 32 % wpb, "%nwarpid": wpb,
+            "%warpsize": 32,
+        }
+        lane = slot % 32
+        special["%lanemask_eq"] = (np.int64(1) << lane)
+        special["%lanemask_lt"] = (np.int64(1) << lane) - 1
+        special["%lanemask_le"] = (np.int64(2) << lane) - 1
+        special["%lanemask_gt"] = (~((np.int64(2) << lane) - 1)) & 0xFFFFFFFF
+        special["%lanemask_ge"] = (~((np.int64(1) << lane) - 1)) & 0xFFFFFFFF
+        for k, v in special.items():
+            self.regs[k] = np.broadcast_to(np.asarray(v, dtype=np.int64), (T,)).astype(np.uint32)
+        sh = cfg.shared_bytes if cfg else kernel.static_shared_bytes
+        self.smem_size = sh
+        self.smem = np.zeros(max(nb * sh, 16) + 16, dtype=np.uint8)
+        self.sbase = blk * sh
+        lb = cfg.local_bytes if cfg else kernel.local_bytes
+        self.local_size = lb
+        self.lmem = np.zeros(max(T * lb, 16) + 16, dtype=np.uint8)
+        self.lbase = slot * lb
+        self.rows_all = slot.reshape(W, 32)
+        self.cur: Exec | None = None
+        self.cur_pc = 0
+        self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
+
+    # ------------------------------------------------------------ compile-time hooks
+    def register(self, name: str, inst: Instruction, write: bool = False) -> np.ndarray:
+        arr = self.regs.get(name)
+        if arr is None:
+            from .errors import UnsupportedPtxError
+            what = "special register" if name.split(".")[0] in (
+                "%clock", "%clock64", "%smid", "%nsmid", "%gridid", "%globaltimer",
+                "%pm0", "%envreg0", "%dynamic_smem_size", "%total_smem_size") else "register"
+            raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: undeclared or "
+                                      f"unsupported {what} {name}")
+        if write and name.startswith("%") and name in _SPECIAL_NAMES:
+            from .errors import UnsupportedPtxError
+            raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: cannot write "
+                                      f"special register {name}")
+        return arr
+
+    def register_or_const(self, op: Any, t: PtxType, inst: Instruction) -> np.ndarray:
+        if isinstance(op, Reg):
+            arr = self.register(op.name, inst)
+            if arr.dtype.itemsize * 8 != t.bits:
+                from .errors import UnsupportedPtxError
+                raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {op.name} "
+                                          f"is not {t.bits} bits")
+            return arr.view(t.storage)
+        from .instructions import getter
+        v = getter(op, t, self, inst)(slice(None))
+        return np.full(self.T, v, dtype=t.storage)
+
+    def symbol(self, name: str, inst: Instruction) -> tuple[str, int]:
+        k = self.kernel
+        if name in k.shared_offsets:
+            return "shared", k.shared_offsets[name]
+        if name in k.local_offsets:
+            return "local", k.local_offsets[name]
+        if name in k.param_index:
+            return "param", k.param_index[name].offset
+        from .errors import UnsupportedPtxError
+        raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: unknown symbol {name}")
+
+    def window(self, space: str) -> int:
+        return {"global": 0, "shared": SHARED_WINDOW, "local": LOCAL_WINDOW}[space]
+
+    def label(self, name: str, inst: Instruction) -> int:
+        labels = self.kernel.source.labels
+        if name not in labels:
+            from .errors import PtxSyntaxError
+            raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: undefined label {name}")
+        return labels[name]
+
+    def param_values(self, op: Any, t: PtxType, n: int, inst: Instruction) -> list[Any]:
+        if not isinstance(op, Addr) or not isinstance(op.base, Sym):
+            from .errors import UnsupportedPtxError
+            raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: ld.param needs "
+                                      "[param_name+offset]")
+        sp, off = self.symbol(op.base.name, inst)
+        if sp != "param":
+            from .errors import UnsupportedPtxError
+            raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {op.base.name} "
+                                      "is not a kernel parameter")
+        start = off + op.offset
+        p = self.kernel.param_index[op.base.name]
+        if op.offset < 0 or op.offset + n * t.bytes > p.nbytes:
+            from .errors import UnsupportedPtxError
+            raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: reads past "
+                                      f"parameter {op.base.name} ({p.nbytes} bytes)")
+        raw = np.frombuffer(self.params, dtype=np.uint8) if self.params else \
+            np.zeros(self.kernel.param_bytes, np.uint8)
+        vals = []
+        for k in range(n):
+            b = raw[start + k * t.bytes: start + (k + 1) * t.bytes]
+            vals.append(b.view(t.storage)[0].view(t.dtype) if t.bits >= 8 else b[0])
+        return vals
+
+    def count(self, ix: Any) -> int:
+        return self.T if isinstance(ix, slice) else len(ix)
+
+    # ------------------------------------------------------------ error reporting
+    def _where(self, thread: int, inst: Instruction) -> str:
+        b = self.block_ids[int(self.thread_block[thread])]
+        lin = int(self.thread_linear[thread])
+        bx, by, _ = self.cfg.block
+        t = (lin % bx, lin // bx % by, lin // (bx * by))
+        return (f"kernel {self.kernel.name}, block {tuple(b)}, thread {t}, "
+                f"line {inst.line} ({inst.text!r})")
+
+    def fault_here(self, inst: Instruction, msg: str) -> None:
+        ex = self.cur
+        thread = int(ex.rows[ex.mask][0]) if ex is not None and ex.mask.any() else 0
+        raise ExecutionError(f"{self._where(thread, inst)}: {msg}")
+
+    def warn_collective(self, inst: Instruction, ex: Exec, bad: np.ndarray, msg: str) -> None:
+        thread = int(ex.rows[bad][0])
+        w = f"{self._where(thread, inst)}: {msg}"
+        if self.stats is not None and len(self.stats.warnings) < 100:
+            self.stats.warnings.append(w)
+
+    def _mem_fault(self, ix: Any, pos: int, addr: int, inst: Instruction, why: str) -> None:
+        thread = pos if isinstance(ix, slice) else int(ix[pos])
+        raise MemoryAccessError(f"{self._where(thread, inst)}: {why} at address {addr:#x}")
+
+    # ------------------------------------------------------------ memory
+    def _split(self, ix: Any, ex: Exec, addr: np.ndarray) -> list[tuple[str, Any, Exec, np.ndarray]]:
+        """Classify generic addresses into spaces (PTX ISA 6.4.1)."""
+        ixa = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+        sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + WINDOW_SIZE)
+        lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
+        gl = ~(sh | lo)
+        out = []
+        for space, sel, base in (("global", gl, 0), ("shared", sh, SHARED_WINDOW),
+                                 ("local", lo, LOCAL_WINDOW)):
+            if not sel.any():
+                continue
+            if sel.all():
+                out.append((space, ix, ex, addr - base))
+                continue
+            m = ex.mask.copy()
+            m[ex.mask] = sel
+            out.append((space, ixa[sel], Exec(ex.warps, ex.rows, m, ex.lane_active),
+                        addr[sel] - base))
+        return out
+
+    def _locate(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, width: int,
+                inst: Instruction) -> tuple[np.ndarray, np.ndarray]:
+        """(byte buffer, byte offsets) of the accesses, after every check."""
+        addr = np.asarray(addr, dtype=np.int64)
+        mis = (addr & (width - 1)) != 0 if width & (width - 1) == 0 else addr % width != 0
+        if mis.any():
+            p = int(np.argmax(mis))
+            self._mem_fault(ix, p, int(addr[p]), inst, f"misaligned {width}-byte access")
+        if space == "global":
+            bad = self.memory.check(addr, width)
+            if bad is not None:
+                p = int(bad[0])
+                a = int(addr[p])
+                self._mem_fault(ix, p, a, inst, "out-of-bounds global access "
+                                f"({self.memory.describe(a)})")
+            return self.memory.buffer, addr - GLOBAL_BASE
+        if space == "shared":
+            lim = self.smem_size
+            bad = (addr < 0) | (addr + width > lim)
+            if bad.any():
+                p = int(np.argmax(bad))
+                self._mem_fault(ix, p, int(addr[p]), inst,
+                                f"out-of-bounds shared access (block has {lim} bytes)")
+            return self.smem, self.sbase[ix] + addr
+        if space == "local":
+            lim = self.local_size
+            bad = (addr < 0) | (addr + width > lim)
+            if bad.any():
+                p = int(np.argmax(bad))
+                self._mem_fault(ix, p, int(addr[p]), inst,
+                                f"out-of-bounds local access (thread has {lim} bytes)")
+            return self.lmem, self.lbase[ix] + addr
+        from .errors import UnsupportedPtxError
+        raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: .{space} space")
+
+    def _rows(self, ix: Any, ex: Exec, addr: np.ndarray) -> np.ndarray:
+        if isinstance(ix, slice):
+            return addr.reshape(ex.rows.shape)
+        a = np.zeros(ex.rows.shape, dtype=np.int64)
+        a[ex.mask] = addr
+        return a
+
+    def _record(self, kind: str, space: str, ix: Any, ex: Exec, addr: np.ndarray,
+                width: int) -> None:
+        if self.counters is None:
+            return
+        if space == "global":
+            self.counters.global_access(kind, self._rows(ix, ex, addr), ex.mask, width)
+        elif space == "shared":
+            self.counters.shared_access(kind, self._rows(ix, ex, addr), ex.mask, width)
+        else:
+            self.stats.local_requests += int(ex.mask.any(axis=1).sum())
+
+    def load(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, elem: np.dtype, n: int,
+             inst: Instruction) -> np.ndarray:
+        if np.ndim(addr) == 0 or (isinstance(ix, slice) and addr.shape[0] != self.T):
+            addr = np.broadcast_to(addr, (self.T if isinstance(ix, slice) else len(ix),))
+        if space == "generic":
+            parts = self._split(ix, ex, np.asarray(addr, np.int64))
+            cnt = self.T if isinstance(ix, slice) else len(ix)
+            out = np.zeros((cnt, n), dtype=elem)
+            sel_all = np.zeros(cnt, dtype=np.int64)
+            for sp, six, sex, sa in parts:
+                v = self.load(sp, six, sex, sa, elem, n, inst)
+                if six is ix:
+                    return v
+                pos = np.searchsorted(np.arange(self.T)[ix] if isinstance(ix, slice) else ix, six)
+                out[pos] = v
+            del sel_all
+            return out
+        width = elem.itemsize * n
+        buf, off = self._locate(space, ix, ex, addr, width, inst)
+        isz = elem.itemsize
+        view = buf[: buf.size - buf.size % isz].view(elem)
+        e = off // isz
+        v = view[e][:, None] if n == 1 else view[e[:, None] + np.arange(n)]
+        self._record("ld", space, ix, ex, np.asarray(addr, np.int64), width)
+        return v
+
+    def store(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, vals: np.ndarray,
+              inst: Instruction) -> None:
+        cnt = self.T if isinstance(ix, slice) else len(ix)
+        if np.ndim(addr) == 0 or addr.shape[0] != cnt:
+            addr = np.broadcast_to(addr, (cnt,))
+        if vals.shape[0] != cnt:
+            vals = np.broadcast_to(vals, (cnt, vals.shape[1]))
+        if space == "generic":
+            full = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+            for sp, six, sex, sa in self._split(ix, ex, np.asarray(addr, np.int64)):
+                if six is ix:
+                    self.store(sp, six, sex, sa, vals, inst)
+                    return
+                pos = np.searchsorted(full, six)
+                self.store(sp, six, sex, sa, vals[pos], inst)
+            return
+        elem = vals.dtype
+        n = vals.shape[1]
+        width = elem.itemsize * n
+        buf, off = self._locate(space, ix, ex, addr, width, inst)
+        isz = elem.itemsize
+        view = buf[: buf.size - buf.size % isz].view(elem)
+        e = off // isz
+        if n == 1:
+            view[e] = vals[:, 0]
+        else:
+            view[e[:, None] + np.arange(n)] = vals
+        self._record("st", space, ix, ex, np.asarray(addr, np.int64), width)
+
+    def atomic(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, op: str, t: PtxType,
+               srcs: list[np.ndarray], inst: Instruction) -> np.ndarray:
+        cnt = self.T if isinstance(ix, slice) else len(ix)
+        addr = np.broadcast_to(np.asarray(addr, np.int64), (cnt,))
+        srcs = [np.broadcast_to(s, (cnt,)) for s in srcs]
+        if space == "generic":
+            parts = self._split(ix, ex, addr)
+            out = np.zeros(cnt, dtype=t.dtype)
+            full = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+            for sp, six, sex, sa in parts:
+                if six is ix:
+                    return self.atomic(sp, six, sex, sa, op, t, srcs, inst)
+                pos = np.searchsorted(full, six)
+                out[pos] = self.atomic(sp, six, sex, sa, op, t, [s[pos] for s in srcs], inst)
+            return out
+        if space not in ("global", "shared"):
+            from .errors import UnsupportedPtxError
+            raise UnsupportedPtxError(f"line {inst.line}: atomics on .{space}")
+        buf, off = self._locate(space, ix, ex, addr, t.bytes, inst)
+        if self.stats is not None:
+            self.stats.atomic_requests += int(ex.mask.any(axis=1).sum())
+        view = buf[: buf.size - buf.size % t.bytes].view(t.storage).view(t.dtype)
+        e = off // t.bytes
+        a = srcs[0].astype(t.dtype) if srcs else None
+        if op == "add" and t.kind != "f":
+            # integer add: order does not change the final value; the old values are
+            # the running sums in thread order per address
+            u = t.storage
+            order = np.argsort(e, kind="stable")
+            es = e[order]
+            av = a.view(u) if a.ndim else np.asarray(a).astype(t.dtype).view(u)
+            vs = av[order].astype(np.uint64)
+            csum = np.cumsum(vs, dtype=np.uint64)
+            starts = np.r_[0, np.flatnonzero(es[1:] != es[:-1]) + 1]
+            grp = np.repeat(starts, np.diff(np.r_[starts, es.size]))
+            before = csum - vs - np.where(grp > 0, csum[grp - 1], 0).astype(np.uint64)
+            old_sorted = (view.view(u)[es].astype(np.uint64) + before).astype(u)
+            old = np.empty_like(old_sorted)
+            old[order] = old_sorted
+            totals = np.add.reduceat(vs, starts) if es.size else vs
+            uv = view.view(u)
+            uv[es[starts]] = (uv[es[starts]].astype(np.uint64) + totals).astype(u)
+            return old.view(t.dtype)
+        # general case: lane by lane, in thread order
+        old = np.empty(cnt, dtype=t.dtype)
+        b = srcs[1].astype(t.dtype) if len(srcs) > 1 else None
+        with np.errstate(all="ignore"):
+            for i in range(cnt):
+                k = e[i]
+                cur = view[k]
+                old[i] = cur
+                x = a[i]
+                if op == "add":
+                    new = (np.float32(cur) + np.float32(x)) if t.bits == 32 else cur + x
+                elif op == "min":
+                    new = _fminmax(cur, x, True) if t.kind == "f" else min(cur, x)
+                elif op == "max":
+                    new = _fminmax(cur, x, False) if t.kind == "f" else max(cur, x)
+                elif op == "exch":
+                    new = x
+                elif op == "cas":
+                    new = b[i] if cur == x else cur
+                elif op == "and":
+                    new = cur & x
+                elif op == "or":
+                    new = cur | x
+                elif op == "xor":
+                    new = cur ^ x
+                elif op == "inc":  # ((cur >= x) ? 0 : cur + 1), unsigned
+                    new = t.dtype.type(0) if cur >= x else t.dtype.type(int(cur) + 1)
+                elif op == "dec":  # ((cur == 0) | (cur > x)) ? x : cur - 1
+                    new = x if (cur == 0 or cur > x) else t.dtype.type(int(cur) - 1)
+                else:  # pragma: no cover - filtered at compile time
+                    raise AssertionError(op)
+                view[k] = new
+        return old
+
+
+def _fminmax(a: Any, b: Any, is_min: bool) -> Any:
+    if np.isnan(a):
+        return b
+    if np.isnan(b):
+        return a
+    if a == b:
+        return a if (np.signbit(a) == is_min) else b
+    return min(a, b) if is_min else max(a, b)
+
+
+_SPECIAL_NAMES = frozenset([
+    "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x",
+    "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid",
+    "%nwarpid", "%warpsize", "%lanemask_eq", "%lanemask_lt", "%lanemask_le",
+    "%lanemask_gt", "%lanemask_ge"])
+
+
+# ============================================================================ the run loop
+
+
+def run_wave(wave: Wave, max_steps: int, steps_done: int) -> int:
+    """Execute every warp of ``wave`` to completion; returns the steps (warp
+    instructions) executed so far in the launch."""
+    k = wave.kernel
+    ops = wave.ops
+    n = len(ops)
+    rpc_of = k.reconvergence
+    stats = wave.stats
+    lines = [op.inst.line for op in ops]
+    wcount = [0] * (n + 1)
+    tcount = [0] * (n + 1)
+    W = wave.W
+    rows_all = wave.rows_all
+    exists = wave.exists.reshape(W, 32)
+    all_warps = np.arange(W, dtype=np.int64)
+
+    tp = np.zeros(W, dtype=np.int64)
+    toprpc = np.full(W, n, dtype=np.int64)
+    topmask = exists.copy()
+    st = np.where(topmask.any(axis=1), _RUN, _DONE).astype(np.int8)
+    stacks: list[list[list[Any]]] = [[[0, n, topmask[w].copy()]] for w in range(W)]
+    depth = np.ones(W, dtype=np.int64)
+    max_depth = 1
+    divergent = 0
+    barriers = 0
+    nb = len(wave.block_ids)
+    bx, by, bz = wave.cfg.block
+    tpb = bx * by * bz
+    arrived: dict[int, np.ndarray] = {}
+    steps = steps_done
+    warp_block = wave.warp_block
+
+    def pop_check(ws: np.ndarray) -> None:
+        nonlocal max_depth
+        cand = ws[tp[ws] == toprpc[ws]]
+        for w in cand.tolist():
+            s = stacks[w]
+            while len(s) > 1 and tp[w] == toprpc[w]:
+                s.pop()
+                top = s[-1]
+                tp[w] = top[0]
+                toprpc[w] = top[1]
+                topmask[w] = top[2]
+                depth[w] = len(s)
+
+    while True:
+        cand = np.where(st == _RUN, tp, _BIG)
+        pc = int(cand.min())
+        if pc >= _BIG:
+            if (st == _WAIT).any():
+                _deadlock(wave, st, tp, arrived, ops)
+            break
+        gmask = cand == pc
+        if gmask.all():
+            warps = all_warps
+            others = _BIG
+        else:
+            warps = np.flatnonzero(gmask)
+            others = int(cand[~gmask].min())
+        G = warps.shape[0]
+        m = topmask[warps]
+        rows = rows_all[warps]
+        if G == W and m.all():
+            ix: Any = slice(None)
+        else:
+            ix = rows[m]
+        nact = int(m.sum())
+        ex = Exec(warps, rows, m, m)
+        wave.cur = ex
+        rp = toprpc[warps]
+        ahead = rp[rp > pc]
+        stop = min(others, int(ahead.min())) if ahead.size else others
+        # ---------------------------------------------------------- straight-line run
+        while pc < n:
+            op = ops[pc]
+            if op.kind != "alu":
+                break
+            wcount[pc] += G
+            tcount[pc] += nact
+            steps += G
+            if steps > max_steps:
+                _step_limit(wave, op, max_steps)
+            g = op.guard
+            if g is None:
+                op.fn(ix, ex)
+            else:
+                sel = g[ix]
+                if op.guard_neg:
+                    sel = ~sel
+                if sel.all():
+                    op.fn(ix, ex)
+                elif sel.any():
+                    ix2 = np.flatnonzero(sel) if isinstance(ix, slice) else ix[sel]
+                    gr = g[rows]
+                    m2 = m & (~gr if op.guard_neg else gr)
+                    ex2 = Exec(warps, rows, m2, m)
+                    wave.cur = ex2
+                    op.fn(ix2, ex2)
+                    wave.cur = ex
+            pc += 1
+            if pc >= stop:
+                break
+        tp[warps] = pc
+        if pc >= n:
+            # fell off the end of the kernel: behaves like ret
+            _exit_lanes(wave, warps, m, stacks, tp, toprpc, topmask, depth, st)
+            continue
+        if (toprpc[warps] == pc).any():
+            pop_check(warps)  # reached a reconvergence point: regroup first
+            continue
+        op = ops[pc]
+        if op.kind == "alu":
+            continue
+        wcount[pc] += G
+        tcount[pc] += nact
+        steps += G
+        if steps > max_steps:
+            _step_limit(wave, op, max_steps)
+        g = op.guard
+        if g is not None:
+            gr = g[rows]
+            pm = m & (~gr if op.guard_neg else gr)
+        else:
+            pm = m
+        if op.kind == "bra":
+            target = op.target
+            if g is None:
+                tp[warps] = target
+            else:
+                t_any = pm.any(axis=1)
+                nt = m & ~pm
+                nt_any = nt.any(axis=1)
+                tp[warps] = np.where(t_any, target, pc + 1)
+                div = t_any & nt_any
+                if div.any():
+                    r = rpc_of[pc]
+                    for i in np.flatnonzero(div).tolist():
+                        w = int(warps[i])
+                        s = stacks[w]
+                        s[-1][0] = r
+                        if pc + 1 != r:
+                            s.append([pc + 1, r, nt[i].copy()])
+                        if target != r:
+                            s.append([target, r, pm[i].copy()])
+                        top = s[-1]
+                        tp[w] = top[0]
+                        toprpc[w] = top[1]
+                        topmask[w] = top[2]
+                        depth[w] = len(s)
+                        divergent += 1
+                        if len(s) > max_depth:
+                            max_depth = len(s)
+            pop_check(warps)
+        elif op.kind == "exit":
+            tp[warps] = pc + 1
+            _exit_lanes(wave, warps, pm, stacks, tp, toprpc, topmask, depth, st)
+            live = warps[st[warps] == _RUN]
+            if live.size:
+                pop_check(live)
+        elif op.kind == "bar":
+            tp[warps] = pc + 1
+            bid = op.target
+            expected = op.fn if op.uniform else tpb
+            arr = arrived.setdefault(bid, np.zeros(nb, dtype=np.int64))
+            blk = warp_block[warps]
+            np.add.at(arr, blk, pm.sum(axis=1))
+            st[warps] = _WAIT
+            for b in np.unique(blk).tolist():
+                if arr[b] >= expected:
+                    arr[b] = 0
+                    rel = (warp_block == b) & (st == _WAIT)
+                    st[rel] = _RUN
+                    barriers += 1
+            pop_check(warps[st[warps] == _RUN])
+        else:  # pragma: no cover
+            raise AssertionError(op.kind)
+    if stats is not None:
+        for pc in range(n):
+            if wcount[pc]:
+                ln = lines[pc]
+                stats.line_warp_instructions[ln] = stats.line_warp_instructions.get(ln, 0) + wcount[pc]
+                stats.line_thread_instructions[ln] = stats.line_thread_instructions.get(ln, 0) + tcount[pc]
+        stats.warp_instructions += sum(wcount)
+        stats.thread_instructions += sum(tcount)
+        stats.divergent_branches += divergent
+        stats.max_stack_depth = max(stats.max_stack_depth, max_depth)
+        stats.barriers += barriers
+    return steps
+
+
+def _exit_lanes(wave: Wave, warps: np.ndarray, em: np.ndarray, stacks: list, tp: np.ndarray,
+                toprpc: np.ndarray, topmask: np.ndarray, depth: np.ndarray,
+                st: np.ndarray) -> None:
+    """Remove the lanes ``em`` (G, 32) of ``warps`` from every stack entry."""
+    simple = (depth[warps] == 1) & (em == topmask[warps]).all(axis=1)
+    if simple.all():
+        st[warps] = _DONE
+        topmask[warps] = False
+        for w in warps.tolist():
+            stacks[w][0][2][:] = False
+        return
+    for i, w in enumerate(warps.tolist()):
+        e = em[i]
+        if not e.any():
+            continue
+        s = stacks[w]
+        for entry in s:
+            entry[2] = entry[2] & ~e
+        topmask[w] = s[-1][2]
+        if s[-1][2].any():
+            continue
+        while s and not s[-1][2].any():
+            s.pop()
+        if not s:
+            st[w] = _DONE
+            depth[w] = 0
+            continue
+        top = s[-1]
+        tp[w] = top[0]
+        toprpc[w] = top[1]
+        topmask[w] = top[2]
+        depth[w] = len(s)
+
+
+def _step_limit(wave: Wave, op: Op, max_steps: int) -> None:
+    raise StepLimitError(f"kernel {wave.kernel.name}: more than max_steps={max_steps} warp "
+                         f"instructions executed (last at line {op.inst.line}: "
+                         f"{op.inst.text!r}); a runaway loop? raise max_steps if not")
+
+
+def _deadlock(wave: Wave, st: np.ndarray, tp: np.ndarray, arrived: dict, ops: list[Op]) -> None:
+    waiting = np.flatnonzero(st == _WAIT)
+    w = int(waiting[0])
+    b = int(wave.warp_block[w])
+    blk_warps = np.flatnonzero(wave.warp_block == b)
+    done = [int(x) for x in blk_warps if st[x] == _DONE]
+    wait_lines = sorted({ops[int(tp[x]) - 1].inst.line for x in blk_warps if st[x] == _WAIT})
+    raise DeadlockError(
+        f"kernel {wave.kernel.name}, block {tuple(wave.block_ids[b])}: barrier deadlock: "
+        f"warps {[int(x) - int(blk_warps[0]) for x in blk_warps if st[x] == _WAIT]} wait at "
+        f"the barrier on line(s) {wait_lines}, but the other threads of the block can "
+        f"never arrive (warps {[x - int(blk_warps[0]) for x in done]} have exited or "
+        "waited with only some of their lanes)")

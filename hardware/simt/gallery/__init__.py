@@ -1,0 +1,49 @@
+"""The kernel gallery: CUDA sources and the PTX ``nvcc -ptx -arch=sm_90`` made from them.
+
+``source(name)`` returns the PTX text of ``name.ptx``; ``load(name)`` a loaded Module.
+Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
+
+| file | kernels |
+|---|---|
+| vector_add | vector_add |
+| divergence | divergence (the ``if (x < 4)`` example), divergent_loop |
+| traversal | row_sums, col_sums |
+| matmul | matmul_naive, matmul_tiled (16x16 tiles), transpose_unpadded, transpose_padded |
+| reduction | warp_reduce, warp_allreduce, block_reduce, warp_vote |
+| histogram | histogram (shared + global atomics), atomics |
+| convert | to_bf16, to_fp16, to_e4m3, to_e5m2, bf16_round_trip, float_to_int |
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["NAMES", "source", "cuda_source", "load", "directory"]
+
+NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histogram",
+         "convert")
+
+
+def directory() -> Path:
+    return Path(__file__).resolve().parent
+
+
+def source(name: str) -> str:
+    """PTX text of gallery file ``name``."""
+    if name not in NAMES:
+        raise ValueError(f"unknown gallery file {name!r}; known: {', '.join(NAMES)}")
+    return (directory() / f"{name}.ptx").read_text()
+
+
+def cuda_source(name: str) -> str:
+    """CUDA C source of gallery file ``name``."""
+    if name not in NAMES:
+        raise ValueError(f"unknown gallery file {name!r}; known: {', '.join(NAMES)}")
+    return (directory() / f"{name}.cu").read_text()
+
+
+@lru_cache(maxsize=None)
+def load(name: str):  # -> Module (import here to keep the gallery importable alone)
+    """The loaded Module of gallery file ``name`` (cached)."""
+    from ..module import load_ptx
+    return load_ptx(source(name))

@@ -1,0 +1,200 @@
+"""Modules and kernels: ``load_ptx(text) -> Module`` and ``Module.launch``."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .cfg import reconvergence_points
+from .errors import LaunchError, UnsupportedPtxError
+from .executor import LaunchConfig, Wave, run_wave
+from .memory import GlobalMemory
+from .parser import KernelSource, ModuleSource, Param, parse_ptx
+from .stats import LaunchStats
+
+__all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE"]
+
+#: default bound on warp instructions per launch
+DEFAULT_MAX_STEPS = 50_000_000
+#: blocks are executed in batches of at most this many threads (memory bound only)
+MAX_THREADS_PER_WAVE = 1 << 17
+_SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
+
+
+class Kernel:
+    """One ``.entry`` of a module, validated and ready to launch."""
+
+    def __init__(self, source: KernelSource, module_vars: list) -> None:
+        self.source = source
+        self.name = source.name
+        self.params: list[Param] = source.params
+        self.param_index = {p.name: p for p in source.params}
+        self.param_bytes = (source.params[-1].offset + source.params[-1].nbytes
+                            if source.params else 0)
+        # shared variables: module-level ones first, then the kernel's, each aligned;
+        # the .extern (dynamic) array starts after all static ones
+        self.shared_offsets: dict[str, int] = {}
+        off = 0
+        externs = []
+        for v in list(module_vars) + [v for v in source.variables if v.space == "shared"]:
+            if v.extern:
+                externs.append(v)
+                continue
+            off = -(-off // v.align) * v.align
+            self.shared_offsets[v.name] = off
+            off += v.nbytes
+        dyn_align = max([v.align for v in externs] + [16])
+        off_dyn = -(-off // dyn_align) * dyn_align if externs else off
+        for v in externs:
+            self.shared_offsets[v.name] = off_dyn
+        self.static_shared_bytes = off_dyn
+        self.local_offsets: dict[str, int] = {}
+        loff = 0
+        for v in source.variables:
+            if v.space == "local":
+                loff = -(-loff // v.align) * v.align
+                self.local_offsets[v.name] = loff
+                loff += v.nbytes
+        self.local_bytes = -(-loff // 16) * 16
+        for inst in source.instructions:
+            if inst.parts[0] == "bra" and inst.operands and getattr(
+                    inst.operands[0], "name", None) not in source.labels:
+                from .errors import PtxSyntaxError
+                raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: undefined label")
+        self.reconvergence = reconvergence_points(source.instructions, source.labels)
+        # compile once on a one-warp launch: every unsupported construct fails here
+        Wave(None, self, [(0, 0, 0)], None, b"", None)
+
+    def __repr__(self) -> str:
+        ps = ", ".join(f".{p.type.name} {p.name}" for p in self.params)
+        return f"Kernel({self.name}({ps}), {len(self.source.instructions)} instructions)"
+
+    # ---------------------------------------------------------------- arguments
+    def pack_args(self, args: Sequence[Any]) -> bytes:
+        """Lay out ``args`` as the ``.param`` space (PTX ISA 5.1.6.1, kernel parameters)."""
+        if len(args) != len(self.params):
+            raise LaunchError(f"kernel {self.name} takes {len(self.params)} arguments "
+                              f"({', '.join('.' + p.type.name for p in self.params)}), "
+                              f"got {len(args)}")
+        buf = bytearray(self.param_bytes)
+        for i, (p, a) in enumerate(zip(self.params, args)):
+            t = p.type
+            if p.nbytes != t.bytes:
+                raise LaunchError(f"argument {i} of {self.name}: array parameters are not "
+                                  "supported")
+            if t.kind == "f":
+                if isinstance(a, bool) or not isinstance(a, (int, float, np.floating, np.integer)):
+                    raise LaunchError(f"argument {i} of {self.name} (.{t.name}) must be a "
+                                      f"float, got {type(a).__name__}")
+                if t.bits == 16:
+                    raise LaunchError(f"argument {i}: .f16 parameters are not supported")
+                raw = np.asarray(a, dtype=t.dtype).tobytes()
+            else:
+                if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+                    raise LaunchError(f"argument {i} of {self.name} (.{t.name}) must be an "
+                                      f"int, got {type(a).__name__}")
+                v = int(a)
+                lo = -(1 << (t.bits - 1)) if t.kind == "s" else -(1 << (t.bits - 1))
+                hi = (1 << t.bits) - 1
+                if not lo <= v <= hi:
+                    raise LaunchError(f"argument {i} of {self.name} (.{t.name}) = {v} does "
+                                      "not fit")
+                raw = (v % (1 << t.bits)).to_bytes(t.bytes, "little")
+            buf[p.offset: p.offset + t.bytes] = raw
+        return bytes(buf)
+
+
+def _dim3(v: Any, what: str) -> tuple[int, int, int]:
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        v = (int(v),)
+    try:
+        t = tuple(int(x) for x in v)
+    except TypeError:
+        raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints, got {v!r}") from None
+    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
+        raise LaunchError(f"{what} must have 1 to 3 positive sizes, got {v!r}")
+    return (t + (1, 1))[:3]  # type: ignore[return-value]
+
+
+class Module:
+    """A loaded PTX module: ``kernels`` maps entry names to :class:`Kernel`."""
+
+    def __init__(self, source: ModuleSource) -> None:
+        self.source = source
+        self.version = source.version
+        self.target = source.target
+        self.kernels: dict[str, Kernel] = {
+            name: Kernel(k, source.variables) for name, k in source.kernels.items()}
+
+    def __getitem__(self, name: str) -> Kernel:
+        return self.kernel(name)
+
+    def kernel(self, name: str) -> Kernel:
+        if name not in self.kernels:
+            raise LaunchError(f"no kernel named {name!r}; this module has "
+                              f"{', '.join(self.kernels) or 'no kernels'}")
+        return self.kernels[name]
+
+    def launch(self, name: str, grid: Any, block: Any, args: Sequence[Any],
+               memory: GlobalMemory, dynamic_shared: int = 0,
+               max_steps: int = DEFAULT_MAX_STEPS) -> LaunchStats:
+        """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
+
+        Args:
+            name: the ``.entry`` name (``extern "C"`` kernels keep their C name).
+            grid, block: int or 1-3 tuple (x, y, z), as ``<<<grid, block>>>``.
+            args: one Python int (pointers, integers) or float per ``.param``.
+            memory: the :class:`GlobalMemory` the pointers refer to.
+            dynamic_shared: bytes of ``extern __shared__`` memory per block.
+            max_steps: bound on warp instructions; exceeding it raises StepLimitError.
+
+        Returns:
+            LaunchStats (see :mod:`hardware.simt.stats`).
+
+        Raises:
+            LaunchError: bad arguments; MemoryAccessError, DeadlockError,
+            StepLimitError, ExecutionError: faults while running (memory written
+            before the fault stays written, as on a device).
+        """
+        k = self.kernel(name)
+        g = _dim3(grid, "grid")
+        b = _dim3(block, "block")
+        if b[0] * b[1] * b[2] > 1024:
+            raise LaunchError(f"block {b} has more than 1024 threads")
+        if not isinstance(memory, GlobalMemory):
+            raise LaunchError(f"memory must be a GlobalMemory, got {type(memory).__name__}")
+        if isinstance(dynamic_shared, bool) or not isinstance(dynamic_shared, (int, np.integer)) \
+                or dynamic_shared < 0:
+            raise LaunchError(f"dynamic_shared must be a non-negative int, got {dynamic_shared!r}")
+        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+            raise LaunchError(f"max_steps must be a positive int, got {max_steps!r}")
+        params = k.pack_args(args)
+        cfg = LaunchConfig(k, g, b, int(dynamic_shared))
+        if cfg.shared_bytes > 228 * 1024:
+            raise LaunchError(f"{cfg.shared_bytes} bytes of shared memory per block exceed "
+                              "the 228 KiB of sm_90")
+        stats = LaunchStats(k.name, g, b)
+        blocks = [(x, y, z) for z in range(g[2]) for y in range(g[1]) for x in range(g[0])]
+        per_wave = max(1, MAX_THREADS_PER_WAVE // (cfg.warps_per_block * 32))
+        steps = 0
+        with np.errstate(all="ignore"):
+            for start in range(0, len(blocks), per_wave):
+                wave = Wave(cfg, k, blocks[start: start + per_wave], memory, params, stats)
+                steps = run_wave(wave, int(max_steps), steps)
+        return stats
+
+
+def load_ptx(text: str) -> Module:
+    """Parse and validate PTX text (as ``nvcc -ptx`` emits it for sm_80/sm_90).
+
+    Raises:
+        PtxSyntaxError: malformed text (names the line).
+        UnsupportedPtxError: a construct this interpreter does not implement (names the
+            line, the instruction and what is unsupported).
+    """
+    src = parse_ptx(text)
+    tgt = src.target.split(",")[0].strip()
+    if tgt and tgt not in _SUPPORTED_TARGETS:
+        raise UnsupportedPtxError(f".target {src.target}: supported targets are "
+                                  f"{', '.join(_SUPPORTED_TARGETS)}")
+    return Module(src)

@@ -1,0 +1,565 @@
+"""Parse the PTX text that ``nvcc -ptx`` emits into kernels of decoded instructions.
+
+PTX ISA (version 9.0) chapters 4 (syntax), 5 (state spaces, types, variables), 9
+(instructions) and 11 (directives). Accepted: ``.version/.target/.address_size``,
+``.visible .entry`` kernels with ``.param`` lists and performance directives
+(``.maxntid``, ``.reqntid``, ``.minnctapersm``, ``.maxnreg``...), ``.reg`` declarations
+(including the ``%r<N>`` range form), ``.shared`` arrays (module or kernel scope, and
+``.extern .shared`` dynamic arrays), ``.local`` arrays, labels, predicate guards
+``@%p`` / ``@!%p``, ``{ }`` scopes from inline asm (registers declared inside are local to
+the scope), ``//`` and ``/* */`` comments, ``.pragma``, ``.file`` and ``.loc``.
+Everything else is an :class:`~hardware.simt.errors.UnsupportedPtxError` or a
+:class:`~hardware.simt.errors.PtxSyntaxError` naming the line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+from .errors import PtxSyntaxError, UnsupportedPtxError
+from .types import PtxType, ptx_type
+
+__all__ = [
+    "Reg", "Imm", "FImm", "Sym", "Addr", "Vec", "Pair", "Sink", "Operand",
+    "Instruction", "Param", "Variable", "KernelSource", "ModuleSource", "parse_ptx",
+    "SPECIAL_REGISTERS",
+]
+
+# ----------------------------------------------------------------------------- operands
+
+
+@dataclass(frozen=True)
+class Reg:
+    """A register (or special register such as ``%tid.x``); ``neg`` for ``!%p``."""
+    name: str
+    neg: bool = False
+
+
+@dataclass(frozen=True)
+class Imm:
+    """An integer immediate (decimal, hex, octal or binary; may be negative)."""
+    value: int
+
+
+@dataclass(frozen=True)
+class FImm:
+    """A floating-point immediate given by its bits: ``0fXXXXXXXX`` or ``0dXXXXXXXXXXXXXXXX``."""
+    bits: int
+    width: int
+
+
+@dataclass(frozen=True)
+class Sym:
+    """A symbol: a label, a ``.shared``/``.local`` variable or a ``.param`` name."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Addr:
+    """``[base+offset]``: base is a Reg, a Sym or None (an absolute address)."""
+    base: Union[Reg, Sym, None]
+    offset: int
+
+
+@dataclass(frozen=True)
+class Vec:
+    """``{a, b, ...}`` vector operand."""
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Pair:
+    """``d|p``: two destinations (setp's complement predicate, shfl's valid predicate)."""
+    first: "Operand"
+    second: "Operand"
+
+
+@dataclass(frozen=True)
+class Sink:
+    """``_``: a destination whose value is discarded."""
+
+
+Operand = Union[Reg, Imm, FImm, Sym, Addr, Vec, Pair, Sink]
+
+#: special registers (PTX ISA chapter 10) that kernels may read
+SPECIAL_REGISTERS = frozenset(
+    [f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"]
+    + ["%laneid", "%warpid", "%nwarpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le",
+       "%lanemask_gt", "%lanemask_ge", "%warpsize"]
+)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One decoded instruction. ``opcode`` is the whole dotted name (``ld.global.v4.f32``),
+    ``parts`` its dot-separated pieces, ``guard`` the predicate register and negation."""
+    line: int
+    text: str
+    opcode: str
+    parts: tuple[str, ...]
+    operands: tuple
+    guard: Reg | None = None
+
+    def where(self) -> str:
+        return f"line {self.line}: {self.text!r}"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: PtxType
+    nbytes: int
+    align: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A ``.shared`` or ``.local`` array: byte size (0 for ``.extern`` dynamic shared)."""
+    name: str
+    space: str
+    align: int
+    nbytes: int
+    extern: bool = False
+
+
+@dataclass
+class KernelSource:
+    name: str
+    line: int
+    params: list[Param] = field(default_factory=list)
+    registers: dict[str, PtxType] = field(default_factory=dict)
+    variables: list[Variable] = field(default_factory=list)
+    instructions: list[Instruction] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
+    directives: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class ModuleSource:
+    version: str = ""
+    target: str = ""
+    address_size: int = 64
+    variables: list[Variable] = field(default_factory=list)
+    kernels: dict[str, KernelSource] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- scanning
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_LABEL = re.compile(r"^[A-Za-z_$%][\w$]*$")
+_IDENT = r"[A-Za-z_$%][\w$]*"
+
+
+def _strip_comments(text: str) -> str:
+    # keep newlines inside block comments so that line numbers stay right
+    return _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+
+
+def _statements(text: str) -> Iterator[tuple[int, str, str]]:
+    """Yield (line, statement text, terminator) with terminator one of ``; { } :``."""
+    buf: list[str] = []
+    line = 1
+    start = 1
+    i = 0
+    n = len(text)
+    depth_paren = 0
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+            # .version/.target/.address_size/.file/.loc end at the end of their line
+            head = "".join(buf).strip()
+            if head.startswith((".version", ".target", ".address_size", ".file", ".loc")):
+                yield start, head, ";"
+                buf = []
+                i += 1
+                continue
+        if not "".join(buf).strip():
+            start = line
+        if ch == '"':  # string (in .pragma): copy through
+            j = text.index('"', i + 1) if '"' in text[i + 1:] else n - 1
+            buf.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if ch == "(":
+            depth_paren += 1
+        elif ch == ")":
+            depth_paren -= 1
+        if depth_paren == 0 and ch in ";{}":
+            # a '{' that opens a vector operand follows an opcode/comma inside a statement
+            stmt = "".join(buf).strip()
+            if ch == "{" and stmt and not stmt.startswith(".") and not stmt.endswith(")"):
+                buf.append(ch)
+                i += 1
+                continue
+            if ch == "}" and "{" in stmt and stmt.count("{") > stmt.count("}"):
+                buf.append(ch)
+                i += 1
+                continue
+            yield start, stmt, ch
+            buf = []
+            i += 1
+            continue
+        if ch == ":" and depth_paren == 0:
+            stmt = "".join(buf).strip()
+            nxt = text[i + 1] if i + 1 < n else ""
+            prv = text[i - 1] if i else ""
+            if nxt != ":" and prv != ":" and _LABEL.match(stmt):
+                yield start, stmt, ":"
+                buf = []
+                i += 1
+                continue
+        buf.append(ch)
+        i += 1
+    if "".join(buf).strip():
+        raise PtxSyntaxError(f"line {start}: statement not terminated by ';': "
+                             f"{''.join(buf).strip()[:60]!r}")
+
+
+# ---------------------------------------------------------------------------- operands
+
+
+def _split_top(s: str, sep: str = ",") -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _int_literal(tok: str) -> int | None:
+    t = tok.strip()
+    if t.endswith(("U", "u")):
+        t = t[:-1]
+    neg = t.startswith("-")
+    if neg:
+        t = t[1:]
+    try:
+        if re.fullmatch(r"0[xX][0-9a-fA-F]+", t):
+            v = int(t, 16)
+        elif re.fullmatch(r"0[bB][01]+", t):
+            v = int(t[2:], 2)
+        elif re.fullmatch(r"0[0-7]+", t):
+            v = int(t, 8)
+        elif re.fullmatch(r"[0-9]+", t):
+            v = int(t)
+        else:
+            return None
+    except ValueError:
+        return None
+    return -v if neg else v
+
+
+def parse_operand(tok: str, line: int, text: str) -> Operand:
+    """Decode one operand token (see the operand classes above)."""
+    t = tok.strip()
+    if not t:
+        raise PtxSyntaxError(f"line {line}: empty operand in {text!r}")
+    if t == "_":
+        return Sink()
+    if t.startswith("[") and t.endswith("]"):
+        inner = t[1:-1].replace(" ", "").replace("\t", "")
+        m = re.fullmatch(rf"({_IDENT}(?:\.[xyz])?)?(?:\+?(-?(?:0[xX][0-9a-fA-F]+|[0-9]+)))?",
+                         inner)
+        if not m or (m.group(1) is None and m.group(2) is None):
+            raise UnsupportedPtxError(f"line {line}: unsupported address operand {t!r} "
+                                      f"in {text!r}")
+        base_s, off_s = m.group(1), m.group(2)
+        if base_s is None:
+            base = None
+        elif base_s.startswith("%"):
+            base = Reg(base_s)
+        else:
+            base = Sym(base_s)
+        off = _int_literal(off_s) if off_s else 0
+        return Addr(base, int(off))
+    if t.startswith("{") and t.endswith("}"):
+        return Vec(tuple(parse_operand(x, line, text) for x in _split_top(t[1:-1])))
+    if "|" in t:
+        a, b = t.split("|", 1)
+        return Pair(parse_operand(a, line, text), parse_operand(b, line, text))
+    if t.startswith("!"):
+        inner = parse_operand(t[1:], line, text)
+        if not isinstance(inner, Reg):
+            raise PtxSyntaxError(f"line {line}: '!' applies to predicates only: {t!r}")
+        return Reg(inner.name, True)
+    m = re.fullmatch(r"0([fFdD])([0-9a-fA-F]+)", t)
+    if m:
+        width = 32 if m.group(1) in "fF" else 64
+        if len(m.group(2)) != width // 4:
+            raise PtxSyntaxError(f"line {line}: float literal {t!r} needs {width // 4} "
+                                 "hex digits")
+        return FImm(int(m.group(2), 16), width)
+    v = _int_literal(t)
+    if v is not None:
+        return Imm(v)
+    if re.fullmatch(r"%[A-Za-z_$][\w$]*(?:\.[xyz])?", t):
+        return Reg(t)
+    if re.fullmatch(_IDENT, t):
+        return Sym(t)
+    if re.fullmatch(r"-?[0-9]*\.[0-9]+(?:[eE][-+]?[0-9]+)?", t):
+        raise UnsupportedPtxError(f"line {line}: decimal float literal {t!r} (use the "
+                                  "0f/0d hex form nvcc emits) in {text!r}")
+    raise PtxSyntaxError(f"line {line}: cannot parse operand {t!r} in {text!r}")
+
+
+# ------------------------------------------------------------------------ declarations
+
+
+def _parse_reg_decl(stmt: str, line: int) -> list[tuple[str, PtxType]]:
+    m = re.fullmatch(r"\.reg\s+(?:\.v[24]\s+)?\.(\w+)\s+(.+)", stmt, re.S)
+    if not m:
+        raise PtxSyntaxError(f"line {line}: malformed register declaration {stmt!r}")
+    if re.match(r"\.reg\s+\.v[24]", stmt):
+        raise UnsupportedPtxError(f"line {line}: vector registers are not supported: {stmt!r}")
+    typ = ptx_type(m.group(1))
+    if typ is None:
+        raise UnsupportedPtxError(f"line {line}: register type .{m.group(1)} is not "
+                                  f"supported: {stmt!r}")
+    out = []
+    for name in _split_top(m.group(2)):
+        r = re.fullmatch(rf"({_IDENT})<(\d+)>", name)
+        if r:
+            out += [(f"{r.group(1)}{k}", typ) for k in range(int(r.group(2)))]
+        elif re.fullmatch(_IDENT, name):
+            out.append((name, typ))
+        else:
+            raise PtxSyntaxError(f"line {line}: bad register name {name!r} in {stmt!r}")
+    return out
+
+
+def _parse_variable(stmt: str, line: int) -> Variable:
+    m = re.fullmatch(
+        rf"(\.extern\s+)?\.(shared|local)\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+({_IDENT})"
+        r"\s*(?:\[(\d*)\])?", stmt)
+    if not m:
+        if "=" in stmt:
+            raise UnsupportedPtxError(f"line {line}: initialised variables are not "
+                                      f"supported: {stmt!r}")
+        raise UnsupportedPtxError(f"line {line}: unsupported variable declaration {stmt!r}")
+    extern, space, align, tname, name, count = m.groups()
+    typ = ptx_type(tname)
+    if typ is None or typ.kind == "pred":
+        raise UnsupportedPtxError(f"line {line}: variable type .{tname} in {stmt!r}")
+    if count == "":
+        if not extern:
+            raise PtxSyntaxError(f"line {line}: unsized array needs .extern: {stmt!r}")
+        n = 0
+    else:
+        n = int(count) if count is not None else 1
+    return Variable(name, space, int(align) if align else typ.bytes, n * typ.bytes,
+                    bool(extern))
+
+
+def _parse_params(text: str, line: int, kname: str) -> list[Param]:
+    params: list[Param] = []
+    offset = 0
+    for p in _split_top(text):
+        m = re.fullmatch(
+            r"\.param\s+\.(\w+)((?:\s+\.ptr)?(?:\s+\.(?:global|shared|const|local))?"
+            rf"(?:\s+\.align\s+\d+)?)?\s+({_IDENT})\s*(?:\[(\d+)\])?", p.strip())
+        if not m:
+            raise UnsupportedPtxError(f"line {line}: unsupported parameter {p.strip()!r} "
+                                      f"of kernel {kname}")
+        typ = ptx_type(m.group(1))
+        if typ is None or typ.kind == "pred":
+            raise UnsupportedPtxError(f"line {line}: parameter type .{m.group(1)} of "
+                                      f"kernel {kname}")
+        am = re.search(r"\.align\s+(\d+)", m.group(2) or "")
+        count = int(m.group(4)) if m.group(4) else 1
+        align = typ.bytes if (m.group(4) is None or not am) else int(am.group(1))
+        if m.group(4) is None:
+            align = typ.bytes
+        offset = -(-offset // align) * align
+        params.append(Param(m.group(3), typ, typ.bytes * count, align, offset))
+        offset += typ.bytes * count
+    return params
+
+
+_PERF_DIRECTIVES = ("maxntid", "reqntid", "minnctapersm", "maxnreg", "maxnctapersm",
+                    "noreturn", "pragma", "explicitcluster", "reqnctapercluster",
+                    "maxclusterrank")
+
+
+def _parse_entry_header(stmt: str, line: int) -> KernelSource:
+    m = re.fullmatch(rf"((?:\.(?:visible|weak)\s+)*)\.entry\s+({_IDENT})\s*\((.*?)\)(.*)",
+                     stmt, re.S)
+    if not m:
+        raise PtxSyntaxError(f"line {line}: malformed .entry header {stmt[:80]!r}")
+    k = KernelSource(m.group(2), line)
+    k.params = _parse_params(m.group(3), line, k.name)
+    rest = m.group(4).strip()
+    for d in re.finditer(r"\.(\w+)\s*([0-9,\s]*)", rest):
+        if d.group(1) not in _PERF_DIRECTIVES:
+            raise UnsupportedPtxError(f"line {line}: directive .{d.group(1)} on kernel "
+                                      f"{k.name}")
+        nums = tuple(int(x) for x in re.findall(r"\d+", d.group(2)))
+        k.directives[d.group(1)] = nums
+    return k
+
+
+# ------------------------------------------------------------------------------ module
+
+
+def parse_ptx(text: str) -> ModuleSource:
+    """Parse PTX text into a :class:`ModuleSource` (no semantic checks of opcodes)."""
+    if not isinstance(text, str):
+        raise TypeError(f"PTX text must be a str, got {type(text).__name__}")
+    mod = ModuleSource()
+    stmts = list(_statements(_strip_comments(text)))
+    i = 0
+    while i < len(stmts):
+        line, s, term = stmts[i]
+        i += 1
+        if term == ":":
+            raise PtxSyntaxError(f"line {line}: label {s!r} outside a kernel body")
+        if term == "}":
+            if s:
+                raise PtxSyntaxError(f"line {line}: unexpected '}}' after {s!r}")
+            raise PtxSyntaxError(f"line {line}: unbalanced '}}'")
+        if term == "{":
+            if re.search(r"\.entry\s", s):
+                k = _parse_entry_header(s, line)
+                if k.name in mod.kernels:
+                    raise PtxSyntaxError(f"line {line}: kernel {k.name} defined twice")
+                i = _parse_body(stmts, i, k, mod)
+                mod.kernels[k.name] = k
+                continue
+            if re.search(r"\.func\s", s):
+                raise UnsupportedPtxError(f"line {line}: device functions (.func) are "
+                                          "not supported; inline them (__forceinline__)")
+            if not s:
+                raise UnsupportedPtxError(f"line {line}: '{{' scope at module level")
+            raise UnsupportedPtxError(f"line {line}: unsupported module-level block {s[:60]!r}")
+        # ';'-terminated module-level statement
+        if not s:
+            continue
+        words = s.split()
+        head = words[0]
+        if head == ".version":
+            mod.version = words[1] if len(words) > 1 else ""
+        elif head == ".target":
+            mod.target = " ".join(words[1:])
+        elif head == ".address_size":
+            mod.address_size = int(words[1])
+            if mod.address_size != 64:
+                raise UnsupportedPtxError(f"line {line}: only .address_size 64 is "
+                                          "supported")
+        elif head in (".file", ".loc"):
+            continue
+        elif re.match(r"(\.extern\s+)?\.shared\b", s):
+            mod.variables.append(_parse_variable(s, line))
+        elif re.match(r"\.extern\s+\.func|\.extern\s+\.entry|(\.weak\s+)?\.func", s):
+            continue  # a declaration only; a call to it is refused
+        elif re.match(r"(\.visible\s+|\.extern\s+|\.weak\s+)*\.(global|const)\b", s):
+            raise UnsupportedPtxError(f"line {line}: module-level .global/.const "
+                                      f"variables are not supported: {s[:80]!r}")
+        else:
+            raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r}")
+    return mod
+
+
+def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
+    scopes: list[dict[str, str]] = [{}]
+    nscope = 0
+
+    def resolve(name: str) -> str:
+        for sc in reversed(scopes):
+            if name in sc:
+                return sc[name]
+        return name
+
+    def fix(op: Operand) -> Operand:
+        if isinstance(op, Reg):
+            return Reg(resolve(op.name), op.neg)
+        if isinstance(op, Addr) and isinstance(op.base, Reg):
+            return Addr(Reg(resolve(op.base.name), op.base.neg), op.offset)
+        if isinstance(op, Addr) and isinstance(op.base, Sym):
+            # an address like [%SP+0] written without '%' cannot occur; symbols stay
+            return op
+        if isinstance(op, Vec):
+            return Vec(tuple(fix(x) for x in op.items))
+        if isinstance(op, Pair):
+            return Pair(fix(op.first), fix(op.second))
+        return op
+
+    pending_labels: list[str] = []
+    while i < len(stmts):
+        line, s, term = stmts[i]
+        i += 1
+        if term == ":":
+            if s in k.labels or s in pending_labels:
+                raise PtxSyntaxError(f"line {line}: label {s} defined twice in {k.name}")
+            pending_labels.append(s)
+            continue
+        if term == "{":
+            if s:
+                raise PtxSyntaxError(f"line {line}: unexpected {s!r} before '{{'")
+            scopes.append({})
+            continue
+        if term == "}":
+            if s:
+                raise PtxSyntaxError(f"line {line}: missing ';' after {s!r}")
+            scopes.pop()
+            if not scopes:
+                for lab in pending_labels:
+                    k.labels[lab] = len(k.instructions)
+                return i
+            continue
+        if not s:
+            continue
+        if s.startswith("."):
+            head = s.split()[0]
+            if head == ".reg":
+                for name, typ in _parse_reg_decl(s, line):
+                    if len(scopes) > 1:
+                        nscope += 1
+                        internal = f"{name}#{nscope}"
+                        scopes[-1][name] = internal
+                        name = internal
+                    k.registers[name] = typ
+            elif head in (".shared", ".local", ".extern"):
+                k.variables.append(_parse_variable(s, line))
+            elif head in (".pragma", ".loc", ".file"):
+                pass
+            else:
+                raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r} "
+                                          f"in kernel {k.name}")
+            continue
+        inst = _parse_instruction(s, line)
+        inst = Instruction(inst.line, inst.text, inst.opcode, inst.parts,
+                           tuple(fix(o) for o in inst.operands),
+                           fix(inst.guard) if inst.guard else None)
+        for lab in pending_labels:
+            k.labels[lab] = len(k.instructions)
+        pending_labels = []
+        k.instructions.append(inst)
+    raise PtxSyntaxError(f"line {k.line}: body of kernel {k.name} is not closed by '}}'")
+
+
+def _parse_instruction(s: str, line: int) -> Instruction:
+    text = " ".join(s.split())
+    guard = None
+    rest = text
+    m = re.match(r"@(!?)(%[\w$]+)\s+(.*)", rest, re.S)
+    if m:
+        guard = Reg(m.group(2), m.group(1) == "!")
+        rest = m.group(3)
+    m = re.match(r"([a-z][\w.:]*)\s*(.*)", rest, re.S)
+    if not m:
+        raise PtxSyntaxError(f"line {line}: cannot parse instruction {text!r}")
+    opcode, ops = m.group(1), m.group(2).strip()
+    parts = tuple(opcode.split("."))
+    operands = tuple(parse_operand(o, line, text) for o in _split_top(ops)) if ops else ()
+    return Instruction(line, text, opcode, parts, operands, guard)

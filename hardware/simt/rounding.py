@@ -1,0 +1,348 @@
+"""Correctly rounded float32/float64 arithmetic and conversions for PTX instructions.
+
+PTX ISA 9.7.3 (floating-point instructions) and 9.7.9.21 (``cvt``): the rounding
+modifiers are ``.rn`` (nearest, ties to even), ``.rz`` (toward zero), ``.rm`` (toward
+-inf) and ``.rp`` (toward +inf); integer-result conversions use ``.rni/.rzi/.rmi/.rpi``.
+
+Method (IEEE 754-2019 section 4.3): a float32 operation is first evaluated in float64,
+giving ``y = rn64(x)`` for the exact result ``x``, together with the *side* of the exact
+result, ``sign(x - y)``, obtained without rounding error (the TwoSum error term for sums;
+0 for products of two float32, which are exact; the sign of the exact residual
+``a - r*b`` or ``a - r*r`` for quotients and square roots, where ``r*b`` is exact).
+Because every float32 number and every midpoint between two float32 numbers is a float64
+number and ``rn64`` is monotone, ``rn32(y)`` can differ from ``rn32(x)`` only when ``y``
+is itself a float32 midpoint, and a directed rounding of ``x`` is decided by comparing
+``x`` with the nearest float32 ``r``; both cases are settled by the side. This gives
+single-rounded ``fma.rn.f32`` (never double-rounded through float64) and every directed
+mode with NumPy vector arithmetic only. Float64 results in a directed mode (and
+``fma.f64``) go through :class:`fractions.Fraction`, element by element.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = [
+    "MODES",
+    "round64_to32",
+    "add_f32",
+    "mul_f32",
+    "fma_f32",
+    "div_f32",
+    "sqrt_f32",
+    "exact_to_float",
+    "fraction_op_f64",
+    "float_to_int",
+    "int_to_float",
+]
+
+MODES = ("rn", "rz", "rm", "rp")
+
+_F32_MAX = float(np.finfo(np.float32).max)
+_OVERFLOW_MID = 2.0**128 - 2.0**103  # midpoint between FLT_MAX and 2**128
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knuth's TwoSum: s = fl(a+b), e = (a+b) - s exactly (finite, no overflow)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def round64_to32(y: np.ndarray, side: np.ndarray | int, mode: str) -> np.ndarray:
+    """Round the exact value ``x`` to float32, given ``y = rn64(x)`` and ``sign(x - y)``.
+
+    Args:
+        y: float64 array, the exact result rounded to nearest float64.
+        side: sign of (exact - y): -1, 0 or +1 per element (0 when y is exact).
+        mode: "rn", "rz", "rm" or "rp".
+    """
+    y = np.asarray(y, dtype=np.float64)
+    side = np.broadcast_to(np.sign(np.asarray(side, dtype=np.float64)), y.shape)
+    r = y.astype(np.float32)
+    r64 = r.astype(np.float64)
+    finite = np.isfinite(y)
+    # d = sign(x - r): from y when y != r (monotonicity), from side when y == r
+    d = np.where(y != r64, np.sign(y - r64), side)
+    d = np.where(finite, d, 0.0)
+    if mode == "rn":
+        # y on a float32 midpoint (or the overflow threshold) with x off it: go to x's side
+        lo = np.where(y > r64, r, np.nextafter(r, np.float32(-np.inf)))
+        hi = np.where(y > r64, np.nextafter(r, np.float32(np.inf)), r)
+        lo64, hi64 = lo.astype(np.float64), hi.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            mid = np.where(np.isinf(hi64), np.sign(hi64) * _OVERFLOW_MID,
+                           np.where(np.isinf(lo64), np.sign(lo64) * _OVERFLOW_MID,
+                                    (lo64 + hi64) * 0.5))
+        at_mid = finite & (y == mid) & (side != 0)
+        r = np.where(at_mid & (side > 0), hi, np.where(at_mid & (side < 0), lo, r))
+        return r.astype(np.float32)
+    if mode == "rm":
+        step = d < 0
+        return np.where(step, np.nextafter(r, np.float32(-np.inf)), r).astype(np.float32)
+    if mode == "rp":
+        step = d > 0
+        return np.where(step, np.nextafter(r, np.float32(np.inf)), r).astype(np.float32)
+    if mode == "rz":
+        step = ((d < 0) & (r > 0)) | ((d > 0) & (r < 0))
+        return np.where(step, np.nextafter(r, np.float32(0)), r).astype(np.float32)
+    raise ValueError(f"rounding mode must be one of {MODES}, got {mode!r}")
+
+
+def _zero_sign_rm(res: np.ndarray, exact_zero: np.ndarray, both_neg_zero: np.ndarray,
+                  mode: str) -> np.ndarray:
+    # IEEE 754 section 6.3: an exact zero sum is -0 in roundTowardNegative, else +0,
+    # except that (-0) + (-0) is -0 in every mode
+    if mode != "rm":
+        return res
+    return np.where(exact_zero & ~both_neg_zero, np.float32(-0.0), res)
+
+
+def add_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """``add{.rnd}.f32``: correctly rounded a + b."""
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    if mode == "rn":
+        return (a + b).astype(np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    s, e = _two_sum(a64, b64)
+    e = np.where(np.isfinite(s), e, 0.0)
+    r = round64_to32(s, e, mode)
+    both_neg_zero = (a64 == 0) & (b64 == 0) & np.signbit(a64) & np.signbit(b64)
+    return _zero_sign_rm(r, (s == 0) & (e == 0), both_neg_zero, mode)
+
+
+def mul_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """``mul{.rnd}.f32``: the float64 product of two float32 is exact, so one rounding."""
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    if mode == "rn":
+        return (a * b).astype(np.float32)
+    return round64_to32(a.astype(np.float64) * b.astype(np.float64), 0, mode)
+
+
+def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """``fma.rnd.f32``: a*b + c computed exactly and rounded once (PTX ISA 9.7.3.6)."""
+    a64 = np.asarray(a, np.float32).astype(np.float64)
+    b64 = np.asarray(b, np.float32).astype(np.float64)
+    c64 = np.asarray(c, np.float32).astype(np.float64)
+    p = a64 * b64                      # exact: 24 + 24 bits
+    s, e = _two_sum(p, c64)            # p + c = s + e exactly while s is finite
+    e = np.where(np.isfinite(s), e, 0.0)
+    r = round64_to32(s, e, mode)
+    both_neg_zero = (p == 0) & (c64 == 0) & np.signbit(p) & np.signbit(c64)
+    return _zero_sign_rm(r, (s == 0) & (e == 0), both_neg_zero, mode)
+
+
+def div_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """``div.rnd.f32`` (IEEE division). In .rn, float64 division then rounding to float32
+    is already correct (53 >= 2*24 + 2, Figueroa 1995); directed modes use the sign of
+    the exact residual ``a - r*b`` (``r*b`` is exact in float64)."""
+    a64 = np.asarray(a, np.float32).astype(np.float64)
+    b64 = np.asarray(b, np.float32).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = a64 / b64
+    if mode == "rn":
+        return y.astype(np.float32)
+    r = y.astype(np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        resid = a64 - r * b64
+        side = np.where(np.isfinite(y) & np.isfinite(r), np.sign(resid) * np.sign(b64), 0.0)
+    # side is sign(x - r); y == r there, so it is also sign(x - y)
+    side = np.where(y == r, side, 0.0)
+    return round64_to32(y, side, mode)
+
+
+def sqrt_f32(a: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """``sqrt.rnd.f32``: correctly rounded square root (same method as :func:`div_f32`)."""
+    a64 = np.asarray(a, np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        y = np.sqrt(a64)
+    if mode == "rn":
+        return y.astype(np.float32)
+    r = y.astype(np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        side = np.where(np.isfinite(y) & (y == r), np.sign(a64 - r * r), 0.0)
+    return round64_to32(y, side, mode)
+
+
+# ------------------------------------------------------------------ exact (Fraction) path
+
+
+def exact_to_float(x: Fraction, mantissa_bits: int, emin: int, emax: int,
+                   mode: str) -> float:
+    """Round the rational ``x`` (nonzero) to a binary float with ``mantissa_bits``
+    significand bits (including the hidden one) and normal exponent range [emin, emax];
+    returns a Python float (float32 values are exactly representable in it)."""
+    neg = x < 0
+    ax = -x if neg else x
+    # exponent e with 2**e <= ax < 2**(e+1)
+    e = ax.numerator.bit_length() - ax.denominator.bit_length()
+    if Fraction(2) ** e > ax:
+        e -= 1
+    elif Fraction(2) ** (e + 1) <= ax:
+        e += 1
+    e = max(e, emin)
+    quantum = Fraction(2) ** (e - mantissa_bits + 1)
+    q, rem = divmod(ax, quantum)
+    q = int(q)
+    if rem:
+        if mode == "rn":
+            half = quantum / 2
+            if rem > half or (rem == half and q % 2 == 1):
+                q += 1
+        elif mode == "rz" or (mode == "rm" and not neg) or (mode == "rp" and neg):
+            pass
+        else:
+            q += 1
+    val = Fraction(q) * quantum
+    largest = (2 - Fraction(2) ** (1 - mantissa_bits)) * Fraction(2) ** emax
+    if val > largest:
+        to_inf = mode == "rn" or (mode == "rp" and not neg) or (mode == "rm" and neg)
+        out = float("inf") if to_inf else float(largest)
+    else:
+        out = float(val)
+    return -out if neg else out
+
+
+def fraction_op_f64(op: str, args: list[np.ndarray], mode: str) -> np.ndarray:
+    """Float64 add/sub/mul/fma/div/sqrt with any rounding mode, exactly (slow path)."""
+    cols = [np.asarray(a, np.float64).ravel() for a in args]
+    n = max(c.size for c in cols)
+    cols = [np.broadcast_to(c, (n,)) for c in cols]
+    out = np.empty(n, np.float64)
+    with np.errstate(all="ignore"):
+        for i in range(n):
+            v = [float(c[i]) for c in cols]
+            approx = {"add": lambda: v[0] + v[1], "sub": lambda: v[0] - v[1],
+                      "mul": lambda: v[0] * v[1], "div": lambda: _fdiv(v[0], v[1]),
+                      "fma": lambda: v[0] * v[1] + v[2],
+                      "sqrt": lambda: float(np.sqrt(v[0]))}[op]()
+            if not all(np.isfinite(x) for x in v) or (op == "div" and v[1] == 0) or \
+                    (op == "sqrt" and v[0] <= 0):
+                out[i] = approx if op != "fma" else _fma_special(v)
+                continue
+            fr = [Fraction(x) for x in v]
+            if op == "sqrt":
+                out[i] = _sqrt_exact(fr[0], mode)
+                continue
+            exact = {"add": lambda: fr[0] + fr[1], "sub": lambda: fr[0] - fr[1],
+                     "mul": lambda: fr[0] * fr[1], "div": lambda: fr[0] / fr[1],
+                     "fma": lambda: fr[0] * fr[1] + fr[2]}[op]()
+            if exact == 0:
+                if op in ("mul", "div"):
+                    out[i] = approx
+                else:
+                    terms = [v[0], -v[1] if op == "sub" else v[1]] if op != "fma" \
+                        else [v[0] * v[1] if v[0] * v[1] != 0 else
+                              (-0.0 if np.signbit(v[0]) != np.signbit(v[1]) else 0.0), v[2]]
+                    both_neg = all(t == 0 and np.signbit(t) for t in terms)
+                    out[i] = -0.0 if (both_neg or mode == "rm") else 0.0
+                continue
+            out[i] = exact_to_float(exact, 53, -1022, 1023, mode)
+    return out.reshape(np.broadcast(*[np.asarray(a) for a in args]).shape)
+
+
+def _fdiv(a: float, b: float) -> float:
+    return float(np.float64(a) / np.float64(b))
+
+
+def _fma_special(v: list[float]) -> float:
+    return float(np.float64(v[0]) * np.float64(v[1]) + np.float64(v[2]))
+
+
+def _sqrt_exact(x: Fraction, mode: str) -> float:
+    # the float64 square root is correctly rounded to nearest; settle directed modes by
+    # squaring the candidate exactly
+    r = float(np.sqrt(float(x)))
+    fr = Fraction(r)
+    if mode == "rn" or fr * fr == x:
+        return r
+    below = fr * fr < x
+    if mode in ("rm", "rz") and not below:
+        return float(np.nextafter(r, 0.0))
+    if mode == "rp" and below:
+        return float(np.nextafter(r, np.inf))
+    return r
+
+
+# ------------------------------------------------------------------------- conversions
+
+_INT_RANGE = {
+    ("s", 8): (-2**7, 2**7 - 1), ("s", 16): (-2**15, 2**15 - 1),
+    ("s", 32): (-2**31, 2**31 - 1), ("s", 64): (-2**63, 2**63 - 1),
+    ("u", 8): (0, 2**8 - 1), ("u", 16): (0, 2**16 - 1), ("u", 32): (0, 2**32 - 1),
+    ("u", 64): (0, 2**64 - 1),
+}
+
+
+def float_to_int(x: np.ndarray, kind: str, bits: int, mode: str) -> np.ndarray:
+    """``cvt.{rni,rzi,rmi,rpi}.{s,u}N.fM``: round to an integer, saturate to the
+    destination range (PTX ISA 9.7.9.21: float-to-integer conversions saturate), NaN -> 0.
+    Returns the integer value as int64/uint64 bits of the destination width."""
+    x = np.asarray(x, np.float64)
+    rnd = {"rn": np.rint, "rz": np.trunc, "rm": np.floor, "rp": np.ceil}[mode]
+    with np.errstate(invalid="ignore"):
+        r = rnd(x)
+    lo, hi = _INT_RANGE[(kind, bits)]
+    nan = np.isnan(r)
+    if kind == "u" and bits == 64:
+        big = r >= 2.0**64
+        r = np.where(nan | (r < 0), 0.0, r)
+        small = r < 2.0**63
+        out = np.where(small, r, 0.0).astype(np.uint64)
+        out = np.where(~small, (np.where(small, 0.0, r) - 2.0**63).astype(np.uint64)
+                       + np.uint64(2**63), out)
+        return np.where(big, np.uint64(2**64 - 1), out).astype(np.uint64)
+    if kind == "s" and bits == 64:
+        out = np.clip(np.where(nan, 0.0, r), -2.0**63, 2.0**63 - 1024)
+        out = out.astype(np.int64)
+        return np.where(r >= 2.0**63, np.int64(hi), out)
+    r = np.where(nan, 0.0, np.clip(r, lo, hi))
+    return r.astype(np.int64)
+
+
+def int_to_float(v: np.ndarray, signed: bool, to_bits: int, mode: str) -> np.ndarray:
+    """``cvt.rnd.f{32,64}.{s,u}N``: the integer rounded once to the float format.
+
+    The magnitude is rounded to the format's significand (24 or 53 bits) in integer
+    arithmetic, so that 64-bit integers are not double-rounded through float64."""
+    v = np.asarray(v)
+    if signed:
+        vi = v.astype(np.int64)
+        neg = vi < 0
+        mag = np.where(neg, (~vi.astype(np.uint64)) + np.uint64(1), vi.astype(np.uint64))
+    else:
+        neg = np.zeros(v.shape, bool)
+        mag = v.astype(np.uint64)
+    p = 24 if to_bits == 32 else 53
+    # bit length of each magnitude
+    bl = np.zeros(mag.shape, np.int64)
+    m = mag.copy()
+    for s in (32, 16, 8, 4, 2, 1):
+        big = m >= (np.uint64(1) << np.uint64(s))
+        bl += np.where(big, s, 0)
+        m = np.where(big, m >> np.uint64(s), m)
+    bl += (m > 0).astype(np.int64)
+    shift = np.maximum(bl - p, 0).astype(np.uint64)
+    q = mag >> shift
+    rem = mag - (q << shift)
+    half = np.where(shift > 0, np.uint64(1) << (np.maximum(shift, np.uint64(1)) - np.uint64(1)),
+                    np.uint64(0))
+    inexact = rem != 0
+    if mode == "rn":
+        up = inexact & ((rem > half) | ((rem == half) & ((q & np.uint64(1)) == 1)))
+    elif mode == "rz":
+        up = np.zeros(q.shape, bool)
+    elif mode == "rm":
+        up = inexact & neg
+    elif mode == "rp":
+        up = inexact & ~neg
+    else:
+        raise ValueError(f"rounding mode must be one of {MODES}, got {mode!r}")
+    q = q + up.astype(np.uint64)
+    val = q.astype(np.float64) * np.exp2(shift.astype(np.float64))  # both exact
+    val = np.where(neg, -val, val)
+    return val.astype(np.float32) if to_bits == 32 else val
