@@ -52,9 +52,9 @@ CHUNK = 1 << 16
 
 _U64 = np.uint64
 _MAG64 = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
-_INF64 = np.uint64(0x7FF0_0000_0000_0000)
 _MAN64 = np.uint64((1 << 52) - 1)
-_HIDDEN64 = np.uint64(1 << 52)
+_MAG64_I = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+_MAN64_I = np.int64((1 << 52) - 1)
 
 
 def as_float_array(x: Any, name: str = "x") -> np.ndarray:
@@ -112,43 +112,46 @@ def encode_float64(
 
     ``mode`` must be canonical (``resolve_rounding``); NaN inputs give ``nan``'s codes
     (the caller checks the "error" policy first). With ``rbits`` (uint64, same length)
-    and ``nbits`` = N the stochastic rule of IEEE P3109 applies. The arithmetic: with
-    ``|x| = sig * 2^e_in`` exactly, the target quantum at |x| is
-    ``2^(max(floor(log2|x|), emin) - man_bits)``; dropping ``s`` low bits of ``sig``
-    leaves the truncated significand and a remainder compared with half a quantum.
+    and ``nbits`` = N the stochastic rule of IEEE P3109 applies.
+
+    The arithmetic: ``|x| = sig * 2^e_in`` exactly (sig < 2^53). The target quantum at
+    |x| is ``2^(max(floor(log2|x|), emin) - man_bits)``; it is never finer than the
+    input's (``Format`` guarantees ``emin - man_bits >= -1074`` and ``man_bits <= 52``),
+    so rounding drops ``s >= 0`` low bits of ``sig``: the kept part, plus a remainder
+    compared with half a quantum. Adding the kept part to the code of the quantum's
+    binade gives the magnitude code directly, a carry into the next binade included.
     """
     m = fmt.man_bits
-    b = x.view(np.uint64)
-    neg = (b >> _U64(63)).astype(bool)
-    mag = b & _MAG64
-    is_nan = mag > _INF64
-    is_inf = mag == _INF64
-    e_field = mag >> _U64(52)
-    sig = mag & _MAN64
-    sig = np.where(e_field > 0, sig | _HIDDEN64, sig)
-    e_in = np.maximum(e_field.astype(np.int64), 1) - 1075
+    b = x.view(np.int64)
+    neg = b < 0
+    mag = b & _MAG64_I
+    e_field = mag >> 52
+    sig = (mag & _MAN64_I) | ((e_field != 0).view(np.int8).astype(np.int64) << 52)
+    e_in = np.maximum(e_field, 1)
+    e_in -= 1075
     if fmt.emin - 1 >= -1022:
         # every float64 subnormal lies below the format's normal range anyway
-        lg = e_field.astype(np.int64) - 1023
+        lg = e_field - 1023
     else:
-        lg = _floor_log2(mag, e_field)
+        lg = _floor_log2(mag.view(np.uint64), e_field.view(np.uint64))
     le = np.maximum(lg, fmt.emin)
-    s = (le - m) - e_in  # low bits of sig below the target quantum
-    sc = np.clip(s, 0, 63).astype(np.uint64)
-    kept = np.where(
-        s >= 0, sig >> sc, sig << np.clip(-s, 0, 63).astype(np.uint64)
-    )
-    rem = sig & ((_U64(1) << sc) - _U64(1))
-    twice = rem << _U64(1)
-    unit = _U64(1) << sc
-    base = (le - fmt.emin) << m
-    code = base + kept.astype(np.int64)
+    s_true = le - m
+    s_true -= e_in  # low bits of sig below the target quantum, >= 0
+    s = np.minimum(s_true, 62)  # sig < 2^53: dropping 54..62 bits acts alike
+    kept = sig >> s
+    rem = sig - (kept << s)
+    code = le - fmt.emin
+    code <<= m
+    code += kept
     if not fmt.subnormals:
         code -= 1 << m
-    if mode == "nearest_even":
-        inc = (twice > unit) | ((twice == unit) & ((code & 1) == 1))
-    elif mode == "nearest_away":
-        inc = twice >= unit
+    if mode in ("nearest_even", "nearest_away"):
+        twice = rem << 1
+        unit = np.left_shift(1, s)
+        if mode == "nearest_even":
+            inc = (twice > unit) | ((twice == unit) & ((code & 1) == 1))
+        else:
+            inc = twice >= unit
     elif mode == "toward_zero":
         inc = None
     elif mode == "toward_positive":
@@ -157,13 +160,11 @@ def encode_float64(
         inc = (rem != 0) & neg
     elif mode == "stochastic":
         assert rbits is not None
-        t = s - nbits
+        t = s_true - nbits
         frac_n = np.where(
-            t >= 0,
-            rem >> np.clip(t, 0, 63).astype(np.uint64),
-            rem << np.clip(-t, 0, 63).astype(np.uint64),
-        )
-        inc = (frac_n + rbits) >= _U64(1 << nbits)
+            t >= 0, rem >> np.clip(t, 0, 62), rem << np.clip(-t, 0, 62)
+        )  # floor(v * 2^N)
+        inc = (frac_n + rbits.astype(np.int64)) >= (1 << nbits)
     else:  # pragma: no cover - resolve_rounding guards this
         raise ValueError(f"unknown rounding mode {mode!r}")
     if inc is not None:
@@ -173,47 +174,41 @@ def encode_float64(
 
     max_mag = fmt.max_code_magnitude
     overflow = code > max_mag
-    sign_bits = np.where(neg, fmt.sign_mask, 0) if fmt.signed else 0
-    # overflow of a finite input
-    if saturate or fmt.nan == "none":
-        ovf_mag_pos = ovf_mag_neg = max_mag
-        ovf_pos = ovf_neg = max_mag
-    else:
-        big_pos = fmt.inf_code(False) if fmt.has_inf else fmt.nan_code(False)
-        big_neg = (
-            (fmt.inf_code(True) if fmt.has_inf else fmt.nan_code(True)) if fmt.signed else big_pos
-        )
-        small_pos = max_mag
-        small_neg = fmt.sign_mask | max_mag
-        toward_zero_pos = mode in ("toward_zero", "toward_negative")
-        toward_zero_neg = mode in ("toward_zero", "toward_positive")
-        ovf_pos = small_pos if toward_zero_pos else big_pos
-        ovf_neg = small_neg if toward_zero_neg else big_neg
-        ovf_mag_pos = ovf_mag_neg = None
-    # assemble finite results
-    code = np.where(overflow, 0, code)
+    any_overflow = bool(overflow.any())
+    if any_overflow:
+        code[overflow] = max_mag  # finite overflow saturates here; see below
     if fmt.signed:
-        code |= sign_bits
+        code |= neg.view(np.int8).astype(np.int64) << (fmt.bits - 1)
         if fmt.nan == "fnuz":
-            code = np.where(code == fmt.sign_mask, 0, code)  # no negative zero
-    if ovf_mag_pos is not None:
-        ovf_code = np.where(neg, fmt.sign_mask | max_mag, max_mag) if fmt.signed else max_mag
-    else:
-        ovf_code = np.where(neg, ovf_neg, ovf_pos)
-    code = np.where(overflow, ovf_code, code)
-    # infinities
-    if saturate or fmt.nan == "none":
-        inf_pos, inf_neg = max_mag, fmt.sign_mask | max_mag
-    elif fmt.has_inf:
-        inf_pos, inf_neg = fmt.inf_code(False), fmt.inf_code(True)
-    else:
-        inf_pos, inf_neg = fmt.nan_code(False), fmt.nan_code(True)
-    code = np.where(is_inf, np.where(neg, inf_neg, inf_pos), code)
+            code[code == fmt.sign_mask] = 0  # no negative zero
+    if any_overflow and not (saturate or fmt.nan == "none"):
+        big_pos = fmt.inf_code(False) if fmt.has_inf else fmt.nan_code(False)
+        big_neg = fmt.inf_code(True) if fmt.has_inf else fmt.nan_code(True)
+        # IEEE 754 section 7.4: modes rounding toward zero for that sign give max
+        if mode not in ("toward_zero", "toward_negative"):
+            code[overflow & ~neg] = big_pos
+        if fmt.signed and mode not in ("toward_zero", "toward_positive"):
+            code[overflow & neg] = big_neg
+    special = e_field == 2047
+    if special.any():
+        is_nan = special & (sig != (1 << 52))
+        is_inf = special & ~is_nan
+        if saturate or fmt.nan == "none":
+            inf_pos, inf_neg = max_mag, fmt.sign_mask | max_mag
+        elif fmt.has_inf:
+            inf_pos, inf_neg = fmt.inf_code(False), fmt.inf_code(True)
+        else:
+            inf_pos, inf_neg = fmt.nan_code(False), fmt.nan_code(True)
+        code[is_inf & ~neg] = inf_pos
+        code[is_inf & neg] = inf_neg if fmt.signed else inf_pos
+        code[is_nan & ~neg] = nan.positive
+        code[is_nan & neg] = nan.negative
     if not fmt.signed and fmt.has_nan:
-        # unsigned: a negative non-zero input (including -Inf) has no value but NaN
-        code = np.where(neg & (mag != 0), fmt.nan_code(False), code)
-    code = np.where(is_nan, np.where(neg, nan.negative, nan.positive), code)
-    return code.astype(np.int64, copy=False)
+        # unsigned: a negative non-zero input (-Inf included) has no value but NaN
+        neg_nonzero = neg & (mag != 0) & ~(special & (sig != (1 << 52)))
+        if neg_nonzero.any():
+            code[neg_nonzero] = fmt.nan_code(False)
+    return code
 
 
 # ----------------------------------------------------------------------------------
@@ -341,7 +336,7 @@ def encode(
     for start in range(0, flat.size, CHUNK):
         stop = min(start + CHUNK, flat.size)
         with np.errstate(invalid="ignore"):
-            piece = flat[start:stop].astype(np.float64)
+            piece = flat[start:stop].astype(np.float64, copy=False)
         rb = rbits[start:stop] if rbits is not None else None
         out[start:stop] = encode_float64(piece, f, mode, bool(saturate), policy, rb, nbits)
     return out.reshape(shape)

@@ -225,3 +225,31 @@ def test_user_format_decode(fmt: F.Format) -> None:
             want = (1 + mf) * Fraction(2) ** (e_field - fmt.bias)
         assert Fraction(v) == (-want if neg else want), f"{fmt.name} {c:#x}"
         assert b == c, f"{fmt.name}: {c:#x} decodes to {v!r}, which encodes to {b:#x}"
+
+
+# --- the lookup-table fast path against the bit-manipulation path it is built from ---
+
+@pytest.mark.parametrize("fmt", [f for f in ALL if f.bits <= 16], ids=lambda f: f.name)
+@pytest.mark.parametrize("mode", MODES[:-1])
+def test_table_path_matches_bit_path_on_random_patterns(fmt: F.Format, mode: str) -> None:
+    from refimpl.formats.encode import encode_float64
+    from refimpl.formats.rounding import resolve_nan
+
+    rng = np.random.default_rng(11)
+    policy = resolve_nan("zero" if not fmt.has_nan else None, fmt)
+    for dtype, uint, width in ((np.float32, np.uint32, 32), (np.float64, np.uint64, 64)):
+        raw = rng.integers(0, 2**62, 4000, dtype=np.int64).astype(np.uint64)
+        raw = (raw << np.uint64(2)) ^ raw  # cover all 64 bits
+        bits = (raw >> np.uint64(64 - width)).astype(uint) if width == 32 else raw
+        # half the patterns: exponents near the format's range, low bits cleared or set
+        x = bits.view(dtype).copy()
+        near = np.ldexp(np.abs(x[:2000]) % 4 + 0.5,
+                        rng.integers(fmt.emin - fmt.man_bits - 3, fmt.emax + 3, 2000))
+        x[:2000] = near.astype(dtype) * np.where(rng.random(2000) < 0.5, -1, 1)
+        if not fmt.signed and not fmt.has_nan:
+            x = np.abs(x)
+        kw = {"nan": "zero"} if not fmt.has_nan else {}
+        with np.errstate(invalid="ignore"):
+            want = encode_float64(x.astype(np.float64), fmt, mode, False, policy)
+        got = F.encode(x, fmt, rounding=mode, **kw)
+        assert np.array_equal(got, want), (dtype, x[got != want][:4])
