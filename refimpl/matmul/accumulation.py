@@ -1,0 +1,44 @@
+"""The interface every accumulation model implements.
+
+A model turns the exact products a_ik * b_kj (float64 is exact for them: see
+``refimpl.matmul.exact``) into outputs, in a declared order and arithmetic. Models are
+streaming: ``begin`` makes an empty state, ``update`` consumes the next slice of k
+(a (..., M, k) and b (..., k, N) float64 arrays holding format values), ``finish``
+rounds to the output format. ``matmul`` calls ``update`` once with all of k; the tiled
+algorithm calls it once per K step, so both give the same bytes whenever the model's
+order is the same (a model that cannot stream says so by ``streaming = False``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from refimpl.matmul.rounding import Target, to_format
+
+
+class Accumulation:
+    """Base class of accumulation models (see the module docstring)."""
+
+    #: whether ``update`` may be called several times (k split into consecutive slices)
+    streaming: bool = True
+
+    def begin(self, shape: tuple[int, ...], tgt: Target) -> Any:
+        raise NotImplementedError
+
+    def update(self, state: Any, a: np.ndarray, b: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def finish(self, state: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def run(self, a: np.ndarray, b: np.ndarray, tgt: Target) -> np.ndarray:
+        """All of k in one update: the product as ``matmul`` computes it."""
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        return self.finish(self.update(self.begin(shape, tgt), a, b))
+
+
+def round_in(x: np.ndarray, tgt: Target, rounding: str = "nearest_even") -> np.ndarray:
+    """Round float64 ``x`` (exact or rounded to odd) to ``tgt`` and hand it back as
+    float64, for arithmetic that continues in the target format."""
+    return to_format(x, tgt, rounding).astype(np.float64)

@@ -1,0 +1,497 @@
+"""Correctly rounded matrix products ("exact" accumulation).
+
+Definition: every output is the exact sum of the exact products a_ik * b_kj, rounded
+once to the output format with roundTiesToEven (IEEE 754-2019 section 4.3.1). It is a
+correctly rounded dot product, so it does not depend on any summation order.
+
+Special values follow what any IEEE sum of the same products would give: a NaN input,
+0 * Inf, or +Inf and -Inf products together give NaN (returned as the default quiet NaN);
+otherwise any infinite product gives that Inf. An exact sum of zero is +0, except that a
+sum of only -0 products is -0 (IEEE 754-2019 section 6.3: x + (-x) = +0 under
+roundTiesToEven, (-0) + (-0) = -0). The empty sum (k = 0) is +0.
+
+Two implementations, tested against each other:
+
+- :func:`exact_dot_reference`: plain, reads like the definition (Fraction arithmetic).
+- :func:`exact_matmul64`: the fast path used by :func:`refimpl.matmul.matmul`.
+
+Why the fast path's bytes cannot depend on the BLAS kernel, thread count or CPU
+------------------------------------------------------------------------------
+Inputs are float32 values (any narrower format is a subset). The product of two float32
+values has at most 48 significant bits and an exponent in [-298, 255], so it is exact in
+float64 (53 bits, normal range down to 2^-1022): every BLAS computes the same products.
+Only the order (and FMA use) of its float64 additions differs between kernels. For any
+order, every product takes part in at most k - 1 additions, each with relative error at
+most u = 2^-53 (additions of float64 values never lose accuracy to underflow, and no
+partial sum can overflow: |sum| <= k * 2^256), so the BLAS value s^ satisfies
+(Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., eq. (4.4) and
+Lemma 3.1; an FMA with an exact product is one rounded addition)
+
+    |s^ - s| <= gamma_{k-1} * sum_k |a_ik b_kj|,   gamma_m = m u / (1 - m u).
+
+We bound sum |a_ik b_kj| from above by U = ||a_i||_2 ||b_j||_2 (Cauchy-Schwarz), computed
+with a safety factor that covers its own rounding, and use the error bound
+B = 1.001 * k * u * U (>= gamma_{k-1} U for k < 2^40).
+
+Then the exact s lies in [s^ - B, s^ + B]. Rounding to the target is a step function
+that changes only at the midpoints between neighbouring target values (overflow to Inf
+happens at a midpoint, too). If that interval contains no midpoint, no zero and (for a
+normal s^) does not reach below the binade of s^, then RN(s^) = RN(s): we return s^.
+Otherwise the output is summed again, in a fixed order with an error-free split
+(:func:`_split_sum`, error about 2^-100 of the terms), and the same test is applied with
+that much smaller bound; what still fails (true near-ties, cancellation to zero) is
+recomputed exactly with integer arithmetic (below). Either way the output equals RN(s),
+a function of the inputs alone: a different kernel can only change *which* outputs take
+the slower paths (the reported fractions), never their bytes. (The same argument covers
+the BLAS-free parts: every later step is certified or exact, so the summation order
+inside ``np.sum`` does not matter either.)
+
+Exact recomputation: a = m_a 2^e_a with integer |m_a| < 2^24, so a product is an integer
+M < 2^48 times 2^E. The products of one output are accumulated exactly into int64 limbs
+of 24 bits (positional, relative to the smallest exponent), carries are propagated, and
+the leading 53 bits are taken with round-to-odd (the sticky bit ORs everything below), so
+that one final round-to-nearest-even to the target is correct (see ``rounding``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from refimpl.matmul.accumulation import Accumulation
+from refimpl.matmul.rounding import FP32, Target, to_format
+
+_U = 2.0**-53
+_LIMB = 24
+_LIMB_MASK = (1 << _LIMB) - 1
+_PAD = 3  # low limbs kept free so that the top four limbs always exist
+#: products per exact-recomputation chunk (rows x k), bounding temporary memory
+_CHUNK_ELEMS = 1 << 21
+#: k processed per slice of limb accumulation: 2^14 terms below 2^47 sum below 2^61
+_K_SLICE = 1 << 14
+_K_MAX = 1 << 40
+#: elements per screening block (cache-sized: the screen is memory bound)
+_SCREEN_ELEMS = 1 << 15
+#: flagged products beyond which exact BLAS sums are looked for first (integer-like data)
+_BULK_ELEMS = 1 << 24
+
+
+@dataclass
+class ExactStats:
+    """What the fast path did: outputs in total; how many the cheap bound could not
+    certify (``refined``: summed again with the split sum and its tiny bound); how many
+    of those were recomputed with exact integer accumulation (``recomputed``)."""
+
+    outputs: int = 0
+    refined: int = 0
+    recomputed: int = 0
+
+    @property
+    def recomputed_fraction(self) -> float:
+        return self.recomputed / self.outputs if self.outputs else 0.0
+
+    @property
+    def refined_fraction(self) -> float:
+        return self.refined / self.outputs if self.outputs else 0.0
+
+
+# ----------------------------------------------------------------------------------
+# Plain reference
+# ----------------------------------------------------------------------------------
+def round_fraction(x: Fraction, tgt: Target = FP32) -> float:
+    """RN_tgt(x) for an exact rational ``x`` on the target's grid with unbounded exponent
+    above (so values past the largest finite number come back as large finite floats
+    or Inf, as float() gives them; :func:`refimpl.matmul.rounding.to_format` then applies
+    the format's overflow rule). Ties go to the even significand.
+    """
+    if x == 0:
+        return 0.0
+    sign = -1.0 if x < 0 else 1.0
+    mag = abs(x)
+    e = mag.numerator.bit_length() - mag.denominator.bit_length()
+    if Fraction(2) ** e > mag:
+        e -= 1
+    e = max(e, tgt.emin)
+    quantum = Fraction(2) ** (e - tgt.precision + 1)
+    q, r = divmod(mag, quantum)
+    half = quantum / 2
+    if r > half or (r == half and q % 2 == 1):
+        q += 1
+    value = q * quantum
+    try:
+        return sign * float(value)
+    except OverflowError:
+        return sign * float("inf")
+
+
+def exact_dot_reference(a: np.ndarray, b: np.ndarray, tgt: Target = FP32) -> float:
+    """Correctly rounded dot product of two 1-D float arrays, by the definition.
+
+    Special values as in the module docstring. Returns a Python float that
+    :func:`refimpl.matmul.rounding.to_format` turns into the target's value (for FP32
+    the returned float is already an FP32 value or +-Inf/NaN).
+    """
+    a = [float(v) for v in np.asarray(a, dtype=np.float64).ravel()]
+    b = [float(v) for v in np.asarray(b, dtype=np.float64).ravel()]
+    if len(a) != len(b):
+        raise ValueError(f"length mismatch: {len(a)} and {len(b)}")
+    products = []
+    for x, y in zip(a, b):
+        if np.isnan(x) or np.isnan(y) or (np.isinf(x) and y == 0) or (np.isinf(y) and x == 0):
+            return float("nan")
+        products.append((x, y))
+    infs = {np.sign(x) * np.sign(y) for x, y in products if np.isinf(x) or np.isinf(y)}
+    if infs:
+        return float("nan") if len(infs) == 2 else float(np.inf * next(iter(infs)))
+    total = sum((Fraction(x) * Fraction(y) for x, y in products), Fraction(0))
+    if total == 0:
+        all_negative_zero = bool(products) and all(
+            (x == 0 or y == 0) and (np.signbit(x) != np.signbit(y)) for x, y in products
+        )
+        return -0.0 if all_negative_zero else 0.0
+    return round_fraction(total, tgt)
+
+
+# ----------------------------------------------------------------------------------
+# Fast path
+# ----------------------------------------------------------------------------------
+def _significands(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x = m * 2^e with int64 m, |m| < 2^24 (x finite float32 values held in float64)."""
+    frac, exp = np.frexp(x)
+    return (frac * (1 << 24)).astype(np.int64), exp.astype(np.int64) - 24
+
+
+def _needs_recompute(s: np.ndarray, bound: np.ndarray, tgt: Target) -> np.ndarray:
+    """True where [s - bound, s + bound] may hold a rounding midpoint of ``tgt``, zero, or
+    reach below the binade of s (where the grid gets finer). All arithmetic here is exact:
+    scalings by powers of two and Sterbenz subtractions."""
+    x = np.abs(s)
+    _, ex = np.frexp(x)
+    e = ex.astype(np.int64) - 1  # floor(log2 x) for x > 0
+    ec = np.maximum(e, tgt.emin)
+    q = np.ldexp(x, (tgt.precision - ec).astype(np.int32))  # x in units of half an ulp
+    odd = 2.0 * np.floor(q / 2.0) + 1.0  # the nearest odd multiple: a midpoint
+    dmid = np.ldexp(np.abs(q - odd), (ec - tgt.precision).astype(np.int32))
+    below = np.where(e >= tgt.emin, x - np.ldexp(1.0, e.astype(np.int32)), np.inf)
+    flag = (x <= bound) | (dmid <= bound) | (below <= bound)
+    return flag & (bound > 0)
+
+
+def _exact_sums(
+    ma: np.ndarray, ea: np.ndarray, sa: np.ndarray,
+    mb: np.ndarray, eb: np.ndarray, sb: np.ndarray,
+) -> np.ndarray:
+    """Exact sums of rows of products, as float64 rounded to odd (signed zeros per IEEE).
+
+    ``ma, ea, sa`` (rows x k): significand, exponent, sign bit of the left factors;
+    ``mb, eb, sb`` the right factors, already gathered to the same rows.
+    """
+    rows, k = ma.shape
+    m = ma * mb
+    e = ea + eb
+    nz = m != 0
+    big = np.int64(1 << 40)
+    emin = np.min(np.where(nz, e, big), axis=1, initial=big)
+    off = np.where(nz, e - emin[:, None], 0)
+    absm = np.abs(m)
+    limb = off // _LIMB + _PAD
+    shift = off % _LIMB
+    neg = m < 0
+    lo = np.where(neg, -((absm & _LIMB_MASK) << shift), (absm & _LIMB_MASK) << shift)
+    hi = np.where(neg, -((absm >> _LIMB) << shift), (absm >> _LIMB) << shift)
+    nl = int(limb.max(initial=_PAD)) + 4
+    acc = np.zeros((rows, nl), dtype=np.int64)
+    flat = acc.reshape(-1)
+    base = (np.arange(rows, dtype=np.int64) * nl)[:, None]
+    for k0 in range(0, k, _K_SLICE):
+        sl = slice(k0, k0 + _K_SLICE)
+        np.add.at(flat, (base + limb[:, sl]).ravel(), lo[:, sl].ravel())
+        np.add.at(flat, (base + limb[:, sl] + 1).ravel(), hi[:, sl].ravel())
+        _carry(acc)
+    negative = acc[:, -1] < 0
+    acc[negative] = -acc[negative]
+    _carry(acc)
+    nonzero = acc != 0
+    any_nz = nonzero.any(axis=1)
+    h = nl - 1 - np.argmax(nonzero[:, ::-1], axis=1)  # highest non-zero limb (>= _PAD)
+    h = np.where(any_nz, h, _PAD)
+    r = np.arange(rows)
+    d = [acc[r, h - i] for i in range(4)]
+    below = np.cumsum(nonzero, axis=1)
+    sticky = np.where(h >= 4, below[r, np.maximum(h - 4, 0)] > 0, False)
+    xh = (d[0] << _LIMB) | d[1]  # 25..48 bits (d[0] >= 1)
+    zl = (d[2] << _LIMB) | d[3]  # 48 bits
+    nbits = np.frexp(np.maximum(xh, 1).astype(np.float64))[1].astype(np.int64)
+    drop = nbits - 5  # 96-bit window (xh, zl) minus 53 kept bits
+    t = (xh << (48 - drop)) | (zl >> drop)
+    inexact = ((zl & ((np.int64(1) << drop) - 1)) != 0) | sticky
+    t = t | inexact.astype(np.int64)  # round to odd
+    scale = drop + _LIMB * (h - _PAD - 3) + emin
+    val = np.ldexp(t.astype(np.float64), np.where(any_nz, scale, 0).astype(np.int32))
+    val = np.where(negative, -val, val)
+    # exact zero: -0 only when every product is -0 (and there is at least one)
+    all_neg_zero = (k > 0) & np.all(~nz & (sa ^ sb), axis=1)
+    zero = np.where(all_neg_zero, -0.0, 0.0)
+    return np.where(any_nz, val, zero)
+
+
+def _carry(acc: np.ndarray) -> None:
+    """Propagate carries so that every limb but the top lies in [0, 2^24)."""
+    for i in range(acc.shape[1] - 1):
+        c = acc[:, i] >> _LIMB  # floor division: works for negative limbs
+        acc[:, i] -= c << _LIMB
+        acc[:, i + 1] += c
+
+
+def _special_values(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mask, values) of outputs that are NaN or +-Inf under IEEE summation rules.
+
+    Counts are matrix products of 0/1 float64 matrices: integer sums below 2^53, exact in
+    any order, so BLAS cannot change them.
+    """
+    f = np.float64
+    ainf_p, ainf_n = (a == np.inf).astype(f), (a == -np.inf).astype(f)
+    binf_p, binf_n = (b == np.inf).astype(f), (b == -np.inf).astype(f)
+    apos, aneg = ((a > 0) & (a < np.inf)).astype(f), ((a < 0) & (a > -np.inf)).astype(f)
+    bpos, bneg = ((b > 0) & (b < np.inf)).astype(f), ((b < 0) & (b > -np.inf)).astype(f)
+    azero, bzero = (a == 0).astype(f), (b == 0).astype(f)
+    anan, bnan = np.isnan(a).astype(f), np.isnan(b).astype(f)
+    ainf, binf = ainf_p + ainf_n, binf_p + binf_n
+    nan = (anan @ np.ones(b.shape[-2:], dtype=f)) + (np.ones(a.shape[-2:], dtype=f) @ bnan)
+    nan = nan + azero @ binf + ainf @ bzero
+    pos = ainf_p @ (bpos + binf_p) + ainf_n @ (bneg + binf_n) + apos @ binf_p + aneg @ binf_n
+    neg = ainf_p @ (bneg + binf_n) + ainf_n @ (bpos + binf_p) + apos @ binf_n + aneg @ binf_p
+    is_nan = (nan > 0) | ((pos > 0) & (neg > 0))
+    mask = is_nan | (pos > 0) | (neg > 0)
+    values = np.where(is_nan, np.nan, np.where(pos > 0, np.inf, -np.inf))
+    return mask, values
+
+
+def _flag_fp32(s: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """FP32 version of :func:`_needs_recompute`, cheaper, same guarantee.
+
+    y = RN32(s); r = s - y is exact (y is within a factor 2 of s); the nearest midpoint is
+    at distance g/2 - |r| where g is the spacing below |y| (the smaller one when y is a
+    power of two), and g/2 - |r| is exact too: both are multiples of ulp64(s) below
+    2^-23 |s| (for |y| >= 2^-125; below that we always recompute). Certify iff that
+    distance exceeds the bound: then the interval around s holds no midpoint and no zero.
+    Overflow (y = Inf) gives a NaN distance, which is flagged.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = s.astype(np.float32)
+        ay = np.abs(y)
+        below = (ay.view(np.uint32) - np.uint32(1)).view(np.float32)  # next float32 down
+        half_gap = (ay - below).astype(np.float64) * 0.5
+        dist = half_gap - np.abs(s - y)
+        return ~(dist > bound) | (ay < np.float32(2.0**-125))
+
+
+def _screen(s: np.ndarray, ra: np.ndarray, cb: np.ndarray, tgt: Target) -> np.ndarray:
+    """Flags of outputs whose rounding the bound ra_i * cb_j cannot certify. Works on
+    blocks of rows that fit in cache (the element-wise passes are memory bound)."""
+    nb, m, n = s.shape
+    flag = np.empty(s.shape, dtype=bool)
+    rows = max(1, _SCREEN_ELEMS // max(n, 1))
+    for bi in range(nb):
+        for r0 in range(0, m, rows):
+            blk = s[bi, r0:r0 + rows]
+            bound = ra[bi, r0:r0 + rows, None] * cb[bi, None, :]
+            if tgt.is_fp32:
+                flag[bi, r0:r0 + rows] = _flag_fp32(blk, bound)
+            else:
+                flag[bi, r0:r0 + rows] = _needs_recompute(blk, bound, tgt) | (blk == 0)
+    return flag
+
+
+def _split_sum(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sum each row of exact products ``p`` (rows x k) with a rigorous, tiny error bound.
+
+    ExtractScalar (Rump, Ogita and Oishi, "Accurate floating-point summation part I",
+    SIAM J. Sci. Comput. 31(1), 2008, Algorithm 3.2 and Lemma 3.3): with a power of two
+    2^sigma such that k max|p| <= 2^(sigma + 51), tau = 1.5 * 2^(sigma + 52) and
+    hi = fl(fl(p + tau) - tau), every hi is a multiple of 2^sigma, lo = p - hi is exact and
+    |lo| <= 2^(sigma - 1). The sum of the hi is exact in any order (multiples of 2^sigma
+    below 2^(sigma + 53) in magnitude); the sum of the lo has error at most
+    gamma_{k-1} sum |lo|. TwoSum of the two gives t + e exactly.
+
+    Returns (t, e, err): the exact row sum lies in [t + e - err, t + e + err].
+    """
+    k = p.shape[-1]
+    amax = np.max(np.abs(p), axis=-1, initial=0.0)
+    _, ex = np.frexp(amax)  # amax < 2^ex
+    sigma = ex.astype(np.int64) + int(np.ceil(np.log2(max(k, 1)))) - 51
+    tau = np.ldexp(1.5, (sigma + 52).astype(np.int32))[:, None]
+    hi = (p + tau) - tau
+    lo = p - hi
+    s_hi = np.sum(hi, axis=-1)  # exact
+    s_lo = np.sum(lo, axis=-1)
+    err = np.sum(np.abs(lo), axis=-1) * ((1.001 * k * _U) * (1.0 + (2 * k + 8) * _U))
+    t = s_hi + s_lo
+    bp = t - s_hi
+    e = (s_hi - (t - bp)) + (s_lo - bp)
+    return t, e, err
+
+
+def _lowest_bits(x32: np.ndarray, axis: int) -> np.ndarray:
+    """Exponent of the lowest set bit over each row/column of finite float32 ``x32``
+    (a huge value for an all-zero row), from the bit pattern (IEEE 754-2019 3.4)."""
+    u = np.ascontiguousarray(x32, dtype=np.float32).view(np.uint32)
+    field = ((u >> 23) & 0xFF).astype(np.int32)
+    sig = (u & 0x7FFFFF).astype(np.int32) | ((field != 0).astype(np.int32) << 23)
+    low = (sig & -sig).astype(np.float32).view(np.uint32)  # 2^z, exactly
+    z = (low >> 23).astype(np.int32) - 127
+    e = np.where(sig == 0, 1 << 20, np.maximum(field, 1) - 150 + z)
+    return np.min(e, axis=axis, initial=1 << 20)
+
+
+def _exact_blas(a64: np.ndarray, b64: np.ndarray, s: np.ndarray, bt, ii, jj) -> np.ndarray:
+    """For many flagged outputs at once (integer-like data: Hadamard, small integers):
+    resolve those whose BLAS sum is provably exact, in place in ``s``; return the mask of
+    the resolved ones.
+
+    Every product of output (i, j) is a multiple of 2^t, t = (lowest set bit of row i) +
+    (lowest set bit of column j); if sum |p| <= U < 2^(53 + t), every partial sum in every
+    order is a multiple of 2^t below 2^(53 + t), so representable: s^ is exact. The sign
+    of an exact zero comes from exact counts (0/1 matrix products, integer sums < 2^53).
+    """
+    k = a64.shape[-1]
+    a32, b32 = a64.astype(np.float32), b64.astype(np.float32)
+    ta, tb = _lowest_bits(a32, -1), _lowest_bits(b32, -2)
+    aa, ab = np.abs(a64), np.abs(b64)
+    u = np.minimum(np.sum(aa, axis=-1)[bt, ii] * np.max(ab, axis=-2, initial=0.0)[bt, jj],
+                   np.max(aa, axis=-1, initial=0.0)[bt, ii] * np.sum(ab, axis=-2)[bt, jj])
+    u = u * (1.0 + (4 * k + 16) * _U)
+    texp = np.clip(ta[bt, ii] + tb[bt, jj] + 53, -1000, 1000).astype(np.int32)
+    exact = u < np.ldexp(1.0, texp)
+    zero = exact & (s[bt, ii, jj] == 0)
+    if zero.any():
+        f = np.float64
+        sa, sb = np.signbit(a64), np.signbit(b64)
+        nonzero = (a64 != 0).astype(f) @ (b64 != 0).astype(f)
+        negative = sa.astype(f) @ (~sb).astype(f) + (~sa).astype(f) @ sb.astype(f)
+        zb, zi, zj = bt[zero], ii[zero], jj[zero]
+        all_neg = (k > 0) & (nonzero[zb, zi, zj] == 0) & (negative[zb, zi, zj] == k)
+        s[zb, zi, zj] = np.where(all_neg, -0.0, 0.0)
+    return exact
+
+
+def exact_matmul64(
+    a: np.ndarray, b: np.ndarray, tgt: Target = FP32, *, recompute_all: bool = False
+) -> tuple[np.ndarray, ExactStats]:
+    """Fast correctly rounded product of float32 stacks ``a`` (..., M, K), ``b`` (..., K, N).
+
+    Returns float64 values x with ``to_format(x, tgt) == RN_tgt(exact)`` for every output
+    (each x is either a float64 whose rounding to ``tgt`` is certified, or the exact sum
+    rounded to odd), and the statistics. Leading dimensions broadcast like ``np.matmul``.
+
+    Steps: (1) s^ = float64 BLAS product; (2) a cheap bound (Cauchy-Schwarz) marks the
+    outputs whose interval may hold a midpoint (when very many are marked, the
+    exact-BLAS-sum certificate of :func:`_exact_blas` resolves integer-like ones first);
+    (3) those are summed again in a fixed order by :func:`_split_sum`, whose bound is
+    about 2^-100 of the terms, which certifies almost all; (4) what is left (true
+    near-ties, exact zeros from cancellation) is recomputed by exact integer
+    accumulation; (5) IEEE special values are set by exact counting.
+
+    ``recompute_all=True`` skips steps 1-3 and sends every output through the exact
+    integer accumulation (slow; it is the path the tests check against Fraction sums).
+    """
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    k = a.shape[-1]
+    if k >= _K_MAX:
+        raise ValueError(f"inner dimension {k} too large for the error bound (max 2^40)")
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m_, n_ = a.shape[-2], b.shape[-1]
+    nb = int(np.prod(batch, dtype=np.int64))
+    a3 = np.broadcast_to(a, batch + a.shape[-2:]).reshape((nb, m_, k))
+    b3 = np.broadcast_to(b, batch + b.shape[-2:]).reshape((nb, k, n_))
+    all_finite = bool(np.isfinite(a3).all() and np.isfinite(b3).all())
+    a64 = a3.astype(np.float64)
+    b64 = b3.astype(np.float64)
+    if not all_finite:
+        a64 = np.where(np.isfinite(a3), a64, 0.0)
+        b64 = np.where(np.isfinite(b3), b64, 0.0)
+
+    s = np.matmul(a64, b64)  # any order and kernel: see the module docstring
+    stats = ExactStats(outputs=s.size)
+    # (2) Cauchy-Schwarz: U <= ||a_i||_2 ||b_j||_2, scaled once per row/column (O(MK))
+    scale = (1.0 + (4 * k + 16) * _U) * (1.001 * k * _U)
+    ra = np.sqrt(np.einsum("bik,bik->bi", a64, a64)) * scale
+    cb = np.sqrt(np.einsum("bkj,bkj->bj", b64, b64))
+    # bound = ra_i * cb_j (the rounding of `scale` and of the products: absorbed by 1.001)
+    if recompute_all:
+        bt, ii, jj = np.nonzero(np.ones(s.shape, dtype=bool))
+    else:
+        bt, ii, jj = np.nonzero(_screen(s, ra, cb, tgt))
+    out = s  # our own array: patched in place
+    if bt.size * k > _BULK_ELEMS and not recompute_all:
+        done = _exact_blas(a64, b64, out, bt, ii, jj)
+        bt, ii, jj = bt[~done], ii[~done], jj[~done]
+    step = max(1, _CHUNK_ELEMS // max(k, 1))
+    for c0 in range(0, bt.size, step):
+        cb_, ci, cj = bt[c0:c0 + step], ii[c0:c0 + step], jj[c0:c0 + step]
+        ar, bc = a64[cb_, ci, :], b64[cb_, :, cj]
+        p = ar * bc  # exact products, signed zeros included
+        # (3) a fixed-order split sum with a tiny error bound
+        t, e, err = _split_sum(p)
+        with np.errstate(over="ignore"):
+            bnd = (np.abs(e) + err) * (1.0 + 2.0**-50)
+        zero = (t == 0) & (e == 0) & (err == 0) & (not recompute_all)
+        certain = ~_needs_recompute(t, bnd, tgt) & ~zero & (not recompute_all)
+        vals = np.where(certain, t, 0.0)
+        # exact zero: +0 unless every product is -0 (a BLAS may start its sum from +0)
+        neg_zero = zero & (k > 0) & np.all((p == 0) & np.signbit(p), axis=-1)
+        vals = np.where(neg_zero, -0.0, vals)
+        # (4) what is left: exact integer accumulation
+        redo = ~certain & ~zero
+        if redo.any():
+            ma, ea = _significands(ar[redo])
+            mb, eb = _significands(bc[redo])
+            vals[redo] = _exact_sums(ma, ea, np.signbit(ar[redo]), mb, eb, np.signbit(bc[redo]))
+            stats.recomputed += int(np.count_nonzero(redo))
+        stats.refined += int(cb_.size)
+        out[cb_, ci, cj] = vals
+
+    if not all_finite:
+        mask, values = _special_values(a3, b3)
+        out = np.where(mask, values, out)
+    return out.reshape(batch + (m_, n_)), stats
+
+
+class Exact(Accumulation):
+    """Correctly rounded accumulation: exact sum of exact products, rounded once (RNE).
+
+    The default model of :func:`refimpl.matmul.matmul`. Streaming keeps the k slices
+    and sums them at the end: the exact sum does not depend on how k is split.
+    """
+
+    def __repr__(self) -> str:
+        return "Exact()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Exact)
+
+    def __hash__(self) -> int:
+        return hash("Exact")
+
+    def begin(self, shape: tuple[int, ...], tgt: Target) -> dict:
+        return {"shape": shape, "tgt": tgt, "a": [], "b": []}
+
+    def update(self, state: dict, a: np.ndarray, b: np.ndarray) -> dict:
+        state["a"].append(a)
+        state["b"].append(b)
+        return state
+
+    def finish(self, state: dict) -> np.ndarray:
+        shape, tgt = state["shape"], state["tgt"]
+        if not state["a"]:
+            return np.zeros(shape, dtype=np.float32)
+        a = np.concatenate(state["a"], axis=-1)
+        b = np.concatenate(state["b"], axis=-2)
+        x, _ = exact_matmul64(a, b, tgt)
+        return to_format(np.broadcast_to(x, shape), tgt)
+
+    def run(self, a: np.ndarray, b: np.ndarray, tgt: Target) -> np.ndarray:
+        x, _ = exact_matmul64(a, b, tgt)
+        return to_format(x, tgt)
