@@ -100,3 +100,318 @@ def test_divergence_example_masks_and_counts():
     # 17 before, bra.uni + 3 (else) + 4 (if: 3 + bra.uni), then 10 after
     assert st_.warp_instructions == 17 + 1 + 3 + 4 + 10
     assert st_.thread_instructions == 32 * 17 + 16 * (1 + 3 + 4) + 32 * 10
+
+
+# ----------------------------------------------------------------------------- matmul
+
+
+def _matmul_ref(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """acc = fma(A[:, p], B[p, :], acc) for p = 0..k-1 (nvcc contracts a*b + acc)."""
+    acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
+    for p in range(A.shape[1]):
+        acc = _fma32_fast(A[:, p][:, None], B[p, :][None, :], acc)
+    return acc
+
+
+def _fma32_fast(a, b, c):
+    """Single rounding of a*b + c: exact float64 product, then the float64 sum is
+    correct unless it lands exactly on a float32 midpoint; those rare elements are
+    rounded with Fraction (independent of the interpreter's method)."""
+    a64, b64, c64 = (np.asarray(x, np.float32).astype(np.float64) for x in (a, b, c))
+    a64, b64, c64 = np.broadcast_arrays(a64, b64, c64)
+    s = a64 * b64 + c64
+    r = s.astype(np.float32)
+    # candidates for double rounding: s is exactly halfway between two float32
+    up = np.nextafter(r, np.float32(np.inf)).astype(np.float64)
+    dn = np.nextafter(r, np.float32(-np.inf)).astype(np.float64)
+    r64 = r.astype(np.float64)
+    suspicious = (s == (r64 + up) / 2) | (s == (r64 + dn) / 2)
+    if suspicious.any():
+        idx = np.flatnonzero(suspicious.ravel())
+        rr = r.ravel().copy()
+        sub = _fma32(a64.ravel()[idx].astype(np.float32), b64.ravel()[idx].astype(np.float32),
+                     c64.ravel()[idx].astype(np.float32))
+        rr[idx] = sub
+        r = rr.reshape(r.shape)
+    return r
+
+
+@settings(max_examples=5)
+@given(st.integers(0, 2**32 - 1))
+def test_matmul_tiled_and_naive_bit_exact(seed):
+    rng = np.random.default_rng(seed)
+    n = m = 32
+    k = 48
+    A = rng.standard_normal((n, k)).astype(np.float32)
+    B = rng.standard_normal((k, m)).astype(np.float32)
+    ref = _matmul_ref(A, B)
+    for kernel in ("matmul_tiled", "matmul_naive"):
+        mem = GlobalMemory()
+        pa, pb = mem.to_device(A), mem.to_device(B)
+        pc = mem.alloc(4 * n * m)
+        gallery.load("matmul").launch(kernel, (m // 16, n // 16), (16, 16),
+                                      [pa, pb, pc, n, m, k], mem)
+        C = mem.from_device(pc, np.float32, (n, m))
+        np.testing.assert_array_equal(C.view(np.uint32), ref.view(np.uint32), err_msg=kernel)
+
+
+def test_matmul_tiled_statistics():
+    # 64x64, 16x16 tiles: 16 blocks of 8 warps, 4 tile steps, 2 barriers each
+    N = 64
+    A = np.ones((N, N), np.float32)
+    mem = GlobalMemory()
+    pa, pb = mem.to_device(A), mem.to_device(A)
+    pc = mem.alloc(4 * N * N)
+    st_ = gallery.load("matmul").launch("matmul_tiled", (4, 4), (16, 16),
+                                        [pa, pb, pc, N, N, N], mem)
+    np.testing.assert_array_equal(mem.from_device(pc, np.float32, (N, N)), np.float32(N))
+    warps = 16 * 8
+    assert st_.barriers == 16 * 4 * 2
+    # a warp covers two 16-float rows: each global load touches 2 x 64 B = 4 sectors
+    assert st_.global_load_requests == warps * 4 * 2
+    assert st_.global_load_sectors == warps * 4 * 2 * 4
+    assert st_.global_store_sectors == warps * 4
+    # As[ty][p]: two distinct words (one per row), same bank? rows are 64 B apart:
+    # word ty*16+p for ty in {2w, 2w+1} -> banks differ by 16: no conflict;
+    # Bs[p][tx]: 16 consecutive words, read by both half-warps (broadcast): no conflict
+    assert st_.shared_load_bank_conflicts == 0
+    assert st_.shared_load_requests == warps * 4 * 16 * 2
+    assert st_.simd_efficiency == 1.0
+    assert st_.divergent_branches == 0
+
+
+@pytest.mark.parametrize("kernel,ways", [("transpose_unpadded", 32), ("transpose_padded", 1)])
+def test_transpose_bank_conflicts(kernel, ways):
+    n = 64
+    x = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    mem = GlobalMemory()
+    pi = mem.to_device(x)
+    po = mem.alloc(4 * n * n)
+    st_ = gallery.load("matmul").launch(kernel, (2, 2), (32, 32), [pi, po, n], mem)
+    np.testing.assert_array_equal(mem.from_device(po, np.float32, (n, n)), x.T)
+    warps = 4 * 32
+    # the row-wise store is conflict-free; the column read tile[tx][ty] is 32-way
+    # unpadded (stride 32 words) and conflict-free padded (stride 33)
+    assert st_.shared_store_bank_conflicts == 0
+    assert st_.shared_load_wavefronts == warps * ways
+    assert st_.shared_load_bank_conflicts == warps * (ways - 1)
+
+
+# -------------------------------------------------------------------------- traversal
+
+
+@pytest.mark.parametrize("rows,cols", [(32, 32), (64, 16)])
+def test_row_vs_column_traversal(rows, cols):
+    rng = np.random.default_rng(rows)
+    M = rng.standard_normal((rows, cols)).astype(np.float32)
+    res = {}
+    for kernel, count in (("row_sums", rows), ("col_sums", cols)):
+        mem = GlobalMemory()
+        pm = mem.to_device(M)
+        po = mem.alloc(4 * count)
+        st_ = gallery.load("traversal").launch(kernel, -(-count // 32), 32,
+                                               [pm, po, rows, cols], mem)
+        out = mem.from_device(po, np.float32, count)
+        ref = np.zeros(count, np.float32)
+        for j in range(cols if kernel == "row_sums" else rows):
+            ref = ref + (M[:, j] if kernel == "row_sums" else M[j, :])
+        np.testing.assert_array_equal(out.view(np.uint32), ref.view(np.uint32))
+        res[kernel] = st_
+    # row_sums: each step, the 32 lanes of a warp read 32 different rows (cols*4 bytes
+    # apart, >= 64 B): 32 sectors per request; col_sums: 32 consecutive floats = 4 sectors
+    r, c = res["row_sums"], res["col_sums"]
+    assert r.global_load_requests == (rows // 32) * cols
+    assert r.global_load_sectors == (rows // 32) * cols * 32
+    assert c.global_load_requests == -(-cols // 32) * rows
+    assert c.global_load_sectors == -(-cols // 32) * rows * (min(cols, 32) * 4 // 32)
+
+
+# -------------------------------------------------------------------------- reductions
+
+
+def _shfl_down_tree(v: np.ndarray) -> np.ndarray:
+    """v (warps, 32): v += shfl_down(v, off) for off = 16, 8, 4, 2, 1 (out-of-range
+    lanes read their own value)."""
+    v = v.copy()
+    lane = np.arange(32)
+    for off in (16, 8, 4, 2, 1):
+        src = np.where(lane + off <= 31, lane + off, lane)
+        v = (v + v[:, src]).astype(np.float32)
+    return v
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1))
+def test_warp_and_block_reductions(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(512).astype(np.float32)
+    mem = GlobalMemory()
+    px = mem.to_device(x)
+    po = mem.alloc(4 * 16)
+    gallery.load("reduction").launch("warp_reduce", 2, 256, [px, po], mem)
+    ref = _shfl_down_tree(x.reshape(16, 32))[:, 0]
+    np.testing.assert_array_equal(mem.from_device(po, np.float32, 16).view(np.uint32),
+                                  ref.view(np.uint32))
+    # butterfly: v += shfl_xor(v, mask) for mask = 16..1
+    pa = mem.alloc(4 * 512)
+    gallery.load("reduction").launch("warp_allreduce", 2, 256, [px, pa], mem)
+    v = x.reshape(16, 32).copy()
+    for mask in (16, 8, 4, 2, 1):
+        v = (v + v[:, np.arange(32) ^ mask]).astype(np.float32)
+    np.testing.assert_array_equal(mem.from_device(pa, np.float32, 512).reshape(16, 32)
+                                  .view(np.uint32), v.view(np.uint32))
+    # block reduction of n = 500 elements (tail padded with zeros)
+    n = 500
+    pb = mem.alloc(4 * 2)
+    st_ = gallery.load("reduction").launch("block_reduce", 2, 256, [px, pb, n], mem)
+    s = np.where(np.arange(512) < n, x, np.float32(0)).reshape(2, 256)
+    for stride in (128, 64, 32):
+        s[:, :stride] = s[:, :stride] + s[:, stride:2 * stride]
+    ref = _shfl_down_tree(s[:, :32])[:, 0]
+    np.testing.assert_array_equal(mem.from_device(pb, np.float32, 2).view(np.uint32),
+                                  ref.view(np.uint32))
+    assert st_.barriers == 2 * 4  # one after the fill, three in the stride loop
+
+
+def test_warp_vote():
+    x = np.zeros(64, np.int32)
+    x[[0, 3, 31]] = 1          # warp 0: three positive lanes
+    x[32:] = 5                 # warp 1: all positive
+    mem = GlobalMemory()
+    px = mem.to_device(x)
+    pb, pc = mem.alloc(8), mem.alloc(8)
+    gallery.load("reduction").launch("warp_vote", 1, 64, [px, pb, pc], mem)
+    np.testing.assert_array_equal(mem.from_device(pb, np.uint32, 2),
+                                  [(1 << 0) | (1 << 3) | (1 << 31), 0xFFFFFFFF])
+    np.testing.assert_array_equal(mem.from_device(pc, np.int32, 2), [3 + 1000, 32 + 100 + 1000])
+
+
+# -------------------------------------------------------------------------- atomics
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3000))
+def test_histogram(seed, n):
+    data = np.random.default_rng(seed).integers(0, 256, n).astype(np.uint8)
+    mem = GlobalMemory()
+    pd = mem.to_device(data)
+    ph = mem.alloc(256 * 4)
+    st_ = gallery.load("histogram").launch("histogram", 3, 128, [pd, ph, n], mem)
+    np.testing.assert_array_equal(mem.from_device(ph, np.uint32, 256),
+                                  np.bincount(data, minlength=256))
+    assert st_.atomic_requests > 0
+
+
+def test_atomics_kernel():
+    n = 100
+    x = np.random.default_rng(1).integers(-1000, 1000, n).astype(np.int32)
+    mem = GlobalMemory()
+    px = mem.to_device(x)
+    init = np.zeros(8 + n, np.int32)
+    init[0] = np.iinfo(np.int32).min
+    init[1] = np.iinfo(np.int32).max
+    init[2] = -1
+    pr = mem.to_device(init)
+    gallery.load("histogram").launch("atomics", 2, 64, [px, pr, n], mem)
+    r = mem.from_device(pr, np.int32, 8 + n)
+    assert r[0] == x.max() and r[1] == x.min()
+    assert 0 <= r[2] < n                       # some thread claimed the slot
+    assert r[3] == np.bitwise_xor.reduce(x)
+    assert r[4] == n                           # every thread added 1
+    np.testing.assert_array_equal(r[8:], 1)    # each saw a distinct old value < n
+
+
+# -------------------------------------------------------------------------- conversions
+
+
+def _bf16_rn(x: np.ndarray) -> np.ndarray:
+    b = x.view(np.uint32).astype(np.uint64)
+    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), np.uint16(0x7FFF), r)
+
+
+def _fp8_table(e_bits: int, m_bits: int, fnuz_max: float, e5m2: bool):
+    vals = []
+    for code in range(128):
+        e = code >> m_bits
+        m = code & ((1 << m_bits) - 1)
+        bias = (1 << (e_bits - 1)) - 1
+        v = (m / 2**m_bits) * 2.0**(1 - bias) if e == 0 else (1 + m / 2**m_bits) * 2.0**(e - bias)
+        vals.append(v)
+    vals = np.array(vals)
+    finite = vals <= fnuz_max
+    return vals, finite
+
+
+def _fp8_rn_sat(x: np.ndarray, e_bits: int, m_bits: int, maxv: float) -> np.ndarray:
+    vals, finite = _fp8_table(e_bits, m_bits, maxv, e_bits == 5)
+    codes = np.flatnonzero(finite)
+    out = np.empty(x.shape, np.uint16)
+    for i, v in enumerate(x.astype(np.float64)):
+        if np.isnan(v):
+            out[i] = 0x7F
+            continue
+        a = min(abs(v), maxv)
+        d = np.abs(vals[codes] - a)
+        best = codes[d == d.min()]
+        c = best[0] if len(best) == 1 else best[best % 2 == 0][0]
+        out[i] = c | (0x80 if np.signbit(v) else 0)
+    return out
+
+
+SPECIALS = np.array([0.0, -0.0, 1.0, -1.5, 448.0, 464.0, 480.0, 1e6, -1e6, np.inf, -np.inf,
+                     np.nan, 2.0**-9, 2.0**-10, 3 * 2.0**-11, 57344.0, 61440.0, 1e-30,
+                     65504.0, 65520.0, 3.0e38, 1.00390625, 1.01171875], np.float32)
+
+
+@settings(max_examples=10)
+@given(st.lists(st.floats(width=32, allow_nan=True), min_size=2, max_size=64))
+def test_conversions(values):
+    x = np.concatenate([SPECIALS, np.array(values, np.float32)])
+    if x.size % 2:
+        x = np.append(x, np.float32(0.5))
+    n = x.size
+    mem = GlobalMemory()
+    px = mem.to_device(x)
+    conv = gallery.load("convert")
+    out = mem.alloc(2 * n)
+    conv.launch("to_bf16", 1, 128, [px, out, n], mem)
+    np.testing.assert_array_equal(mem.from_device(out, np.uint16, n), _bf16_rn(x))
+    conv.launch("to_fp16", 1, 128, [px, out, n], mem)
+    with np.errstate(over="ignore"):
+        h = x.astype(np.float16).view(np.uint16)
+    h = np.where(np.isnan(x), np.uint16(0x7FFF), h)
+    np.testing.assert_array_equal(mem.from_device(out, np.uint16, n), h)
+    for kernel, e, m, mx in (("to_e4m3", 4, 3, 448.0), ("to_e5m2", 5, 2, 57344.0)):
+        conv.launch(kernel, 1, 128, [px, out, n // 2], mem)
+        got = mem.from_device(out, np.uint16, n // 2)
+        codes = _fp8_rn_sat(x, e, m, mx)
+        # x[2i] goes to the low byte, x[2i+1] to the high byte
+        np.testing.assert_array_equal(got, codes[0::2] | (codes[1::2] << 8), err_msg=kernel)
+
+
+def test_float_to_int_modes():
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.7, 2.7, 3e9, -3e9, np.nan, np.inf, -np.inf,
+                  1e-40, 2147483520.0], np.float32)
+    n = x.size
+    mem = GlobalMemory()
+    px = mem.to_device(x)
+    po = mem.alloc(16 * n)
+    gallery.load("convert").launch("float_to_int", 1, 32, [px, po, n], mem)
+    got = mem.from_device(po, np.int32, (n, 4))
+    with np.errstate(invalid="ignore"):
+        for j, f in enumerate((np.rint, np.trunc, np.floor, np.ceil)):
+            r = f(x.astype(np.float64))
+            ref = np.where(np.isnan(r), 0, np.clip(r, -2**31, 2**31 - 1)).astype(np.int64)
+            np.testing.assert_array_equal(got[:, j], ref)
+
+
+def test_bf16_round_trip():
+    x = np.linspace(-3, 3, 50).astype(np.float32)
+    mem = GlobalMemory()
+    px = mem.to_device(x)
+    po = mem.alloc(4 * 50)
+    gallery.load("convert").launch("bf16_round_trip", 1, 64, [px, po, np.float32(1.7), 50], mem)
+    prod = (x * np.float32(1.7)).astype(np.float32)
+    ref = (_bf16_rn(prod).astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(mem.from_device(po, np.float32, 50), ref)
