@@ -1,0 +1,170 @@
+"""Random-sign Hadamard transforms, applied in groups along one axis.
+
+NVFP4 training in TransformerEngine quantises weight-gradient inputs after a 16-point
+random Hadamard transform (RHT): each group of 16 consecutive elements ``x`` (a row
+vector) becomes ``y = x D H / 4``, with ``H`` the 16x16 Sylvester Hadamard matrix
+(entries +-1, ``H H^T = 16 I``) and ``D`` a fixed diagonal of random signs. The matrix
+``M = D H / 4`` is orthogonal, so the inverse is ``x = y M^T = y H D / 4``. FlashAttention-3's
+incoherent processing uses the same construction with the head dimension as size.
+
+How it is computed (bit-reproducible): the group sums are formed by the fast
+Walsh-Hadamard butterfly in a fixed order in float64, then multiplied by ``1/sqrt(n)``
+(an exact power of two when ``n`` is a power of 4, such as 16) and rounded once to the
+input's dtype. For float32 inputs every butterfly sum is exact unless a group's
+magnitudes span more than about 2**29, so the result is then the correctly rounded
+transform; beyond that the fixed order still makes it the same on every machine.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+__all__ = [
+    "TE_WGRAD_SIGNS",
+    "sylvester_hadamard",
+    "hadamard_matrix",
+    "hadamard_transform",
+    "random_signs",
+]
+
+#: The fixed sign diagonal TransformerEngine uses for its NVFP4 weight-gradient RHT
+#: (``get_wgrad_sign_vector``), kept as data so results can be compared with it.
+TE_WGRAD_SIGNS: tuple[int, ...] = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
+
+
+def _check_size(n: int) -> int:
+    if not isinstance(n, (int, np.integer)) or n < 1 or (int(n) & (int(n) - 1)) != 0:
+        raise ValueError(f"size: expected a power of two >= 1, got {n!r}")
+    return int(n)
+
+
+def sylvester_hadamard(n: int = 16) -> np.ndarray:
+    """The n x n Sylvester Hadamard matrix as int8: ``H[i, j] = (-1)**popcount(i & j)``.
+
+    Symmetric, entries +-1, ``H @ H.T == n * I``.
+    """
+    n = _check_size(n)
+    i = np.arange(n, dtype=np.int64)
+    bits = np.bitwise_and(i[:, None], i[None, :])
+    parity = np.zeros_like(bits)
+    while np.any(bits):
+        parity ^= bits & 1
+        bits >>= 1
+    return (1 - 2 * parity).astype(np.int8)
+
+
+def _signs_array(signs: Sequence[int] | np.ndarray | None, n: int) -> np.ndarray:
+    if signs is None:
+        return np.ones(n, dtype=np.int8)
+    s = np.asarray(signs)
+    if s.shape != (n,):
+        raise ValueError(f"signs: expected {n} entries of +-1, got shape {s.shape}")
+    bad = np.flatnonzero((s != 1) & (s != -1))
+    if bad.size:
+        raise ValueError(f"signs: entry {int(bad[0])} is {s[bad[0]]!r}, expected +1 or -1")
+    return s.astype(np.int8)
+
+
+def _default_signs(n: int) -> tuple[int, ...] | None:
+    return TE_WGRAD_SIGNS if n == 16 else None
+
+
+def hadamard_matrix(
+    n: int = 16, signs: Sequence[int] | np.ndarray | None | str = "default"
+) -> np.ndarray:
+    """The transform matrix ``M = D H / sqrt(n)`` (float64) so that ``y = x @ M``.
+
+    Args:
+        n: size, a power of two (16 for NVFP4).
+        signs: the diagonal of ``D``; ``"default"`` is ``TE_WGRAD_SIGNS`` for n = 16 and
+            all ones otherwise; ``None`` means all ones (plain Hadamard).
+
+    For n a power of 4 every entry is exactly +-2**-k and ``M @ M.T == I`` exactly.
+    """
+    n = _check_size(n)
+    d = _signs_array(_default_signs(n) if isinstance(signs, str) else signs, n)
+    return d[:, None].astype(np.float64) * sylvester_hadamard(n) * (1.0 / np.sqrt(float(n)))
+
+
+def _fwht(v: np.ndarray) -> np.ndarray:
+    """Unnormalised Walsh-Hadamard transform along the last axis (float64, fixed order)."""
+    n = v.shape[-1]
+    lead = v.shape[:-1]
+    h = 1
+    while h < n:
+        w = v.reshape(lead + (n // (2 * h), 2, h))
+        a = w[..., 0, :]
+        b = w[..., 1, :]
+        v = np.stack([a + b, a - b], axis=-2).reshape(lead + (n,))
+        h *= 2
+    return v
+
+
+def hadamard_transform(
+    x: np.ndarray,
+    *,
+    size: int = 16,
+    axis: int = -1,
+    signs: Sequence[int] | np.ndarray | None | str = "default",
+    inverse: bool = False,
+) -> np.ndarray:
+    """Apply ``y = x D H / sqrt(size)`` to each group of ``size`` consecutive elements
+    along ``axis`` (or its inverse ``x = y H D / sqrt(size)`` with ``inverse=True``).
+
+    Args:
+        x: float16, float32 or float64 array; the length along ``axis`` must be a
+            multiple of ``size``.
+        size: group size, a power of two (16: the NVFP4 RHT).
+        axis: the axis the groups run along.
+        signs: the sign diagonal (see ``hadamard_matrix``).
+        inverse: apply the inverse transform.
+
+    Returns:
+        An array of x's shape and dtype (see the module docstring for the rounding).
+
+    Raises:
+        ValueError: non-float input, bad size or signs, length not a multiple of size.
+    """
+    x = np.asarray(x)
+    if x.dtype.kind != "f":
+        raise ValueError(f"x: expected a floating-point array, got dtype {x.dtype}")
+    n = _check_size(size)
+    d = _signs_array(_default_signs(n) if isinstance(signs, str) else signs, n)
+    if x.ndim == 0:
+        raise ValueError("x: expected at least one dimension")
+    ax = axis % x.ndim if -x.ndim <= axis < x.ndim else None
+    if ax is None:
+        raise ValueError(f"axis: {axis} is out of range for an array of {x.ndim} dimensions")
+    length = x.shape[ax]
+    if length % n:
+        raise ValueError(
+            f"x: length {length} along axis {axis} is not a multiple of the group size {n}"
+        )
+    moved = np.moveaxis(x, ax, -1).astype(np.float64)
+    groups = moved.reshape(moved.shape[:-1] + (length // n, n))
+    scale = 1.0 / np.sqrt(float(n))
+    if inverse:
+        y = _fwht(groups) * d * scale
+    else:
+        y = _fwht(groups * d) * scale
+    out = y.reshape(moved.shape).astype(x.dtype)
+    return np.moveaxis(out, -1, ax)
+
+
+def random_signs(n: int, seed: int) -> np.ndarray:
+    """``n`` signs (+1/-1 as int8) from a fixed integer hash of ``(seed, i)`` (SplitMix64),
+    so the same seed gives the same signs with any NumPy version on any machine."""
+    if n < 0:
+        raise ValueError(f"n: expected a non-negative count, got {n}")
+    mask = (1 << 64) - 1
+    out = np.empty(n, dtype=np.int8)
+    state = int(seed) & mask
+    for i in range(n):
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        z ^= z >> 31
+        out[i] = 1 if (z >> 63) == 0 else -1
+    return out

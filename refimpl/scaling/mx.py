@@ -1,0 +1,549 @@
+"""OCP Microscaling (MX v1.0) block quantisation: MXFP8, MXFP6, MXFP4 and MXINT8.
+
+A block of ``k`` (default 32) consecutive elements along one axis shares one E8M0 scale
+``X = 2**e`` (OCP MX v1.0 section 5); each element ``V`` is stored as ``P = V / X`` rounded
+to the element format, saturating to its largest finite value (section 6.3).
+
+Scale rules (``scale_rule``), with ``amax`` the block's largest magnitude and ``emax`` the
+exponent of the element format's largest normal value (E4M3 8, E5M2 15, E2M3 2, E3M2 4,
+E2M1 2, INT8 0):
+
+- ``"floor"`` (default, OCP MX v1.0 section 6.3): ``e = floor(log2(amax)) - emax``, with
+  ``floor(log2)`` read from the exponent bits (float32 ``log2(7.9999995)`` is 3.0; the bits
+  say 2). A block maximum can clip: E4M3 amax 960 gets 2**1 and 957 saturates to 448*2.
+- ``"ceil"``: ``e = ceil(log2(amax)) - emax`` (one more when any mantissa bit of amax is set).
+- ``"even"``: round amax to the element's mantissa width first (round-half-even on the
+  significand; it only matters when that carries into the exponent), then floor.
+- ``"rceil"`` (cuBLAS / TransformerEngine MXFP8): the smallest power of two with
+  ``amax / X <= max_elem``, i.e. ``e = ceil(log2(amax / max_elem))``, computed exactly
+  (TransformerEngine forms ``amax * (1/max)`` in float32 first, which can give the next
+  lower power when that product rounds onto a power of two; the element result is the
+  same there, only the scale differs).
+
+The exponent is clamped to [-127, 127] (scale codes 0x00..0xFE).
+
+Special blocks (the spec leaves them to the implementation; the choices are named):
+
+- All-zero block: scale code 0x00 (2**-127) and zero elements (-0.0 keeps its negative-zero
+  code), as the public libraries do.
+- A block containing NaN: scale 0xFF (NaN) and element codes 0; the whole block decodes to
+  NaN (section 5.3: a NaN scale makes every element NaN).
+- A block containing +-Inf but no NaN follows ``inf_block``: ``"nan"`` (default: scale
+  0xFF, element codes 0, as for NaN: no finite scale describes the block, and the spec's
+  NaN scale is the one code that says so), ``"max"`` (scale 0xFE = 2**127, Inf elements
+  saturate: TransformerEngine's satfinite path) or ``"exponent"`` (Inf counts as 2**128 for
+  float32 input, 2**1024 for float64, its exponent field's value, then the rule applies and
+  Inf elements saturate: torchao's FLOOR gives 0xF7 for E4M3).
+
+MXINT8 (section 5.2): the element is an 8-bit two's complement integer with an implicit
+scale of 2**-6 (values k/64). Quantisation rounds to the symmetric range k in [-127, 127]
+(the code 0x80 = -2.0 is decoded when given, never produced).
+
+Non-multiple lengths: ``pad=True`` treats the last block as zero-padded; zeros never change
+a block's amax, and the padding is not stored (``codes`` has x's shape).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+
+from refimpl import formats
+from refimpl.formats import Format
+from refimpl.formats.encode import as_float_array
+from refimpl.formats.rounding import resolve_rounding
+
+from .exponent import ceil_log2, ceil_log2_ratio, floor_log2, round_log2
+
+__all__ = [
+    "SCALE_RULES",
+    "INF_BLOCK_POLICIES",
+    "MX_ELEMENTS",
+    "MXInt8",
+    "INT8",
+    "MXArray",
+    "element_format",
+    "mx_scale_exponent",
+    "mx_quantize",
+]
+
+SCALE_RULES = ("floor", "ceil", "even", "rceil")
+INF_BLOCK_POLICIES = ("nan", "max", "exponent")
+#: element format names accepted by ``mx_quantize`` (OCP MX v1.0 table 1)
+MX_ELEMENTS = ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "int8")
+
+SCALE_NAN = 0xFF
+SCALE_BIAS = 127
+SCALE_EXP_MIN = -127
+SCALE_EXP_MAX = 127
+
+
+@dataclass(frozen=True)
+class MXInt8:
+    """The MXINT8 element (OCP MX v1.0 section 5.2): two's complement int8 ``k`` meaning
+    ``k * 2**-6``. The fields mirror the parts of ``Format`` that block scaling reads."""
+
+    name: str = "int8"
+    bits: int = 8
+    emax: int = 0  # largest value 127/64 is below 2**1
+    man_bits: int = 6  # fraction bits of k/64
+    max: float = 127 / 64
+    quantum_exp: int = -6
+
+    def __str__(self) -> str:
+        return self.name
+
+
+INT8 = MXInt8()
+ElementLike = Union[Format, MXInt8, str]
+Element = Union[Format, MXInt8]
+
+
+def element_format(elem: ElementLike) -> Element:
+    """The MX element format for ``elem`` (a Format, a format name, or ``"int8"``).
+
+    Raises:
+        ValueError: not one of the MX element formats E4M3, E5M2, E2M3, E3M2, E2M1, INT8.
+    """
+    if isinstance(elem, MXInt8):
+        return elem
+    if isinstance(elem, str) and elem.strip().lower().replace("_", "") in ("int8", "mxint8"):
+        return INT8
+    f = formats.get(elem)
+    if f.name not in MX_ELEMENTS:
+        raise ValueError(
+            f"elem: {f.name!r} is not an MX element format; expected one of "
+            f"{', '.join(MX_ELEMENTS)}"
+        )
+    return f
+
+
+def _quantum_exp(elem: Element) -> int:
+    """Exponent of the element format's smallest positive step (its smallest subnormal)."""
+    if isinstance(elem, MXInt8):
+        return elem.quantum_exp
+    return elem.emin - elem.man_bits
+
+
+def _choice(name: str, value: str, allowed: Tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in allowed:
+        raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
+    return value.strip().lower()
+
+
+def _rule_exponent(a: np.ndarray, elem: Element, rule: str) -> np.ndarray:
+    """Unclamped scale exponent for finite positive amax values ``a`` (int64)."""
+    if rule == "floor":
+        return floor_log2(a) - elem.emax
+    if rule == "ceil":
+        return ceil_log2(a) - elem.emax
+    if rule == "even":
+        return round_log2(a, elem.man_bits) - elem.emax
+    return ceil_log2_ratio(a, float(elem.max))
+
+
+def mx_scale_exponent(
+    amax: Any,
+    elem: ElementLike,
+    *,
+    scale_rule: str = "floor",
+    inf_block: str = "nan",
+) -> Tuple[np.ndarray, np.ndarray]:
+    """The E8M0 scale of blocks with the given amax values.
+
+    Args:
+        amax: block maxima ``max |V_i|`` (float32 or float64; NaN marks a block containing
+            NaN, Inf one containing Inf).
+        elem: the element format.
+        scale_rule: ``"floor"`` (default), ``"ceil"``, ``"even"`` or ``"rceil"``.
+        inf_block: ``"nan"`` (default), ``"max"`` or ``"exponent"`` (module docstring).
+
+    Returns:
+        ``(codes, exponents)``: uint8 E8M0 codes, and int64 exponents ``e`` (the scale
+        is ``2**e``; 0 where the code is NaN).
+
+    Raises:
+        ValueError: a bad option or a negative amax.
+    """
+    el = element_format(elem)
+    rule = _choice("scale_rule", scale_rule, SCALE_RULES)
+    policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
+    a = np.asarray(amax)
+    if a.dtype.kind != "f":
+        a = as_float_array(a, "amax")  # exact integers only
+    if a.dtype == np.float16:
+        a = a.astype(np.float32)
+    if np.any(a < 0):
+        raise ValueError("amax: block maxima must be non-negative")
+    nan = np.isnan(a)
+    inf = np.isinf(a)
+    zero = a == 0
+    finite = ~(nan | inf | zero)
+    safe = np.where(finite, a, np.ones((), dtype=a.dtype))
+    e = _rule_exponent(safe, el, rule)
+    if policy == "exponent":
+        # Inf's exponent field is one past the largest finite exponent: 2**128 (float32) or
+        # 2**1024 (float64); every rule commutes with multiplying by a power of two.
+        inf_exp = 128 if a.dtype == np.float32 else 1024
+        e_inf = inf_exp + _rule_exponent(np.ones(1, dtype=a.dtype), el, rule)[0]
+        e = np.where(inf, e_inf, e)
+    elif policy == "max":
+        e = np.where(inf, SCALE_EXP_MAX, e)
+    e = np.clip(e, SCALE_EXP_MIN, SCALE_EXP_MAX)
+    e = np.where(zero, SCALE_EXP_MIN, e)
+    nan_scale = nan | (inf & (policy == "nan"))
+    e = np.where(nan_scale, 0, e)
+    codes = (e + SCALE_BIAS).astype(np.uint8)
+    codes = np.where(nan_scale, np.uint8(SCALE_NAN), codes).astype(np.uint8)
+    return codes, e.astype(np.int64)
+
+
+# ----- element codecs -------------------------------------------------------------------
+
+
+def _encode_int8(v: np.ndarray, rounding: str) -> np.ndarray:
+    """MXINT8 element codes of ``v`` (already divided by the scale): k = round(64 v),
+    saturated to [-127, 127], stored as the two's complement byte."""
+    mode = resolve_rounding(rounding, formats.E4M3)  # names as for any signed format
+    t = v.astype(np.float64) * 64.0  # exact: a power-of-two multiple
+    if mode == "nearest_even":
+        k = np.rint(t)
+    elif mode == "nearest_away":
+        r = np.trunc(t)
+        k = r + np.where(np.abs(t - r) >= 0.5, np.sign(t), 0.0)
+    elif mode == "toward_zero":
+        k = np.trunc(t)
+    elif mode == "toward_positive":
+        k = np.ceil(t)
+    elif mode == "toward_negative":
+        k = np.floor(t)
+    else:
+        raise ValueError(f"rounding={rounding!r} is not offered for MXINT8 elements")
+    k = np.clip(k, -127, 127)
+    return k.astype(np.int8).view(np.uint8)
+
+
+def _decode_int8(codes: np.ndarray) -> np.ndarray:
+    return codes.astype(np.uint8).view(np.int8).astype(np.float64) * (1.0 / 64)
+
+
+def decode_elements(codes: np.ndarray, elem: Element) -> np.ndarray:
+    """Element values (float64, exact) of element codes."""
+    if isinstance(elem, MXInt8):
+        return _decode_int8(np.asarray(codes))
+    return formats.decode(codes, elem).astype(np.float64)
+
+
+def _check_codes(codes: np.ndarray, elem: Element, name: str = "codes") -> np.ndarray:
+    arr = np.asarray(codes)
+    if arr.dtype != np.uint8:
+        if arr.dtype.kind not in "ui":
+            raise ValueError(f"{name}: expected uint8 codes, got dtype {arr.dtype}")
+        if arr.size and (arr.min() < 0 or arr.max() > 0xFF):
+            raise ValueError(f"{name}: codes must lie in [0, 255]")
+        arr = arr.astype(np.uint8)
+    if elem.bits < 8 and arr.size:
+        bad = arr >> elem.bits
+        if bad.any():
+            first = np.unravel_index(int(np.argmax(bad != 0)), arr.shape)
+            raise ValueError(
+                f"{name}: code {int(arr[first]):#x} at index {tuple(int(i) for i in first)} "
+                f"has bits above the {elem.bits}-bit {elem.name} code"
+            )
+    return arr
+
+
+def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise ValueError(f"{name}: expected an int, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: {axis} is out of range for an array of {ndim} dimensions")
+    return int(axis) % ndim
+
+
+def _check_block_size(block_size: int) -> int:
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)):
+        raise ValueError(f"block_size: expected a positive int, got {block_size!r}")
+    if block_size < 1:
+        raise ValueError(f"block_size: expected a positive int, got {block_size}")
+    return int(block_size)
+
+
+# ----- the block-scaled array -----------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class MXArray:
+    """An MX tensor: element codes, one E8M0 scale code per block, and the layout.
+
+    Attributes:
+        codes: uint8 element codes, the shape of the source tensor (FP4/FP6 codes in the
+            low bits; MXINT8 as two's complement bytes).
+        scales: uint8 E8M0 codes; the source shape with the ``axis`` length replaced by
+            the number of blocks ``ceil(n / block_size)``.
+        elem: the element format (a ``Format`` or ``INT8``).
+        block_size: elements per block along ``axis`` (32 in OCP MX v1.0).
+        axis: the (non-negative) axis the blocks run along.
+    """
+
+    codes: np.ndarray
+    scales: np.ndarray
+    elem: Element
+    block_size: int = 32
+    axis: int = -1
+
+    def __post_init__(self) -> None:
+        elem = element_format(self.elem)
+        object.__setattr__(self, "elem", elem)
+        bs = _check_block_size(self.block_size)
+        object.__setattr__(self, "block_size", bs)
+        codes = _check_codes(self.codes, elem)
+        if codes.ndim == 0:
+            raise ValueError("codes: expected at least one dimension")
+        ax = _norm_axis(self.axis, codes.ndim)
+        object.__setattr__(self, "axis", ax)
+        scales = _check_codes(self.scales, formats.E8M0, "scales")
+        expect = list(codes.shape)
+        expect[ax] = -(-codes.shape[ax] // bs)
+        if scales.shape != tuple(expect):
+            raise ValueError(
+                f"scales: shape {scales.shape} does not match codes {codes.shape} with "
+                f"block_size {bs} along axis {ax} (expected {tuple(expect)})"
+            )
+        object.__setattr__(self, "codes", codes)
+        object.__setattr__(self, "scales", scales)
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return tuple(self.codes.shape)
+
+    def scale_exponents(self) -> np.ndarray:
+        """int64 scale exponents ``e`` (scale ``2**e``); NaN scales (0xFF) give 0."""
+        s = self.scales.astype(np.int64)
+        return np.where(s == SCALE_NAN, 0, s - SCALE_BIAS)
+
+    def dequantize(self, dtype: Any = np.float32) -> np.ndarray:
+        """``X * P`` for every element (OCP MX v1.0 section 5.3), rounded once to ``dtype``.
+
+        The product is formed exactly in float64 (every element times every E8M0 scale is
+        a float64), so float32 output is the correctly rounded value: it overflows to
+        +-Inf beyond float32's range (E5M2 elements with scales near 2**127) and rounds
+        below its normal range. Blocks with a NaN scale decode to NaN.
+
+        Args:
+            dtype: float32 (default) or float64 (always exact).
+        """
+        dt = np.dtype(dtype)
+        if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"dtype: expected float32 or float64, got {dt}")
+        vals = _element_table(self.elem)[self.codes]
+        moved = np.moveaxis(vals, self.axis, -1)
+        n = moved.shape[-1]
+        bs = self.block_size
+        nblk = self.scales.shape[self.axis]
+        if n != nblk * bs:
+            moved = np.concatenate(
+                [moved, np.zeros(moved.shape[:-1] + (nblk * bs - n,), dtype=moved.dtype)],
+                axis=-1,
+            )
+        blocks = moved.reshape(moved.shape[:-1] + (nblk, bs))
+        s = np.moveaxis(self.scales, self.axis, -1)
+        mult = np.where(
+            s == SCALE_NAN, np.nan, np.ldexp(1.0, s.astype(np.int64) - SCALE_BIAS)
+        )
+        out = (blocks * mult[..., None]).reshape(moved.shape)[..., :n].astype(dt)
+        return np.moveaxis(out, -1, self.axis)
+
+    def packed(self, order: str = "low_first", *, dense: bool = False) -> np.ndarray:
+        """The element codes packed for storage, flattened in C order
+        (``refimpl.formats.pack``): FP4 two codes per byte (element 0 in the low nibble
+        with the default ``order="low_first"``), FP6 one code per byte (or four in three
+        bytes with ``dense=True``), FP8 and INT8 one code per byte as they are."""
+        flat = self.codes.reshape(-1)
+        if self.elem.bits == 8:
+            return flat.copy()
+        return formats.pack(flat, self.elem, order=order, dense=dense)
+
+    @classmethod
+    def from_packed(
+        cls,
+        packed: Any,
+        scales: Any,
+        elem: ElementLike,
+        shape: Tuple[int, ...],
+        *,
+        block_size: int = 32,
+        axis: int = -1,
+        order: str = "low_first",
+        dense: bool = False,
+    ) -> "MXArray":
+        """Rebuild an MXArray from packed codes (``packed()``), scale codes and the shape.
+
+        Raises:
+            ValueError: the packed data does not hold ``prod(shape)`` codes, stray high
+                bits, or scales that do not match the layout.
+        """
+        el = element_format(elem)
+        shape = tuple(int(s) for s in shape)
+        count = int(np.prod(shape, dtype=np.int64))
+        if el.bits == 8:
+            flat = np.asarray(packed)
+            if flat.dtype != np.uint8 or flat.size != count:
+                raise ValueError(
+                    f"packed: expected {count} uint8 codes for shape {shape}, got "
+                    f"{flat.size} of dtype {flat.dtype}"
+                )
+            flat = flat.reshape(-1)
+        else:
+            flat = formats.unpack(np.asarray(packed), el, count, order=order, dense=dense)
+        return cls(flat.reshape(shape), np.asarray(scales), el, block_size, axis)
+
+
+_TABLES: dict = {}
+
+
+def _element_table(elem: Element) -> np.ndarray:
+    """Value of every element code (float64, 256 entries; codes above the format's width
+    are rejected before lookup)."""
+    key = elem.name
+    if key not in _TABLES:
+        codes = np.arange(1 << elem.bits, dtype=np.uint8)
+        table = np.zeros(256, dtype=np.float64)
+        table[: codes.size] = decode_elements(codes, elem)
+        table.setflags(write=False)
+        _TABLES[key] = table
+    return _TABLES[key]
+
+
+# ----- quantisation ---------------------------------------------------------------------
+
+_EXACT_F32_MODES = ("nearest_even", "nearest_away", "toward_zero", "stochastic")
+_TINY64 = 2.0 ** -1000  # far below half the smallest step of any element format
+
+
+def _prepare_bits(
+    random_bits: Any, shape: Tuple[int, ...], ax: int, nblk: int, bs: int
+) -> Any:
+    """Move and pad stochastic-rounding bits exactly as the data is moved and padded."""
+    if random_bits is None:
+        return None
+    if isinstance(random_bits, tuple):
+        arr, nbits = random_bits
+    else:
+        arr, nbits = random_bits, None
+    arr = np.asarray(arr)
+    try:
+        arr = np.broadcast_to(arr, shape)
+    except ValueError:
+        raise ValueError(
+            f"random_bits of shape {arr.shape} does not broadcast to x's shape {shape}"
+        ) from None
+    arr = np.moveaxis(arr, ax, -1)
+    n = arr.shape[-1]
+    if nblk * bs != n:
+        arr = np.concatenate([arr, np.zeros(arr.shape[:-1] + (nblk * bs - n,), arr.dtype)], -1)
+    arr = arr.reshape(arr.shape[:-1] + (nblk, bs))
+    return arr if nbits is None else (arr, nbits)
+
+
+def mx_quantize(
+    x: Any,
+    elem: ElementLike,
+    *,
+    block_size: int = 32,
+    axis: int = -1,
+    scale_rule: str = "floor",
+    rounding: str = "nearest_even",
+    pad: bool = False,
+    inf_block: str = "nan",
+    random_bits: Any = None,
+) -> MXArray:
+    """Quantise ``x`` to an MX format (OCP MX v1.0 section 6.3).
+
+    Special blocks and scale rules: see the module docstring. Elements always saturate.
+
+    Args:
+        x: float16, float32 or float64 array (integers exactly representable in float64
+            are accepted); never pre-rounded: each element is rounded once, from its own
+            precision, after an exact division by the power-of-two scale.
+        elem: element format: ``"e4m3"``, ``"e5m2"`` (MXFP8), ``"e2m3"``, ``"e3m2"``
+            (MXFP6), ``"e2m1"`` (MXFP4), ``"int8"`` (MXINT8), or a Format.
+        block_size: elements per block (32 in OCP MX v1.0).
+        axis: the axis the blocks run along.
+        scale_rule: ``"floor"`` (default), ``"ceil"``, ``"even"``, ``"rceil"``.
+        rounding: element rounding, any mode of ``refimpl.formats.encode`` (default
+            ``"nearest_even"``; MXINT8 takes the deterministic modes).
+        pad: allow a length along ``axis`` that is not a multiple of ``block_size`` (the
+            last block is zero-padded; padding is not stored).
+        inf_block: policy for blocks holding Inf: ``"nan"`` (default), ``"max"``,
+            ``"exponent"``.
+        random_bits: stochastic rounding bits, as ``refimpl.formats.encode`` takes them,
+            shaped like ``x``.
+
+    Returns:
+        An ``MXArray``.
+
+    Raises:
+        ValueError: bad options, a non-float input, a length not a multiple of
+            ``block_size`` without ``pad``.
+    """
+    el = element_format(elem)
+    rule = _choice("scale_rule", scale_rule, SCALE_RULES)
+    policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
+    bs = _check_block_size(block_size)
+    if not isinstance(el, MXInt8):
+        mode = resolve_rounding(rounding, el)
+    else:
+        mode = resolve_rounding(rounding, formats.E4M3)
+    arr = as_float_array(x, "x")
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)  # exact
+    if arr.ndim == 0:
+        raise ValueError("x: expected at least one dimension")
+    ax = _norm_axis(axis, arr.ndim)
+    moved = np.moveaxis(arr, ax, -1)
+    n = moved.shape[-1]
+    nblk = -(-n // bs)
+    if n % bs:
+        if not pad:
+            raise ValueError(
+                f"x: length {n} along axis {axis} is not a multiple of block_size {bs} "
+                "(pass pad=True to zero-pad the last block)"
+            )
+        moved = np.concatenate(
+            [moved, np.zeros(moved.shape[:-1] + (nblk * bs - n,), dtype=moved.dtype)], axis=-1
+        )
+    rb = _prepare_bits(random_bits, arr.shape, ax, nblk, bs)
+    blocks = moved.reshape(moved.shape[:-1] + (nblk, bs))
+    amax = np.max(np.abs(blocks), axis=-1) if blocks.size else np.zeros(blocks.shape[:-1])
+    scale_codes, e = mx_scale_exponent(amax, el, scale_rule=rule, inf_block=policy)
+
+    # the division by 2**e: exact in float64 for every float32 input; float32 is exact too
+    # except where the quotient falls below float32's normal range, which matters only to
+    # modes that can round such a tiny value up (directed rounding)
+    use_f32 = blocks.dtype == np.float32 and mode in _EXACT_F32_MODES
+    work_dt = np.float32 if use_f32 else np.float64
+    mult = np.ldexp(np.ones((), dtype=work_dt), -e).astype(work_dt)
+    scaled = blocks.astype(work_dt, copy=False) * mult[..., None]
+    if blocks.dtype == np.float64:
+        # float64 input below float64's normal range after scaling: replace by a tiny
+        # value of the same sign that every mode rounds alike (0 or the smallest step)
+        tiny = (np.abs(scaled) < _TINY64) & (blocks != 0)
+        if tiny.any():
+            scaled = np.where(tiny, np.copysign(_TINY64, blocks), scaled)
+    no_elems = scale_codes == SCALE_NAN
+    if no_elems.any():
+        scaled = np.where(no_elems[..., None], np.zeros((), dtype=work_dt), scaled)
+    if isinstance(el, MXInt8):
+        codes = _encode_int8(scaled, mode)
+    else:
+        codes = formats.encode(scaled, el, rounding=mode, saturate=True, random_bits=rb)
+    codes = codes.reshape(moved.shape)[..., :n]
+    return MXArray(
+        np.ascontiguousarray(np.moveaxis(codes, -1, ax)),
+        np.ascontiguousarray(np.moveaxis(scale_codes, -1, ax)),
+        el,
+        bs,
+        ax,
+    )
