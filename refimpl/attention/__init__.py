@@ -1,0 +1,26 @@
+"""Attention: the exact reference and the FlashAttention schedules.
+
+Layout (PyTorch SDPA): q (..., Hq, Sq, D), k and v (..., Hkv, Sk, D); GQA/MQA by head
+grouping. Every function takes the same masking options (``scale``, ``causal``,
+``causal_alignment``, ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
+``query_padding_mask``) with the conventions of :mod:`refimpl.attention.reference`.
+Schedules return their stats object last.
+"""
+from refimpl.attention.online import OnlineState, finalize, online_block_update
+from refimpl.attention.problem import ALIGNMENTS
+from refimpl.attention.reference import (
+    NAIVE_DTYPES, attention, naive_attention, standard_attention,
+)
+from refimpl.attention.flash_v2 import flash_v2
+from refimpl.attention.flash_v1 import flash_v1, v1_block_sizes
+from refimpl.attention.split_kv import merge_attention_states, split_kv
+from refimpl.attention.backward import attention_backward, flash_v2_backward
+from refimpl.attention.stats import ScheduleStats
+from refimpl.attention.tolerance import naive_error_bound, within_naive_tolerance
+
+__all__ = [
+    "ALIGNMENTS", "NAIVE_DTYPES", "OnlineState", "ScheduleStats", "attention",
+    "attention_backward", "finalize", "flash_v1", "flash_v2", "flash_v2_backward",
+    "merge_attention_states", "naive_attention", "online_block_update", "split_kv",
+    "naive_error_bound", "standard_attention", "v1_block_sizes", "within_naive_tolerance",
+]

@@ -1,0 +1,226 @@
+"""FlashAttention-2 forward schedule (Dao 2023, arXiv 2307.08691, Algorithm 1, section 3.1).
+
+Per (batch, query head) instance: OUTER loop over query tiles i (one thread block each,
+independent), INNER loop over key/value tiles j in increasing key order; ``m``, ``l`` and
+the output accumulator stay on chip; normalisation is delayed to the end; only
+``O_i`` and ``L_i = m + ln l`` are written back.
+
+Per tile the arithmetic is exactly, in this order:
+
+1. ``S = scores(Q_i, K_j)``: :func:`refimpl.attention.scores.scores` (correctly rounded
+   ``Q_i K_j^T``, ``fl32(. * fl32(scale))``, softcap, masks ``-inf``, ALiBi), each element
+   a function of its own row and key only;
+2. :func:`refimpl.attention.online.online_block_update` with ``S`` and ``V_j``;
+
+and after the last tile :func:`refimpl.attention.online.finalize`. Key tiles are
+``[k0 + j B_c, k0 + (j + 1) B_c)`` clipped to the key range, so a schedule that reads the
+same key tiles in the same order (for example block by block from a paged K/V cache with
+page size ``B_c``) and calls the same two functions reproduces the bytes exactly.
+
+Tile skipping: a (query tile, key tile) pair that the mask hides entirely (for causal
+attention the tiles above the diagonal; for a window the tiles outside the band; tiles of
+padding only) is not loaded or computed and is counted in ``blocks_skipped``. Skipping
+changes no value (see :mod:`refimpl.attention.online`).
+
+B_r has no effect on the values (every step is row-local); B_c does (it sets the
+granularity of the online rescaling).
+
+Two implementations, tested against each other byte for byte: a plain one with the
+paper's two loops, and a fast one that runs all query tiles in lock-step per key tile.
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from refimpl.attention.online import OnlineState, finalize, online_block_update
+from refimpl.attention.problem import Problem, prepare
+from refimpl.attention.scores import scores
+from refimpl.attention.stats import ScheduleStats
+
+__all__ = ["flash_v2", "DEFAULT_BLOCK"]
+
+DEFAULT_BLOCK = (128, 128)
+
+
+def check_block(block: object) -> tuple[int, int]:
+    """Validate ``block = (B_r, B_c)``."""
+    try:
+        br, bc = block  # type: ignore[misc]
+    except (TypeError, ValueError):
+        raise ValueError(f"block must be a pair (B_r, B_c), got {block!r}") from None
+    for name, x in (("B_r", br), ("B_c", bc)):
+        if not isinstance(x, (int, np.integer)) or isinstance(x, bool) or x < 1:
+            raise ValueError(f"block {name} must be a positive integer, got {x!r}")
+    return int(br), int(bc)
+
+
+def tile_ranges(n: int, size: int, start: int = 0) -> list[np.ndarray]:
+    """Index arrays of consecutive tiles of ``size`` covering ``[start, n)``."""
+    return [np.arange(a, min(n, a + size)) for a in range(start, n, size)]
+
+
+def _instance_sram(r: int, c: int, d: int, dv: int) -> int:
+    # Q_i, acc (O_i), K_j, V_j, S/P tile, m and l
+    return r * d + r * dv + c * d + c * dv + r * c + 2 * r
+
+
+def _has_mask(prob: Problem) -> bool:
+    return bool(prob.causal or prob.window is not None or prob.key_valid is not None
+                or prob.query_valid is not None)
+
+
+def computed_tiles(
+    prob: Problem, qtiles: list[np.ndarray], ktiles: list[np.ndarray]
+) -> np.ndarray:
+    """bool (B, T_r, T_c): which (batch entry, query tile, key tile) pairs some visible
+    (row, key) pair makes the schedule compute; the rest are skipped."""
+    b, sq = prob.q.shape[0], prob.q.shape[2]
+    comp = np.ones((b, len(qtiles), len(ktiles)), dtype=bool)
+    if _has_mask(prob):
+        for j, cols in enumerate(ktiles):
+            vis = prob.visible(np.arange(sq), cols).any(axis=2)  # (B, Sq)
+            for i, rows in enumerate(qtiles):
+                comp[:, i, j] = vis[:, rows].any(axis=1)
+    return comp
+
+
+def flash_v2_core(
+    prob: Problem,
+    block: tuple[int, int],
+    key_range: Optional[tuple[int, int]] = None,
+    implementation: str = "fast",
+) -> tuple[np.ndarray, np.ndarray, ScheduleStats]:
+    """FlashAttention-2 forward on the flattened problem over keys ``key_range`` (default
+    all): returns out (B, Hq, Sq, Dv), LSE (B, Hq, Sq) (both float32) and the stats."""
+    br, bc = check_block(block)
+    b, hq, _, sq, sk, d = prob.shape
+    dv = prob.v.shape[-1]
+    k0, k1 = (0, sk) if key_range is None else key_range
+    kq, vq = prob.kv_for_q_heads()
+    qtiles = tile_ranges(sq, br)
+    ktiles = tile_ranges(k1, bc, k0)
+    st = ScheduleStats()
+    if qtiles:
+        st.sram(_instance_sram(min(br, sq), min(bc, max(0, k1 - k0)), d, dv))
+    comp = computed_tiles(prob, qtiles, ktiles)
+    for i, rows in enumerate(qtiles):
+        st.read("Q", b * hq * rows.size * d)
+        st.write("O", b * hq * rows.size * dv)
+        st.write("LSE", b * hq * rows.size)
+        for j, cols in enumerate(ktiles):
+            n = int(comp[:, i, j].sum()) * hq
+            st.blocks_computed += n
+            st.blocks_skipped += b * hq - n
+            st.read("K", n * cols.size * d)
+            st.read("V", n * cols.size * dv)
+    if implementation == "plain":
+        out, lse = _plain(prob, kq, vq, qtiles, ktiles, comp)
+    elif implementation == "fast":
+        out, lse = _fast(prob, kq, vq, qtiles, ktiles, comp, br)
+    else:
+        raise ValueError(f"implementation must be 'plain' or 'fast', got {implementation!r}")
+    return out, lse, st
+
+
+def _plain(prob, kq, vq, qtiles, ktiles, comp):
+    """The paper's loops, one batch entry and query tile at a time (all heads together)."""
+    b, hq, _, sq, _, _ = prob.shape
+    dv = prob.v.shape[-1]
+    out = np.zeros((b, hq, sq, dv), dtype=np.float32)
+    lse = np.full((b, hq, sq), -np.inf, dtype=np.float32)
+    for bi in range(b):
+        sub = _batch_entry(prob, bi)
+        for i, rows in enumerate(qtiles):  # parallel over thread blocks on a GPU
+            state = OnlineState.initial((1, hq, rows.size), dv)
+            q_i = prob.q[bi:bi + 1, :, rows]
+            for j, cols in enumerate(ktiles):
+                if not comp[bi, i, j]:
+                    continue
+                s, _, _ = scores(sub, q_i, kq[bi:bi + 1, :, cols], rows, cols)
+                state = online_block_update(state, s, vq[bi:bi + 1, :, cols])
+            o, l_ = finalize(state)
+            out[bi][:, rows] = o[0]
+            lse[bi][:, rows] = l_[0]
+    return out, lse
+
+
+def _batch_entry(prob: Problem, bi: int) -> Problem:
+    sl = slice(bi, bi + 1)
+    return Problem(
+        q=prob.q[sl], k=prob.k[sl], v=prob.v[sl], batch_shape=(1,), scale=prob.scale,
+        causal=prob.causal, alignment=prob.alignment, window=prob.window,
+        softcap=prob.softcap, slopes=None if prob.slopes is None else prob.slopes[sl],
+        key_valid=None if prob.key_valid is None else prob.key_valid[sl],
+        query_valid=None if prob.query_valid is None else prob.query_valid[sl],
+        offset=prob.offset[sl],
+    )
+
+
+def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
+    """All query tiles in lock-step per key tile; rows of tiles that skip this key tile
+    keep their state. Same bytes as :func:`_plain` (every step is row-local)."""
+    b, hq, _, sq, _, _ = prob.shape
+    dv = prob.v.shape[-1]
+    state = OnlineState.initial((b, hq, sq), dv)
+    tile_of_row = np.arange(sq) // br
+    for j, cols in enumerate(ktiles):
+        any_b = comp[:, :, j].any(axis=0)
+        if not any_b.any():
+            continue
+        idx = np.flatnonzero(any_b)
+        r0, r1 = qtiles[idx[0]][0], qtiles[idx[-1]][-1] + 1
+        rows = np.arange(r0, r1)
+        s, _, _ = scores(prob, prob.q[:, :, r0:r1], kq[:, :, cols], rows, cols)
+        sub = OnlineState(state.m[:, :, r0:r1], state.l[:, :, r0:r1], state.acc[:, :, r0:r1])
+        new = online_block_update(sub, s, vq[:, :, cols])
+        keep = comp[:, tile_of_row[r0:r1], j]  # (B, rows)
+        if not keep.all():
+            new = sub.where(keep[:, None, :], new)
+        state.m[:, :, r0:r1] = new.m
+        state.l[:, :, r0:r1] = new.l
+        state.acc[:, :, r0:r1] = new.acc
+    return finalize(state)
+
+
+def flash_v2(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    block: tuple[int, int] = DEFAULT_BLOCK,
+    scale: Optional[float] = None,
+    causal: bool = False,
+    causal_alignment: str = "bottom_right",
+    window: Optional[tuple[Optional[int], Optional[int]]] = None,
+    softcap: Optional[float] = None,
+    alibi_slopes: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    query_padding_mask: Optional[ArrayLike] = None,
+    return_lse: bool = True,
+    implementation: str = "fast",
+) -> Union[tuple[np.ndarray, np.ndarray, ScheduleStats], tuple[np.ndarray, ScheduleStats]]:
+    """FlashAttention-2 forward (see the module docstring for the exact arithmetic).
+
+    Args:
+        q, k, v and the masking options: as :func:`refimpl.attention.attention`.
+        block: ``(B_r, B_c)`` query and key tile sizes (default 128 x 128).
+        return_lse: return the natural LSE the algorithm writes for the backward pass
+            (default True).
+        implementation: ``"fast"`` (default) or ``"plain"``; same bytes.
+    Returns:
+        ``(out, lse, stats)`` or, without ``return_lse``, ``(out, stats)``. Stats per
+        instance: Q_i read once per query tile; K_j and V_j read once per computed tile
+        pair; O_i and LSE_i written once.
+    """
+    prob = prepare(
+        q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
+        window=window, softcap=softcap, alibi_slopes=alibi_slopes,
+        key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask,
+    )
+    out, lse, st = flash_v2_core(prob, block, implementation=implementation)
+    if return_lse:
+        return prob.restore(out), prob.restore(lse), st
+    return prob.restore(out), st

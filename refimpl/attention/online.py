@@ -1,0 +1,101 @@
+"""The online-softmax update of one query tile against one key/value tile (FlashAttention-2
+inner loop body), as a reusable step, and the final normalisation.
+
+Every FlashAttention-2-style schedule here (``flash_v2``, ``split_kv``) and any schedule
+built elsewhere on top of it (paged K/V, FA3) obtains identical bytes by calling
+:func:`online_block_update` on the same score tiles in the same key order.
+
+The step, for score tile ``s`` (float32, ``-inf`` where masked), value tile ``v`` and the
+on-chip state ``(m, l, acc)`` (float32), each numbered line rounded once to float32
+after evaluation in float64 (``exp`` from :mod:`refimpl.elementary`;
+``e^(-inf - (-inf)) := 0``):
+
+1. ``m_new = max(m, rowmax(s))`` (exact)
+2. ``alpha = fl32(e^(m - m_new))``
+3. ``p = fl32(e^(s - m_new))``
+4. ``rowsum = fl32(fold_sum(p))`` (:func:`refimpl.summation.fold_sum` over the tile)
+5. ``l_new = fl32(alpha * l + rowsum)``
+6. ``acc_new = fl32(alpha * acc + matmul_f32(p, v))`` (the product correctly rounded)
+
+FlashAttention-2 (Dao 2023, Algorithm 1 lines 8-10): the rescale is
+``diag(e^(m_old - m_new)) O`` (the published pseudo-code's ``^-1`` on this factor is a typo;
+the code and the math do not have it); normalisation is delayed to :func:`finalize`:
+``out = fl32(acc / l)`` and ``LSE = fl32(m + ln l)``; rows that saw no visible key
+(``l = 0``) give ``out = 0`` and ``LSE = -inf``.
+
+A tile that the mask hides entirely leaves the state unchanged (alpha = 1, p = 0), up to
+the sign of a zero accumulator, so skipping such a tile is the same as computing it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from refimpl import elementary
+from refimpl.attention.products import matmul_f32
+from refimpl.softmax import exp_diff
+from refimpl.summation import fold_sum
+
+__all__ = ["OnlineState", "online_block_update", "finalize"]
+
+
+@dataclass(frozen=True)
+class OnlineState:
+    """On-chip state of a query tile: running max ``m`` (..., r), running sum ``l``
+    (..., r) and unnormalised output ``acc`` (..., r, Dv), all float32."""
+
+    m: np.ndarray
+    l: np.ndarray
+    acc: np.ndarray
+
+    @classmethod
+    def initial(cls, rows_shape: tuple[int, ...], dv: int) -> "OnlineState":
+        """``m = -inf``, ``l = 0``, ``acc = 0``."""
+        return cls(
+            np.full(rows_shape, -np.inf, dtype=np.float32),
+            np.zeros(rows_shape, dtype=np.float32),
+            np.zeros(rows_shape + (dv,), dtype=np.float32),
+        )
+
+    def where(self, keep_new: np.ndarray, new: "OnlineState") -> "OnlineState":
+        """Rows where ``keep_new`` (broadcast to (..., r)) take ``new``'s state."""
+        k = np.broadcast_to(keep_new, self.m.shape)
+        return OnlineState(
+            np.where(k, new.m, self.m),
+            np.where(k, new.l, self.l),
+            np.where(k[..., None], new.acc, self.acc),
+        )
+
+
+def online_block_update(state: OnlineState, s: np.ndarray, v: np.ndarray) -> OnlineState:
+    """One FlashAttention-2 inner step (see the module docstring for the exact operations).
+
+    Args:
+        state: the tile's current state.
+        s: (..., r, c) float32 scores of the tile, ``-inf`` where masked.
+        v: (..., c, Dv) float32 value tile.
+    Returns:
+        the updated state (a new object; ``state`` is not modified).
+    """
+    s = np.asarray(s, dtype=np.float32)
+    if s.shape[-1] == 0:
+        return state
+    m_new = np.maximum(state.m, np.max(s, axis=-1))
+    alpha = exp_diff(state.m, m_new).astype(np.float32)
+    p = exp_diff(s, m_new[..., None]).astype(np.float32)
+    rowsum = fold_sum(p, axis=-1).astype(np.float32)
+    l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
+    pv = matmul_f32(p, v).astype(np.float64)
+    acc = (alpha[..., None].astype(np.float64) * state.acc + pv).astype(np.float32)
+    return OnlineState(m_new, l_new, acc)
+
+
+def finalize(state: OnlineState) -> tuple[np.ndarray, np.ndarray]:
+    """Delayed normalisation: ``(fl32(acc / l), fl32(m + ln l))``; rows with ``l = 0``
+    give 0 and ``-inf``."""
+    pos = state.l > 0
+    l64 = np.where(pos, state.l, 1.0).astype(np.float64)
+    out = np.where(pos[..., None], state.acc / l64[..., None], 0.0).astype(np.float32)
+    lse = np.where(pos, state.m + elementary.log(l64), -np.inf).astype(np.float32)
+    return out, lse

@@ -1,0 +1,228 @@
+"""Reference attention: the definition every schedule must match.
+
+``softmax(score pipeline(q, k)) v`` with the options of :func:`attention`; the standard
+(materialising) schedule of the FlashAttention paper's Algorithm 0 with its memory
+traffic; and the naive low-precision computation that framework code performs, for the
+tolerance rule of flash-attention's tests (see :mod:`refimpl.attention.tolerance`).
+
+Conventions (the reference doc's, stated once here and used everywhere):
+- Causal alignment default ``"bottom_right"`` (flash-attention >= 2.1, FlashInfer):
+  row i sees key j iff ``j <= i + Sk - Sq``; ``"top_left"`` (PyTorch SDPA ``is_causal``):
+  ``j <= i``. Sliding window ``(w_left, w_right)``, bounds inclusive, around the same
+  aligned position; ``causal`` is the window ``(None, 0)`` and both may be combined.
+- Padding masks are boolean, ``True`` marks a valid token (flash-attention's
+  ``attention_ref``; the opposite of ``torch.nn.MultiheadAttention.key_padding_mask``).
+- A fully masked row (all keys masked, a padded query row, ``Sq > Sk`` under bottom-right
+  causal, ``Sk = 0``) has output exactly 0 and LSE ``-inf`` (FA3 and FlashInfer; FA2
+  writes ``+inf``). ``-inf`` is the neutral element of :func:`merge_attention_states`.
+- LSE is the natural log-sum-exp of the final scores of a row (base e).
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from refimpl import elementary
+from refimpl.attention.problem import Problem, prepare
+from refimpl.attention.products import matmul_f32, matmul_f64
+from refimpl.attention.scores import PRECISIONS, scores
+from refimpl.attention.stats import ScheduleStats
+from refimpl.softmax import exp_diff
+from refimpl.summation import fold_sum
+
+__all__ = ["attention", "standard_attention", "naive_attention", "NAIVE_DTYPES"]
+
+#: rows per chunk are chosen so that a chunk holds about this many scores; every step
+#: is row-local, so chunking changes no result, only memory and cache use
+_CHUNK_SCORES = 1 << 16
+
+NAIVE_DTYPES = ("fp16", "bf16")
+
+
+def _softmax_rows(s: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
+    """P and natural LSE of score rows (last axis); empty rows give P = 0, LSE = -inf.
+
+    ``e = exp(s - max)`` and ``l = fold_sum(e)`` in float64; ``P = e / l`` and
+    ``LSE = max + ln l``, each rounded once to float32 when ``exact``.
+    """
+    s64 = s.astype(np.float64)
+    if s64.shape[-1] == 0:
+        m = np.full(s64.shape[:-1] + (1,), -np.inf)
+    else:
+        m = np.max(s64, axis=-1, keepdims=True)
+    e = exp_diff(s64, m)
+    l = fold_sum(e, axis=-1, keepdims=True)
+    pos = l > 0
+    p = np.where(pos, e / np.where(pos, l, 1.0), 0.0)
+    lse = np.where(pos, m + elementary.log(np.where(pos, l, 1.0)), -np.inf)[..., 0]
+    if exact:
+        return p.astype(np.float32), lse.astype(np.float32)
+    return p, lse
+
+
+def _forward(prob: Problem, precision: str, keep: bool = False):
+    """(out, lse) in the flattened layout; with ``keep`` also the full S and P."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    exact = precision == "exact"
+    b, hq, _, sq, sk, _ = prob.shape
+    dv = prob.v.shape[-1]
+    kq, vq = prob.kv_for_q_heads()
+    dt = np.float32 if exact else np.float64
+    out = np.zeros((b, hq, sq, dv), dtype=dt)
+    lse = np.full((b, hq, sq), -np.inf, dtype=dt)
+    s_all = np.empty((b, hq, sq, sk), dtype=dt) if keep else None
+    p_all = np.empty((b, hq, sq, sk), dtype=dt) if keep else None
+    if sk == 0 or sq == 0:
+        return out, lse, s_all, p_all
+    cols = np.arange(sk)
+    rows_per = max(1, _CHUNK_SCORES // (sk * b * hq))
+    mm = matmul_f32 if exact else matmul_f64
+    for r0 in range(0, sq, rows_per):
+        rows = np.arange(r0, min(sq, r0 + rows_per))
+        s, _, _ = scores(prob, prob.q[:, :, rows], kq, rows, cols, precision=precision)
+        p, l_ = _softmax_rows(s, exact)
+        out[:, :, rows] = mm(p, vq)
+        lse[:, :, rows] = l_
+        if keep:
+            s_all[:, :, rows] = s
+            p_all[:, :, rows] = p
+    return out, lse, s_all, p_all
+
+
+def attention(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    scale: Optional[float] = None,
+    causal: bool = False,
+    causal_alignment: str = "bottom_right",
+    window: Optional[tuple[Optional[int], Optional[int]]] = None,
+    softcap: Optional[float] = None,
+    alibi_slopes: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    query_padding_mask: Optional[ArrayLike] = None,
+    return_lse: bool = False,
+    precision: str = "exact",
+) -> Union[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Reference scaled dot-product attention (the definition; Vaswani et al. 2017 eq. 1,
+    with the options of flash-attention 2 and FlashInfer).
+
+    Score pipeline, in order: ``s = scale * q k^T``; softcap ``cap * tanh(s / cap)``;
+    masks (key padding, causal, sliding window, query padding) set ``-inf``; ALiBi bias
+    ``-slope_h * |i + offset - j|``; softmax over keys; ``P v``.
+
+    ``precision="exact"``: every matrix product is correctly rounded to float32; every
+    other step is evaluated in float64 from float32 operands and rounded once to float32
+    (see :mod:`refimpl.attention.scores`): ``e = exp(s - rowmax)`` with the deterministic
+    exp of :mod:`refimpl.elementary`, ``l = fold_sum(e)``, ``P = fl32(e / l)``,
+    ``O = P v`` (correctly rounded), ``LSE = fl32(rowmax + ln l)``. Nothing depends on
+    the platform's exp or BLAS, so the result is the same bytes on every machine.
+    ``precision="float64"``: the same pipeline in float64 (fixed summation order).
+
+    Args:
+        q: (..., Hq, Sq, D); k: (..., Hkv, Sk, D); v: (..., Hkv, Sk, Dv); float32 values.
+        scale: score scale, default ``1/sqrt(D)``.
+        causal: causal mask under ``causal_alignment``.
+        causal_alignment: ``"bottom_right"`` (default) or ``"top_left"``; also aligns the
+            window and the ALiBi distance.
+        window: ``(w_left, w_right)`` inclusive bounds around the aligned position, each
+            an int >= 0 or None (unbounded); None for no window.
+        softcap: ``cap`` for ``cap * tanh(s / cap)``, None for no cap.
+        alibi_slopes: (Hq,) or (..., Hq) slopes; bias ``-slope * |i + offset - j|``.
+        key_padding_mask: bool (..., Sk), True = valid key.
+        query_padding_mask: bool (..., Sq), True = valid query; invalid rows give 0.
+        return_lse: also return the natural LSE (..., Hq, Sq).
+        precision: ``"exact"`` (float32 result) or ``"float64"``.
+    Returns:
+        out (..., Hq, Sq, Dv), and LSE when ``return_lse``. Fully masked rows: out 0,
+        LSE ``-inf``.
+    Raises:
+        ValueError: shapes, head counts, non-finite or non-float32 inputs, bad options.
+    """
+    prob = prepare(
+        q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
+        window=window, softcap=softcap, alibi_slopes=alibi_slopes,
+        key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask,
+        input_dtype=np.float64 if precision == "float64" else np.float32,
+    )
+    out, lse, _, _ = _forward(prob, precision)
+    if return_lse:
+        return prob.restore(out), prob.restore(lse)
+    return prob.restore(out)
+
+
+def standard_attention(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, **options: object
+) -> tuple[np.ndarray, ScheduleStats]:
+    """Standard attention (FlashAttention paper, Algorithm 0) with its HBM traffic.
+
+    Per (batch, head): 1. read Q, K, compute S, write S; 2. read S, compute P, write P;
+    3. read P and V, compute O = PV, write O. For Sq = Sk = N that is
+    ``4 N d + 4 N^2`` element accesses: Theta(N d + N^2) (Theorem 2). Values equal
+    :func:`attention` with ``precision="exact"`` (same keyword options, except
+    ``return_lse`` and ``precision``). ``peak_sram_elements`` is not modelled (0).
+    """
+    prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
+    out, _, _, _ = _forward(prob, "exact")
+    b, hq, _, sq, sk, d = prob.shape
+    dv = prob.v.shape[-1]
+    inst = b * hq
+    st = ScheduleStats()
+    st.read("Q", inst * sq * d)
+    st.read("K", inst * sk * d)
+    st.write("S", inst * sq * sk)
+    st.read("S", inst * sq * sk)
+    st.write("P", inst * sq * sk)
+    st.read("P", inst * sq * sk)
+    st.read("V", inst * sk * dv)
+    st.write("O", inst * sq * dv)
+    return prob.restore(out), st
+
+
+def naive_attention(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    dtype: str = "fp16",
+    **options: object,
+) -> np.ndarray:
+    """Attention computed in a low precision the way plain framework code does it
+    (flash-attention's ``attention_ref`` with ``upcast=False``), as float32 values of
+    ``dtype``. Each tensor operation rounds its result to ``dtype``
+    (:func:`refimpl.formats.round_to`, nearest-even, overflow to inf):
+
+    ``q_s = rd(q * scale)``; ``S = rd(q_s k^T)`` (a GEMM accumulating in float32: the
+    correctly rounded float32 product, then rounded to dtype); softcap
+    ``rd(cap * rd(tanh(rd(S / cap))))``; masks ``-inf``; ALiBi ``rd(S + rd(bias))``;
+    ``P = rd(softmax(S))`` (softmax internally in float32, as frameworks do for half
+    inputs); ``O = rd(P v)``. Inputs are first rounded to ``dtype``.
+
+    Keyword options as :func:`attention` (not ``return_lse``/``precision``).
+    """
+    from refimpl.formats import round_to
+
+    if dtype not in NAIVE_DTYPES:
+        raise ValueError(f"dtype must be one of {NAIVE_DTYPES}, got {dtype!r}")
+    rd = lambda x: round_to(np.asarray(x, dtype=np.float32), dtype).astype(np.float32)  # noqa: E731
+    prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
+    b, hq, _, sq, sk, d = prob.shape
+    kq, vq = prob.kv_for_q_heads()
+    qs = rd(rd(prob.q) * np.float32(prob.scale))
+    s = rd(matmul_f32(qs, np.swapaxes(rd(kq), -1, -2)))
+    if prob.softcap is not None:
+        c = np.float32(prob.softcap)
+        t = rd(elementary.tanh(rd(s / c)))
+        s = rd(c * t)
+    rows, cols = np.arange(sq), np.arange(sk)
+    vis = prob.visible(rows, cols)
+    s = np.where(vis[:, None], s, np.float32(-np.inf))
+    if prob.slopes is not None:
+        s = rd(s + rd(prob.alibi_bias(rows, cols)))
+    p, _ = _softmax_rows(s, exact=True)
+    out = rd(matmul_f32(rd(p), rd(vq)))
+    return prob.restore(out)

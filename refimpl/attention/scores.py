@@ -1,0 +1,78 @@
+"""The score pipeline: ``s = scale * q k^T``, softcap, masks, ALiBi (in this order).
+
+One function computes the scores of any tile (rows x keys), so the reference and every
+schedule see the same bytes for the same score: every step is elementwise or a correctly
+rounded product, hence a tile's scores do not depend on how the matrix is tiled.
+
+``precision="exact"`` (float32 pipeline, each step rounded once to float32):
+
+1. ``S = q k^T`` correctly rounded (:func:`refimpl.attention.products.matmul_f32`).
+2. ``s = fl32(S * fl32(scale))`` (an IEEE float32 multiply).
+3. softcap ``c``: ``s = fl32(c * tanh(s / c))``, evaluated in float64 with the
+   deterministic ``tanh`` of :mod:`refimpl.elementary`.
+4. masked pairs (:meth:`Problem.visible`) become ``-inf``.
+5. ALiBi: ``s = fl32(s + bias)`` with the bias exact in float64.
+
+``precision="float64"``: the same steps in float64 (``scale`` not rounded to float32,
+products through :func:`refimpl.attention.products.matmul_f64`).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from refimpl import elementary
+from refimpl.attention.problem import Problem
+from refimpl.attention.products import matmul_f32, matmul_f64
+
+__all__ = ["scores", "PRECISIONS"]
+
+PRECISIONS = ("exact", "float64")
+
+
+def scores(
+    problem: Problem,
+    q_tile: np.ndarray,
+    k_tile: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    *,
+    precision: str = "exact",
+    softcap_grad: bool = False,
+) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """Scores of one tile.
+
+    Args:
+        problem: the validated problem (options, masks, offsets).
+        q_tile: (B, H, r, D) query rows ``rows``.
+        k_tile: (B, H, c, D) keys ``cols`` (already mapped to the query heads).
+        rows, cols: absolute row and key indices of the tile.
+        precision: ``"exact"`` (float32 result) or ``"float64"``.
+        softcap_grad: also return ``ds/dx = 1 - tanh^2(x / c)`` (x the scaled score
+            before the cap; float64), for the backward pass; None without softcap.
+    Returns:
+        ``(s, visible, grad)``: s (B, H, r, c) with ``-inf`` where masked, visible (B, r, c).
+    """
+    if precision == "exact":
+        raw = matmul_f32(q_tile, np.swapaxes(k_tile, -1, -2)).astype(np.float64)
+        s = (raw * float(np.float32(problem.scale))).astype(np.float32).astype(np.float64)
+        rnd = lambda x: x.astype(np.float32).astype(np.float64)  # noqa: E731
+    elif precision == "float64":
+        s = matmul_f64(q_tile, np.swapaxes(k_tile, -1, -2)) * problem.scale
+        rnd = lambda x: x  # noqa: E731
+    else:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    grad = None
+    if problem.softcap is not None:
+        c = problem.softcap
+        t = elementary.tanh(s / c)
+        if softcap_grad:
+            grad = 1.0 - t * t
+        s = rnd(c * t)
+    vis = problem.visible(rows, cols)
+    s = np.where(vis[:, None], s, -np.inf)
+    if problem.slopes is not None:
+        s = rnd(s + problem.alibi_bias(rows, cols))
+    out = s.astype(np.float32) if precision == "exact" else s
+    return out, vis, grad

@@ -1,0 +1,128 @@
+"""Split-KV attention (Flash-Decoding) and the merge of partial attention states.
+
+The key range is cut into ``num_splits`` parts on key-tile boundaries; each part runs the
+FlashAttention-2 forward (:mod:`refimpl.attention.flash_v2`, masks at absolute key
+positions) and writes a partial output ``O_s`` (normalised over its part) and ``L_s``
+(natural LSE of its part). The parts are then combined:
+``L = logsumexp_s L_s``, ``O = sum_s e^(L_s - L) O_s``. An empty part (no keys, or all
+masked) has ``L_s = -inf`` and weight 0. The order of the parts matters only through
+rounding.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Union
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from refimpl import elementary
+from refimpl.attention.flash_v2 import DEFAULT_BLOCK, check_block, flash_v2_core
+from refimpl.attention.problem import prepare
+from refimpl.attention.stats import ScheduleStats
+from refimpl.softmax import exp_diff
+from refimpl.summation import fold_sum
+
+__all__ = ["split_kv", "merge_attention_states", "split_ranges"]
+
+
+def split_ranges(sk: int, block_c: int, num_splits: int) -> list[tuple[int, int]]:
+    """Key ranges of the parts: ``ceil(ceil(Sk / B_c) / num_splits)`` key tiles each, in
+    order; trailing parts may be empty ``(Sk, Sk)``."""
+    if not isinstance(num_splits, (int, np.integer)) or num_splits < 1:
+        raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
+    tiles = math.ceil(sk / block_c)
+    per = max(1, math.ceil(tiles / num_splits))
+    out = []
+    for s in range(num_splits):
+        a = min(sk, s * per * block_c)
+        out.append((a, min(sk, (s + 1) * per * block_c)))
+    return out
+
+
+def merge_attention_states(
+    outs: Union[Sequence[ArrayLike], ArrayLike], lses: Union[Sequence[ArrayLike], ArrayLike]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Combine partial attention results over disjoint key sets.
+
+    With ``M = max_s L_s``, ``w_s = e^(L_s - M)`` (0 for ``L_s = -inf``),
+    ``Z = fold_sum_s w_s``: ``O = fl32(fold_sum_s((w_s / Z) O_s))`` and
+    ``L = fl32(M + ln Z)``, in float64 with the deterministic exp/log. All parts empty:
+    ``O = 0``, ``L = -inf``.
+
+    Args:
+        outs: (S, ..., Sq, Dv) or a sequence of S arrays (..., Sq, Dv).
+        lses: (S, ..., Sq) natural LSEs.
+    Returns:
+        (out, lse) float32.
+    """
+    o = np.asarray(np.stack([np.asarray(x, dtype=np.float64) for x in outs])
+                   if not isinstance(outs, np.ndarray) else outs, dtype=np.float64)
+    l_ = np.asarray(np.stack([np.asarray(x, dtype=np.float64) for x in lses])
+                    if not isinstance(lses, np.ndarray) else lses, dtype=np.float64)
+    if o.ndim < 2 or l_.shape != o.shape[:-1]:
+        raise ValueError(
+            f"lses must have the shape of outs without the last axis: outs {o.shape}, "
+            f"lses {l_.shape}"
+        )
+    if np.isnan(l_).any() or np.isposinf(l_).any():
+        raise ValueError("lses must be finite or -inf (an empty part)")
+    if o.shape[0] == 0:
+        return (np.zeros(o.shape[1:], dtype=np.float32),
+                np.full(l_.shape[1:], -np.inf, dtype=np.float32))
+    m = np.max(l_, axis=0)
+    w = exp_diff(l_, m[None])
+    z = fold_sum(w, axis=0)
+    pos = z > 0
+    zs = np.where(pos, z, 1.0)
+    out = fold_sum((w / zs[None])[..., None] * o, axis=0)
+    out = np.where(pos[..., None], out, 0.0)
+    lse = np.where(pos, m + elementary.log(zs), -np.inf)
+    return out.astype(np.float32), lse.astype(np.float32)
+
+
+def split_kv(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    num_splits: int,
+    block: tuple[int, int] = DEFAULT_BLOCK,
+    return_lse: bool = True,
+    **options: object,
+) -> Union[tuple[np.ndarray, np.ndarray, ScheduleStats], tuple[np.ndarray, ScheduleStats]]:
+    """Flash-Decoding: FlashAttention-2 over ``num_splits`` key ranges, then
+    :func:`merge_attention_states`.
+
+    Args:
+        q, k, v and masking options: as :func:`refimpl.attention.attention`.
+        num_splits: number of key ranges (see :func:`split_ranges`).
+        block: ``(B_r, B_c)`` of each part's FlashAttention-2 run.
+    Returns:
+        ``(out, lse, stats)`` (or ``(out, stats)``). Stats: the parts' counts, plus each
+        part writing ``O_partial``/``LSE_partial`` and the merge reading them and
+        writing O and LSE.
+    """
+    br, bc = check_block(block)
+    prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
+    b, hq, _, sq, sk, _ = prob.shape
+    dv = prob.v.shape[-1]
+    st = ScheduleStats()
+    outs, lses = [], []
+    for rng_ in split_ranges(sk, bc, num_splits):
+        o_s, l_s, st_s = flash_v2_core(prob, (br, bc), key_range=rng_)
+        # a part writes its partial results, not the final ones
+        st_s.hbm_writes["O_partial"] = st_s.hbm_writes.pop("O", 0)
+        st_s.hbm_writes["LSE_partial"] = st_s.hbm_writes.pop("LSE", 0)
+        st.add(st_s)
+        outs.append(o_s)
+        lses.append(l_s)
+    out, lse = merge_attention_states(outs, lses)
+    n = b * hq * sq
+    st.read("O_partial", num_splits * n * dv)
+    st.read("LSE_partial", num_splits * n)
+    st.write("O", n * dv)
+    st.write("LSE", n)
+    if return_lse:
+        return prob.restore(out), prob.restore(lse), st
+    return prob.restore(out), st
