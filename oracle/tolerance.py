@@ -74,9 +74,10 @@ def _ordinal(a: np.ndarray, fmt: str | None) -> np.ndarray:
     Integer data without a format are their own ordinal."""
     a = np.ascontiguousarray(a)
     if a.dtype.kind == "f":
-        bits = _bits(a).astype(np.int64)
-        sign = np.int64(1) << np.int64(8 * a.dtype.itemsize - 1)
-        return np.where(bits & sign, -(bits & (sign - 1)), bits).astype(np.float64)
+        bits = _bits(a).astype(np.uint64)
+        shift = np.uint64(8 * a.dtype.itemsize - 1)
+        mag = (bits & ((np.uint64(1) << shift) - np.uint64(1))).astype(np.float64)
+        return np.where((bits >> shift) != 0, -mag, mag)
     if fmt is not None and a.dtype.kind == "u":
         from refimpl.formats import get
 

@@ -62,7 +62,20 @@ def _round_to(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[st
                             saturate=p["saturate"])}
 
 
+def _pack(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {"packed": F.pack(inputs["codes"], p["format"], p["order"], dense=p["dense"])}
+
+
+def _unpack(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {"codes": F.unpack(inputs["packed"], p["format"], p["count"], p["order"],
+                              dense=p["dense"])}
+
+
 OPERATIONS = [
+    Operation("formats.pack", _pack,
+              "packed = refimpl.formats.pack(codes, format, order, dense=)"),
+    Operation("formats.unpack", _unpack,
+              "codes = refimpl.formats.unpack(packed, format, count, order, dense=)"),
     Operation("formats.encode", _encode,
               "codes = refimpl.formats.encode(x, format, rounding=, saturate=, nan=, "
               "random_bits=(random_bits, N))"),
@@ -174,6 +187,41 @@ def _round_to_case(fmt: str, level: int) -> CaseSpec:
         description=f"float32 rounded to {fmt} and back (fake quantisation)")
 
 
+def _pack_cases() -> list[CaseSpec]:
+    """FP4/FP6 packing: the layout is a convention (reference doc), so each case is a
+    variant of the choice ``fp4_packing`` / ``fp6_packing``."""
+    out = []
+    for fmt, dense, order, level in (("e2m1", False, "low_first", 1),
+                                     ("e2m1", False, "high_first", 1),
+                                     ("e2m3", True, "low_first", 1),
+                                     ("e3m2", True, "high_first", 1),
+                                     ("e2m3", False, "low_first", 2)):
+        f = F.get(fmt)
+        layout = f"{order}{'.dense' if dense else ''}"
+        variant = {"choice": "fp4_packing" if f.bits == 4 else "fp6_packing",
+                   "option": layout}
+
+        def build(rng: CaseRandom, f=f) -> dict[str, np.ndarray]:
+            every = np.arange(1 << f.bits, dtype=np.uint8)       # every code, odd count
+            return {"codes": np.concatenate([every, rng.bits(1 << f.bits, np.uint8)
+                                             >> np.uint8(8 - f.bits), every[:3]])}
+
+        count = 2 * (1 << f.bits) + 3
+        params = {"format": fmt, "order": order, "dense": dense}
+        out.append(CaseSpec(f"formats.pack.{fmt}.{layout}", "formats.pack", params, build,
+                            formats={"codes": fmt}, level=level, variant=variant,
+                            description=f"pack {count} {fmt} codes, {layout}"))
+
+        def build_packed(rng: CaseRandom, fmt=fmt, params=params, build=build):
+            return {"packed": _pack(build(rng), params)["packed"]}
+
+        out.append(CaseSpec(f"formats.unpack.{fmt}.{layout}", "formats.unpack",
+                            {**params, "count": count}, build_packed,
+                            formats={"codes": fmt}, level=level, variant=variant,
+                            description=f"unpack {count} {fmt} codes, {layout}"))
+    return out
+
+
 def cases() -> list[CaseSpec]:
     out: list[CaseSpec] = []
     # smoke: one of each kind
@@ -232,7 +280,7 @@ def cases() -> list[CaseSpec]:
     # fake quantisation
     for fmt in ("e4m3", "e5m2", "e2m1", "bf16", "fp16"):
         out.append(_round_to_case(fmt, 1))
-    return out
+    return out + _pack_cases()
 
 
 AREA = Area("formats", SPECS, OPERATIONS, cases)
