@@ -53,9 +53,6 @@ CHUNK = 1 << 16
 #: within L2 (larger chunks run several times slower).
 BIT_CHUNK = 1 << 14
 
-_U64 = np.uint64
-_MAG64 = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
-_MAN64 = np.uint64((1 << 52) - 1)
 _MAG64_I = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 _MAN64_I = np.int64((1 << 52) - 1)
 
@@ -90,15 +87,14 @@ def as_float_array(x: Any, name: str = "x") -> np.ndarray:
 
 
 def _floor_log2(mag: np.ndarray, exp_field: np.ndarray) -> np.ndarray:
-    """floor(log2 |x|) from the float64 bit pattern (never a float log2: that can round
-    up just below a power of two)."""
-    out = exp_field.astype(np.int64) - 1023
+    """floor(log2 |x|) from the float64 bit pattern (int64 magnitude bits and exponent
+    field); never a float log2, which can round up just below a power of two."""
+    out = exp_field - 1023
     sub = exp_field == 0
     if np.any(sub):
         # subnormal: 2^-1074 * M; the float64 conversion of M is exact (M < 2^52)
-        m = (mag[sub] & _MAN64).astype(np.float64)
-        lead = (m.view(np.uint64) >> _U64(52)).astype(np.int64) - 1023
-        out[sub] = lead - 1074
+        m = (mag[sub] & _MAN64_I).astype(np.float64)
+        out[sub] = (m.view(np.int64) >> 52) - 1023 - 1074
     return out
 
 
@@ -137,7 +133,7 @@ def encode_float64(
         # every float64 subnormal lies below the format's normal range anyway
         lg = e_field - 1023
     else:
-        lg = _floor_log2(mag.view(np.uint64), e_field.view(np.uint64))
+        lg = _floor_log2(mag, e_field)
     le = np.maximum(lg, fmt.emin)
     s_true = le - m
     s_true -= e_in  # low bits of sig below the target quantum, >= 0

@@ -189,7 +189,8 @@ def test_fp32_from_float64_matches_numpy_cast() -> None:
 
 
 def test_tf32_codes_are_19_bits() -> None:
-    x = np.array([1.0, -1.0 - 2.0**-10, 1.0 + 2.0**-11 + 2.0**-20, 1.0 + 2.0**-11], dtype=np.float32)
+    x = np.array([1.0, -1.0 - 2.0**-10, 1.0 + 2.0**-11 + 2.0**-20, 1.0 + 2.0**-11],
+                 dtype=np.float32)
     codes = F.encode(x, "tf32")
     assert codes.dtype == np.uint32
     assert codes.tolist() == [127 << 10, (1 << 18) | (127 << 10) | 1, (127 << 10) | 1, 127 << 10]
