@@ -132,3 +132,35 @@ def test_e2m1_values() -> None:
     vals = F.decode(np.arange(16, dtype=np.uint8), "e2m1")
     expected = [0, 0.5, 1, 1.5, 2, 3, 4, 6]
     assert list(vals[:8]) == expected and list(vals[8:]) == [-v for v in expected]
+
+
+def test_e8m0_tie_rules_on_every_binade() -> None:
+    # 1.5 * 2^e lies midway between codes e+127 and e+128 (values 2^e and 2^(e+1))
+    e = np.arange(-127, 127)
+    x = 1.5 * np.ldexp(1.0, e)
+    lower = e + 127
+    even = np.where(lower % 2 == 0, lower, lower + 1)
+    assert F.encode(x, "e8m0").tolist() == even.tolist()
+    assert F.encode(x, "e8m0", rounding="up").tolist() == (lower + 1).tolist()
+    assert F.encode(x, "e8m0", rounding="floor").tolist() == lower.tolist()
+    assert F.encode(x, "e8m0", rounding="ceil").tolist() == (lower + 1).tolist()
+    # just off the tie both rules agree
+    above = np.nextafter(x, np.inf)
+    below = np.nextafter(x, -np.inf)
+    for rule in ("nearest_even", "up"):
+        assert F.encode(above, "e8m0", rounding=rule).tolist() == (lower + 1).tolist()
+        assert F.encode(below, "e8m0", rounding=rule).tolist() == lower.tolist()
+
+
+def test_nan_error_policy_for_format_with_nan() -> None:
+    x = np.array([1.0, np.nan], dtype=np.float32)
+    with pytest.raises(ValueError, match=r"index \(1,\)"):
+        F.encode(x, "e4m3", nan="error")
+    assert F.encode(x, "e4m3", nan="zero").tolist() == [0x38, 0x00]
+    assert F.encode(x, "e5m2").tolist()[1] in (0x7D, 0x7E, 0x7F)
+
+
+def test_float16_input_is_exact() -> None:
+    h = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16)
+    assert np.array_equal(F.encode(h, "fp16"), h.view(np.uint16))
+    assert np.array_equal(F.encode(-h, "fp16"), (-h).view(np.uint16))
