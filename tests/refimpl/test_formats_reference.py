@@ -195,8 +195,8 @@ def test_reference_matches_brute_force(fmt: F.Format, data: st.DataObject | None
 
 # --- user formats decode by their formula through the same code path ---
 
-@pytest.mark.parametrize("fmt", USER, ids=lambda f: f.name)
-def test_user_format_decode(fmt: F.Format) -> None:
+@pytest.mark.parametrize("fmt", USER + [F.TF32, F.FP32], ids=lambda f: f.name)
+def test_user_and_wide_format_decode(fmt: F.Format) -> None:
     rng = np.random.default_rng(1)
     n = 1 << fmt.bits
     codes = np.arange(n) if n <= 1 << 16 else rng.integers(0, n, 4000, dtype=np.int64)
