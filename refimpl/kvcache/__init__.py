@@ -4,10 +4,14 @@ stable hashes and LRU eviction, FlashInfer's CSR page table, attention read thro
 the page table, and a trace simulator comparing paged with contiguous reservation.
 """
 from refimpl.kvcache.cache import KVCacheStats, PagedKVCache
+from refimpl.kvcache.paged_attention import paged_attention
 from refimpl.kvcache.pool import BlockPool, OutOfBlocksError
 from refimpl.kvcache.prefix import ROOT_HASH, block_hash, hash_blocks
+from refimpl.kvcache.simulate import (Request, SimulationResult, seed_example_trace,
+                                      sharegpt_like_trace, simulate)
 
 __all__ = [
-    "BlockPool", "OutOfBlocksError", "PagedKVCache", "KVCacheStats",
+    "BlockPool", "OutOfBlocksError", "PagedKVCache", "KVCacheStats", "paged_attention",
     "ROOT_HASH", "block_hash", "hash_blocks",
+    "Request", "SimulationResult", "simulate", "sharegpt_like_trace", "seed_example_trace",
 ]
