@@ -69,8 +69,9 @@ _EXP_MIN = -746.0  # below this exp rounds to 0
 
 
 def _horner(coef: list[float], x: np.ndarray) -> np.ndarray:
-    p = np.full_like(x, coef[-1])
-    for c in reversed(coef[:-1]):
+    p = x * coef[-1]
+    p += coef[-2]
+    for c in reversed(coef[:-2]):
         p *= x
         p += c
     return p

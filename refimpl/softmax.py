@@ -41,9 +41,11 @@ def exp_diff(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
+    # b = -inf implies a = -inf (b is a maximum over a's values): subtracting 0 instead
+    # gives e^(-inf) = 0, and only b (usually one value per row) needs the test.
+    b = np.where(np.isneginf(b), 0.0, b)
     with np.errstate(invalid="ignore"):
         d = a - b
-    d = np.where(np.isneginf(a), -np.inf, d)
     return elementary.exp(d)
 
 

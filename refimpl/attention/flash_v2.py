@@ -159,30 +159,43 @@ def _batch_entry(prob: Problem, bi: int) -> Problem:
     )
 
 
+#: query rows run in lock-step by the fast implementation (bounds its temporaries to
+#: about this many rows times B_c; any grouping gives the same bytes)
+_LOCKSTEP_ROWS = 1024
+
+
 def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
-    """All query tiles in lock-step per key tile; rows of tiles that skip this key tile
+    """Groups of query tiles in lock-step per key tile; rows of tiles that skip a key tile
     keep their state. Same bytes as :func:`_plain` (every step is row-local)."""
     b, hq, _, sq, _, _ = prob.shape
     dv = prob.v.shape[-1]
-    state = OnlineState.initial((b, hq, sq), dv)
-    tile_of_row = np.arange(sq) // br
-    for j, cols in enumerate(ktiles):
-        any_b = comp[:, :, j].any(axis=0)
-        if not any_b.any():
-            continue
-        idx = np.flatnonzero(any_b)
-        r0, r1 = qtiles[idx[0]][0], qtiles[idx[-1]][-1] + 1
-        rows = np.arange(r0, r1)
-        s, _, _ = scores(prob, prob.q[:, :, r0:r1], kq[:, :, cols], rows, cols)
-        sub = OnlineState(state.m[:, :, r0:r1], state.l[:, :, r0:r1], state.acc[:, :, r0:r1])
-        new = online_block_update(sub, s, vq[:, :, cols])
-        keep = comp[:, tile_of_row[r0:r1], j]  # (B, rows)
-        if not keep.all():
-            new = sub.where(keep[:, None, :], new)
-        state.m[:, :, r0:r1] = new.m
-        state.l[:, :, r0:r1] = new.l
-        state.acc[:, :, r0:r1] = new.acc
-    return finalize(state)
+    out = np.zeros((b, hq, sq, dv), dtype=np.float32)
+    lse = np.full((b, hq, sq), -np.inf, dtype=np.float32)
+    per = max(1, _LOCKSTEP_ROWS // br)
+    for g0 in range(0, len(qtiles), per):
+        group = qtiles[g0:g0 + per]
+        r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
+        state = OnlineState.initial((b, hq, r1 - r0), dv)
+        tile_of_row = (np.arange(r0, r1) // br) - g0
+        for j, cols in enumerate(ktiles):
+            comp_j = comp[:, g0:g0 + per, j]  # (B, tiles in group)
+            live = np.flatnonzero(comp_j.any(axis=0))
+            if live.size == 0:
+                continue
+            a0, a1 = int(group[live[0]][0]), int(group[live[-1]][-1]) + 1
+            rows = np.arange(a0, a1)
+            s, _, _ = scores(prob, prob.q[:, :, a0:a1], kq[:, :, cols], rows, cols)
+            sl = slice(a0 - r0, a1 - r0)
+            sub = OnlineState(state.m[:, :, sl], state.l[:, :, sl], state.acc[:, :, sl])
+            new = online_block_update(sub, s, vq[:, :, cols])
+            keep = comp_j[:, tile_of_row[sl]]  # (B, rows)
+            if not keep.all():
+                new = sub.where(keep[:, None, :], new)
+            state.m[:, :, sl] = new.m
+            state.l[:, :, sl] = new.l
+            state.acc[:, :, sl] = new.acc
+        out[:, :, r0:r1], lse[:, :, r0:r1] = finalize(state)
+    return out, lse
 
 
 def flash_v2(

@@ -36,7 +36,7 @@ __all__ = ["attention", "standard_attention", "naive_attention", "NAIVE_DTYPES"]
 
 #: rows per chunk are chosen so that a chunk holds about this many scores; every step
 #: is row-local, so chunking changes no result, only memory and cache use
-_CHUNK_SCORES = 1 << 16
+_CHUNK_SCORES = 1 << 19
 
 NAIVE_DTYPES = ("fp16", "bf16")
 

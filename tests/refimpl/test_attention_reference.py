@@ -412,3 +412,19 @@ def test_bad_inputs_are_clear_errors():
         flash_v1(k, k, k)
     with pytest.raises(ValueError, match="precision"):
         attention(k, k, k, precision="fp8")
+
+
+@pytest.mark.parametrize("group_rows", [1, 4, 8, 1000])
+def test_fast_lockstep_grouping_does_not_change_bytes(monkeypatch, group_rows):
+    import importlib
+
+    fv2 = importlib.import_module("refimpl.attention.flash_v2")  # the module, not the function
+    rng = np.random.default_rng(12)
+    q, k, v = (rng.standard_normal((2, n, 8)).astype(np.float32) for n in (50, 40, 40))
+    kpm = rng.random((1, 40)) < 0.7
+    opts = dict(block=(4, 8), causal=True, window=(9, None), key_padding_mask=kpm)
+    plain = flash_v2(q[None], k[None], v[None], implementation="plain", **opts)
+    monkeypatch.setattr(fv2, "_LOCKSTEP_ROWS", group_rows)
+    fast = flash_v2(q[None], k[None], v[None], **opts)
+    assert np.array_equal(plain[0], fast[0]) and np.array_equal(plain[1], fast[1])
+    assert plain[2] == fast[2]

@@ -1,0 +1,77 @@
+"""``python -m oracle bench attention``: the exact reference attention and the
+FlashAttention-2 schedule against a plain NumPy ``softmax(Q K^T / sqrt(D)) V``.
+
+One head, float32, N = 4096, D = 128 (``--quick``: N = 1024). Goals: the exact
+reference within 10x of plain NumPy, ``flash_v2`` (block 128 x 128) within 3x while
+holding only O(N D + block^2) extra memory. Peak memory is the tracemalloc peak of one
+call (NumPy reports its array allocations to tracemalloc).
+
+On a shared machine, multi-threaded OpenBLAS slows small products badly; run with
+``OPENBLAS_NUM_THREADS=1`` for stable figures (the results do not depend on it).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import tracemalloc
+
+import numpy as np
+from tabulate import tabulate
+
+from oracle.bench._timing import best_of
+from refimpl.attention import attention, flash_v2
+
+GOALS = {"exact reference": 10.0, "flash_v2 128x128": 3.0}
+
+
+def plain_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """What framework code does on the CPU: BLAS products and the platform's exp."""
+    s = (q @ k.T) * np.float32(1 / math.sqrt(q.shape[-1]))
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)
+    return s @ v
+
+
+def _peak_mib(fn) -> tuple[float, object]:
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    result = fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 2**20, result
+
+
+def run(args: argparse.Namespace) -> int:
+    n = 1024 if getattr(args, "quick", False) else 4096
+    d = 128
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(3))
+    cases = {
+        "plain numpy": lambda: plain_numpy(q, k, v),
+        "exact reference": lambda: attention(q[None], k[None], v[None]),
+        "flash_v2 128x128": lambda: flash_v2(q[None], k[None], v[None], block=(128, 128)),
+    }
+    repeat = 3 if n <= 1024 else 2
+    times = {name: best_of(fn, repeat=5 if name == "plain numpy" else repeat)
+             for name, fn in cases.items()}
+    measured = {name: _peak_mib(fn) for name, fn in cases.items()}
+    base = times["plain numpy"]
+    ref = np.asarray(measured["exact reference"][1])[0]
+    rows = []
+    for name in cases:
+        ratio = times[name] / base
+        goal = GOALS.get(name)
+        out = measured[name][1]
+        out = np.asarray(out[0] if isinstance(out, tuple) else out).reshape(n, d)
+        err = float(np.max(np.abs(out.astype(np.float64) - ref)))
+        rows.append([
+            name, f"{times[name]:.3f}", f"{ratio:.1f}x",
+            "-" if goal is None else (f"<= {goal:g}x " + ("met" if ratio <= goal else "MISSED")),
+            f"{measured[name][0]:.1f}", f"{err:.2e}",
+        ])
+    print(f"attention, one head, N={n}, D={d}, float32 (inputs {3 * n * d * 4 / 2**20:.1f} MiB; "
+          f"N^2 scores {n * n * 4 / 2**20:.0f} MiB in float32)")
+    print(tabulate(rows, headers=["implementation", "seconds", "vs numpy", "goal",
+                                  "peak MiB", "max |out - exact|"]))
+    return 0
