@@ -7,18 +7,23 @@ vector) becomes ``y = x D H / 4``, with ``H`` the 16x16 Sylvester Hadamard matri
 ``M = D H / 4`` is orthogonal, so the inverse is ``x = y M^T = y H D / 4``. FlashAttention-3's
 incoherent processing uses the same construction with the head dimension as size.
 
-How it is computed (bit-reproducible): the group sums are formed by the fast
-Walsh-Hadamard butterfly in a fixed order in float64, then multiplied by ``1/sqrt(n)``
-(an exact power of two when ``n`` is a power of 4, such as 16) and rounded once to the
-input's dtype. For float32 inputs every butterfly sum is exact unless a group's
-magnitudes span more than about 2**29, so the result is then the correctly rounded
-transform; beyond that the fixed order still makes it the same on every machine.
+How it is computed (bit-reproducible): for float16/float32 input and a size that is a
+power of 4 (16, 64, 256: ``1/sqrt(n)`` is a power of two) the result is the exact
+transform rounded once to the input dtype (correctly rounded). The group sums are formed
+by the fast Walsh-Hadamard butterfly in float64, which is exact whenever a group's
+nonzero magnitudes span at most 2**25 (24-bit significands, 4 bits of growth); the rare
+groups that span more are summed in integers instead. Groups holding Inf or NaN follow
+the float64 butterfly (IEEE rules: Inf - Inf is NaN). For float64 input, or other sizes,
+the butterfly runs in float64 in its fixed order and ``1/sqrt(n)`` is the float64
+square root: the same result on every machine, but not always correctly rounded.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
+
+from .dyadic import round_dyadic
 
 __all__ = [
     "TE_WGRAD_SIGNS",
@@ -148,8 +153,43 @@ def hadamard_transform(
         y = _fwht(groups) * d * scale
     else:
         y = _fwht(groups * d) * scale
-    out = y.reshape(moved.shape).astype(x.dtype)
-    return np.moveaxis(out, -1, ax)
+    out = y.astype(x.dtype)
+    log4 = (n.bit_length() - 1) // 2
+    if x.dtype != np.float64 and 4 ** log4 == n and groups.size:
+        _exact_wide_groups(groups, d, inverse, log4, out)
+    return np.moveaxis(out.reshape(moved.shape), -1, ax)
+
+
+def _exact_wide_groups(
+    groups: np.ndarray, d: np.ndarray, inverse: bool, log4: int, out: np.ndarray
+) -> None:
+    """Recompute, in integers, the groups whose float64 butterfly might have rounded.
+
+    ``groups`` holds float32 values (as float64); each is an integer multiple of 2**-149.
+    The butterfly is exact when ``emax + 5 - (emin - 23) <= 53`` (frexp exponents of the
+    group's largest and smallest nonzero magnitudes).
+    """
+    mag = np.abs(groups)
+    finite = np.isfinite(mag).all(axis=-1)
+    gmax = np.where(finite, mag.max(axis=-1), 0.0)
+    gmin = np.where(mag > 0, mag, np.inf).min(axis=-1)
+    _, emax = np.frexp(gmax)
+    _, emin = np.frexp(np.where(np.isfinite(gmin), gmin, 1.0))
+    wide = finite & (gmax > 0) & (emax.astype(np.int64) - emin > 25)
+    if not wide.any():
+        return
+    n = groups.shape[-1]
+    h = sylvester_hadamard(n).astype(object)
+    signs = [int(v) for v in d]
+    for idx in zip(*np.nonzero(wide)):
+        ints = [int(v * 2.0 ** 149) for v in groups[idx]]  # exact: float32 * 2**149
+        if not inverse:
+            ints = [s * v for s, v in zip(signs, ints)]
+        for j in range(n):
+            t = sum(ints[i] * h[i, j] for i in range(n))
+            if inverse:
+                t *= signs[j]
+            out[idx + (j,)] = round_dyadic(t, -149 - log4, out.dtype)
 
 
 def random_signs(n: int, seed: int) -> np.ndarray:

@@ -19,47 +19,14 @@ An exact zero sum gives +0.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Tuple
 
 import numpy as np
 
+from .dyadic import _FLOAT_PARAMS, round_dyadic
 from .mx import SCALE_NAN, MXArray, _element_table, _quantum_exp
 
 __all__ = ["mx_dot", "mx_matmul", "round_dyadic"]
-
-#: dtype -> (precision p, exponent of the smallest subnormal, overflow exponent)
-_FLOAT_PARAMS = {
-    np.dtype(np.float32): (24, -149, 128),
-    np.dtype(np.float64): (53, -1074, 1024),
-}
-
-
-def round_dyadic(t: int, exp: int, dtype: Any = np.float32) -> float:
-    """``t * 2**exp`` (Python int ``t``) rounded to nearest-even in ``dtype`` (float32 or
-    float64), with gradual underflow and overflow to +-Inf (IEEE 754-2019 section 4.3.1).
-
-    Returns a Python float holding the exactly representable result.
-    """
-    p, qmin, over = _FLOAT_PARAMS[np.dtype(dtype)]
-    if t == 0:
-        return 0.0
-    sign = -1.0 if t < 0 else 1.0
-    m = -t if t < 0 else t
-    top = m.bit_length() - 1 + exp  # floor(log2 |value|)
-    q = max(top - (p - 1), qmin)  # exponent of the last kept bit
-    if q > exp:
-        r = q - exp
-        rem = m & ((1 << r) - 1)
-        m >>= r
-        half = 1 << (r - 1)
-        if rem > half or (rem == half and (m & 1)):
-            m += 1
-        exp = q
-    if m.bit_length() + exp > over:
-        return sign * math.inf
-    return sign * math.ldexp(m, exp)
-
 
 def _integer_elements(a: MXArray) -> Tuple[np.ndarray, np.ndarray, int]:
     """Element values as exact integers ``n`` (value ``n * 2**q``), their finite mask, q."""

@@ -1,0 +1,130 @@
+"""Tile-wise FP8 (DeepSeek-V3 style) against a per-tile float32-scalar reference."""
+from __future__ import annotations
+
+import bisect
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from refimpl.scaling import BlockFP8Array, block_fp8_quantize, tile_amax
+
+F32 = np.float32
+
+
+def table(e, m, bias, vmax):
+    out = []
+    for code in range(1 << (e + m)):
+        ef, mf = code >> m, code & ((1 << m) - 1)
+        v = (Fraction(mf, 1 << m) * Fraction(2) ** (1 - bias) if ef == 0
+             else (1 + Fraction(mf, 1 << m)) * Fraction(2) ** (ef - bias))
+        if v <= vmax:
+            out.append((v, code))
+    return sorted(out)
+
+
+TABLES = {"e4m3": table(4, 3, 7, 448), "e5m2": table(5, 2, 15, 57344)}
+
+
+def rne_sat(a: float, name: str) -> int:
+    tab = TABLES[name]
+    vals = [t[0] for t in tab]
+    v = abs(Fraction(a)) if math.isfinite(a) else vals[-1]
+    if v >= vals[-1]:
+        mag = tab[-1][1]
+    else:
+        i = bisect.bisect_left(vals, v)
+        if vals[i] == v:
+            mag = tab[i][1]
+        else:
+            lo, hi = tab[i - 1], tab[i]
+            d = (v - lo[0]) - (hi[0] - v)
+            mag = lo[1] if d < 0 or (d == 0 and lo[1] % 2 == 0) else hi[1]
+    return mag | (0x80 if math.copysign(1.0, a) < 0 else 0)
+
+
+def ref_tile(vals, name, power_of_two):
+    fmax = 448 if name == "e4m3" else 57344
+    amax = max(F32(max(abs(F32(v)) for v in vals)), F32(1e-4))
+    if power_of_two:
+        k = -200
+        while Fraction(float(amax)) > fmax * Fraction(2) ** k:
+            k += 1
+        s = F32(2.0 ** k)
+    else:
+        s = F32(amax / F32(fmax))
+    return s, [rne_sat(float(F32(F32(v) / s)), name) for v in vals]
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("power_of_two", [False, True])
+@settings(max_examples=15)
+@given(data=st.data())
+def test_matches_reference(name, power_of_two, data):
+    r, c = data.draw(st.sampled_from([(1, 8), (2, 4), (3, 5)]))
+    rows, cols = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 13))
+    k = data.draw(st.integers(-30, 30))
+    vals = data.draw(st.lists(st.floats(-4, 4, width=32), min_size=rows * cols,
+                              max_size=rows * cols))
+    x = (np.array(vals, np.float64).reshape(rows, cols) * 2.0 ** k).astype(F32)
+    q = block_fp8_quantize(x, block=(r, c), fmt=name, power_of_two=power_of_two)
+    assert q.scales.shape == (-(-rows // r), -(-cols // c))
+    for ti in range(q.scales.shape[0]):
+        for tj in range(q.scales.shape[1]):
+            tile = x[r * ti:r * (ti + 1), c * tj:c * (tj + 1)]
+            s, codes = ref_tile([float(v) for v in tile.ravel()], name, power_of_two)
+            assert q.scales[ti, tj] == s
+            assert q.codes[r * ti:r * (ti + 1), c * tj:c * (tj + 1)].ravel().tolist() == codes
+    # dequantised values: decode(code) * s, one float32 rounding
+    dq = q.dequantize()
+    assert dq.dtype == F32 and dq.shape == x.shape
+
+
+def test_pinned_values():
+    x = np.zeros((1, 128), F32)
+    q = block_fp8_quantize(x)
+    assert q.scales[0, 0] == F32(F32(1e-4) / F32(448))  # amax floored at 1e-4
+    assert not q.codes.any()
+    x[0, 0], x[0, 1] = 448.0, -1.0
+    q = block_fp8_quantize(x)
+    assert q.scales[0, 0] == 1.0 and q.codes[0, 0] == 0x7E and q.codes[0, 1] == 0xB8
+    p2 = block_fp8_quantize(np.full((1, 128), 449.0, F32), power_of_two=True)
+    assert p2.scales[0, 0] == 2.0  # 449 / 448 > 1: next power of two
+    assert (p2.dequantize() == 448.0).all()  # 224.5 -> 224 (ties to even) * 2
+
+
+def test_round_trip_bound_and_exact():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 300)).astype(F32)
+    q = block_fp8_quantize(x, block=(1, 128))
+    err = np.abs(q.dequantize().astype(np.float64) - x)
+    # half an E4M3 step at its top binade (32) in units of s, plus float32 roundings
+    s = np.repeat(q.scales, 128, axis=1)[:, :300].astype(np.float64)
+    assert (err <= 16 * s * (1 + 2.0 ** -18)).all()
+    codes = rng.integers(0, 0x7E, size=(4, 256)).astype(np.uint8)
+    exact = BlockFP8Array(codes, np.full((1, 2), 1.0, F32).repeat(4, 0), "e4m3", (1, 128))
+    xv = exact.dequantize()
+    assert np.array_equal(block_fp8_quantize(xv, power_of_two=True).dequantize(), xv)
+
+
+def test_nan_tile_and_amax():
+    x = np.ones((2, 256), F32)
+    x[0, 3] = np.nan
+    assert np.isnan(tile_amax(x)[0, 0]) and tile_amax(x)[1, 1] == 1.0
+    q = block_fp8_quantize(x)
+    assert np.isnan(q.scales[0, 0]) and (q.codes[0, :128] & 0x7F == 0x7F).all()
+    assert (q.dequantize()[0, 128:] == 1.0).all()
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="2 dimensions"):
+        block_fp8_quantize(np.ones(128, F32))
+    with pytest.raises(ValueError, match="e4m3"):
+        block_fp8_quantize(np.ones((1, 128), F32), fmt="e2m1")
+    with pytest.raises(ValueError, match="not a float32"):
+        block_fp8_quantize(np.full((1, 4), 0.1))
+    with pytest.raises(ValueError, match="block"):
+        block_fp8_quantize(np.ones((1, 4), F32), block=(0, 4))
