@@ -181,7 +181,8 @@ def attention_inputs(draw, *, max_batch: int = 2, max_kv_heads: int = 2,
                      allow_empty: bool = False) -> dict[str, Any]:
     """A dict with ``q`` (B, Hq, Sq, D), ``k`` and ``v`` (B, Hkv, Sk, D) float32 and the
     options of ``refimpl.attention.attention``: ``causal``, ``causal_alignment``,
-    ``window`` and ``key_padding_mask`` (B, Sk) bool, True = keep. Values are multiples
+    ``window`` and ``key_padding_mask`` (B, Sk) bool, True = keep, right-padded (the first
+    n_b keys of batch entry b are valid, as in variable-length kernels). Values are multiples
     of 1/64 in [-4, 4] (exact in every format from BF16 up) with an optional common
     logit offset; Hq = Hkv * group (GQA/MQA)."""
     b = draw(st.integers(1, max_batch))
@@ -208,8 +209,9 @@ def attention_inputs(draw, *, max_batch: int = 2, max_kv_heads: int = 2,
         if draw(st.booleans()):
             out["window"] = (draw(st.integers(0, max_seq)), draw(st.integers(0, max_seq)))
         if draw(st.booleans()) and sk:
-            keep = r.integers(0, 4, (b, sk)) != 0
-            out["key_padding_mask"] = keep
+            # right padding, flash-attention's variable-length convention
+            valid = np.array([draw(st.integers(0, sk)) for _ in range(b)])
+            out["key_padding_mask"] = np.arange(sk)[None, :] < valid[:, None]
     return out
 
 

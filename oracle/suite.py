@@ -61,7 +61,7 @@ def array_bytes(a: np.ndarray) -> bytes:
     if a.dtype.name not in DTYPES:
         raise ValueError(f"dtype {a.dtype} cannot be stored in a suite "
                          f"(allowed: {', '.join(sorted(DTYPES))})")
-    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+    a = np.asarray(a, dtype=a.dtype.newbyteorder("<"), order="C")
     buf = io.BytesIO()
     np.lib.format.write_array(buf, a, version=(1, 0), allow_pickle=False)
     return buf.getvalue()

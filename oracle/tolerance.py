@@ -62,7 +62,7 @@ def _as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
 
 def _bits(a: np.ndarray) -> np.ndarray:
     """The bit pattern of each element, as unsigned integers (values compare bitwise)."""
-    a = np.ascontiguousarray(a, dtype=np.asarray(a).dtype.newbyteorder("="))
+    a = np.asarray(a, dtype=np.asarray(a).dtype.newbyteorder("="), order="C")
     if a.dtype.kind == "f":
         return a.view(f"u{a.dtype.itemsize}")
     return a
@@ -72,7 +72,7 @@ def _ordinal(a: np.ndarray, fmt: str | None) -> np.ndarray:
     """Position on the number line counted in representable steps (sign-magnitude bits
     to a signed integer), so the distance of two values is how many ulps apart they are.
     Integer data without a format are their own ordinal."""
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a, order="C")
     if a.dtype.kind == "f":
         bits = _bits(a).astype(np.uint64)
         shift = np.uint64(8 * a.dtype.itemsize - 1)

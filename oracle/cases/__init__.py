@@ -26,7 +26,9 @@ from oracle.suite import ARRAY_NAME, CASE_ID
 from oracle.tolerance import Tolerance
 
 #: areas of this version, in suite order (each is ``oracle.cases.<name>``)
-AREAS: tuple[str, ...] = ("formats", "softmax", "hardware", "kvcache")
+AREAS: tuple[str, ...] = (
+    "formats", "scaling", "matmul", "softmax", "attention", "kvcache", "hardware",
+)
 
 #: suite name -> the largest case level it includes (0 smoke, 1 default, 2 full)
 SUITES: dict[str, int] = {"smoke": 0, "default": 1, "full": 2}

@@ -1,0 +1,233 @@
+"""Golden cases for attention (``refimpl.attention``): the exact reference, the
+FlashAttention V1 and V2 schedules, split-KV (Flash-Decoding) and its merge, and the
+backward pass.
+
+Inputs are multiples of 1/16 in [-4, 4], exact in FP16 and BF16, so a low-precision
+implementation reads the same numbers. Outputs and their tolerances:
+
+- ``out``: FlashAttention's acceptance rule (``relative_to_naive``): the largest error of
+  a result is at most 2x that of the naive low-precision computation (the reference array
+  ``naive``, ``refimpl.attention.naive_attention`` in FP16 or BF16) plus 1e-5.
+- ``lse`` (natural log): depends on the reduction order over keys, so ``allclose`` with
+  the order named.
+- ``stats``: the schedule's counts as written in the paper, exact:
+  [HBM element reads, HBM element writes, peak on-chip elements, blocks computed,
+  blocks skipped].
+- gradients: ``allclose`` (dQ accumulation order is schedule-dependent).
+
+Implementation-defined choices are variants: ``causal_alignment`` (bottom_right as in
+flash-attention >= 2.1 and FlashInfer, or top_left as PyTorch SDPA's is_causal) when
+Sq != Sk, and ``lse_of_empty_row`` (-inf here and in FA3/FlashInfer; FA2 writes +inf).
+
+Sources: Dao et al. 2022 (arXiv 2205.14135); Dao 2023 (arXiv 2307.08691);
+Flash-Decoding; flash-attention's tests (the 2x rule).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from oracle.cases import Area, CaseSpec, Operation
+from oracle.random_stream import CaseRandom
+from oracle.tolerance import AllClose, RelativeToNaive
+from refimpl import attention as A
+
+SPECS = {"FlashAttention": "Dao et al. 2022 (arXiv 2205.14135)",
+         "FlashAttention-2": "Dao 2023 (arXiv 2307.08691)"}
+
+OUT_TOL = RelativeToNaive(2.0, "naive", 1e-5)
+LSE_TOL = AllClose(1e-5, 1e-5, "exact scores; float64 fixed-order sum of exp over keys")
+GRAD_TOL = AllClose(1e-4, 1e-5, "exact matrix products; reference (non-tiled) order")
+MASK_KEYS = ("scale", "causal", "causal_alignment", "window", "softcap")
+
+
+def _options(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, Any]:
+    opts = {k: p[k] for k in MASK_KEYS if k in p and p[k] is not None}
+    if "window" in opts:
+        opts["window"] = tuple(opts["window"])
+    if "key_padding_mask" in inputs:
+        opts["key_padding_mask"] = inputs["key_padding_mask"]
+    if "alibi_slopes" in inputs:
+        opts["alibi_slopes"] = inputs["alibi_slopes"]
+    return opts
+
+
+def _stats(st: A.ScheduleStats) -> np.ndarray:
+    return np.array([sum(st.hbm_reads.values()), sum(st.hbm_writes.values()),
+                     st.peak_sram_elements, st.blocks_computed, st.blocks_skipped], np.int64)
+
+
+def _naive(inputs, p, opts) -> np.ndarray:
+    return A.naive_attention(inputs["q"], inputs["k"], inputs["v"], dtype=p["naive_dtype"],
+                             **opts)
+
+
+def _attention(inputs, p):
+    opts = _options(inputs, p)
+    out, lse = A.attention(inputs["q"], inputs["k"], inputs["v"], return_lse=True, **opts)
+    return {"out": out, "lse": lse, "naive": _naive(inputs, p, opts)}
+
+
+def _flash_v2(inputs, p):
+    opts = _options(inputs, p)
+    out, lse, st = A.flash_v2(inputs["q"], inputs["k"], inputs["v"], block=tuple(p["block"]),
+                              **opts)
+    return {"out": out, "lse": lse, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
+
+
+def _flash_v1(inputs, p):
+    opts = _options(inputs, p)
+    out, st = A.flash_v1(inputs["q"], inputs["k"], inputs["v"],
+                         sram_elements=p["sram_elements"], **opts)
+    return {"out": out, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
+
+
+def _split_kv(inputs, p):
+    opts = _options(inputs, p)
+    out, lse, st = A.split_kv(inputs["q"], inputs["k"], inputs["v"],
+                              num_splits=p["num_splits"], block=tuple(p["block"]), **opts)
+    return {"out": out, "lse": lse, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
+
+
+def _merge(inputs, p):
+    out, lse = A.merge_attention_states(inputs["outs"], inputs["lses"])
+    return {"out": out, "lse": lse}
+
+
+def _backward(inputs, p):
+    opts = _options(inputs, p)
+    dq, dk, dv = A.attention_backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"],
+                                      inputs["do"], inputs["lse"], **opts)
+    return {"dq": dq, "dk": dk, "dv": dv}
+
+
+OPERATIONS = [
+    Operation("attention.attention", _attention,
+              "out, lse = refimpl.attention.attention(q, k, v, return_lse=True, **options); "
+              "naive = naive_attention(q, k, v, dtype=naive_dtype, **options)"),
+    Operation("attention.flash_v2", _flash_v2,
+              "out, lse, stats = refimpl.attention.flash_v2(q, k, v, block=, **options)"),
+    Operation("attention.flash_v1", _flash_v1,
+              "out, stats = refimpl.attention.flash_v1(q, k, v, sram_elements=, **options)"),
+    Operation("attention.split_kv", _split_kv,
+              "out, lse, stats = refimpl.attention.split_kv(q, k, v, num_splits=, block=)"),
+    Operation("attention.merge_attention_states", _merge,
+              "out, lse = refimpl.attention.merge_attention_states(outs, lses)"),
+    Operation("attention.backward", _backward,
+              "dq, dk, dv = refimpl.attention.attention_backward(q, k, v, o, do, lse)"),
+]
+
+
+def _qkv(b: int, hq: int, hkv: int, sq: int, sk: int, d: int, *, padding: bool = False,
+         empty_batch: bool = False, alibi: bool = False):
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        def t(*shape: int) -> np.ndarray:
+            return rng.integers(-64, 65, shape).astype(np.float32) / np.float32(16)
+
+        out = {"q": t(b, hq, sq, d), "k": t(b, hkv, sk, d), "v": t(b, hkv, sk, d)}
+        if padding or empty_batch:
+            # right padding (flash-attention's variable-length convention): batch entry
+            # i has its first n_i keys valid, and causal alignment uses n_i
+            valid = rng.integers(sk // 2, sk + 1, b)
+            if empty_batch:
+                valid[-1] = 0                # every key of the last batch masked
+            out["key_padding_mask"] = np.arange(sk)[None, :] < valid[:, None]
+        if alibi:
+            out["alibi_slopes"] = np.float32(2.0) ** -np.arange(1, hq + 1, dtype=np.float32)
+        return out
+    return build
+
+
+def _attn_params(naive: str = "fp16", **opts: Any) -> dict[str, Any]:
+    p = {"naive_dtype": naive}
+    p.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in opts.items()})
+    return p
+
+
+_TOL = {"out": OUT_TOL, "lse": LSE_TOL}
+
+
+def cases() -> list[CaseSpec]:
+    out: list[CaseSpec] = []
+
+    def add(cid, op, params, build, level, variant=None, desc="", tol=None, ref=("naive",)):
+        out.append(CaseSpec(cid, op, params, build, tolerance=tol or _TOL,
+                            reference=ref, level=level, variant=variant, description=desc))
+
+    # the reference definition under each option
+    add("attention.attention.mha", "attention.attention", _attn_params(),
+        _qkv(1, 2, 2, 33, 33, 16), 0, desc="plain attention, Sq = Sk = 33, D = 16")
+    for align in ("bottom_right", "top_left"):
+        for sq, sk in ((17, 40), (40, 17)):
+            add(f"attention.attention.gqa.causal_{align}.{sq}x{sk}", "attention.attention",
+                _attn_params(causal=True, causal_alignment=align),
+                _qkv(2, 4, 2, sq, sk, 16), 1,
+                variant={"choice": "causal_alignment", "option": align},
+                desc=f"GQA 4/2 heads, causal ({align}), Sq={sq}, Sk={sk}")
+    add("attention.attention.window_padding", "attention.attention",
+        _attn_params(window=(3, 0)), _qkv(2, 2, 1, 24, 24, 8, padding=True), 1,
+        desc="sliding window (3, 0), key padding mask, MQA")
+    add("attention.attention.empty_rows", "attention.attention",
+        _attn_params(causal=True), _qkv(2, 2, 2, 9, 6, 8, empty_batch=True), 1,
+        variant={"choice": "lse_of_empty_row", "option": "-inf"},
+        desc="fully masked rows (Sq > Sk bottom-right, all keys padded): out 0, LSE -inf")
+    add("attention.attention.softcap_alibi", "attention.attention",
+        _attn_params(naive="bf16", softcap=5.0), _qkv(1, 4, 4, 20, 31, 16, alibi=True), 1,
+        desc="softcap 5 and ALiBi slopes 2^-h, BF16 naive reference")
+    add("attention.attention.large_logits", "attention.attention",
+        _attn_params(scale=16.0), _qkv(1, 1, 1, 16, 48, 8), 1,
+        desc="scale 16: logits beyond float32 exp's range, no overflow allowed")
+    add("attention.attention.decode", "attention.attention", _attn_params(),
+        _qkv(2, 8, 2, 1, 100, 64), 1, desc="decode: Sq = 1, Sk = 100, D = 64, GQA 8/2")
+    add("attention.attention.long", "attention.attention", _attn_params(causal=True),
+        _qkv(1, 2, 2, 200, 200, 64), 2, desc="causal 200 x 200, D = 64")
+
+    # schedules
+    add("attention.flash_v2.mha.16x16", "attention.flash_v2",
+        _attn_params(block=(16, 16)), _qkv(1, 2, 2, 33, 33, 16), 0,
+        desc="FlashAttention-2, 16 x 16 tiles, ragged edges")
+    add("attention.flash_v2.causal.8x32", "attention.flash_v2",
+        _attn_params(block=(8, 32), causal=True), _qkv(2, 4, 2, 40, 70, 16), 1,
+        desc="FlashAttention-2, causal block skipping, GQA")
+    add("attention.flash_v2.window_padding", "attention.flash_v2",
+        _attn_params(block=(8, 8), window=(3, 0)), _qkv(2, 2, 1, 24, 24, 8, padding=True),
+        1, desc="FlashAttention-2, sliding window and key padding, MQA")
+    add("attention.flash_v1.m256", "attention.flash_v1",
+        _attn_params(sram_elements=256), _qkv(1, 2, 2, 33, 33, 16), 1,
+        tol={"out": OUT_TOL}, desc="FlashAttention V1, M = 256 elements on chip")
+    add("attention.flash_v1.causal.m1024", "attention.flash_v1",
+        _attn_params(sram_elements=1024, causal=True), _qkv(1, 2, 1, 40, 40, 16), 1,
+        tol={"out": OUT_TOL}, desc="FlashAttention V1, causal, M = 1024")
+    add("attention.split_kv.decode.3", "attention.split_kv",
+        _attn_params(num_splits=3, block=(1, 16)), _qkv(2, 8, 2, 1, 100, 64), 1,
+        desc="Flash-Decoding: 3 key ranges merged")
+    add("attention.split_kv.empty_split", "attention.split_kv",
+        _attn_params(num_splits=5, block=(4, 16)), _qkv(1, 2, 2, 4, 40, 16), 1,
+        desc="5 splits of 3 key tiles: trailing splits are empty and weigh 0")
+
+    def merge_inputs(rng: CaseRandom) -> dict[str, np.ndarray]:
+        outs = rng.normal((4, 2, 3, 5, 8))
+        lses = rng.normal((4, 2, 3, 5), scale=4.0)
+        lses[2] = -np.inf                 # an empty part
+        lses[:, 1, 2, 4] = -np.inf        # a row empty in every part
+        return {"outs": outs.astype(np.float32), "lses": lses.astype(np.float32)}
+
+    merge_tol = AllClose(1e-6, 1e-6, "float64, fixed order over parts, rounded once")
+    add("attention.merge_attention_states", "attention.merge_attention_states", {},
+        merge_inputs, 1, tol={"out": merge_tol, "lse": merge_tol}, ref=(),
+        desc="merge 4 partial states, one part empty, one row empty everywhere")
+
+    def backward_inputs(rng: CaseRandom) -> dict[str, np.ndarray]:
+        x = _qkv(1, 2, 1, 12, 20, 8)(rng)
+        o, lse = A.attention(x["q"], x["k"], x["v"], causal=True, return_lse=True)
+        x.update(o=o, lse=lse, do=rng.integers(-64, 65, o.shape).astype(np.float32) / 64)
+        return x
+
+    add("attention.backward.causal", "attention.backward", {"causal": True},
+        backward_inputs, 1, tol={"dq": GRAD_TOL, "dk": GRAD_TOL, "dv": GRAD_TOL}, ref=(),
+        desc="reference gradients, causal, MQA")
+    return out
+
+
+AREA = Area("attention", SPECS, OPERATIONS, cases)

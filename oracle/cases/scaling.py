@@ -1,0 +1,220 @@
+"""Golden cases for block scaling (``refimpl.scaling``): OCP MX, NVFP4 and block FP8.
+
+Each quantisation case stores the source tensor (float32) and, as expected outputs, the
+element codes (with their format), the scale codes (E8M0 for MX, E4M3 for NVFP4) or
+float32 scales (block FP8), and the dequantised tensor. Codes and scales are exact;
+the dequantised values compare with NaNs as one class.
+
+Inputs are built from the blocks that block scaling gets wrong (one block per row): all
+zero (with -0.0), amax exactly a power of two and one float32 ulp below (7.9999995,
+0x40FFFFFF, pinned: FLOOR takes the exponent bits), a single huge outlier with the rest
+tiny, float32-subnormal amax, near-float32-max amax (scale clamp at 2^127), the E4M3
+957/960 clipping case, values already representable, then random blocks. Blocks holding
+NaN or Inf are separate cases, because what they become is an implementation-defined
+choice (variant ``mx_inf_block``). The scale rule is a named choice too (variant
+``mx_scale_rule``: floor is OCP MX v1.0; ceil, even, rceil are in use), as is the NVFP4
+rule (variant ``nvfp4_scale_rule``: TransformerEngine or torchao).
+
+Sources: OCP MX v1.0 sections 5-6; NVIDIA NVFP4 / TransformerEngine reference formulas;
+DeepSeek-V3 technical report (block FP8).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from oracle.cases import Area, CaseSpec, Operation
+from oracle.random_stream import CaseRandom
+from oracle.tolerance import ExactNaNClass
+from refimpl import formats as F
+from refimpl import scaling as Q
+
+SPECS = {"OCP MX": "1.0", "NVFP4": "NVIDIA Blackwell / TransformerEngine reference",
+         "Block FP8": "DeepSeek-V3 technical report (arXiv 2412.19437)"}
+
+VALUES_TOL = {"dequantized": ExactNaNClass()}
+
+
+def _mx(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    q = Q.mx_quantize(inputs["x"], p["elem"], block_size=p["block_size"], axis=p["axis"],
+                      scale_rule=p["scale_rule"], inf_block=p["inf_block"])
+    return {"codes": q.codes, "scales": q.scales, "dequantized": q.dequantize()}
+
+
+def _mx_matmul(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    a = Q.MXArray(inputs["a_codes"], inputs["a_scales"], p["elem"], p["block_size"], -1)
+    b = Q.MXArray(inputs["b_codes"], inputs["b_scales"], p["elem"], p["block_size"], 0)
+    return {"c": Q.mx_matmul(a, b)}
+
+
+def _nvfp4(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    q = Q.nvfp4_quantize(inputs["x"], block=tuple(p["block"]), scale_rule=p["scale_rule"],
+                         global_amax=p["global_amax"], hadamard=p["hadamard"])
+    return {"codes": q.codes, "scales": q.scales,
+            "global_scale": np.asarray(q.global_scale, dtype=np.float32).reshape(()),
+            "dequantized": q.dequantize()}
+
+
+def _block_fp8(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    q = Q.block_fp8_quantize(inputs["x"], block=tuple(p["block"]), fmt=p["fmt"],
+                             power_of_two=p["power_of_two"])
+    return {"codes": q.codes, "scales": q.scales, "dequantized": q.dequantize()}
+
+
+OPERATIONS = [
+    Operation("scaling.mx_quantize", _mx,
+              "q = refimpl.scaling.mx_quantize(x, elem, block_size=, axis=, scale_rule=, "
+              "inf_block=); codes, scales, dequantized = q.codes, q.scales, q.dequantize()"),
+    Operation("scaling.mx_matmul", _mx_matmul,
+              "c = refimpl.scaling.mx_matmul(MXArray(a_codes, a_scales, axis=-1), "
+              "MXArray(b_codes, b_scales, axis=0))"),
+    Operation("scaling.nvfp4_quantize", _nvfp4,
+              "q = refimpl.scaling.nvfp4_quantize(x, block=, scale_rule=, global_amax=, "
+              "hadamard=)"),
+    Operation("scaling.block_fp8_quantize", _block_fp8,
+              "q = refimpl.scaling.block_fp8_quantize(x, block=, fmt=, power_of_two=)"),
+]
+
+
+def special_blocks(rng: CaseRandom, size: int, elem: str) -> list[np.ndarray]:
+    """One float32 block per kind, in the order of the module docstring."""
+    def rand(scale_exp: int = 0) -> np.ndarray:
+        return np.ldexp(rng.normal(size).astype(np.float64), scale_exp).astype(np.float32)
+
+    blocks = []
+    z = np.zeros(size, np.float32)
+    z[1::3] = -0.0
+    blocks.append(z)
+    for target in (np.float32(8.0), np.nextafter(np.float32(8.0), np.float32(0))):
+        b = np.clip(rand(), -4, 4).astype(np.float32)
+        b[3] = target
+        blocks.append(b)
+    b = rand(-10)
+    b[5] = np.float32(12345.0)
+    blocks.append(b)
+    blocks.append((rand() * np.float32(2.0 ** -140)).astype(np.float32))      # subnormal
+    b = rand(100)
+    b[0] = np.float32(3.0e38)
+    blocks.append(b)
+    b = np.clip(rand(4), -900, 900).astype(np.float32)
+    b[0], b[1] = 960.0, 957.0                                                 # clipping
+    blocks.append(b)
+    if elem != "int8":
+        f = F.get(elem)
+        mags = rng.integers(0, f.max_code_magnitude + 1, size)
+        vals = F.decode(mags.astype(f.code_dtype), f).astype(np.float64)
+        signs = np.where(rng.integers(0, 2, size) == 1, -1.0, 1.0)
+        blocks.append(np.ldexp(vals * signs, 3).astype(np.float32))          # exact
+    return blocks
+
+
+def _mx_input(elem: str, size: int, n_random: int, nonfinite: bool = False):
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        if nonfinite:
+            rows = []
+            for v in (np.nan, np.inf, -np.inf):
+                b = np.ldexp(rng.normal(size).astype(np.float64), 2).astype(np.float32)
+                b[7] = v
+                rows.append(b)
+            rows.append(np.ldexp(rng.normal(size).astype(np.float64), 2).astype(np.float32))
+        else:
+            rows = special_blocks(rng, size, elem)
+            rows += [np.ldexp(rng.normal(size).astype(np.float64),
+                              int(rng.integers(-20, 21))).astype(np.float32)
+                     for _ in range(n_random)]
+        return {"x": np.stack(rows)}
+    return build
+
+
+def _mx_case(elem: str, rule: str, level: int, *, inf_block: str = "nan",
+             nonfinite: bool = False) -> CaseSpec:
+    formats = {"scales": "e8m0"}
+    if elem != "int8":
+        formats["codes"] = elem
+    suffix = f".inf_block={inf_block}" if nonfinite else ""
+    variant = ({"choice": "mx_inf_block", "option": inf_block} if nonfinite
+               else {"choice": "mx_scale_rule", "option": rule})
+    return CaseSpec(
+        f"scaling.mx.{elem}.{rule}{suffix}", "scaling.mx_quantize",
+        {"elem": elem, "block_size": 32, "axis": -1, "scale_rule": rule,
+         "inf_block": inf_block},
+        _mx_input(elem, 32, 6, nonfinite), tolerance=VALUES_TOL, formats=formats,
+        level=level, variant=variant,
+        description=f"MX {elem} elements, scale rule {rule}; one 32-element block per row"
+                    + ("; blocks holding NaN, +Inf, -Inf" if nonfinite else
+                       "; special blocks first, then random ones")
+                    + ("; MXINT8 codes are two's complement bytes" if elem == "int8" else ""))
+
+
+def _mx_matmul_input(elem: str, m: int, k: int, n: int):
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        a = Q.mx_quantize(rng.normal((m, k)), elem, axis=-1)
+        b = Q.mx_quantize(np.ldexp(rng.normal((k, n)).astype(np.float64), 3)
+                          .astype(np.float32), elem, axis=0)
+        return {"a_codes": a.codes, "a_scales": a.scales, "b_codes": b.codes,
+                "b_scales": b.scales}
+    return build
+
+
+def _nvfp4_input(rows: int, cols: int):
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        x = np.ldexp(rng.normal((rows, cols)).astype(np.float64), 2).astype(np.float32)
+        x[0, :16] = 0.0                                   # all-zero block
+        x[1, :16] *= np.float32(2.0 ** -30)               # tiny block
+        x[2, 3] = np.float32(3000.0)                      # outlier
+        return {"x": x}
+    return build
+
+
+def _fp8_input(rows: int, cols: int):
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        x = rng.normal((rows, cols))
+        x[0, :] = 0.0                                     # amax floored at 1e-4
+        x[1, 5] = np.float32(1e5)
+        return {"x": x}
+    return build
+
+
+def cases() -> list[CaseSpec]:
+    out: list[CaseSpec] = [_mx_case("e4m3", "floor", 0)]
+    for elem in ("e5m2", "e2m3", "e3m2", "e2m1", "int8"):
+        out.append(_mx_case(elem, "floor", 1))
+    for rule in ("ceil", "even", "rceil"):
+        for elem in ("e4m3", "e2m1"):
+            out.append(_mx_case(elem, rule, 1))
+    for policy in ("nan", "max", "exponent"):
+        out.append(_mx_case("e4m3", "floor", 1, inf_block=policy, nonfinite=True))
+    out.append(_mx_case("e2m1", "floor", 2, inf_block="max", nonfinite=True))
+    for elem, level in (("e4m3", 1), ("e2m1", 1), ("e5m2", 2)):
+        formats = {"a_codes": elem, "b_codes": elem, "a_scales": "e8m0", "b_scales": "e8m0"}
+        out.append(CaseSpec(f"scaling.mx_matmul.{elem}.8x64x8", "scaling.mx_matmul",
+                            {"elem": elem, "block_size": 32}, _mx_matmul_input(elem, 8, 64, 8),
+                            formats=formats, level=level,
+                            description="MX dot products: exact products and sum, scales "
+                                        "per block pair, one rounding to float32"))
+    for rule, block, hadamard, level in (("te", (1, 16), False, 1), ("torchao", (1, 16), False, 1),
+                                         ("te", (16, 16), False, 1), ("te", (1, 16), True, 2)):
+        tag = f"{rule}.{block[0]}x{block[1]}" + (".hadamard" if hadamard else "")
+        out.append(CaseSpec(
+            f"scaling.nvfp4.{tag}", "scaling.nvfp4_quantize",
+            {"block": list(block), "scale_rule": rule, "global_amax": None,
+             "hadamard": hadamard},
+            _nvfp4_input(32, 64), tolerance=VALUES_TOL,
+            formats={"codes": "e2m1", "scales": "e4m3"}, level=level,
+            variant={"choice": "nvfp4_scale_rule", "option": rule},
+            description=f"NVFP4 ({rule} rule), {block} blocks; all-zero, tiny and outlier "
+                        "blocks included"))
+    for block, p2, level in (((1, 128), False, 1), ((128, 128), False, 1),
+                             ((1, 128), True, 1)):
+        tag = f"{block[0]}x{block[1]}" + (".pow2" if p2 else "")
+        rows, cols = (4, 200) if block[0] == 1 else (129, 130)
+        out.append(CaseSpec(
+            f"scaling.block_fp8.{tag}", "scaling.block_fp8_quantize",
+            {"block": list(block), "fmt": "e4m3", "power_of_two": p2},
+            _fp8_input(rows, cols), tolerance=VALUES_TOL, formats={"codes": "e4m3"},
+            level=level, description=f"DeepSeek-V3 block FP8, {block} tiles, ragged edges"))
+    return out
+
+
+AREA = Area("scaling", SPECS, OPERATIONS, cases)

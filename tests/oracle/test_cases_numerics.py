@@ -1,0 +1,118 @@
+"""Cases of the matmul, attention and scaling areas against independent oracles: a
+float32 Python loop, NumPy's own BLAS product (must land inside the acceptance
+interval), a float64 NumPy softmax attention, and the pinned cases of the reference doc."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oracle.cases import registry
+from oracle.random_stream import CaseRandom
+from refimpl.formats import decode
+
+
+def _built(case_id: str):
+    reg = registry()
+    (spec,) = [c for c in reg.all_cases if c.id == case_id]
+    inputs = spec.build(CaseRandom(1, spec.id))
+    with np.errstate(all="ignore"):
+        return spec, inputs, reg.operations[spec.operation].compute(inputs, dict(spec.params))
+
+
+def test_blas_product_lies_in_the_acceptance_interval() -> None:
+    spec, inputs, out = _built("matmul.exact.fp32.16x300x8")
+    tol = spec.tolerance["c"].resolve(out)
+    blas = inputs["a"] @ inputs["b"]                   # any float32 summation order
+    assert tol.compare(blas, out["c"]).ok
+    assert tol.compare(out["c"], out["c"]).ok
+    off = out["c"].copy()
+    off[3, 3] = np.float32(out["hi"][3, 3] * 1.01 + 1)
+    assert not tol.compare(off, out["c"]).ok
+    # the correctly rounded result is within half an ulp of the float64 product
+    ref = inputs["a"].astype(np.float64) @ inputs["b"].astype(np.float64)
+    assert np.allclose(out["c"], ref, rtol=2 ** -23, atol=1e-30)
+
+
+def test_sequential_equals_a_float32_loop() -> None:
+    _, inputs, out = _built("matmul.sequential.bf16.16x300x8")
+    a, b = decode(inputs["a"], "bf16"), decode(inputs["b"], "bf16")
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for k in range(a.shape[1]):
+        acc = (acc + (a[:, k:k + 1] * b[k:k + 1, :]).astype(np.float32)).astype(np.float32)
+    assert np.array_equal(out["c"], acc)
+
+
+def _np_attention(q, k, v, visible):
+    hq, hkv = q.shape[1], k.shape[1]
+    kq = np.repeat(k, hq // hkv, axis=1).astype(np.float64)
+    vq = np.repeat(v, hq // hkv, axis=1).astype(np.float64)
+    s = q.astype(np.float64) @ np.swapaxes(kq, -1, -2) / np.sqrt(q.shape[-1])
+    s = np.where(visible, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    e = np.where(np.isneginf(s), 0.0, np.exp(s - np.where(np.isneginf(m), 0, m)))
+    d = e.sum(axis=-1, keepdims=True)
+    return np.where(d > 0, e @ vq / np.where(d > 0, d, 1), 0.0)
+
+
+@pytest.mark.parametrize("align", ["bottom_right", "top_left"])
+def test_causal_cases_match_numpy_and_discriminate_alignment(align: str) -> None:
+    spec, x, out = _built(f"attention.attention.gqa.causal_{align}.17x40")
+    sq, sk = 17, 40
+    i, j = np.arange(sq)[:, None], np.arange(sk)[None, :]
+    vis = j <= i + (sk - sq if align == "bottom_right" else 0)
+    want = _np_attention(x["q"], x["k"], x["v"], vis)
+    assert np.abs(out["out"] - want).max() < 1e-5
+    tol = spec.tolerance["out"].resolve(out)
+    assert tol.compare(want.astype(np.float32), out["out"]).ok
+    other = "top_left" if align == "bottom_right" else "bottom_right"
+    vis2 = j <= i + (sk - sq if other == "bottom_right" else 0)
+    wrong = _np_attention(x["q"], x["k"], x["v"], vis2).astype(np.float32)
+    assert not tol.compare(wrong, out["out"]).ok
+
+
+def test_empty_rows_give_zero_and_minus_inf() -> None:
+    _, x, out = _built("attention.attention.empty_rows")
+    assert (out["out"][-1] == 0).all() and np.isneginf(out["lse"][-1]).all()
+    # right padding: n valid keys, bottom-right alignment on n: row i sees j <= i + n - 9
+    n = x["key_padding_mask"].sum(axis=-1)
+    i, j = np.arange(9)[None, :, None], np.arange(6)[None, None, :]
+    sees = ((j <= i + n[:, None, None] - 9) & (j < n[:, None, None])).any(axis=-1)
+    assert (np.isfinite(out["lse"]) == sees[:, None, :]).all()
+    assert (out["out"][~np.broadcast_to(sees[:, None, :], out["lse"].shape)] == 0).all()
+
+
+def test_flash_schedules_agree_with_numpy() -> None:
+    for cid in ("attention.flash_v2.mha.16x16", "attention.flash_v1.m256"):
+        spec, x, fl = _built(cid)
+        want = _np_attention(x["q"], x["k"], x["v"], np.ones((33, 33), bool))
+        assert np.abs(fl["out"] - want).max() < 1e-5
+        assert spec.tolerance["out"].resolve(fl).compare(want.astype(np.float32),
+                                                          fl["out"]).ok
+    reads, writes, peak, computed, skipped = fl["stats"]
+    assert peak <= 256 and skipped == 0 and computed > 0
+
+
+def test_mx_pinned_cases() -> None:
+    _, _, e2m1 = _built("scaling.mx.e2m1.floor")
+    assert e2m1["scales"][1, 0] == 128 and e2m1["scales"][2, 0] == 127   # 8.0 and 7.9999995
+    for rule, scale, code, value in (("floor", 128, 0x7E, 896.0), ("rceil", 129, None, 960.0)):
+        _, x, out = _built(f"scaling.mx.e4m3.{rule}")
+        assert x["x"][6, 1] == 957.0
+        assert out["scales"][6, 0] == scale and out["dequantized"][6, 1] == value
+        if code is not None:
+            assert out["codes"][6, 1] == code
+    _, _, z = _built("scaling.mx.e4m3.floor")
+    assert z["scales"][0, 0] == 0 and (z["dequantized"][0] == 0).all()
+
+
+def test_mx_nonfinite_variants() -> None:
+    _, _, nan = _built("scaling.mx.e4m3.floor.inf_block=nan")
+    assert (nan["scales"][:3, 0] == 0xFF).all() and nan["scales"][3, 0] != 0xFF
+    _, _, mx = _built("scaling.mx.e4m3.floor.inf_block=max")
+    assert mx["scales"][0, 0] == 0xFF and (mx["scales"][1:3, 0] == 0xFE).all()
+
+
+def test_nvfp4_zero_block_rules() -> None:
+    _, _, te = _built("scaling.nvfp4.te.1x16")
+    _, _, ta = _built("scaling.nvfp4.torchao.1x16")
+    assert te["scales"][0, 0] == 0x00 and ta["scales"][0, 0] == 0x08
