@@ -5,9 +5,17 @@ grouping. Every function takes the same masking options (``scale``, ``causal``,
 ``causal_alignment``, ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
 ``query_padding_mask``) with the conventions of :mod:`refimpl.attention.reference`.
 Schedules return their stats object last.
+
+Building blocks for other schedules (paged K/V, FlashAttention-3): :func:`prepare`
+validates inputs and options once; :func:`scores` gives the float32 scores of any tile;
+:func:`online_block_update` is the FlashAttention-2 inner step and :func:`finalize` its
+delayed normalisation; ``refimpl.attention.flash_v2.flash_v2_core`` runs the whole
+forward on a key range. Calling them on the same tiles in the same order reproduces
+:func:`flash_v2` byte for byte.
 """
 from refimpl.attention.online import OnlineState, finalize, online_block_update
-from refimpl.attention.problem import ALIGNMENTS
+from refimpl.attention.problem import ALIGNMENTS, Problem, prepare
+from refimpl.attention.scores import scores
 from refimpl.attention.reference import (
     NAIVE_DTYPES, attention, naive_attention, standard_attention,
 )
@@ -19,8 +27,8 @@ from refimpl.attention.stats import ScheduleStats
 from refimpl.attention.tolerance import naive_error_bound, within_naive_tolerance
 
 __all__ = [
-    "ALIGNMENTS", "NAIVE_DTYPES", "OnlineState", "ScheduleStats", "attention",
+    "ALIGNMENTS", "NAIVE_DTYPES", "OnlineState", "Problem", "ScheduleStats", "attention",
     "attention_backward", "finalize", "flash_v1", "flash_v2", "flash_v2_backward",
     "merge_attention_states", "naive_attention", "online_block_update", "split_kv",
-    "naive_error_bound", "standard_attention", "v1_block_sizes", "within_naive_tolerance",
+    "naive_error_bound", "prepare", "scores", "standard_attention", "v1_block_sizes", "within_naive_tolerance",
 ]
