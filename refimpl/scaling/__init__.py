@@ -30,7 +30,8 @@ from .mx import (
     mx_quantize,
     mx_scale_exponent,
 )
-from .mx_dot import mx_dot, mx_matmul, round_dyadic
+from .dyadic import round_dyadic
+from .mx_dot import mx_dot, mx_matmul
 from .nvfp4 import NVFP4_BLOCKS, NVFP4_RULES, NVFP4Array, nvfp4_global_scale, nvfp4_quantize
 from .tensor import AMAX_ALGOS, DelayedScaling, FP8Tensor, tensor_quantize, tensor_scale
 
