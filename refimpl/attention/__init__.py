@@ -30,5 +30,6 @@ __all__ = [
     "ALIGNMENTS", "NAIVE_DTYPES", "OnlineState", "Problem", "ScheduleStats", "attention",
     "attention_backward", "finalize", "flash_v1", "flash_v2", "flash_v2_backward",
     "merge_attention_states", "naive_attention", "online_block_update", "split_kv",
-    "naive_error_bound", "prepare", "scores", "standard_attention", "v1_block_sizes", "within_naive_tolerance",
+    "naive_error_bound", "prepare", "scores", "standard_attention", "v1_block_sizes",
+    "within_naive_tolerance",
 ]

@@ -16,8 +16,6 @@ product. ``precision="float64"``: the same in float64.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 from numpy.typing import ArrayLike
 

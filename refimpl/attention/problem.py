@@ -241,7 +241,8 @@ def prepare(
         if not np.isfinite(s).all():
             raise ValueError("alibi_slopes must be finite")
         slopes = np.ascontiguousarray(s)
-    kv = None if key_padding_mask is None else _mask(key_padding_mask, "key_padding_mask", batch, sk)
+    kv = None if key_padding_mask is None else _mask(
+        key_padding_mask, "key_padding_mask", batch, sk)
     qv = None if query_padding_mask is None else _mask(
         query_padding_mask, "query_padding_mask", batch, sq)
     if causal_alignment == "top_left":

@@ -11,7 +11,7 @@ rounding.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Union
+from typing import Sequence, Union
 
 import numpy as np
 from numpy.typing import ArrayLike

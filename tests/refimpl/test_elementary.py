@@ -112,7 +112,8 @@ def test_constants_exact():
     assert E.LN2 == float(ln2)
     # LN2_HI has at most 32 significant bits, so k * LN2_HI is exact for |k| < 2^21
     assert Fraction(E.LN2_HI).denominator.bit_length() - 1 <= 32
-    assert abs(Fraction(E.LN2_HI) + Fraction(E.LN2_LO) - Fraction(ln2)) <= Fraction(1, 2**85)  # LN2_LO is rounded at 2^-85
+    # LN2_LO (53 bits below 2^-33) is rounded at 2^-86
+    assert abs(Fraction(E.LN2_HI) + Fraction(E.LN2_LO) - Fraction(ln2)) <= Fraction(1, 2**85)
 
 
 def test_results_do_not_depend_on_layout():
