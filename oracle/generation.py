@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, Sequence
 
@@ -137,9 +138,11 @@ def build_case(spec: CaseSpec, reg: Registry, seed: int,
     return entry, files
 
 
+@lru_cache(maxsize=None)
 def sources_hash() -> str:
     """SHA-256 over the sources of the three packages (relative path and bytes), so a
-    suite records which code made it (WebGPU CTS practice for stale expectations)."""
+    suite records which code made it (WebGPU CTS practice for stale expectations).
+    Computed once per process."""
     import hashlib
 
     import hardware

@@ -27,7 +27,7 @@ from oracle.tolerance import Tolerance
 
 #: areas of this version, in suite order (each is ``oracle.cases.<name>``)
 AREAS: tuple[str, ...] = (
-    "formats", "scaling", "matmul", "softmax", "attention", "kvcache", "hardware",
+    "formats", "scaling", "matmul", "softmax", "attention", "kvcache", "hardware", "simt",
 )
 
 #: suite name -> the largest case level it includes (0 smoke, 1 default, 2 full)

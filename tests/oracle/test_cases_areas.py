@@ -85,3 +85,21 @@ def test_kv_trace_pages_hold_what_a_contiguous_model_holds(case_id: str) -> None
             stored = (out["kv"][page, 0, off] if p["layout"] == "NHD"
                       else out["kv"][page, 0, :, off])
             assert np.array_equal(stored, inputs["k"][row])
+
+
+def test_simt_cases_against_numpy() -> None:
+    _, x, out = _built("simt.vector_add.vector_add")
+    assert np.array_equal(out["c"], x["a"] + x["b"])
+    _, x, out = _built("simt.histogram.histogram")
+    assert np.array_equal(out["hist"], np.bincount(x["data"], minlength=256).astype(np.uint32))
+    _, x, out = _built("simt.convert.to_bf16")
+    bits = x["x"].view(np.uint32).astype(np.uint64)
+    rne = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)   # finite inputs
+    assert np.array_equal(out["codes"], rne)
+    _, x, out = _built("simt.matmul.matmul_tiled")
+    ref = x["a"].astype(np.float64) @ x["b"].astype(np.float64)
+    assert np.allclose(out["c"].reshape(32, 32), ref, rtol=1e-5, atol=1e-5)
+    _, x, rows = _built("simt.traversal.row_sums")
+    assert np.allclose(rows["sums"], x["m"].astype(np.float64).sum(axis=1), atol=1e-5)
+    warp_instr, thread_instr = rows["stats"][:2]
+    assert thread_instr <= 32 * warp_instr
