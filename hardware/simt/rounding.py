@@ -91,13 +91,13 @@ def round64_to32(y: np.ndarray, side: np.ndarray | int, mode: str) -> np.ndarray
     raise ValueError(f"rounding mode must be one of {MODES}, got {mode!r}")
 
 
-def _zero_sign_rm(res: np.ndarray, exact_zero: np.ndarray, both_neg_zero: np.ndarray,
+def _zero_sign_rm(res: np.ndarray, exact_zero: np.ndarray, same_sign_zeros: np.ndarray,
                   mode: str) -> np.ndarray:
     # IEEE 754 section 6.3: an exact zero sum is -0 in roundTowardNegative, else +0,
-    # except that (-0) + (-0) is -0 in every mode
+    # except that the sum of two zeros of the same sign keeps that sign in every mode
     if mode != "rm":
         return res
-    return np.where(exact_zero & ~both_neg_zero, np.float32(-0.0), res)
+    return np.where(exact_zero & ~same_sign_zeros, np.float32(-0.0), res)
 
 
 def add_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
@@ -110,8 +110,8 @@ def add_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
     s, e = _two_sum(a64, b64)
     e = np.where(np.isfinite(s), e, 0.0)
     r = round64_to32(s, e, mode)
-    both_neg_zero = (a64 == 0) & (b64 == 0) & np.signbit(a64) & np.signbit(b64)
-    return _zero_sign_rm(r, (s == 0) & (e == 0), both_neg_zero, mode)
+    same = (a64 == 0) & (b64 == 0) & (np.signbit(a64) == np.signbit(b64))
+    return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
 
 
 def mul_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
@@ -132,8 +132,8 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np
     s, e = _two_sum(p, c64)            # p + c = s + e exactly while s is finite
     e = np.where(np.isfinite(s), e, 0.0)
     r = round64_to32(s, e, mode)
-    both_neg_zero = (p == 0) & (c64 == 0) & np.signbit(p) & np.signbit(c64)
-    return _zero_sign_rm(r, (s == 0) & (e == 0), both_neg_zero, mode)
+    same = (p == 0) & (c64 == 0) & (np.signbit(p) == np.signbit(c64))
+    return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
 
 
 def div_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
@@ -238,8 +238,11 @@ def fraction_op_f64(op: str, args: list[np.ndarray], mode: str) -> np.ndarray:
                     terms = [v[0], -v[1] if op == "sub" else v[1]] if op != "fma" \
                         else [v[0] * v[1] if v[0] * v[1] != 0 else
                               (-0.0 if np.signbit(v[0]) != np.signbit(v[1]) else 0.0), v[2]]
-                    both_neg = all(t == 0 and np.signbit(t) for t in terms)
-                    out[i] = -0.0 if (both_neg or mode == "rm") else 0.0
+                    zeros = all(t == 0 for t in terms)
+                    if zeros and np.signbit(terms[0]) == np.signbit(terms[1]):
+                        out[i] = terms[0]  # same-signed zeros keep their sign
+                    else:
+                        out[i] = -0.0 if mode == "rm" else 0.0
                 continue
             out[i] = exact_to_float(exact, 53, -1022, 1023, mode)
     return out.reshape(np.broadcast(*[np.asarray(a) for a in args]).shape)

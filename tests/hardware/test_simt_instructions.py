@@ -1,0 +1,584 @@
+"""Single instructions against exact references: fma/add/mul/div/sqrt in every rounding
+mode against fractions.Fraction, cvt with every modifier, integer and bit operations
+against Python integers, shfl.sync with clamp/segment operands against the PTX ISA
+pseudocode, vote/activemask under divergence."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hardware.simt import GlobalMemory, load_ptx
+
+_REG = {1: "%rc", 2: "%rs", 4: "%r", 8: "%rd"}
+
+
+def run_instruction(template: str, inputs: list[np.ndarray], out_dtype, *,
+                    block: int = 128, extra_outputs: int = 0) -> np.ndarray | list:
+    """Execute ``template`` (with {d}, {a}, {b}, {c}, ... placeholders; {d1} for a second
+    destination) once per element. Inputs/outputs are raw-bit arrays; their itemsize picks
+    the register width. Returns the output array (or a list with the extra outputs)."""
+    n = len(inputs[0])
+    out_dtype = np.dtype(out_dtype)
+    names = "abcefgh"  # "d" is the destination
+    lines = []
+    params = []
+    regs = {}
+    for i, arr in enumerate(inputs):
+        w = arr.dtype.itemsize
+        regs[names[i]] = f"{_REG[w]}{i + 1}"
+        params.append(f".param .u64 p{i}")
+        lines.append(f"ld.param.u64 %rd{20 + i}, [p{i}];")
+        lines.append(f"mul.wide.u32 %rd31, %r30, {w};")
+        lines.append(f"add.s64 %rd{20 + i}, %rd{20 + i}, %rd31;")
+        lines.append(f"ld.global.b{8 * w} {regs[names[i]]}, [%rd{20 + i}];")
+    outs = [out_dtype] * (1 + extra_outputs)
+    for j, dt in enumerate(outs):
+        w = dt.itemsize
+        key = "d" if j == 0 else f"d{j}"
+        regs[key] = f"{_REG[w]}{9 - j}"
+        params.append(f".param .u64 q{j}")
+    lines.append(template.format(**regs) + ";")
+    for j, dt in enumerate(outs):
+        w = dt.itemsize
+        key = "d" if j == 0 else f"d{j}"
+        lines.append(f"ld.param.u64 %rd{40 + j}, [q{j}];")
+        lines.append(f"mul.wide.u32 %rd31, %r30, {w};")
+        lines.append(f"add.s64 %rd{40 + j}, %rd{40 + j}, %rd31;")
+        lines.append(f"st.global.b{8 * w} [%rd{40 + j}], {regs[key]};")
+    body = "\n\t".join(x for x in lines if x)
+    ptx = f"""
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k({", ".join(params)})
+{{
+\t.reg .pred %p<10>;
+\t.reg .b16 %rs<10>;
+\t.reg .b32 %r<40>;
+\t.reg .b64 %rd<50>;
+\tmov.u32 %r31, %ctaid.x;
+\tmov.u32 %r32, %ntid.x;
+\tmov.u32 %r33, %tid.x;
+\tmad.lo.s32 %r30, %r31, %r32, %r33;
+\tsetp.ge.u32 %p9, %r30, {n};
+\t@%p9 bra $L_end;
+\t{body}
+$L_end:
+\tret;
+}}
+"""
+    mod = load_ptx(ptx)
+    mem = GlobalMemory()
+    ptrs = [mem.to_device(np.ascontiguousarray(a)) for a in inputs]
+    optrs = [mem.alloc(max(1, n * dt.itemsize)) for dt in outs]
+    mod.launch("k", -(-n // block), block, ptrs + optrs, mem)
+    res = [mem.from_device(p, dt, n) for p, dt in zip(optrs, outs)]
+    return res[0] if not extra_outputs else res
+
+
+# ---------------------------------------------------------------- exact references
+from fractions import Fraction  # noqa: E402
+
+import pytest  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+F32_MAX = Fraction(float(np.finfo(np.float32).max))
+
+
+def round_fraction(x: Fraction, mode: str, dtype=np.float32) -> float:
+    """Round the exact rational x to dtype by searching the neighbours of a nearby
+    float: rn = nearest (ties to even code), rz/rm/rp = the directed neighbour."""
+    top = Fraction(float(np.finfo(dtype).max))
+    f = dtype(float(x)) if abs(x) <= top else (np.finfo(dtype).max * dtype(1 if x > 0 else -1))
+    cands = {f}
+    for _ in range(2):
+        cands |= {np.nextafter(c, dtype(np.inf)) for c in cands}
+        cands |= {np.nextafter(c, dtype(-np.inf)) for c in cands}
+    finite = sorted((c for c in cands if np.isfinite(c)), key=lambda c: Fraction(float(c)))
+    big = Fraction(float(np.finfo(dtype).max))
+    if mode == "rn":
+        # overflow threshold: MAX + half an ulp at MAX rounds to infinity
+        ulp = Fraction(float(np.finfo(dtype).max)) - Fraction(float(np.nextafter(
+            np.finfo(dtype).max, dtype(0))))
+        if abs(x) >= big + ulp / 2:
+            return float(np.inf if x > 0 else -np.inf)
+        best = min(finite, key=lambda c: (abs(Fraction(float(c)) - x),
+                                          int(np.asarray(c, dtype).view(
+                                              np.uint32 if dtype == np.float32 else np.uint64)) & 1))
+        return float(best)
+    if mode == "rz":
+        if x > 0:
+            return float(max(c for c in finite if Fraction(float(c)) <= x)) if x <= big else float(big)
+        return float(min(c for c in finite if Fraction(float(c)) >= x)) if x >= -big else float(-big)
+    if mode == "rm":
+        if x < -big:
+            return float("-inf")
+        if x > big:
+            return float(big)
+        return float(max(c for c in finite if Fraction(float(c)) <= x))
+    if mode == "rp":
+        if x > big:
+            return float("inf")
+        if x < -big:
+            return float(-big)
+        return float(min(c for c in finite if Fraction(float(c)) >= x))
+    raise AssertionError(mode)
+
+
+def f32(bits):
+    return np.asarray(bits, np.uint32).view(np.float32)
+
+
+finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+MODES = ("rn", "rz", "rm", "rp")
+
+
+def _check_float(got_bits, exact_values, mode, zero_sign=None):
+    got = f32(got_bits)
+    for i, x in enumerate(exact_values):
+        if x is None:
+            continue
+        want = round_fraction(x, mode)
+        assert float(got[i]) == want, (i, mode, x, float(got[i]), want)
+        if x == 0 and zero_sign is not None:
+            assert np.signbit(got[i]) == zero_sign[i], (i, mode)
+
+
+# Double-rounding cases for fma through float64: a*b = 1 + 2**-11 + 2**-24 is exactly
+# halfway between two float32; a tiny c decides the direction.
+_A = float(np.float32(1 + 2**-12))
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(finite32, finite32, finite32), min_size=1, max_size=40),
+       st.sampled_from(MODES))
+@example([(_A, _A, 2.0**-60), (_A, _A, -2.0**-60), (_A, _A, 0.0), (1.0, 1.0, -1.0),
+          (3.0e38, 2.0, -3.0e38), (2.0**-75, 2.0**-75, 0.0), (-0.0, 1.0, 0.0)], "rn")
+@example([(_A, _A, 2.0**-60), (_A, _A, -2.0**-60), (1.0, 1.0, -1.0), (-0.0, 1.0, -0.0)], "rm")
+@example([(3.4e38, 3.4e38, -1.0), (-3.4e38, 3.4e38, 1.0), (1.0, 2.0**-149, 1.0)], "rz")
+def test_fma_f32_single_rounding(triples, mode):
+    a, b, c = (np.array([t[i] for t in triples], np.float32) for i in range(3))
+    got = run_instruction(f"fma.{mode}.f32 {{d}}, {{a}}, {{b}}, {{c}}",
+                          [a.view(np.uint32), b.view(np.uint32), c.view(np.uint32)], np.uint32)
+    exact = [Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+             for x, y, z in zip(a, b, c)]
+    # exact zero: +0 except in rm (-0); a product and addend of the same zero sign keep it
+    zs = []
+    for x, y, z, e in zip(a, b, c, exact):
+        psign = np.signbit(x) != np.signbit(y)
+        same = (x * y == 0) and z == 0 and psign == np.signbit(z)
+        zs.append(bool(psign) if same else mode == "rm")
+    _check_float(got, exact, mode, zs)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.tuples(finite32, finite32), min_size=1, max_size=40),
+       st.sampled_from(MODES), st.sampled_from(["add", "sub", "mul", "div"]))
+@example([(1.0, 2.0**-30), (1.0, -2.0**-30), (3.0e38, 3.0e38), (1.0, 3.0), (2.0, 3.0)],
+         "rz", "add")
+@example([(1.0, 3.0), (-1.0, 3.0), (1.0, 0.0), (0.0, 0.0), (1e-45, 3.0)], "rp", "div")
+def test_arith_f32_modes(pairs, mode, op):
+    a = np.array([p[0] for p in pairs], np.float32)
+    b = np.array([p[1] for p in pairs], np.float32)
+    got = run_instruction(f"{op}.{mode}.f32 {{d}}, {{a}}, {{b}}",
+                          [a.view(np.uint32), b.view(np.uint32)], np.uint32)
+    exact = []
+    for x, y in zip(a, b):
+        fx, fy = Fraction(float(x)), Fraction(float(y))
+        if op == "div" and fy == 0:
+            exact.append(None)  # inf/NaN: checked below
+            continue
+        exact.append({"add": fx + fy, "sub": fx - fy, "mul": fx * fy,
+                      "div": fx / fy if fy else None}[op])
+    _check_float(got, exact, mode)
+    with np.errstate(all="ignore"):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if op == "div" and y == 0:
+                want = np.float32(x) / np.float32(y)
+                g = f32(got)[i]
+                assert (np.isnan(want) and np.isnan(g)) or g == want
+
+
+@settings(max_examples=40)
+@given(st.lists(st.floats(width=32, min_value=0, allow_infinity=False, allow_nan=False),
+                min_size=1, max_size=40), st.sampled_from(MODES))
+@example([2.0, 1e-45, 0.0, 3.4e38, 1.0 + 2.0**-23, 4.0], "rp")
+def test_sqrt_f32_modes(xs, mode):
+    a = np.array(xs, np.float32)
+    got = f32(run_instruction(f"sqrt.{mode}.f32 {{d}}, {{a}}", [a.view(np.uint32)], np.uint32))
+    for x, g in zip(a, got):
+        fx = Fraction(float(x))
+        fg = Fraction(float(g))
+        lo = Fraction(float(np.nextafter(g, np.float32(0))))
+        hi = Fraction(float(np.nextafter(g, np.float32(np.inf))))
+        if fg * fg == fx:
+            continue  # exact root: every mode returns it
+        if mode in ("rz", "rm"):
+            assert fg * fg <= fx < hi * hi, (x, g)
+        elif mode == "rp":
+            assert lo * lo < fx <= fg * fg, (x, g)
+        else:  # nearest: the midpoints around g bracket the root
+            assert ((fg + lo) / 2) ** 2 <= fx <= ((fg + hi) / 2) ** 2, (x, g)
+
+
+# ------------------------------------------------------------------------------ cvt
+
+
+@settings(max_examples=40)
+@given(st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=40),
+       st.sampled_from(MODES))
+@example([2**63 - 1, -2**63, 2**24 + 1, 2**24 + 3, -(2**25 + 3), 2**53 + 1, 0], "rn")
+def test_cvt_s64_to_f32_and_f64(vals, mode):
+    v = np.array(vals, np.int64)
+    got = f32(run_instruction(f"cvt.{mode}.f32.s64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint32))
+    for x, g in zip(vals, got):
+        assert float(g) == round_fraction(Fraction(x), mode), (x, mode)
+    got64 = run_instruction(f"cvt.{mode}.f64.s64 {{d}}, {{a}}", [v.view(np.uint64)],
+                            np.uint64).view(np.float64)
+    for x, g in zip(vals, got64):
+        assert float(g) == round_fraction(Fraction(x), mode, np.float64), (x, mode)
+
+
+@settings(max_examples=30)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=30), st.sampled_from(MODES))
+@example([2**64 - 1, 2**63, 2**24 + 1], "rn")
+def test_cvt_u64_to_f32(vals, mode):
+    v = np.array(vals, np.uint64)
+    got = f32(run_instruction(f"cvt.{mode}.f32.u64 {{d}}, {{a}}", [v], np.uint32))
+    for x, g in zip(vals, got):
+        assert float(g) == round_fraction(Fraction(x), mode), (x, mode)
+
+
+@settings(max_examples=30)
+@given(st.lists(st.floats(width=64, allow_nan=False), min_size=1, max_size=30),
+       st.sampled_from(MODES))
+@example([3.4028235677973366e38, 3.4028235e38 * 1.0000001, 1.0 + 2.0**-24,
+          1.0 + 2.0**-24 + 2.0**-50, 2.0**-150, 2.0**-149 * 1.5, -1e300], "rn")
+def test_cvt_f64_to_f32(vals, mode):
+    v = np.array(vals, np.float64)
+    got = f32(run_instruction(f"cvt.{mode}.f32.f64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint32))
+    for x, g in zip(vals, got):
+        if np.isinf(x):
+            assert g == x
+            continue
+        assert float(g) == round_fraction(Fraction(x), mode), (x, mode)
+
+
+@pytest.mark.parametrize("mode", ["rni", "rzi", "rmi", "rpi"])
+@pytest.mark.parametrize("dst", ["s32", "u32", "s64", "u64", "s16", "u8"])
+def test_cvt_float_to_int_saturates(mode, dst):
+    x = np.array([0.5, 1.5, -0.5, -1.5, 2.5, -2.5, 1e20, -1e20, np.nan, np.inf, -np.inf,
+                  255.5, 65535.7, -129.2, 2.0**31, 2.0**63, 2.0**64], np.float64)
+    bits = int(dst[1:])
+    ddt = np.dtype(f"{'int' if dst[0] == 's' else 'uint'}{bits}")
+    wide = max(bits, 16) // 8
+    out_dt = np.dtype(f"uint{8 * wide}")
+    tmpl = f"cvt.{mode}.{dst}.f64 {{d}}, {{a}}"
+    got = run_instruction(tmpl, [x.view(np.uint64)], out_dt)
+    lo = -(1 << (bits - 1)) if dst[0] == "s" else 0
+    hi = (1 << (bits - 1)) - 1 if dst[0] == "s" else (1 << bits) - 1
+    rnd = {"rni": lambda f: round(f), "rzi": int,
+           "rmi": lambda f: int(np.floor(f)), "rpi": lambda f: int(np.ceil(f))}[mode]
+    for xv, g in zip(x, got):
+        if np.isnan(xv):
+            want = 0
+        elif np.isinf(xv):
+            want = hi if xv > 0 else lo
+        else:
+            want = min(max(rnd(Fraction(xv)) if mode == "rni" else rnd(xv), lo), hi)
+        g = int(np.asarray(g).astype(out_dt))
+        # a narrow destination in a wider register: the value sign- or zero-extended
+        gv = g - (1 << (8 * wide)) if (dst[0] == "s" and g >> (8 * wide - 1)) else g
+        assert gv == want, (xv, dst, mode, g)
+
+
+def test_cvt_integer_sat_and_extension():
+    v = np.array([-5, 300, 70000, -70000, 2**31 - 1], np.int32)
+    got = run_instruction("cvt.sat.u8.s32 {d}, {a}", [v.view(np.uint32)], np.uint32)
+    np.testing.assert_array_equal(got, [0, 255, 255, 0, 255])
+    got = run_instruction("cvt.sat.s16.s32 {d}, {a}", [v.view(np.uint32)], np.uint32)
+    np.testing.assert_array_equal(got.view(np.int32), [-5, 300, 32767, -32768, 32767])
+    got = run_instruction("cvt.s64.s32 {d}, {a}", [v.view(np.uint32)], np.uint64)
+    np.testing.assert_array_equal(got.view(np.int64), v.astype(np.int64))
+    got = run_instruction("cvt.u64.u32 {d}, {a}", [v.view(np.uint32)], np.uint64)
+    np.testing.assert_array_equal(got, v.view(np.uint32).astype(np.uint64))
+
+
+def test_cvt_sat_float():
+    x = np.array([-1.0, 0.25, 2.0, np.nan, -0.0], np.float32)
+    got = f32(run_instruction("cvt.sat.f32.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    np.testing.assert_array_equal(got, [0.0, 0.25, 1.0, 0.0, 0.0])
+
+
+# -------------------------------------------------------------------------- integers
+
+i32s = st.lists(st.integers(-2**31, 2**31 - 1), min_size=1, max_size=40)
+i64s = st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=40)
+
+
+def _wrap(v: int, bits: int, signed: bool) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+
+@settings(max_examples=30)
+@given(i64s, i64s)
+@example([-2**63, -1, 2**63 - 1, 12345678901234], [-1, -1, 2**63 - 1, -98765432109])
+def test_mul_hi_and_wide_64(xs, ys):
+    n = min(len(xs), len(ys))
+    a = np.array(xs[:n], np.int64)
+    b = np.array(ys[:n], np.int64)
+    got = run_instruction("mul.hi.s64 {d}, {a}, {b}", [a.view(np.uint64), b.view(np.uint64)],
+                          np.uint64).view(np.int64)
+    assert [int(g) for g in got] == [(x * y) >> 64 for x, y in zip(a.tolist(), b.tolist())]
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
+    got = run_instruction("mul.hi.u64 {d}, {a}, {b}", [ua, ub], np.uint64)
+    assert [int(g) for g in got] == [(x * y) >> 64 for x, y in zip(ua.tolist(), ub.tolist())]
+
+
+@settings(max_examples=30)
+@given(i32s, i32s)
+@example([-2**31, 7, -7, 7, 0], [-1, -2, 2, 3, 5])
+def test_int32_ops(xs, ys):
+    n = min(len(xs), len(ys))
+    xs, ys = xs[:n], [y if y != 0 else 1 for y in ys[:n]]
+    a = np.array(xs, np.int32).view(np.uint32)
+    b = np.array(ys, np.int32).view(np.uint32)
+    def run(t):
+        return [int(v) for v in run_instruction(t, [a, b], np.uint32).view(np.int32)]
+    def trunc_div(x, y):
+        q = abs(x) // abs(y)
+        return q if (x < 0) == (y < 0) else -q
+    assert run("div.s32 {d}, {a}, {b}") == [_wrap(trunc_div(x, y), 32, True) for x, y in zip(xs, ys)]
+    assert run("rem.s32 {d}, {a}, {b}") == [_wrap(x - trunc_div(x, y) * y, 32, True)
+                                            for x, y in zip(xs, ys)]
+    assert run("mul.hi.s32 {d}, {a}, {b}") == [_wrap((x * y) >> 32, 32, True) for x, y in zip(xs, ys)]
+    assert run("mul.lo.s32 {d}, {a}, {b}") == [_wrap(x * y, 32, True) for x, y in zip(xs, ys)]
+    assert run("add.sat.s32 {d}, {a}, {b}") == [min(max(x + y, -2**31), 2**31 - 1) for x, y in zip(xs, ys)]
+    assert run("min.s32 {d}, {a}, {b}") == [min(x, y) for x, y in zip(xs, ys)]
+    assert run("max.u32 {d}, {a}, {b}") == [_wrap(max(x % 2**32, y % 2**32), 32, True)
+                                            for x, y in zip(xs, ys)]
+    assert run("div.u32 {d}, {a}, {b}") == [_wrap((x % 2**32) // (y % 2**32), 32, True)
+                                            for x, y in zip(xs, ys)]
+    wide = run_instruction("mul.wide.s32 {d}, {a}, {b}", [a, b], np.uint64).view(np.int64)
+    assert [int(w) for w in wide] == [x * y for x, y in zip(xs, ys)]
+    mad = run_instruction("mad.wide.u32 {d}, {a}, {b}, {c}",
+                          [a, b, np.arange(n, dtype=np.uint64) * np.uint64(2**40)], np.uint64)
+    assert [int(w) for w in mad] == [((x % 2**32) * (y % 2**32) + i * 2**40) % 2**64
+                                     for i, (x, y) in enumerate(zip(xs, ys))]
+
+
+@settings(max_examples=30)
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(0, 300)),
+                min_size=1, max_size=40))
+@example([(0x80000000, 31, 1), (0xF0F0F0F0, 4, 8), (0xFFFFFFFF, 0, 0), (0x12345678, 28, 10),
+          (0x80000000, 0, 40), (0x7, 255, 3)])
+def test_bfe_bfi(cases):
+    a = np.array([c[0] for c in cases], np.uint32)
+    pos = np.array([c[1] for c in cases], np.uint32)
+    ln = np.array([c[2] for c in cases], np.uint32)
+    def bfe(x, p, l, signed):
+        p, l = p & 0xFF, l & 0xFF
+        msb = min(p + l - 1, 31)
+        sbit = ((x >> msb) & 1 if l else 0) if signed else 0
+        r = 0
+        for i in range(32):
+            bit = ((x >> (p + i)) & 1) if (i < l and p + i <= 31) else sbit
+            r |= bit << i
+        return r
+    got = run_instruction("bfe.u32 {d}, {a}, {b}, {c}", [a, pos, ln], np.uint32)
+    assert got.tolist() == [bfe(x, p, l, False) for x, p, l in zip(a.tolist(), pos.tolist(), ln.tolist())]
+    got = run_instruction("bfe.s32 {d}, {a}, {b}, {c}", [a, pos, ln], np.uint32)
+    assert got.tolist() == [bfe(x, p, l, True) for x, p, l in zip(a.tolist(), pos.tolist(), ln.tolist())]
+    base = a[::-1].copy()
+    def bfi(x, y, p, l):
+        p, l = p & 0xFF, l & 0xFF
+        r = y
+        for i in range(l):
+            if p + i > 31:
+                break
+            r = (r & ~(1 << (p + i))) | (((x >> i) & 1) << (p + i))
+        return r & 0xFFFFFFFF
+    got = run_instruction("bfi.b32 {d}, {a}, {b}, {c}, {e}", [a, base, pos, ln], np.uint32)
+    assert got.tolist() == [bfi(x, y, p, l) for x, y, p, l in
+                            zip(a.tolist(), base.tolist(), pos.tolist(), ln.tolist())]
+
+
+@settings(max_examples=30)
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=40), st.integers(0, 40))
+def test_bit_counts_and_shifts(xs, sh):
+    a = np.array(xs, np.uint32)
+    s = np.full(a.shape, sh, np.uint32)
+    assert run_instruction("popc.b32 {d}, {a}", [a], np.uint32).tolist() == [bin(x).count("1") for x in xs]
+    assert run_instruction("clz.b32 {d}, {a}", [a], np.uint32).tolist() == [32 - x.bit_length() for x in xs]
+    assert run_instruction("brev.b32 {d}, {a}", [a], np.uint32).tolist() == [
+        int(f"{x:032b}"[::-1], 2) for x in xs]
+    assert run_instruction("shl.b32 {d}, {a}, {b}", [a, s], np.uint32).tolist() == [
+        (x << sh) & 0xFFFFFFFF if sh < 32 else 0 for x in xs]
+    assert run_instruction("shr.u32 {d}, {a}, {b}", [a, s], np.uint32).tolist() == [
+        x >> sh if sh < 32 else 0 for x in xs]
+    signed = [x - 2**32 if x >> 31 else x for x in xs]
+    assert run_instruction("shr.s32 {d}, {a}, {b}", [a, s], np.uint32).view(np.int32).tolist() == [
+        x >> min(sh, 31) for x in signed]
+    b = a[::-1].copy()
+    sel = np.array([0x3210, 0x7654, 0x0123, 0x8888, 0xBA98][: 1] * len(xs), np.uint32)
+    def prmt(x, y, c):
+        src = x | (y << 32)
+        r = 0
+        for k in range(4):
+            nib = (c >> (4 * k)) & 0xF
+            byte = (src >> (8 * (nib & 7))) & 0xFF
+            if nib & 8:
+                byte = 0xFF if byte & 0x80 else 0
+            r |= byte << (8 * k)
+        return r
+    for c in (0x3210, 0x7654, 0x0123, 0x8888, 0xBA98, 0x5140):
+        sel = np.full(a.shape, c, np.uint32)
+        got = run_instruction("prmt.b32 {d}, {a}, {b}, {c}", [a, b, sel], np.uint32)
+        assert got.tolist() == [prmt(x, y, c) for x, y in zip(a.tolist(), b.tolist())]
+
+
+def test_float_min_max_abs_neg():
+    a = np.array([1.0, -0.0, np.nan, np.nan, 2.0, -3.0], np.float32)
+    b = np.array([2.0, 0.0, 1.0, np.nan, np.nan, -np.inf], np.float32)
+    got = f32(run_instruction("min.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)], np.uint32))
+    assert got[0] == 1.0 and got[1] == 0 and np.signbit(got[1]) and got[2] == 1.0
+    assert np.isnan(got[3]) and got[4] == 2.0 and got[5] == -np.inf
+    got = f32(run_instruction("max.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)], np.uint32))
+    assert got[1] == 0 and not np.signbit(got[1])
+    got = run_instruction("neg.f32 {d}, {a}", [a.view(np.uint32)], np.uint32)
+    np.testing.assert_array_equal(got, a.view(np.uint32) ^ np.uint32(0x80000000))
+    got = run_instruction("abs.f32 {d}, {a}", [a.view(np.uint32)], np.uint32)
+    np.testing.assert_array_equal(got, a.view(np.uint32) & np.uint32(0x7FFFFFFF))
+
+
+def test_approx_within_documented_error():
+    x = np.array([0.5, 1.0, 2.0, 3.0, 10.0, 0.1, -1.5, 100.0], np.float32)
+    pos = np.abs(x)
+    ex2 = f32(run_instruction("ex2.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    np.testing.assert_allclose(ex2, np.exp2(x.astype(np.float64)), rtol=2 * 2.0**-23)
+    lg2 = f32(run_instruction("lg2.approx.f32 {d}, {a}", [pos.view(np.uint32)], np.uint32))
+    np.testing.assert_allclose(lg2, np.log2(pos.astype(np.float64)), atol=2.0**-21, rtol=2.0**-21)
+    rcp = f32(run_instruction("rcp.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    np.testing.assert_allclose(rcp, 1.0 / x.astype(np.float64), rtol=2.0**-23)
+    sin = f32(run_instruction("sin.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    np.testing.assert_allclose(sin, np.sin(x.astype(np.float64)), atol=2.0**-20.5)
+
+
+# ------------------------------------------------------------------- warp collectives
+
+
+def _shfl_ref(vals, mode, b, c):
+    """PTX ISA shfl.sync pseudocode for one warp (all lanes active)."""
+    out, valid = [], []
+    for lane in range(32):
+        seg = (c >> 8) & 0x1F
+        maxlane = (lane & seg) | (c & 0x1F & ~seg)
+        minlane = lane & seg
+        if mode == "up":
+            j, ok = lane - b, lane - b >= maxlane
+        elif mode == "down":
+            j, ok = lane + b, lane + b <= maxlane
+        elif mode == "bfly":
+            j, ok = lane ^ b, (lane ^ b) <= maxlane
+        else:
+            j = minlane | (b & 0x1F & ~seg)
+            ok = j <= maxlane
+        out.append(vals[j] if ok else vals[lane])
+        valid.append(ok)
+    return out, valid
+
+
+@pytest.mark.parametrize("mode", ["up", "down", "bfly", "idx"])
+@pytest.mark.parametrize("width", [32, 16, 8])
+@pytest.mark.parametrize("b", [0, 1, 3, 5])
+def test_shfl_sync_segments(mode, width, b):
+    # CUDA's __shfl_*_sync(mask, v, b, width) passes c = ((32 - width) << 8) | clamp,
+    # clamp = 31 for idx/down/bfly and 0 for up
+    clamp = 0 if mode == "up" else 31
+    c = ((32 - width) << 8) | clamp
+    vals = (np.arange(64, dtype=np.uint32) * 7 + 3)
+    bb = np.full(64, b, np.uint32)
+    cc = np.full(64, c, np.uint32)
+    got, valid = run_instruction(f"shfl.sync.{mode}.b32 {{d}}|%p1, {{a}}, {{b}}, {{c}}, -1;\n"
+                                 "\tselp.u32 {d1}, 1, 0, %p1",
+                                 [vals, bb, cc], np.uint32, block=64, extra_outputs=1)
+    for w in range(2):
+        ref, ok = _shfl_ref(vals[32 * w: 32 * w + 32].tolist(), mode, b, c)
+        assert got[32 * w: 32 * w + 32].tolist() == ref
+        assert valid[32 * w: 32 * w + 32].tolist() == [int(o) for o in ok]
+
+
+def test_vote_and_activemask_under_divergence():
+    # odd lanes branch away; the even lanes vote among themselves
+    ptx = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<5>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 8;
+    add.s64 %rd3, %rd1, %rd2;
+    and.b32 %r2, %r1, 1;
+    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra $L_odd;
+    activemask.b32 %r3;
+    setp.lt.u32 %p2, %r1, 8;
+    vote.sync.ballot.b32 %r4, %p2, %r3;
+    st.global.v2.u32 [%rd3], {%r3, %r4};
+    bra.uni $L_end;
+$L_odd:
+    activemask.b32 %r3;
+    vote.sync.all.pred %p3, %p1, %r3;
+    selp.u32 %r4, 1, 0, %p3;
+    st.global.v2.u32 [%rd3], {%r3, %r4};
+$L_end:
+    ret;
+}
+"""
+    from hardware.simt import load_ptx as _load
+    mod = _load(ptx)
+    mem = GlobalMemory()
+    out = mem.alloc(8 * 32)
+    st_ = mod.launch("k", 1, 32, [out], mem)
+    r = mem.from_device(out, np.uint32, (32, 2))
+    even = 0x55555555
+    odd = 0xAAAAAAAA
+    assert (r[0::2, 0] == even).all()
+    assert (r[0::2, 1] == 0b1010101).all()   # lanes 0, 2, 4, 6
+    assert (r[1::2, 0] == odd).all()
+    assert (r[1::2, 1] == 1).all()
+    assert st_.divergent_branches == 1
+
+
+finite64 = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300)
+
+
+@settings(max_examples=20)
+@given(st.lists(st.tuples(finite64, finite64, finite64), min_size=1, max_size=10),
+       st.sampled_from(MODES), st.sampled_from(["fma", "add", "div", "mul"]))
+@example([(1.0 + 2.0**-30, 1.0 + 2.0**-30, -1.0), (0.1, 3.0, 1e-17)], "rn", "fma")
+def test_f64_modes(triples, mode, op):
+    cols = [np.array([t[i] for t in triples], np.float64) for i in range(3)]
+    if op == "div":
+        cols[1] = np.where(cols[1] == 0, 1.0, cols[1])
+    tmpl = {"fma": "fma.{m}.f64 {{d}}, {{a}}, {{b}}, {{c}}", "add": "add.{m}.f64 {{d}}, {{a}}, {{b}}",
+            "div": "div.{m}.f64 {{d}}, {{a}}, {{b}}", "mul": "mul.{m}.f64 {{d}}, {{a}}, {{b}}"}[op]
+    nin = 3 if op == "fma" else 2
+    got = run_instruction(tmpl.format(m=mode), [c.view(np.uint64) for c in cols[:nin]],
+                          np.uint64).view(np.float64)
+    for i in range(len(triples)):
+        a, b, c = (Fraction(float(col[i])) for col in cols)
+        exact = {"fma": lambda: a * b + c, "add": lambda: a + b, "div": lambda: a / b,
+                 "mul": lambda: a * b}[op]()
+        want = round_fraction(exact, mode, np.float64)
+        if exact == 0:
+            assert got[i] == 0
+            continue
+        assert float(got[i]) == want, (op, mode, i, float(got[i]), want)
