@@ -194,3 +194,16 @@ def test_bad_model_options():
         Chunked(size=0)
     with pytest.raises(ValueError, match="Chunked"):
         Chunked(inner=Chunked())
+
+
+@pytest.mark.parametrize("model", ["exact", "sequential", "sequential_fma", "pairwise",
+                                   "chunked", "H100-FP16", Chunked(2, inner="A100-TF32")])
+def test_batched_broadcast_equals_per_matrix(model):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 1, 3, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5, 2)).astype(np.float32)
+    c = matmul(a, b, accumulate=model)
+    assert c.shape == (2, 4, 3, 2) and c.dtype == np.float32
+    for i in range(2):
+        for j in range(4):
+            assert c[i, j].tobytes() == matmul(a[i, 0], b[j], accumulate=model).tobytes()
