@@ -15,10 +15,11 @@ E2M1 2, INT8 0):
 - ``"even"``: round amax to the element's mantissa width first (round-half-even on the
   significand; it only matters when that carries into the exponent), then floor.
 - ``"rceil"`` (cuBLAS / TransformerEngine MXFP8): the smallest power of two with
-  ``amax / X <= max_elem``, i.e. ``e = ceil(log2(amax / max_elem))``, computed exactly
-  (TransformerEngine forms ``amax * (1/max)`` in float32 first, which can give the next
-  lower power when that product rounds onto a power of two; the element result is the
-  same there, only the scale differs).
+  ``amax / X <= max_elem``, i.e. ``e = ceil(log2(amax / max_elem))``, computed exactly.
+  TransformerEngine forms ``amax * float32(1/max)`` in float32 and rounds that up to a
+  power of two; for the maxima of every MX floating-point element format the reciprocal
+  rounds up and both give the same exponent for every normal float32 amax (a test checks
+  this). For MXINT8's 127/64 they differ just above ``127/64 * 2**k``.
 
 The exponent is clamped to [-127, 127] (scale codes 0x00..0xFE).
 

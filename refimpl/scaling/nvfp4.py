@@ -310,18 +310,23 @@ def nvfp4_quantize(
     if hadamard:
         signs = np.asarray(hadamard_signs)
         arr = hadamard_transform(arr, size=16, axis=ax, signs=signs)
-    if global_amax is None:
-        mags = np.abs(arr)
-        ga = _F32(np.max(np.where(np.isnan(mags), _F32(0), mags))) if arr.size else _F32(0)
-    else:
-        ga = _F32(global_amax)
-    gscale = nvfp4_global_scale(ga, rule)
-
     moved = np.moveaxis(arr, ax, -1)
     tiles = _tile_view(moved, blk)
     red = (-1,) if blk[0] == 1 else (-2, -1)
-    bamax = np.max(np.abs(tiles), axis=red) if tiles.size else np.zeros(tiles.shape[: -len(red)], _F32)
+    if tiles.size:
+        bamax = np.max(np.abs(tiles), axis=red)  # NaN marks a block holding NaN
+    else:
+        bamax = np.zeros(tiles.shape[: -len(red)], _F32)
     nan_block = np.isnan(bamax)
+    if global_amax is None:
+        # the largest non-NaN magnitude: fmax skips NaN
+        ga = _F32(np.fmax.reduce(bamax, axis=None, initial=_F32(0))) if bamax.size else _F32(0)
+        if nan_block.any():
+            mags = np.abs(tiles[nan_block])
+            ga = max(ga, _F32(np.fmax.reduce(mags, axis=None, initial=_F32(0))))
+    else:
+        ga = _F32(global_amax)
+    gscale = nvfp4_global_scale(ga, rule)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         if rule == "te":
             ds = (bamax / _FP4_MAX) * gscale
@@ -340,10 +345,12 @@ def nvfp4_quantize(
             scaled = tiles * enc
         else:
             scaled = tiles / (gscale * sfx)
-        scaled = np.minimum(np.maximum(scaled, -_FP4_MAX), _FP4_MAX)
-    nanx = nan_block[..., None] if blk[0] == 1 else nan_block[..., None, None]
-    scaled = np.where(nanx, _F32(0), scaled)
-    codes = formats.encode(scaled.astype(_F32), formats.E2M1)
+        np.maximum(scaled, -_FP4_MAX, out=scaled)
+        np.minimum(scaled, _FP4_MAX, out=scaled)
+    if nan_block.any():
+        nanx = nan_block[..., None] if blk[0] == 1 else nan_block[..., None, None]
+        scaled = np.where(nanx, _F32(0), scaled)
+    codes = formats.encode(scaled.astype(_F32, copy=False), formats.E2M1)
     codes = _untile(codes, blk, moved.shape)
     scale_codes = np.moveaxis(sf_codes, -1, ax) if blk[0] == 1 else sf_codes
     return NVFP4Array(

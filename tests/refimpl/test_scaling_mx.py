@@ -406,6 +406,26 @@ def test_floor_clips_e4m3_top_binade():
     assert mx_quantize(x, "e4m3", scale_rule="rceil").dequantize()[0] == 480.0
 
 
+@pytest.mark.parametrize("name", ["e4m3", "e5m2", "e2m3", "e3m2", "e2m1"])
+def test_rceil_equals_float32_reciprocal_form(name):
+    """TransformerEngine's RCEIL: float32 ``amax * (1/max)`` rounded up to a power of two
+    (exponent bits plus one when any mantissa bit is set), emulated in float32 here."""
+    fmax = float(max_of(name))
+    rng = np.random.default_rng(9)
+    random = rng.integers(0x00800000, 0x7F7FFFFF, 200_000, dtype=np.uint32).view(F32)
+    edges = np.array([fmax * 2.0 ** k for k in range(-118, 120)], F32)
+    edges = edges[np.isfinite(edges)]
+    amax = np.concatenate([random, edges, np.nextafter(edges, F32(np.inf)),
+                           np.nextafter(edges, F32(0))])
+    with np.errstate(over="ignore"):
+        prod = amax * (F32(1) / F32(fmax))
+    finite = np.isfinite(prod)
+    m, e = np.frexp(prod[finite])
+    te = np.clip(e.astype(np.int64) - 1 + (m != 0.5), -127, 127)
+    _, ours = mx_scale_exponent(amax[finite], name, scale_rule="rceil")
+    assert np.array_equal(ours, te)
+
+
 def test_scale_exponent_function():
     codes, e = mx_scale_exponent(np.array([0.0, np.nan, 1.0, 448.0, 449.0], np.float32), "e4m3",
                                  scale_rule="rceil")
