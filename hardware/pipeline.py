@@ -7,7 +7,10 @@ section 3:
 - 3.1 *warp specialisation*: a producer warp issues TMA loads of K_j, V_j into an
   ``s``-stage circular shared-memory buffer (wait for the stage to be empty, load,
   signal full); consumer warpgroups wait for full, compute S = Q K_j^T (GEMM0), the
-  softmax, O += P V_j (GEMM1) and release the stage.
+  softmax, O += P V_j (GEMM1) and release the stage. K and V have their own barriers
+  (as in Algorithm 1, "wait for K_j" and "wait for V_j"): each stage is a K slot and a
+  V slot, K_j released once GEMM0(j) is done and V_j once GEMM1(j) is, so the buffer
+  is two circular buffers of ``s`` stages.
 - 3.1 *ping-pong*: two consumer warpgroups take turns on the tensor cores (a barrier
   orders the GEMMs of one warpgroup, "GEMM1 of one iteration and GEMM0 of the next",
   before those of the other), so the softmax of one runs while the other's GEMMs do.
@@ -27,7 +30,9 @@ fa3                 yes       2            yes        yes
 ==================  ========  ===========  =========  =====================================
 
 Without a producer (``serial``, ``pingpong``) the consumers load K_j, V_j themselves and
-wait for the data before going on, as a FlashAttention-2 kernel does.
+wait for the data before going on, as a FlashAttention-2 kernel does. Any other
+combination can be run by passing a :class:`Schedule` (for example a producer with two
+free-running consumer warpgroups).
 
 Resources (units) of the one SM, each serving one operation at a time, first come first
 served (ties broken by agent: producer, then warpgroup 0, then 1):
@@ -52,7 +57,7 @@ Unit costs (:func:`unit_costs`; ``r`` query rows of one warpgroup = ``B_r / warp
   conversion of P to the GEMM1 operand) and one multiply per element of the O
   accumulator (rescaling by e^(m_old - m_new)). The two are added: the same warps issue
   them and each step depends on the previous.
-- load of K_j and V_j: ``2 c d b / bandwidth``; ``bandwidth`` = (HBM bandwidth / SM
+- load of K_j or of V_j: ``c d b / bandwidth``; ``bandwidth`` = (HBM bandwidth / SM
   count) x ``l2_reuse``, where ``l2_reuse`` (default ``min(ceil(seq_len / B_r), SMs)``)
   is the number of thread blocks served by one HBM read of a K/V tile: the query tiles
   of a head run concurrently and read the same K/V tiles, all but the first hitting in
@@ -61,9 +66,13 @@ Unit costs (:func:`unit_costs`; ``r`` query rows of one warpgroup = ``B_r / warp
   sources give, for A100): ~200 cycles for an L2 hit when ``l2_reuse > 1``, ~500 cycles
   for HBM otherwise, at the GPU's boost clock.
 
+The producer loads K_0, V_0, K_1, V_1, ... in that order. Without a producer, the
+first consumer that needs block j loads K_j, and V_j with it when V_j's stage is free.
+
 Not modelled: Q's load before the loop and O's normalisation and store after it (the
 model covers the main loop), WGMMA issue latency, register pressure, causal masking,
-separate K and V barriers (a stage holds K_j and V_j and is released after GEMM1).
+FP8's in-shared-memory transpose of V, processor sharing of the softmax pipes (two
+softmaxes queue, first come first served).
 Times are sums of float64 durations, so every result is bit-identical on any machine.
 
 Infinite resources for the bound tests: ``bandwidth=math.inf`` makes loads free (no
@@ -75,7 +84,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Generator, Iterable, Mapping, Sequence
+from typing import Generator, Iterable, Mapping
 
 from hardware import specs
 
@@ -90,6 +99,8 @@ __all__ = [
     "L2_LATENCY_CYCLES",
     "HBM_LATENCY_CYCLES",
     "DTYPE_BYTES",
+    "UNITS",
+    "GANTT_SYMBOLS",
     "unit_costs",
     "simulate",
     "check_buffer_invariant",
@@ -105,6 +116,7 @@ HBM_LATENCY_CYCLES = 500
 #: bytes per element of the tensor-core input types
 DTYPE_BYTES: Mapping[str, int] = {"fp16": 2, "bf16": 2, "fp8": 1}
 
+#: the resources of the SM, in Gantt-chart order
 UNITS = ("memory", "tensor", "softmax")
 
 
@@ -286,11 +298,31 @@ def unit_costs(gpu: specs.GPUSpec | str = "H100", *, seq_len: int, block: tuple[
     """The per-SM rates of ``gpu`` (formulas in the module docstring); any rate given
     explicitly replaces the derived one.
 
+    Args:
+        gpu: catalogue entry or name.
+        seq_len, block: the problem; they set the default ``l2_reuse``.
+        dtype: "fp16", "bf16" or "fp8": the tensor-core peak and the bytes per element.
+        tensor_flops: FLOP/s of one SM (default: dense ``dtype`` peak / SMs).
+        exp_rate: exp2 per second of one SM (default: SFU results/clock/SM x clock).
+        fp32_rate: FP32 instructions per second of one SM (default: vector FP32
+            FLOP/s / 2 / SMs).
+        bandwidth: bytes/s for this block's K/V tiles (default: HBM bandwidth / SMs x
+            ``l2_reuse``).
+        load_latency: seconds (default: seed 002's L2 ~200 cycles if ``l2_reuse > 1``,
+            else HBM ~500 cycles, at the boost clock).
+        l2_reuse: thread blocks served by one HBM read of a K/V tile (default:
+            ``min(ceil(seq_len / B_r), SMs)``).
+
     Raises:
         ValueError: unknown dtype, a rate that is not positive, or a catalogue figure
             the derivation needs that the entry lacks (then pass the rate explicitly).
     """
     g = specs.get(gpu) if isinstance(gpu, str) else gpu
+    seq_len = _positive_int("seq_len", seq_len)
+    if not (isinstance(block, (tuple, list)) and len(block) == 2):
+        raise ValueError(f"block must be (B_r, B_c), got {block!r}")
+    _positive_int("block[0] (B_r)", block[0])
+    _positive_int("block[1] (B_c)", block[1])
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
 
@@ -755,8 +787,8 @@ def render_gantt(timeline: Timeline, *, width: int = 100, start: float = 0.0,
                  end: float | None = None) -> str:
     """One row per unit (memory, tensor, softmax), ``width`` columns from ``start`` to
     ``end`` (default: the whole run). A column shows the event covering its midpoint:
-    ``K``/``V`` load of a K or V tile, ``S``/``s`` GEMM0 (S = Q K^T) of warpgroup 0/1, ``O``/``o`` GEMM1
-    (O += P V), ``E``/``e`` softmax, ``.`` idle.
+    ``K``/``V`` transfer of a K or V tile, ``S``/``s`` GEMM0 (S = Q K^T) of warpgroup
+    0/1, ``O``/``o`` GEMM1 (O += P V), ``E``/``e`` softmax, ``.`` idle.
     """
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise ValueError(f"width must be a positive integer, got {width!r}")
