@@ -27,7 +27,8 @@ from oracle import placement
 from oracle.tolerance import ExactNaNClass, _format_value
 
 __all__ = ["ConformanceError", "check_encoder", "check_decoder", "check_round_to",
-           "CHECKS", "resolve_callable"]
+           "check_mx_quantize", "check_matmul", "check_attention", "CHECKS",
+           "resolve_callable"]
 
 
 class ConformanceError(AssertionError):
@@ -208,11 +209,213 @@ def check_round_to(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
     _run(t, x, expect, actual, None, floats_near(f, dtype=dt, nan=f.has_nan), max_examples)
 
 
+def _mx_block_text(x: np.ndarray) -> str:
+    finite = x[np.isfinite(x)]
+    amax = float(np.abs(finite).max()) if finite.size else float("nan")
+    return (f"block of {x.size} float32 values, amax {amax:.9g}"
+            + (f", {int(np.sum(~np.isfinite(x)))} non-finite" if finite.size < x.size else ""))
+
+
+def check_mx_quantize(fn: Callable, elem: Any = "e4m3", *, scale_rule: str = "floor",
+                      block_size: int = 32, inf_block: str | None = None,
+                      max_examples: int = 100, **_: Any) -> None:
+    """Check an MX quantiser ``fn(x) -> (codes, scales)`` for ``x`` float32 of shape
+    (rows, n * block_size), blocks along the last axis, against
+    ``refimpl.scaling.mx_quantize`` (OCP MX v1.0 section 6.3) with the same rule.
+    Element codes and E8M0 scale codes are compared exactly. Blocks holding NaN or Inf
+    are included only when ``inf_block`` names the policy ``fn`` follows.
+
+    Raises:
+        ConformanceError: the simplest failing block, with the element or scale that
+            differs.
+    """
+    from refimpl.scaling import mx_quantize
+
+    from oracle.cases.scaling import special_blocks
+    from oracle.random_stream import CaseRandom
+    from oracle.strategies import BLOCK_KINDS, mx_blocks
+
+    policy = inf_block or "nan"
+    opts = f"scale_rule={scale_rule}, block_size={block_size}" + (
+        f", inf_block={inf_block}" if inf_block else "")
+
+    def one(x: np.ndarray, phase: str) -> None:
+        q = mx_quantize(x, elem, block_size=block_size, scale_rule=scale_rule,
+                        inf_block=policy)
+        got = fn(x)
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise ConformanceError("the MX quantiser must return (codes, scales)")
+        codes, scales = (np.asarray(g) for g in got)
+        for name, g, w in (("scales", scales, q.scales), ("codes", codes, q.codes)):
+            if g.shape != w.shape:
+                raise ConformanceError(f"{name}: shape {g.shape}, expected {w.shape}")
+            bad = np.argwhere(g.astype(np.int64) != w.astype(np.int64))
+            if bad.size:
+                r, c = (int(v) for v in bad[0])
+                blk = c if name == "scales" else c // block_size
+                block = x[r, blk * block_size:(blk + 1) * block_size]
+                raise ConformanceError(
+                    f"MX {elem} quantiser ({opts}) disagrees with the oracle ({phase}):\n"
+                    f"  input    row {r}, {_mx_block_text(block)}\n"
+                    f"  {name[:-1]:8} [{r}, {c}]: expected 0x{int(w[r, c]):02X}, "
+                    f"got 0x{int(g[r, c]):02X}"
+                    + (f" (element value {float(x[r, c]):.9g})" if name == "codes" else ""),
+                    block, w[r, c], g[r, c])
+
+    elem_name = elem if isinstance(elem, str) else getattr(elem, "name", str(elem))
+    blocks = special_blocks(CaseRandom(0, "conformance"), block_size, elem_name)
+    for i, b in enumerate(blocks):
+        one(b[None, :], f"sweep, special block {i}")
+    kinds = [k for k in BLOCK_KINDS if inf_block or k not in ("nan", "inf")]
+    if max_examples <= 0:
+        return
+    from hypothesis import HealthCheck, given, settings
+
+    failure: list[ConformanceError] = []
+
+    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(mx_blocks(elem_name, block_size=block_size, max_blocks=2, rows=1, kinds=kinds))
+    def prop(x: np.ndarray) -> None:
+        try:
+            one(x, "hypothesis, shrunk")
+        except ConformanceError as exc:
+            failure[:] = [exc]
+            raise
+
+    try:
+        prop()
+    except ConformanceError:
+        raise failure[-1] from None
+
+
+def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 30,
+                 **_: Any) -> None:
+    """Check a float32-accumulating matrix product ``fn(a, b) -> c`` (a, b float32
+    arrays holding ``in_format`` values, c float32) against the acceptance interval of
+    float32 accumulation in any order around the correctly rounded product
+    (``refimpl.matmul``; Higham 2002 section 3.1): each element within
+    gamma_K * sum|a_ik b_kj| of the exact value."""
+    from refimpl.matmul import matmul
+
+    from oracle.cases.matmul import _bounds, _operands
+    from oracle.random_stream import CaseRandom
+    from refimpl.formats import decode
+
+    def one(a: np.ndarray, b: np.ndarray, phase: str) -> None:
+        c = matmul(a, b)
+        lo, hi = _bounds(a, b, c)
+        got = np.asarray(fn(a, b))
+        if got.shape != c.shape:
+            raise ConformanceError(f"the product has shape {got.shape}, expected {c.shape}")
+        got = got.astype(np.float32)
+        with np.errstate(invalid="ignore"):
+            bad = ~((got >= lo) & (got <= hi)) & ~(np.isnan(got) & np.isnan(c))
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            raise ConformanceError(
+                f"matmul ({in_format} inputs, K = {a.shape[1]}) is outside the acceptance "
+                f"interval of float32 accumulation ({phase}):\n"
+                f"  element  [{i}, {j}] of a {a.shape} x {b.shape} product\n"
+                f"  expected {float(c[i, j]):.9g} in [{float(lo[i, j]):.9g}, "
+                f"{float(hi[i, j]):.9g}]\n  got      {float(got[i, j]):.9g}",
+                (a, b), c[i, j], got[i, j])
+
+    fmt = None if in_format in (None, "fp32") else in_format
+    for n, (m, k, nn) in enumerate(((4, 8, 4), (8, 64, 8), (16, 300, 8))):
+        ops = _operands(m, k, nn, fmt)(CaseRandom(n, "conformance.matmul"))
+        a, b = ((decode(ops[x], fmt) if fmt else ops[x]) for x in ("a", "b"))
+        one(a, b, f"sweep, shape {m}x{k}x{nn}")
+    if max_examples <= 0:
+        return
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    failure: list[ConformanceError] = []
+
+    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(st.integers(1, 8), st.integers(1, 200), st.integers(1, 8), st.integers(0, 2**31))
+    def prop(m: int, k: int, n: int, seed: int) -> None:
+        ops = _operands(max(m, 3), k, n, fmt)(CaseRandom(seed, "conformance.matmul"))
+        a, b = ((decode(ops[x], fmt) if fmt else ops[x]) for x in ("a", "b"))
+        try:
+            one(a, b, "hypothesis, shrunk")
+        except ConformanceError as exc:
+            failure[:] = [exc]
+            raise
+
+    try:
+        prop()
+    except ConformanceError:
+        raise failure[-1] from None
+
+
+def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
+                    factor: float = 2.0, atol: float = 1e-5, max_examples: int = 30,
+                    **_: Any) -> None:
+    """Check an attention forward ``fn(q, k, v, **options) -> out`` (SDPA layout,
+    float32 arrays holding values exact in FP16 and BF16) with FlashAttention's rule:
+    max|out - exact| <= factor * max|naive - exact| + atol, ``naive`` being the same
+    computation done plainly in ``dtype`` (``refimpl.attention.naive_attention``).
+    With ``masks`` the options ``causal``, ``causal_alignment``, ``window`` and
+    ``key_padding_mask`` are drawn and passed too; otherwise ``fn(q, k, v)``."""
+    from refimpl.attention import attention, naive_attention
+
+    from oracle.strategies import attention_inputs
+    from oracle.tolerance import RelativeToNaive
+
+    def one(x: dict[str, Any], phase: str) -> None:
+        opts = {k: x[k] for k in ("causal", "causal_alignment", "window", "key_padding_mask")}
+        if not masks:
+            opts = {}
+        want = attention(x["q"], x["k"], x["v"], **opts)
+        naive = naive_attention(x["q"], x["k"], x["v"], dtype=dtype, **opts)
+        got = np.asarray(fn(x["q"], x["k"], x["v"], **opts))
+        c = RelativeToNaive(factor, naive, atol).compare(got, want)
+        if not c.ok:
+            where = ""
+            if c.mismatch is not None:
+                idx = tuple(int(v) for v in np.argwhere(c.mismatch)[0])
+                where = (f"\n  element  {list(idx)}: expected {float(want[idx]):.9g}, "
+                         f"got {float(got[idx]):.9g}")
+            shapes = f"q {x['q'].shape}, k {x['k'].shape}"
+            named = [f"{k}={v}" for k, v in opts.items() if k != "key_padding_mask"]
+            if opts.get("key_padding_mask") is not None:
+                named.append("key padding")
+            raise ConformanceError(
+                f"attention ({', '.join(named) or 'no masks'}) "
+                f"fails the {factor}x-naive-{dtype} rule ({phase}):\n  inputs   {shapes}\n"
+                f"  {c.summary()}{where}", x, want, got)
+
+    from hypothesis import HealthCheck, given, settings
+
+    failure: list[ConformanceError] = []
+
+    @settings(max_examples=max(1, max_examples), deadline=None, database=None,
+              derandomize=True, suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(attention_inputs(masks=masks))
+    def prop(x: dict[str, Any]) -> None:
+        try:
+            one(x, "hypothesis, shrunk")
+        except ConformanceError as exc:
+            failure[:] = [exc]
+            raise
+
+    try:
+        prop()
+    except ConformanceError:
+        raise failure[-1] from None
+
+
 #: ``python -m oracle conform TARGET``: target -> check
 CHECKS: dict[str, Callable[..., None]] = {
     "formats.encode": check_encoder,
     "formats.decode": check_decoder,
     "formats.round_to": check_round_to,
+    "scaling.mx_quantize": check_mx_quantize,
+    "matmul.matmul": check_matmul,
+    "attention.attention": check_attention,
 }
 
 

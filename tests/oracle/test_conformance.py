@@ -142,3 +142,48 @@ def test_conform_cli(tmp_path, monkeypatch, capsys) -> None:
     assert main(["conform", "formats.encode", "--impl", "no_such_mod:f",
                  "--format", "e4m3"]) == 2
     del sys.modules["user_fp8"]
+
+
+def test_mx_quantizer_check() -> None:
+    from oracle.conformance import check_mx_quantize
+    from refimpl.scaling import mx_quantize
+
+    def rceil(x):                       # a different, documented rule: caught as floor
+        q = mx_quantize(x, "e4m3", scale_rule="rceil")
+        return q.codes, q.scales
+
+    check_mx_quantize(rceil, "e4m3", scale_rule="rceil", max_examples=10)
+    with pytest.raises(ConformanceError) as info:
+        check_mx_quantize(rceil, "e4m3", max_examples=10)
+    assert "amax 7.99999952" in str(info.value)        # FLOOR reads exponent bits: 2^-6
+
+
+def test_matmul_check() -> None:
+    from oracle.conformance import check_matmul
+
+    check_matmul(lambda a, b: a @ b, "bf16", max_examples=5)      # BLAS, any order
+    with pytest.raises(ConformanceError, match="outside the acceptance interval"):
+        check_matmul(lambda a, b: (a.astype(np.float16) @ b.astype(np.float16))
+                     .astype(np.float32), "bf16", max_examples=0)
+
+
+def _np_sdpa(q, k, v, **_):
+    g = q.shape[1] // k.shape[1]
+    s = q.astype(np.float64) @ np.swapaxes(np.repeat(k, g, 1), -1, -2) / np.sqrt(q.shape[-1])
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True) @ np.repeat(v, g, 1)).astype(np.float32)
+
+
+def test_attention_check() -> None:
+    from oracle.conformance import check_attention
+
+    check_attention(_np_sdpa, max_examples=10)
+    with pytest.raises(ConformanceError, match="2.0x-naive-fp16"):
+        check_attention(lambda q, k, v: _np_sdpa(q, k, v) * np.float32(1.01), max_examples=10)
+
+
+def test_conform_cli_other_targets(capsys) -> None:
+    assert main(["conform", "attention.attention", "--impl",
+                 "test_conformance:_np_sdpa", "--max-examples", "5"]) == 0
+    assert main(["conform", "formats.encode", "--impl", "test_conformance:brute_e4m3"]) == 2
+    assert "needs --format" in capsys.readouterr().err
