@@ -6,10 +6,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .cfg import reconvergence_points
-from .errors import LaunchError, UnsupportedPtxError
+from .errors import LaunchError, PtxSyntaxError, UnsupportedPtxError
 from .executor import LaunchConfig, Wave, run_wave
 from .memory import GlobalMemory
-from .parser import KernelSource, ModuleSource, Param, parse_ptx
+from .parser import KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .stats import LaunchStats
 
 __all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE"]
@@ -57,10 +57,14 @@ class Kernel:
                 loff += v.nbytes
         self.local_bytes = -(-loff // 16) * 16
         for inst in source.instructions:
-            if inst.parts[0] == "bra" and inst.operands and getattr(
-                    inst.operands[0], "name", None) not in source.labels:
-                from .errors import PtxSyntaxError
-                raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: undefined label")
+            if inst.parts[0] != "bra":
+                continue
+            if len(inst.operands) != 1 or not isinstance(inst.operands[0], Sym):
+                raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: bra needs a "
+                                          "label (indirect branches are not supported)")
+            if inst.operands[0].name not in source.labels:
+                raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: undefined label "
+                                     f"{inst.operands[0].name}")
         self.reconvergence = reconvergence_points(source.instructions, source.labels)
         # compile once on a one-warp launch: every unsupported construct fails here
         Wave(None, self, [(0, 0, 0)], None, b"", None)

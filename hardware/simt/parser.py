@@ -548,6 +548,23 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
     raise PtxSyntaxError(f"line {k.line}: body of kernel {k.name} is not closed by '}}'")
 
 
+_UNSUPPORTED_OPCODES = {
+    "call": "function calls are not supported (inline device functions)",
+    "tex": "texture instructions are not supported",
+    "tld4": "texture instructions are not supported",
+    "txq": "texture instructions are not supported",
+    "suld": "surface instructions are not supported",
+    "sust": "surface instructions are not supported",
+    "sured": "surface instructions are not supported",
+    "suq": "surface instructions are not supported",
+    "wmma": "warp matrix (wmma) instructions are not supported",
+    "mma": "warp matrix (mma) instructions are not supported",
+    "wgmma": "warpgroup matrix instructions are not supported",
+    "cp": "asynchronous copies (cp.async) are not supported",
+    "trap": "trap is not supported",
+}
+
+
 def _parse_instruction(s: str, line: int) -> Instruction:
     text = " ".join(s.split())
     guard = None
@@ -561,5 +578,7 @@ def _parse_instruction(s: str, line: int) -> Instruction:
         raise PtxSyntaxError(f"line {line}: cannot parse instruction {text!r}")
     opcode, ops = m.group(1), m.group(2).strip()
     parts = tuple(opcode.split("."))
+    if parts[0] in _UNSUPPORTED_OPCODES:
+        raise UnsupportedPtxError(f"line {line}: {text!r}: {_UNSUPPORTED_OPCODES[parts[0]]}")
     operands = tuple(parse_operand(o, line, text) for o in _split_top(ops)) if ops else ()
     return Instruction(line, text, opcode, parts, operands, guard)

@@ -1,0 +1,192 @@
+"""Errors: malformed and unsupported PTX, memory faults, barrier deadlock, step limit,
+bad launch arguments; each names where it happened."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware.simt import (
+    DeadlockError,
+    GlobalMemory,
+    LaunchError,
+    MemoryAccessError,
+    PtxSyntaxError,
+    StepLimitError,
+    UnsupportedPtxError,
+    gallery,
+    load_ptx,
+)
+
+HEAD = """.version 9.0
+.target sm_90
+.address_size 64
+"""
+
+
+def kernel(body: str, params: str = ".param .u64 p0", regs: str = "") -> str:
+    return HEAD + f"""
+.visible .entry k({params})
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<10>;
+    {regs}
+{body}
+}}
+"""
+
+
+def test_unsupported_opcode_names_line_and_instruction():
+    src = kernel("    ld.param.u64 %rd1, [p0];\n    tex.1d.v4.f32.s32 {%r1,%r2,%r3,%r4}, [t, {%r5}];\n    ret;")
+    with pytest.raises(UnsupportedPtxError) as e:
+        load_ptx(src)
+    msg = str(e.value)
+    assert "line 12" in msg and "tex.1d" in msg
+
+
+@pytest.mark.parametrize("body,what", [
+    ("    call foo, (%r1);\n    ret;", "call"),
+    ("    add.cc.u32 %r1, %r2, %r3;\n    ret;", ".cc"),
+    ("    mov.u32 %r1, %clock;\n    ret;", "%clock"),
+    ("    bra %r1;\n    ret;", "label"),
+    ("    add.f16 %r1, %r2, %r3;\n    ret;", "f16"),
+])
+def test_unsupported_constructs(body, what):
+    with pytest.raises(UnsupportedPtxError, match="line 1[12]"):
+        load_ptx(kernel(body))
+
+
+@pytest.mark.parametrize("src,match", [
+    (HEAD + ".visible .entry k(.param .u64 p0)\n{\n    ret;\n", "not closed"),
+    (kernel("    add.u32 %r1, %r2, %r3\n    ret;"), "line"),
+    (kernel("    bra $L_nowhere;\n    ret;"), "undefined label"),
+    (kernel("    mov.u32 %r1, 1.5;\n    ret;"), "decimal float"),
+    (HEAD + "$L1:\n", "outside a kernel"),
+])
+def test_malformed(src, match):
+    with pytest.raises((PtxSyntaxError, UnsupportedPtxError), match=match):
+        load_ptx(src)
+
+
+def test_undeclared_register():
+    with pytest.raises(UnsupportedPtxError, match="%r99"):
+        load_ptx(kernel("    mov.u32 %r99, 1;\n    ret;"))
+
+
+def test_out_of_bounds_names_kernel_block_thread_line_address():
+    mod = gallery.load("vector_add")
+    mem = GlobalMemory()
+    a = mem.to_device(np.zeros(32, np.float32))
+    b = mem.to_device(np.zeros(32, np.float32))
+    c = mem.alloc(4 * 32)
+    # n = 40 but the arrays hold 32: threads 32..39 of block 1 read past the end
+    with pytest.raises(MemoryAccessError) as e:
+        mod.launch("vector_add", 2, 32, [a, b, c, 40], mem)
+    msg = str(e.value)
+    assert "kernel vector_add" in msg and "block (1, 0, 0)" in msg
+    assert "thread (0, 0, 0)" in msg and "line" in msg and "ld.global.f32" in msg
+    assert f"{b + 128:#x}" in msg or f"{a + 128:#x}" in msg
+
+
+def test_unallocated_and_misaligned():
+    src = kernel("""    ld.param.u64 %rd1, [p0];
+    ld.global.u32 %r1, [%rd1];
+    ret;""")
+    mod = load_ptx(src)
+    mem = GlobalMemory()
+    mem.alloc(64)
+    with pytest.raises(MemoryAccessError, match="0x10"):
+        mod.launch("k", 1, 1, [16], mem)
+    base = mem.alloc(64)
+    with pytest.raises(MemoryAccessError, match="misaligned"):
+        mod.launch("k", 1, 1, [base + 2], mem)
+
+
+def test_shared_out_of_bounds():
+    src = kernel("""    .shared .align 4 .b8 buf[64];
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, buf;
+    add.u32 %r4, %r3, %r2;
+    st.shared.u32 [%r4], %r1;
+    ret;""")
+    mod = load_ptx(src)
+    with pytest.raises(MemoryAccessError, match=r"thread \(16, 0, 0\).*shared.*0x40"):
+        mod.launch("k", 1, 32, [0], GlobalMemory())
+
+
+def test_barrier_deadlock_detected():
+    # warp 0 waits at a second barrier that warp 1 (which exits) never reaches
+    src = kernel("""    mov.u32 %r1, %tid.x;
+    bar.sync 0;
+    setp.ge.u32 %p1, %r1, 32;
+    @%p1 bra $L_out;
+    bar.sync 0;
+$L_out:
+    ret;""")
+    mod = load_ptx(src)
+    with pytest.raises(DeadlockError, match=r"block \(0, 0, 0\).*line"):
+        mod.launch("k", 1, 64, [0], GlobalMemory())
+
+
+def test_divergent_barrier_within_a_warp_deadlocks():
+    src = kernel("""    mov.u32 %r1, %tid.x;
+    setp.ge.u32 %p1, %r1, 16;
+    @%p1 bra $L_out;
+    bar.sync 0;
+$L_out:
+    ret;""")
+    with pytest.raises(DeadlockError):
+        load_ptx(src).launch("k", 1, 32, [0], GlobalMemory())
+
+
+def test_step_limit():
+    src = kernel("""$L_top:
+    bra.uni $L_top;
+    ret;""")
+    with pytest.raises(StepLimitError, match="max_steps=1000"):
+        load_ptx(src).launch("k", 1, 32, [0], GlobalMemory(), max_steps=1000)
+
+
+def test_launch_argument_errors():
+    mod = gallery.load("vector_add")
+    mem = GlobalMemory()
+    with pytest.raises(LaunchError, match="4 arguments"):
+        mod.launch("vector_add", 1, 32, [0, 0], mem)
+    with pytest.raises(LaunchError, match="argument 3"):
+        mod.launch("vector_add", 1, 32, [0, 0, 0, 1.5], mem)
+    with pytest.raises(LaunchError, match="no kernel named"):
+        mod.launch("nope", 1, 32, [], mem)
+    with pytest.raises(LaunchError, match="1024"):
+        mod.launch("vector_add", 1, (64, 32), [0, 0, 0, 1], mem)
+    with pytest.raises(LaunchError, match="grid"):
+        mod.launch("vector_add", 0, 32, [0, 0, 0, 1], mem)
+
+
+def test_global_memory_host_api():
+    mem = GlobalMemory()
+    a = mem.alloc(10)
+    b = mem.alloc(1)
+    assert a % 256 == 0 and b % 256 == 0 and b >= a + 10
+    x = np.arange(6, dtype=np.int16)
+    p = mem.to_device(x)
+    np.testing.assert_array_equal(mem.from_device(p, np.int16, (2, 3)), x.reshape(2, 3))
+    with pytest.raises(IndexError):
+        mem.read(p, np.int16, 7)
+    with pytest.raises(ValueError):
+        mem.alloc(0)
+    with pytest.raises(TypeError):
+        mem.alloc(2.0)
+
+
+def test_deterministic_stats_and_outputs():
+    data = np.random.default_rng(3).integers(0, 256, 1000).astype(np.uint8)
+    runs = []
+    for _ in range(2):
+        mem = GlobalMemory()
+        pd = mem.to_device(data)
+        ph = mem.alloc(1024)
+        st = gallery.load("histogram").launch("histogram", 2, 96, [pd, ph, 1000], mem)
+        runs.append((mem.from_device(ph, np.uint32, 256).tobytes(), st))
+    assert runs[0][0] == runs[1][0]
+    assert runs[0][1] == runs[1][1]
