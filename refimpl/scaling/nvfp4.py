@@ -16,7 +16,9 @@ Rule ``"te"`` (default; TransformerEngine's reference quantiser):
 - decode ``x ~= q * sf / S_enc`` (``q * sf`` is exact in float32; one rounding).
 
 (TransformerEngine's CUDA kernel forms the block scale as ``block_amax * (S_enc * (1/6))``
-and may differ in the last place of the pre-E4M3 value; this module follows the reference.)
+and may differ in the last place of the pre-E4M3 value, and it returns ``S_enc = 1`` for a
+zero global amax, where the reference gives FLT_MAX; an all-zero tensor gets all-zero
+codes and scales either way. This module follows the reference.)
 
 Rule ``"torchao"`` (torchao's two-level NVFP4):
 

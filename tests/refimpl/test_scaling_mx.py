@@ -281,6 +281,23 @@ def test_pinned_exponent_bits_not_log2_for_7_9999995():
     assert int(q.codes[0]) == 0x7  # 7.9999995 saturates to 6.0
 
 
+@pytest.mark.parametrize(
+    "amax, rule, exponent",
+    [
+        (7.0, "floor", 0),  # floor(log2 7) = 2, minus emax 2
+        (7.0, "even", 1),  # 1.75 * 4 rounds (1 mantissa bit, tie to even) to 2 * 4
+        (6.5, "even", 0),  # 1.625 * 4 rounds to 1.5 * 4
+        (4.0, "ceil", 0),  # a power of two: ceil = floor
+        (4.5, "ceil", 1),
+        (6.0, "rceil", 0),  # 6 / 2**0 <= 6
+        (6.5, "rceil", 1),
+    ],
+)
+def test_pinned_e2m1_scale_rules(amax, rule, exponent):
+    q = mx_quantize(block_with([amax], 0.0), "e2m1", scale_rule=rule)
+    assert int(q.scales[0]) == 127 + exponent
+
+
 def test_pinned_special_blocks():
     bs = 32
     zeros = np.zeros(bs, np.float32)

@@ -187,6 +187,21 @@ def test_pinned_outlier_block():
     assert q.dequantize()[0, 7] == -6.0
 
 
+def test_pinned_subnormal_block_scale():
+    # S_enc = 1; block amax 6 * 2**-8 -> sf = 2**-8, an E4M3 subnormal (mantissa 2: 0x02)
+    x = np.zeros((1, 16), F32)
+    x[0, 0], x[0, 1] = 6 * 2.0 ** -8, 2.0 ** -8
+    q = nvfp4_quantize(x, global_amax=2688.0)
+    assert int(q.scales[0, 0]) == 0x02
+    assert [int(c) for c in q.codes[0, :2]] == [0x7, 0x2]  # 6 and 1
+    assert q.dequantize()[0, :2].tolist() == [6 * 2.0 ** -8, 2.0 ** -8]
+    # torchao clamps the same block scale up to 2**-6 (0x08): the elements become
+    # 6 * 2**-8 / 2**-6 = 1.5 (0x3) and 0.25, a tie between 0 and 0.5 that goes to 0
+    a = nvfp4_quantize(x, global_amax=2688.0, scale_rule="torchao")
+    assert int(a.scales[0, 0]) == 0x08
+    assert [int(c) for c in a.codes[0, :2]] == [0x3, 0x0]
+
+
 def test_pinned_global_amax_zero_and_inf():
     z = nvfp4_quantize(np.zeros((2, 16), F32))
     assert z.global_scale == FLT_MAX  # 2688 / 0 = Inf, clamped to FLT_MAX
