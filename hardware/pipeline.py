@@ -658,6 +658,11 @@ def simulate(schedule: str | Schedule, *, gpu: specs.GPUSpec | str = "H100", seq
         raise ValueError(f"block[0] (B_r) = {b_r} must be divisible by the "
                          f"{schedule.warpgroups} consumer warpgroups of {schedule.name!r}")
     if compute is not None:
+        given = [n for n, v in (("tensor_flops", tensor_flops), ("exp_rate", exp_rate),
+                                ("fp32_rate", fp32_rate)) if v is not None]
+        if given:
+            raise ValueError(f"compute sets tensor_flops, exp_rate and fp32_rate at once; "
+                             f"do not also pass {', '.join(given)}")
         tensor_flops = exp_rate = fp32_rate = compute
     g = specs.get(gpu) if isinstance(gpu, str) else gpu
     costs = unit_costs(g, seq_len=seq_len, block=(b_r, b_c), dtype=dtype,

@@ -411,6 +411,8 @@ def test_determinism():
     (dict(block=(128,)), "block"),
     (dict(block=(127, 64), schedule="fa3"), "divisible"),
     (dict(dtype="int8"), "dtype"),
+    (dict(compute=1e12, exp_rate=1e9), "do not also pass exp_rate"),
+    (dict(compute=-1.0), "tensor_flops must be positive"),
 ])
 def test_simulate_errors(kwargs, match):
     args = dict(schedule="fa3", seq_len=512, head_dim=64)
@@ -446,7 +448,7 @@ def test_gantt_hand_drawn():
     assert rows[0] == "  memory |........|"
     assert rows[1] == "  tensor |SSS..OOO|"
     assert rows[2] == " softmax |...EE...|"
-    assert "4.875" in rows[3] or "4.875000" in rows[3] or rows[3].strip().endswith("us")
+    assert rows[3].split() == ["0.000", "us", "4875000.000", "us"]   # seconds -> us
 
 
 def test_gantt_two_warpgroups_and_window():
