@@ -29,6 +29,12 @@ Lemma 3.1; an FMA with an exact product is one rounded addition)
 
     |s^ - s| <= gamma_{k-1} * sum_k |a_ik b_kj|,   gamma_m = m u / (1 - m u).
 
+The one assumption about the BLAS: it computes each output as a sum of the products
+a_ik b_kj in binary64 (any order, blocking, vector width, FMA use, or wider
+intermediates such as x87's: the 1.001 slack below covers their double rounding), as
+every conventional dgemm does. Strassen-type algorithms, which form other products, are
+not used by the dgemm of OpenBLAS, MKL, BLIS or Accelerate.
+
 We bound sum |a_ik b_kj| from above by U = ||a_i||_2 ||b_j||_2 (Cauchy-Schwarz), computed
 with a safety factor that covers its own rounding, and use the error bound
 B = 1.001 * k * u * U (>= gamma_{k-1} U for k < 2^40).
@@ -320,7 +326,7 @@ def _split_sum(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     k = p.shape[-1]
     amax = np.max(np.abs(p), axis=-1, initial=0.0)
     _, ex = np.frexp(amax)  # amax < 2^ex
-    sigma = ex.astype(np.int64) + int(np.ceil(np.log2(max(k, 1)))) - 51
+    sigma = ex.astype(np.int64) + (max(k, 1) - 1).bit_length() - 51  # k <= 2^ceil(log2 k)
     tau = np.ldexp(1.5, (sigma + 52).astype(np.int32))[:, None]
     hi = (p + tau) - tau
     lo = p - hi

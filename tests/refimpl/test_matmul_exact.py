@@ -314,3 +314,17 @@ def test_screen_certifies_only_safe_intervals(s, bound):
             assert _rounds_same(s, bound, np.float32), (s, bound)
     if bound > 0 and abs(s) < 65504 and not _needs_recompute(sa, ba, target("fp16"))[0]:
         assert _rounds_same(s, bound, np.float16), (s, bound)
+
+
+@settings(max_examples=40)
+@given(matrices())
+def test_plain_reference_agrees_with_fast_path_and_oracle(ab):
+    """exact_dot_reference (the plain, definition-like version) against both."""
+    from refimpl.matmul import exact_dot_reference
+
+    a, b = ab
+    with np.errstate(over="ignore"):
+        plain = np.array([[exact_dot_reference(a[i], b[:, j]) for j in range(b.shape[1])]
+                          for i in range(a.shape[0])]).astype(np.float32)
+    assert same_bits(plain.reshape(a.shape[0], b.shape[1]), matmul(a, b))
+    assert same_bits(plain.reshape(a.shape[0], b.shape[1]), oracle_matmul(a, b))
