@@ -72,3 +72,44 @@ def test_kvcache_ops_name_live_sequences(ops: list) -> None:
             live.remove(op[1])
         else:
             assert op[1] in live and op[2] >= 1
+
+
+@settings(max_examples=25)
+@given(S.attention_inputs())
+def test_attention_inputs_are_accepted_by_the_reference(a: dict) -> None:
+    from refimpl.attention import attention
+
+    out = attention(a["q"], a["k"], a["v"], causal=a["causal"],
+                    causal_alignment=a["causal_alignment"], window=a["window"],
+                    key_padding_mask=a["key_padding_mask"])
+    assert out.shape == a["q"].shape and not np.isnan(out).any()
+
+
+@settings(max_examples=25)
+@given(S.kvcache_ops(max_tokens=20))
+def test_kvcache_ops_drive_the_paged_cache(ops: list) -> None:
+    from refimpl.kvcache import OutOfBlocksError, PagedKVCache
+
+    cache = PagedKVCache(16, 4, 1, 2)
+    for op in ops:
+        if op[0] != "add" and op[1] not in cache:
+            continue                       # its admission failed for lack of blocks
+        try:
+            if op[0] == "add":
+                cache.add_sequence(op[1])
+                n = op[2]
+                cache.append(op[1], np.ones((n, 1, 2), np.float32),
+                             np.ones((n, 1, 2), np.float32))
+            elif op[0] == "append":
+                n = op[2]
+                cache.append(op[1], np.ones((n, 1, 2), np.float32),
+                             np.ones((n, 1, 2), np.float32))
+            elif op[0] == "fork":
+                cache.fork(op[1], op[2])
+            else:
+                cache.free(op[1])
+        except OutOfBlocksError:
+            if op[0] == "add":
+                cache.free(op[1])
+        st = cache.stats()
+        assert st.used_blocks + st.free_blocks == 16
