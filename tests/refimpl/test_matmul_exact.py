@@ -328,3 +328,47 @@ def test_plain_reference_agrees_with_fast_path_and_oracle(ab):
                           for i in range(a.shape[0])]).astype(np.float32)
     assert same_bits(plain.reshape(a.shape[0], b.shape[1]), matmul(a, b))
     assert same_bits(plain.reshape(a.shape[0], b.shape[1]), oracle_matmul(a, b))
+
+
+def oracle_round_bf16(x: Fraction) -> float:
+    """RN-even to bfloat16 (float32 with 16 low bits zero), by neighbour search."""
+    bf_max = Fraction(float(np.array(0x7F7F0000, np.uint32).view(np.float32)))
+    if abs(x) >= bf_max + Fraction(2) ** 119:
+        return float(np.inf if x > 0 else -np.inf)
+    y = np.float32(float(x))
+    lo_bits = int(np.array(y, np.float32).view(np.uint32)) & 0xFFFF0000
+    cands = [np.array(b, np.uint32).view(np.float32).item() for b in (lo_bits, lo_bits + 0x10000)
+             if (b & 0x7F800000) != 0x7F800000]
+    cands += [-c for c in cands]
+    best = min(abs(Fraction(c) - x) for c in cands)
+    near = [c for c in cands if abs(Fraction(c) - x) == best]
+    near = [c for c in near if (int(np.array(c, np.float32).view(np.uint32)) >> 16) % 2 == 0] or near
+    return -0.0 if x < 0 and near[0] == 0 else near[0]
+
+
+@settings(max_examples=25)
+@given(matrices(elements=st.one_of(moderate, st.sampled_from([0.0, 1.0, 2.0**-8, 3e38]))))
+def test_exact_bf16_output(ab):
+    a, b = ab
+    got = matmul(a, b, out_format="bf16")
+    want = np.zeros(got.shape, np.float32)
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            total = sum((Fraction(float(x)) * Fraction(float(y)) for x, y in zip(a[i], b[:, j])),
+                        Fraction(0))
+            want[i, j] = oracle_round_bf16(total) if total != 0 else oracle_dot(a[i], b[:, j])
+    assert same_bits(got, want)
+
+
+def test_exact_long_k_crosses_limb_slices():
+    """k above the limb-accumulation slice (2^14): carries between slices."""
+    rng = np.random.default_rng(5)
+    k = (1 << 14) + 777
+    a = (rng.standard_normal(k) * 2.0 ** rng.integers(-60, 60, k)).astype(np.float32)[None, :]
+    b = (rng.standard_normal(k) * 2.0 ** rng.integers(-60, 60, k)).astype(np.float32)[:, None]
+    a[0, k // 2:] = -a[0, :k - k // 2][: k - k // 2] * 1  # long cancellation
+    b[k // 2:, 0] = b[:k - k // 2, 0]
+    slow, stats = exact_matmul64(a, b, recompute_all=True)
+    assert stats.recomputed == 1
+    assert same_bits(slow.astype(np.float32), np.array([[oracle_dot(a[0], b[:, 0])]], np.float32))
+    assert same_bits(matmul(a, b), slow.astype(np.float32))
