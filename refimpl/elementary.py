@@ -83,6 +83,11 @@ _SHIFTER = 1.5 * 2.0**52
 _SHIFTER_BITS = np.array(_SHIFTER).view(np.int64)
 
 
+#: elements per chunk: an elementwise pipeline of ~35 passes runs about twice as fast
+#: when its temporaries stay in cache (the results do not depend on the chunking)
+_CHUNK = 1 << 14
+
+
 def exp(x: ArrayLike) -> np.ndarray:
     """``e**x`` in float64, bit-reproducible, at most 1 ulp from the true value.
 
@@ -92,8 +97,16 @@ def exp(x: ArrayLike) -> np.ndarray:
         float64 array of the shape of ``x``.
     """
     x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 0:
-        return exp(x.reshape(1)).reshape(())
+    if x.size <= _CHUNK:
+        return _exp(x.reshape(-1)).reshape(x.shape)
+    flat = x.reshape(-1)
+    out = np.empty_like(flat)
+    for i in range(0, flat.size, _CHUNK):
+        out[i:i + _CHUNK] = _exp(flat[i:i + _CHUNK])
+    return out.reshape(x.shape)
+
+
+def _exp(x: np.ndarray) -> np.ndarray:
     # Clipping maps -inf to a value whose result rounds to 0 and +inf to one that
     # overflows to +inf; NaN passes through and propagates.
     xc = np.clip(x, _EXP_MIN, _EXP_MAX)
