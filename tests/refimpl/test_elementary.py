@@ -123,6 +123,10 @@ def test_results_do_not_depend_on_layout():
     assert np.array_equal(whole, parts)
     assert np.array_equal(E.exp(x.T.copy()).T, whole)
     assert np.array_equal(E.log(np.abs(x)), E.log(np.abs(x)[::-1])[::-1])
+    big = np.random.default_rng(2).uniform(-700, 700, 3 * E._CHUNK + 17)  # chunked path
+    pieces = np.concatenate([E.exp(big[i:i + 999]) for i in range(0, big.size, 999)])
+    assert np.array_equal(E.exp(big), pieces)
+    assert np.array_equal(E.exp(big.reshape(-1, 1)[::2]).ravel(), pieces[::2])
 
 
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=40))
