@@ -38,7 +38,6 @@ truncation drops nothing and d is the exact sum rounded once to FP32 with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 

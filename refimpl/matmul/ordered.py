@@ -15,12 +15,12 @@ rounding the exact sum (``refimpl.matmul.rounding``). Products are exact in floa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation, round_in
-from refimpl.matmul.rounding import Target, add_round_to_odd, target, to_format
+from refimpl.matmul.rounding import Target, add_round_to_odd, target
 
 
 def _product(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:

@@ -169,7 +169,8 @@ def test_exact_sharp_cases(a, b, want):
 def test_exact_near_overflow_and_subnormal_rounding():
     big = np.float32(3.4028235e38)
     # max + exactly half an ulp (2^103) is a tie: rounds to even -> Inf
-    assert matmul(np.array([[big, 2.0**103]], np.float32), np.ones((2, 1), np.float32))[0, 0] == np.inf
+    ones = np.ones((2, 1), np.float32)
+    assert matmul(np.array([[big, 2.0**103]], np.float32), ones)[0, 0] == np.inf
     # just below the tie stays at max
     got = matmul(np.array([[big, 2.0**103, -2.0**-20]], np.float32), np.ones((3, 1), np.float32))
     assert got[0, 0] == big
@@ -342,7 +343,8 @@ def oracle_round_bf16(x: Fraction) -> float:
     cands += [-c for c in cands]
     best = min(abs(Fraction(c) - x) for c in cands)
     near = [c for c in cands if abs(Fraction(c) - x) == best]
-    near = [c for c in near if (int(np.array(c, np.float32).view(np.uint32)) >> 16) % 2 == 0] or near
+    even = [c for c in near if (int(np.array(c, np.float32).view(np.uint32)) >> 16) % 2 == 0]
+    near = even or near
     return -0.0 if x < 0 and near[0] == 0 else near[0]
 
 
