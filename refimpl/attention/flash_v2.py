@@ -67,11 +67,6 @@ def _instance_sram(r: int, c: int, d: int, dv: int) -> int:
     return r * d + r * dv + c * d + c * dv + r * c + 2 * r
 
 
-def _has_mask(prob: Problem) -> bool:
-    return bool(prob.causal or prob.window is not None or prob.key_valid is not None
-                or prob.query_valid is not None)
-
-
 def computed_tiles(
     prob: Problem, qtiles: list[np.ndarray], ktiles: list[np.ndarray]
 ) -> np.ndarray:
@@ -79,7 +74,7 @@ def computed_tiles(
     (row, key) pair makes the schedule compute; the rest are skipped."""
     b, sq = prob.q.shape[0], prob.q.shape[2]
     comp = np.ones((b, len(qtiles), len(ktiles)), dtype=bool)
-    if _has_mask(prob):
+    if prob.has_mask:
         for j, cols in enumerate(ktiles):
             vis = prob.visible(np.arange(sq), cols).any(axis=2)  # (B, Sq)
             for i, rows in enumerate(qtiles):

@@ -61,6 +61,12 @@ class Problem:
         """Query heads per key/value head."""
         return self.q.shape[1] // self.k.shape[1]
 
+    @property
+    def has_mask(self) -> bool:
+        """Whether any (row, key) pair can be masked (causal, window or padding)."""
+        return bool(self.causal or self.window is not None or self.key_valid is not None
+                    or self.query_valid is not None)
+
     def kv_for_q_heads(self) -> tuple[np.ndarray, np.ndarray]:
         """k and v repeated so that head h of the result is the KV head query head h reads."""
         g = self.group

@@ -55,9 +55,9 @@ def scores(
         ``(s, visible, grad)``: s (B, H, r, c) with ``-inf`` where masked, visible (B, r, c).
     """
     if precision == "exact":
-        raw = matmul_f32(q_tile, np.swapaxes(k_tile, -1, -2)).astype(np.float64)
-        s = (raw * float(np.float32(problem.scale))).astype(np.float32).astype(np.float64)
-        rnd = lambda x: x.astype(np.float32).astype(np.float64)  # noqa: E731
+        # an IEEE binary32 multiply: fl32(S * fl32(scale))
+        s = matmul_f32(q_tile, np.swapaxes(k_tile, -1, -2)) * np.float32(problem.scale)
+        rnd = lambda x: x.astype(np.float32)  # noqa: E731
     elif precision == "float64":
         s = matmul_f64(q_tile, np.swapaxes(k_tile, -1, -2)) * problem.scale
         rnd = lambda x: x  # noqa: E731
@@ -66,13 +66,16 @@ def scores(
     grad = None
     if problem.softcap is not None:
         c = problem.softcap
-        t = elementary.tanh(s / c)
+        t = elementary.tanh(s.astype(np.float64) / c)
         if softcap_grad:
             grad = 1.0 - t * t
         s = rnd(c * t)
-    vis = problem.visible(rows, cols)
-    s = np.where(vis[:, None], s, -np.inf)
+    if problem.has_mask:
+        vis = problem.visible(rows, cols)
+        s = np.where(vis[:, None], s, -np.inf)
+    else:
+        vis = np.ones((s.shape[0], len(rows), len(cols)), dtype=bool)
     if problem.slopes is not None:
-        s = rnd(s + problem.alibi_bias(rows, cols))
-    out = s.astype(np.float32) if precision == "exact" else s
+        s = rnd(s.astype(np.float64) + problem.alibi_bias(rows, cols))
+    out = s.astype(np.float32, copy=False) if precision == "exact" else s
     return out, vis, grad
