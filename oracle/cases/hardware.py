@@ -8,6 +8,8 @@ are accepted within a few float64 ulps (formula-level rounding).
 - ``hardware.memory.bank_conflicts``: per instruction, wavefronts and ideal wavefronts
   (CUDA C Programming Guide, shared memory, compute capability 5.x+).
 - ``hardware.tiling.tile_utilization``: tiles, waves, idle SMs and padding.
+- ``hardware.pipeline.simulate``: the FlashAttention-3 main-loop schedules' total time
+  and tensor-core utilisation (a model: variant ``pipeline_model``).
 - ``hardware.roofline.tables``: the roofline tables of the GPU catalogue (ridge points,
   decode and prefill bounds, KV capacity, batch to become compute-bound).
 """
@@ -20,7 +22,7 @@ import numpy as np
 from hardware import memory, roofline, tiling
 from oracle.cases import Area, CaseSpec, Operation
 from oracle.random_stream import CaseRandom
-from oracle.tolerance import Ulp
+from oracle.tolerance import AllClose, Ulp
 
 SPECS = {"CUDA C Programming Guide": "memory model of compute capability 6.0+",
          "Roofline": "Williams, Waterman, Patterson, CACM 2009"}
@@ -72,6 +74,22 @@ def _tables(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str,
     }
 
 
+def _pipeline(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    from hardware import pipeline
+
+    out: dict[str, np.ndarray] = {}
+    times, util = [], []
+    for schedule in p["schedules"]:
+        t = pipeline.simulate(schedule, gpu=p["gpu"], seq_len=p["seq_len"],
+                              head_dim=p["head_dim"], block=tuple(p["block"]),
+                              stages=p["stages"], dtype=p["dtype"])
+        times.append(t.total_time)
+        util.append(t.tensor_utilization)
+    out["total_time"] = np.array(times, np.float64)
+    out["tensor_utilization"] = np.array(util, np.float64)
+    return out
+
+
 OPERATIONS = [
     Operation("hardware.memory.coalesce", _coalesce,
               "per row: hardware.memory.coalesce(addresses[i], access_bytes, active[i])"),
@@ -80,6 +98,9 @@ OPERATIONS = [
               "active[i], banks)"),
     Operation("hardware.tiling.tile_utilization", _tiles,
               "per row (M, N, tile_m, tile_n, num_sms): hardware.tiling.tile_utilization"),
+    Operation("hardware.pipeline.simulate", _pipeline,
+              "per schedule: hardware.pipeline.simulate(schedule, gpu=, seq_len=, "
+              "head_dim=, block=, stages=, dtype=): total_time, tensor_utilization"),
     Operation("hardware.roofline.tables", _tables,
               "generation, 8B-model bounds and batch tables of hardware.roofline"),
 ]
@@ -145,6 +166,17 @@ def cases() -> list[CaseSpec]:
     out.append(CaseSpec("hardware.tiling.tile_utilization", "hardware.tiling.tile_utilization",
                         {}, _tile_problems, tolerance=float_tol, level=1,
                         description="rows of (M, N, tile_m, tile_n, num_sms)"))
+    pipe_tol = AllClose(1e-9, 0.0, "event-by-event sums of the discrete-event model")
+    for seq_len, dtype in ((4096, "fp16"), (1000, "fp8")):
+        out.append(CaseSpec(
+            f"hardware.pipeline.h100.{dtype}.n{seq_len}", "hardware.pipeline.simulate",
+            {"schedules": ["serial", "warp_specialized", "pingpong", "fa3"], "gpu": "H100",
+             "seq_len": seq_len, "head_dim": 128, "block": [128, 64], "stages": 2,
+             "dtype": dtype},
+            lambda r: {}, tolerance={"total_time": pipe_tol, "tensor_utilization": pipe_tol},
+            level=1, variant={"choice": "pipeline_model", "option": "hardware.pipeline"},
+            description="FlashAttention-3 main loop: serial, warp-specialised, ping-pong, "
+                        "full FA3 schedule on H100 figures"))
     names = ("half_tflops", "bandwidth_tbs", "half_ridge", "low_ridge", "decode_s",
              "prefill_s", "kv_tokens", "batch_ridge", "batch_needed")
     out.append(CaseSpec("hardware.roofline.tables", "hardware.roofline.tables",

@@ -9,6 +9,9 @@ sequence whose admission failed), the prompt tokens served from
   the K/V storage itself. Which physical block a request gets is a policy choice (here:
   vLLM's free queue, LRU eviction of freed cached blocks), so these cases are marked with
   the variant ``kv_block_order``.
+- ``kvcache.paged_attention``: attention of each live sequence's queries over its K/V read
+  through the page table (FlashAttention's 2x-naive rule; does not depend on which
+  physical blocks hold the data, so no variant).
 - ``kvcache.simulate``: a request trace replayed under contiguous and paged reservation.
 
 Trace encoding (``ops``, int64 rows ``[opcode, seq, a, b]``): 0 = add sequence ``seq``
@@ -29,7 +32,7 @@ import numpy as np
 
 from oracle.cases import Area, CaseSpec, Operation
 from oracle.random_stream import CaseRandom
-from oracle.tolerance import Ulp
+from oracle.tolerance import AllClose, RelativeToNaive, Ulp
 from refimpl import kvcache as K
 
 SPECS = {"PagedAttention": "Kwon et al. 2023 (arXiv 2309.06180)"}
@@ -39,7 +42,8 @@ STATS = ("used_blocks", "free_blocks", "cached_blocks", "shared_blocks", "tokens
          "evictions")
 
 
-def _trace(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def _replay(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]):
+    """Run the encoded operations; returns the cache and per-operation results."""
     cache = K.PagedKVCache(p["num_blocks"], p["block_size"], p["num_kv_heads"],
                            p["head_dim"], layout=p["layout"],
                            enable_prefix_caching=p["prefix_caching"])
@@ -88,6 +92,11 @@ def _trace(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, 
                 copies[i] = made[0]
         except K.OutOfBlocksError:
             status[i] = 1
+    return cache, status, cached, copies
+
+
+def _trace(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    cache, status, cached, copies = _replay(inputs, p)
     live = sorted(s for s in cache.sequences() if cache.length(s) > 0)
     indptr, indices, last = cache.to_csr(live)
     st = cache.stats()
@@ -114,10 +123,31 @@ def _simulate(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[st
     return out
 
 
+def _paged_attention(inputs: Mapping[str, np.ndarray],
+                     p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    cache, status, _, _ = _replay(inputs, p)
+    if status.any():
+        raise ValueError("paged-attention traces must apply every operation")
+    live = sorted(s for s in cache.sequences() if cache.length(s) > 0)
+    opts = {"causal": p["causal"]}
+    out, lse, _ = K.paged_attention(inputs["q"], cache, live, block_q=p["block_q"], **opts)
+    from refimpl.attention import naive_attention
+
+    naive = np.concatenate([
+        naive_attention(inputs["q"][i:i + 1], *(t.transpose(1, 0, 2)[None]
+                                                for t in cache.gather(s)),
+                        dtype="fp16", **opts)
+        for i, s in enumerate(live)])
+    return {"out": out, "lse": lse, "naive": naive}
+
+
 OPERATIONS = [
     Operation("kvcache.trace", _trace,
               "replay ops on refimpl.kvcache.PagedKVCache(num_blocks, block_size, "
               "num_kv_heads, head_dim, layout=, enable_prefix_caching=)"),
+    Operation("kvcache.paged_attention", _paged_attention,
+              "replay ops, then refimpl.kvcache.paged_attention(q, cache, live sequences, "
+              "block_q=, causal=); naive: FP16 naive attention of each gathered sequence"),
     Operation("kvcache.simulate", _simulate,
               "refimpl.kvcache.simulate(trace, policy) for contiguous and paged"),
 ]
@@ -167,6 +197,23 @@ def _random_trace(n_ops: int, max_seqs: int, heads: int, dim: int, shared_prefix
     return build
 
 
+LSE_ORDER = "exact scores; float64 fixed-order sum of exp over keys"
+
+
+def _paged_attention_input(rng: CaseRandom) -> dict[str, np.ndarray]:
+    """add 0 (13 tokens), add 1 (21), fork 0 -> 2, append 5 to 2 (copy-on-write),
+    append 3 to 0, add 3 (9), free 1: live sequences 0, 2, 3 (16, 18, 9 tokens)."""
+    ops = np.array([[0, 0, 13, -1], [0, 1, 21, -1], [2, 0, 2, 0], [1, 2, 5, 0],
+                    [1, 0, 3, 0], [0, 3, 9, -1], [3, 1, 0, 0]], np.int64)
+    n_kv = 13 + 21 + 5 + 3 + 9
+
+    def t(*shape: int) -> np.ndarray:       # multiples of 1/16: exact in FP16 and BF16
+        return rng.integers(-64, 65, shape).astype(np.float32) / np.float32(16)
+
+    return {"ops": ops, "tokens": rng.integers(0, 1000, 13 + 21 + 9),
+            "k": t(n_kv, 2, 16), "v": t(n_kv, 2, 16), "q": t(3, 4, 3, 16)}
+
+
 def _sharegpt(n: int, seed: int):
     def build(rng: CaseRandom) -> dict[str, np.ndarray]:
         trace = K.sharegpt_like_trace(n, seed=seed)
@@ -188,6 +235,15 @@ def cases() -> list[CaseSpec]:
             _random_trace(n_ops, 6, 2, 4, prefix), level=level, variant=VARIANT,
             description=f"{n_ops} add/append/fork/free operations on {blocks} blocks of "
                         f"{bs} tokens, {layout}, prefix caching {prefix}"))
+    out.append(CaseSpec(
+        "kvcache.paged_attention.decode_and_prefill", "kvcache.paged_attention",
+        {"num_blocks": 32, "block_size": 8, "num_kv_heads": 2, "head_dim": 16,
+         "layout": "NHD", "prefix_caching": False, "block_q": 4, "causal": True},
+        _paged_attention_input, tolerance={"out": RelativeToNaive(2.0, "naive", 1e-5),
+                                           "lse": AllClose(1e-5, 1e-5, LSE_ORDER)},
+        reference=("naive",), level=1,
+        description="3 sequences (one forked, copy-on-write, ragged last pages), 3 queries "
+                    "each, GQA 4/2, causal, read through the page table"))
     frac_tol = {f"{p}_fractions": Ulp(8, "fp64") for p in ("contiguous", "paged")}
     out.append(CaseSpec("kvcache.simulate.sharegpt200", "kvcache.simulate",
                         {"memory_slots": 16 * 2048, "max_len": 2048, "block_size": 16},
