@@ -72,13 +72,12 @@ _U = 2.0**-53
 _LIMB = 24
 _LIMB_MASK = (1 << _LIMB) - 1
 _PAD = 3  # low limbs kept free so that the top four limbs always exist
-#: products per exact-recomputation chunk (rows x k), bounding temporary memory
-_CHUNK_ELEMS = 1 << 21
 #: k processed per slice of limb accumulation: 2^14 terms below 2^47 sum below 2^61
 _K_SLICE = 1 << 14
 _K_MAX = 1 << 40
-#: elements per screening block (cache-sized: the screen is memory bound)
+#: elements per screening block and per refinement chunk (cache-sized: memory bound)
 _SCREEN_ELEMS = 1 << 15
+_REFINE_ELEMS = 1 << 15
 #: flagged products beyond which exact BLAS sums are looked for first (integer-like data)
 _BULK_ELEMS = 1 << 24
 
@@ -434,10 +433,13 @@ def exact_matmul64(
     if bt.size * k > _BULK_ELEMS and not recompute_all:
         done = _exact_blas(a64, b64, out, bt, ii, jj)
         bt, ii, jj = bt[~done], ii[~done], jj[~done]
-    step = max(1, _CHUNK_ELEMS // max(k, 1))
+    # cache-sized chunks: the refinement is a dozen memory-bound passes
+    step = max(1, _REFINE_ELEMS // max(k, 1))
+    # columns of b are gathered from the float32 copy: half the strided traffic
+    b_src = b3 if all_finite else b64
     for c0 in range(0, bt.size, step):
         cb_, ci, cj = bt[c0:c0 + step], ii[c0:c0 + step], jj[c0:c0 + step]
-        ar, bc = a64[cb_, ci, :], b64[cb_, :, cj]
+        ar, bc = a64[cb_, ci, :], b_src[cb_, :, cj].astype(np.float64)
         p = ar * bc  # exact products, signed zeros included
         # (3) a fixed-order split sum with a tiny error bound
         t, e, err = _split_sum(p)
