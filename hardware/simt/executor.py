@@ -79,7 +79,7 @@ class Wave:
         self.kernel = kernel
         self.cfg = cfg
         self.memory = memory
-        self.params = params
+        self.params = params if params else bytes(max(kernel.param_bytes, 8))
         self.stats = stats
         self.counters = MemoryCounters(stats) if stats is not None else None
         bx, by, bz = cfg.block if cfg else (32, 1, 1)
@@ -129,7 +129,26 @@ class Wave:
         self.rows_all = slot.reshape(W, 32)
         self.cur: Exec | None = None
         self.cur_pc = 0
+        self._memo: dict[int, tuple] = {}
+        self._views: dict[tuple, np.ndarray] = {}
         self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
+
+    def reset(self, memory: GlobalMemory, params: bytes, stats: LaunchStats) -> None:
+        """Prepare a compiled wave for another launch with the same blocks: registers,
+        shared and local memory start at zero again (a deterministic choice: on a GPU
+        they start undefined)."""
+        self.memory = memory
+        self.params = params if params else bytes(max(self.kernel.param_bytes, 8))
+        self.stats = stats
+        self.counters = MemoryCounters(stats)
+        for name, arr in self.regs.items():
+            if name not in _SPECIAL_NAMES:
+                arr.fill(0)
+        self.smem.fill(0)
+        self.lmem.fill(0)
+        self.cur = None
+        self._memo = {}
+        self._views = {}
 
     # ------------------------------------------------------------ compile-time hooks
     def register(self, name: str, inst: Instruction, write: bool = False) -> np.ndarray:
@@ -180,29 +199,30 @@ class Wave:
             raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: undefined label {name}")
         return labels[name]
 
-    def param_values(self, op: Any, t: PtxType, n: int, inst: Instruction) -> list[Any]:
+    def param_reader(self, op: Any, t: PtxType, n: int, inst: Instruction) -> Any:
+        """A function returning the ``n`` values of ``ld.param`` from this launch's
+        parameter bytes (read when executed, so a compiled wave can be relaunched)."""
+        from .errors import UnsupportedPtxError
         if not isinstance(op, Addr) or not isinstance(op.base, Sym):
-            from .errors import UnsupportedPtxError
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: ld.param needs "
                                       "[param_name+offset]")
         sp, off = self.symbol(op.base.name, inst)
         if sp != "param":
-            from .errors import UnsupportedPtxError
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {op.base.name} "
                                       "is not a kernel parameter")
         start = off + op.offset
         p = self.kernel.param_index[op.base.name]
         if op.offset < 0 or op.offset + n * t.bytes > p.nbytes:
-            from .errors import UnsupportedPtxError
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: reads past "
                                       f"parameter {op.base.name} ({p.nbytes} bytes)")
-        raw = np.frombuffer(self.params, dtype=np.uint8) if self.params else \
-            np.zeros(self.kernel.param_bytes, np.uint8)
-        vals = []
-        for k in range(n):
-            b = raw[start + k * t.bytes: start + (k + 1) * t.bytes]
-            vals.append(b.view(t.storage)[0].view(t.dtype) if t.bits >= 8 else b[0])
-        return vals
+        dt = t.storage
+        size = t.bytes
+
+        def read() -> list[Any]:
+            raw = np.frombuffer(self.params, dtype=np.uint8, count=start + n * size)
+            return [raw[start + k * size: start + (k + 1) * size].view(dt)[0].view(t.dtype)
+                    for k in range(n)]
+        return read
 
     def count(self, ix: Any) -> int:
         return self.T if isinstance(ix, slice) else len(ix)
@@ -255,9 +275,8 @@ class Wave:
     def _locate(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, width: int,
                 inst: Instruction) -> tuple[np.ndarray, np.ndarray]:
         """(byte buffer, byte offsets) of the accesses, after every check."""
-        addr = np.asarray(addr, dtype=np.int64)
-        mis = (addr & (width - 1)) != 0 if width & (width - 1) == 0 else addr % width != 0
-        if mis.any():
+        if (addr & (width - 1)).any() if width & (width - 1) == 0 else (addr % width).any():
+            mis = (addr % width) != 0
             p = int(np.argmax(mis))
             self._mem_fault(ix, p, int(addr[p]), inst, f"misaligned {width}-byte access")
         if space == "global":
@@ -269,23 +288,18 @@ class Wave:
                                 f"({self.memory.describe(a)})")
             return self.memory.buffer, addr - GLOBAL_BASE
         if space == "shared":
-            lim = self.smem_size
+            buf, base, lim, what = self.smem, self.sbase, self.smem_size, "block"
+        elif space == "local":
+            buf, base, lim, what = self.lmem, self.lbase, self.local_size, "thread"
+        else:
+            from .errors import UnsupportedPtxError
+            raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: .{space} space")
+        if addr.size and (int(addr.min()) < 0 or int(addr.max()) + width > lim):
             bad = (addr < 0) | (addr + width > lim)
-            if bad.any():
-                p = int(np.argmax(bad))
-                self._mem_fault(ix, p, int(addr[p]), inst,
-                                f"out-of-bounds shared access (block has {lim} bytes)")
-            return self.smem, self.sbase[ix] + addr
-        if space == "local":
-            lim = self.local_size
-            bad = (addr < 0) | (addr + width > lim)
-            if bad.any():
-                p = int(np.argmax(bad))
-                self._mem_fault(ix, p, int(addr[p]), inst,
-                                f"out-of-bounds local access (thread has {lim} bytes)")
-            return self.lmem, self.lbase[ix] + addr
-        from .errors import UnsupportedPtxError
-        raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: .{space} space")
+            p = int(np.argmax(bad))
+            self._mem_fault(ix, p, int(addr[p]), inst,
+                            f"out-of-bounds {space} access ({what} has {lim} bytes)")
+        return buf, base[ix] + addr
 
     def _rows(self, ix: Any, ex: Exec, addr: np.ndarray) -> np.ndarray:
         if isinstance(ix, slice):
@@ -295,70 +309,101 @@ class Wave:
         return a
 
     def _record(self, kind: str, space: str, ix: Any, ex: Exec, addr: np.ndarray,
-                width: int) -> None:
+                width: int) -> tuple:
         if self.counters is None:
-            return
+            return ()
         if space == "global":
-            self.counters.global_access(kind, self._rows(ix, ex, addr), ex.mask, width)
-        elif space == "shared":
-            self.counters.shared_access(kind, self._rows(ix, ex, addr), ex.mask, width)
-        else:
-            self.stats.local_requests += int(ex.mask.any(axis=1).sum())
+            return self.counters.global_access(kind, self._rows(ix, ex, addr), ex.mask, width)
+        if space == "shared":
+            return self.counters.shared_access(kind, self._rows(ix, ex, addr), ex.mask, width)
+        d = (("local_requests", int(ex.mask.any(axis=1).sum())),)
+        self.counters.apply(d)
+        return d
+
+    def _access(self, kind: str, space: str, ix: Any, ex: Exec, addr: np.ndarray,
+                width: int, inst: Instruction) -> tuple[np.ndarray, np.ndarray]:
+        """Checks and statistics of one access; (buffer, byte offsets).
+
+        An instruction that repeats the very addresses of its previous execution with
+        the same threads (a loop reading the same shared tile) reuses the checks and the
+        statistics of that execution."""
+        memo = self._memo.get(id(inst))
+        if memo is not None:
+            m_ix, m_addr, m_space, m_deltas, m_off = memo
+            same_ix = (isinstance(ix, slice) and isinstance(m_ix, slice)) or ix is m_ix or (
+                not isinstance(ix, slice) and not isinstance(m_ix, slice)
+                and ix.shape == m_ix.shape and bool((ix == m_ix).all()))
+            if same_ix and m_space == space and addr.shape == m_addr.shape and \
+                    bool((addr == m_addr).all()):
+                if self.counters is not None:
+                    self.counters.apply(m_deltas)
+                buf = self.memory.buffer if space == "global" else (
+                    self.smem if space == "shared" else self.lmem)
+                return buf, m_off
+        buf, off = self._locate(space, ix, ex, addr, width, inst)
+        deltas = self._record(kind, space, ix, ex, addr, width)
+        self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off)
+        return buf, off
+
+    def _view(self, buf: np.ndarray, elem: np.dtype) -> np.ndarray:
+        key = (id(buf), buf.size, elem)
+        v = self._views.get(key)
+        if v is None:
+            isz = elem.itemsize
+            v = buf[: buf.size - buf.size % isz].view(elem)
+            self._views[key] = v
+        return v
+
+    def _full(self, ix: Any, addr: Any) -> np.ndarray:
+        cnt = self.T if isinstance(ix, slice) else len(ix)
+        a = np.asarray(addr, dtype=np.int64)
+        if a.ndim == 0 or a.shape[0] != cnt:
+            a = np.broadcast_to(a, (cnt,))
+        return a
 
     def load(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, elem: np.dtype, n: int,
              inst: Instruction) -> np.ndarray:
-        if np.ndim(addr) == 0 or (isinstance(ix, slice) and addr.shape[0] != self.T):
-            addr = np.broadcast_to(addr, (self.T if isinstance(ix, slice) else len(ix),))
+        addr = self._full(ix, addr)
         if space == "generic":
-            parts = self._split(ix, ex, np.asarray(addr, np.int64))
-            cnt = self.T if isinstance(ix, slice) else len(ix)
-            out = np.zeros((cnt, n), dtype=elem)
-            sel_all = np.zeros(cnt, dtype=np.int64)
+            parts = self._split(ix, ex, addr)
+            if len(parts) == 1 and parts[0][1] is ix:
+                sp, six, sex, sa = parts[0]
+                return self.load(sp, six, sex, sa, elem, n, inst)
+            out = np.zeros((addr.shape[0], n), dtype=elem)
+            full = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
             for sp, six, sex, sa in parts:
-                v = self.load(sp, six, sex, sa, elem, n, inst)
-                if six is ix:
-                    return v
-                pos = np.searchsorted(np.arange(self.T)[ix] if isinstance(ix, slice) else ix, six)
-                out[pos] = v
-            del sel_all
+                out[np.searchsorted(full, six)] = self.load(sp, six, sex, sa, elem, n, inst)
             return out
         width = elem.itemsize * n
-        buf, off = self._locate(space, ix, ex, addr, width, inst)
-        isz = elem.itemsize
-        view = buf[: buf.size - buf.size % isz].view(elem)
-        e = off // isz
-        v = view[e][:, None] if n == 1 else view[e[:, None] + np.arange(n)]
-        self._record("ld", space, ix, ex, np.asarray(addr, np.int64), width)
-        return v
+        buf, off = self._access("ld", space, ix, ex, addr, width, inst)
+        view = self._view(buf, elem)
+        e = off // elem.itemsize
+        return view[e][:, None] if n == 1 else view[e[:, None] + np.arange(n)]
 
     def store(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, vals: np.ndarray,
               inst: Instruction) -> None:
-        cnt = self.T if isinstance(ix, slice) else len(ix)
-        if np.ndim(addr) == 0 or addr.shape[0] != cnt:
-            addr = np.broadcast_to(addr, (cnt,))
+        addr = self._full(ix, addr)
+        cnt = addr.shape[0]
         if vals.shape[0] != cnt:
             vals = np.broadcast_to(vals, (cnt, vals.shape[1]))
         if space == "generic":
+            parts = self._split(ix, ex, addr)
             full = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
-            for sp, six, sex, sa in self._split(ix, ex, np.asarray(addr, np.int64)):
+            for sp, six, sex, sa in parts:
                 if six is ix:
                     self.store(sp, six, sex, sa, vals, inst)
                     return
-                pos = np.searchsorted(full, six)
-                self.store(sp, six, sex, sa, vals[pos], inst)
+                self.store(sp, six, sex, sa, vals[np.searchsorted(full, six)], inst)
             return
         elem = vals.dtype
         n = vals.shape[1]
-        width = elem.itemsize * n
-        buf, off = self._locate(space, ix, ex, addr, width, inst)
-        isz = elem.itemsize
-        view = buf[: buf.size - buf.size % isz].view(elem)
-        e = off // isz
+        buf, off = self._access("st", space, ix, ex, addr, elem.itemsize * n, inst)
+        view = self._view(buf, elem)
+        e = off // elem.itemsize
         if n == 1:
             view[e] = vals[:, 0]
         else:
             view[e[:, None] + np.arange(n)] = vals
-        self._record("st", space, ix, ex, np.asarray(addr, np.int64), width)
 
     def atomic(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, op: str, t: PtxType,
                srcs: list[np.ndarray], inst: Instruction) -> np.ndarray:

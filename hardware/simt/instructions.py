@@ -1196,13 +1196,17 @@ def c_ld(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, "ld of .pred")
     puts = [setter(x, t, ctx, inst) for x in items]
     if space == "param":
-        vals = ctx.param_values(inst.operands[1], t, n, inst)
-        return Op(inst, "alu", lambda ix, ex: [p(ix, v) for p, v in zip(puts, vals)] and None)
+        read = ctx.param_reader(inst.operands[1], t, n, inst)
+
+        def ld_param(ix: Any, ex: Any) -> None:
+            for p, v in zip(puts, read()):
+                p(ix, v)
+        return Op(inst, "alu", ld_param)
     addr = _address(inst.operands[1], ctx, inst, space)
     elem = t.storage if t.bits >= 8 else np.dtype(np.uint8)
 
     def fn(ix: Any, ex: Any) -> None:
-        v = ctx.load(space, ix, ex, np.broadcast_to(addr(ix), ctx.count(ix)), elem, n, inst)
+        v = ctx.load(space, ix, ex, addr(ix), elem, n, inst)
         for k, p in enumerate(puts):
             p(ix, v[:, k].view(t.dtype) if t.bits >= 8 else v[:, k])
     return Op(inst, "alu", fn)
@@ -1230,7 +1234,7 @@ def c_st(inst: Instruction, ctx: Any) -> Op:
         for k, g in enumerate(gets):
             vals[:, k] = np.broadcast_to(np.asarray(g(ix)).astype(t.dtype, copy=False), (cnt,)).view(elem) \
                 if t.dtype != elem else np.broadcast_to(g(ix), (cnt,))
-        ctx.store(space, ix, ex, np.broadcast_to(addr(ix), cnt), vals, inst)
+        ctx.store(space, ix, ex, addr(ix), vals, inst)
     return Op(inst, "alu", fn)
 
 

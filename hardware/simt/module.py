@@ -68,6 +68,22 @@ class Kernel:
         self.reconvergence = reconvergence_points(source.instructions, source.labels)
         # compile once on a one-warp launch: every unsupported construct fails here
         Wave(None, self, [(0, 0, 0)], None, b"", None)
+        self._waves: dict[tuple, Wave] = {}
+
+    def wave(self, cfg: LaunchConfig, blocks: list, memory: GlobalMemory, params: bytes,
+             stats: LaunchStats) -> Wave:
+        """A compiled wave for ``blocks`` (reused across launches of the same shape:
+        compiling every instruction costs as much as running a small kernel)."""
+        key = (cfg.grid, cfg.block, cfg.dynamic_shared, blocks[0], len(blocks))
+        w = self._waves.get(key)
+        if w is None:
+            w = Wave(cfg, self, blocks, memory, params, stats)
+            if len(self._waves) >= 4:
+                self._waves.pop(next(iter(self._waves)))
+            self._waves[key] = w
+        else:
+            w.reset(memory, params, stats)
+        return w
 
     def __repr__(self) -> str:
         ps = ", ".join(f".{p.type.name} {p.name}" for p in self.params)
@@ -183,7 +199,7 @@ class Module:
         steps = 0
         with np.errstate(all="ignore"):
             for start in range(0, len(blocks), per_wave):
-                wave = Wave(cfg, k, blocks[start: start + per_wave], memory, params, stats)
+                wave = k.wave(cfg, blocks[start: start + per_wave], memory, params, stats)
                 steps = run_wave(wave, int(max_steps), steps)
         return stats
 

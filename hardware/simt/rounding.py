@@ -40,6 +40,10 @@ __all__ = [
 MODES = ("rn", "rz", "rm", "rp")
 
 _F32_MAX = float(np.finfo(np.float32).max)
+_LOW29 = np.uint64((1 << 29) - 1)
+_HALF29 = np.uint64(1 << 28)
+_EXP64 = np.uint64(0x7FF << 52)
+_TINY32 = np.uint64((1023 - 126) << 52)  # below 2**-126: float32 subnormal range
 _OVERFLOW_MID = 2.0**128 - 2.0**103  # midpoint between FLT_MAX and 2**128
 
 
@@ -129,6 +133,24 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np
     b64 = np.asarray(b, np.float32).astype(np.float64)
     c64 = np.asarray(c, np.float32).astype(np.float64)
     p = a64 * b64                      # exact: 24 + 24 bits
+    if mode == "rn":
+        # fast path: rn32(rn64(x)) == rn32(x) unless rn64(x) is a float32 midpoint
+        # (its 29 low significand bits are 1000...0) or lies in float32's subnormal
+        # range, where midpoints sit elsewhere; only those elements need the error term
+        s = p + c64
+        r = s.astype(np.float32)
+        sv = np.atleast_1d(s).view(np.uint64)
+        suspect = ((sv & _LOW29) == _HALF29) | ((sv & _EXP64) < _TINY32)
+        if not suspect.any():
+            return r
+        idx = np.flatnonzero(suspect.ravel())
+        pf, cf = np.broadcast_to(p, s.shape).ravel()[idx], np.broadcast_to(c64, s.shape).ravel()[idx]
+        ss, e = _two_sum(pf, cf)
+        e = np.where(np.isfinite(ss), e, 0.0)
+        fixed = round64_to32(ss, e, mode)
+        out = np.atleast_1d(r).copy()
+        out.ravel()[idx] = fixed
+        return out.reshape(np.shape(r))
     s, e = _two_sum(p, c64)            # p + c = s + e exactly while s is finite
     e = np.where(np.isfinite(s), e, 0.0)
     r = round64_to32(s, e, mode)

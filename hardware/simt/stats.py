@@ -8,7 +8,7 @@ Counting rules (Nsight Compute metric definitions, the reference doc's table):
   count (``smsp__thread_inst_executed.sum``, not the ``_pred_on`` variant);
 - SIMD efficiency = thread instructions / (32 * warp instructions);
 - global memory: one *request* per warp-level ld/st with an active lane, *sectors* from
-  :func:`hardware.memory.coalesce_warps` (32-byte segments);
+  :func:`hardware.memory.coalesce` (32-byte segments);
 - shared memory: *wavefronts* and *bank conflicts* from
   :func:`hardware.memory.bank_conflicts`, per warp-level ld/st.
 Atomics (``atom``/``red``) are counted in ``atomic_requests`` only.
@@ -105,56 +105,108 @@ class LaunchStats:
         }
 
 
-class MemoryCounters:
-    """Accumulates the memory statistics of warp-level accesses into a LaunchStats,
-    through :mod:`hardware.memory` (one vectorised call per global access; shared
-    accesses are grouped by their address pattern relative to a 128-byte boundary,
-    which leaves bank and sector counts unchanged, and each distinct pattern is
-    evaluated once)."""
+_BANK_CACHE: dict[tuple[int, bytes], hwmem.BankReport] = {}
+_SECTOR_CACHE: dict[tuple[int, bytes], hwmem.CoalesceReport] = {}
+_CACHE_LIMIT = 1 << 16
 
-    def __init__(self, stats: LaunchStats) -> None:
-        self.s = stats
-        self._bank_cache: dict[tuple[int, bytes], hwmem.BankReport] = {}
 
-    def global_access(self, kind: str, addrs: np.ndarray, mask: np.ndarray, width: int) -> None:
-        rep = hwmem.coalesce_warps(addrs, width, mask)
-        if kind == "ld":
-            self.s.global_load_requests += rep.requests
-            self.s.global_load_sectors += rep.sectors
-            self.s.global_load_bytes += rep.bytes_requested
-        else:
-            self.s.global_store_requests += rep.requests
-            self.s.global_store_sectors += rep.sectors
-            self.s.global_store_bytes += rep.bytes_requested
-
-    def shared_access(self, kind: str, addrs: np.ndarray, mask: np.ndarray, width: int) -> None:
+def _patterns(addrs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Distinct per-warp address patterns relative to a 128-byte boundary and their
+    counts, or None when no lane is active. Sectors (32 B), lines (128 B), bytes and
+    shared-memory banks (32 x 4 B) are all unchanged by a shift of a multiple of 128
+    bytes, so each distinct pattern needs to be evaluated once."""
+    if mask.all():
+        base = (addrs.min(axis=1) // 128) * 128
+        rel = addrs - base[:, None]
+    else:
         any_row = mask.any(axis=1)
         if not any_row.all():
             addrs, mask = addrs[any_row], mask[any_row]
         if addrs.shape[0] == 0:
-            return
-        big = np.int64(2**62)
-        base = (np.where(mask, addrs, big).min(axis=1) // 128) * 128
+            return None
+        base = (np.where(mask, addrs, np.int64(2**62)).min(axis=1) // 128) * 128
         rel = np.where(mask, addrs - base[:, None], -1)
-        if (rel == rel[0]).all():
-            pats, counts = rel[:1], [rel.shape[0]]
-        else:
-            pats, counts = np.unique(rel, axis=0, return_counts=True)
-        waves = conflicts = 0
-        for row, c in zip(pats, counts):
+    if (rel == rel[0]).all():
+        return rel[:1], np.array([rel.shape[0]])
+    # hash the rows to 1-D keys, then verify the grouping exactly
+    key = rel @ _WEIGHTS[: rel.shape[1]]
+    _, first, inv, counts = np.unique(key, return_index=True, return_inverse=True,
+                                      return_counts=True)
+    reps = rel[first]
+    if (reps[inv.ravel()] == rel).all():
+        return reps, counts
+    return np.unique(rel, axis=0, return_counts=True)
+
+
+_WEIGHTS = np.random.default_rng(20240607).integers(1, 2**61, 64, dtype=np.int64)
+
+
+class MemoryCounters:
+    """Memory statistics of warp-level accesses, computed through :mod:`hardware.memory`.
+
+    Warps are grouped by their address pattern relative to a 128-byte boundary (see
+    :func:`_patterns`); :func:`hardware.memory.coalesce` and
+    :func:`hardware.memory.bank_conflicts` evaluate each distinct pattern once (results
+    are cached). Each method returns the increments as ``(field, value)`` pairs and
+    applies them to the LaunchStats.
+    """
+
+    def __init__(self, stats: LaunchStats) -> None:
+        self.s = stats
+
+    def apply(self, deltas: tuple[tuple[str, int], ...]) -> None:
+        s = self.s
+        for name, v in deltas:
+            setattr(s, name, getattr(s, name) + v)
+
+    def global_access(self, kind: str, addrs: np.ndarray, mask: np.ndarray,
+                      width: int) -> tuple[tuple[str, int], ...]:
+        pats = _patterns(addrs, mask)
+        if pats is None:
+            return ()
+        req = sec = nbytes = 0
+        for row, c in zip(*pats):
             key = (width, row.tobytes())
-            rep = self._bank_cache.get(key)
+            rep = _SECTOR_CACHE.get(key)
+            if rep is None:
+                act = row >= 0
+                rep = hwmem.coalesce(np.where(act, row, 0), width, act)
+                if len(_SECTOR_CACHE) < _CACHE_LIMIT:
+                    _SECTOR_CACHE[key] = rep
+            req += rep.requests * int(c)
+            sec += rep.sectors * int(c)
+            nbytes += rep.bytes_requested * int(c)
+        if kind == "ld":
+            d = (("global_load_requests", req), ("global_load_sectors", sec),
+                 ("global_load_bytes", nbytes))
+        else:
+            d = (("global_store_requests", req), ("global_store_sectors", sec),
+                 ("global_store_bytes", nbytes))
+        self.apply(d)
+        return d
+
+    def shared_access(self, kind: str, addrs: np.ndarray, mask: np.ndarray,
+                      width: int) -> tuple[tuple[str, int], ...]:
+        pats = _patterns(addrs, mask)
+        if pats is None:
+            return ()
+        req = waves = conflicts = 0
+        for row, c in zip(*pats):
+            key = (width, row.tobytes())
+            rep = _BANK_CACHE.get(key)
             if rep is None:
                 act = row >= 0
                 rep = hwmem.bank_conflicts(np.where(act, row, 0), width, act)
-                self._bank_cache[key] = rep
+                if len(_BANK_CACHE) < _CACHE_LIMIT:
+                    _BANK_CACHE[key] = rep
+            req += int(c)
             waves += rep.wavefronts * int(c)
             conflicts += rep.conflicts * int(c)
         if kind == "ld":
-            self.s.shared_load_requests += int(addrs.shape[0])
-            self.s.shared_load_wavefronts += waves
-            self.s.shared_load_bank_conflicts += conflicts
+            d = (("shared_load_requests", req), ("shared_load_wavefronts", waves),
+                 ("shared_load_bank_conflicts", conflicts))
         else:
-            self.s.shared_store_requests += int(addrs.shape[0])
-            self.s.shared_store_wavefronts += waves
-            self.s.shared_store_bank_conflicts += conflicts
+            d = (("shared_store_requests", req), ("shared_store_wavefronts", waves),
+                 ("shared_store_bank_conflicts", conflicts))
+        self.apply(d)
+        return d

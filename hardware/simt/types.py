@@ -8,6 +8,7 @@ reinterpretation as in the PTX ISA.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -34,7 +35,7 @@ class PtxType:
     def is_float(self) -> bool:
         return self.kind == "f"
 
-    @property
+    @cached_property
     def dtype(self) -> np.dtype:
         """NumPy dtype of a value of this type (bits for .b and low-precision floats)."""
         if self.kind == "pred":
@@ -45,7 +46,7 @@ class PtxType:
             return np.dtype(f"float{self.bits}")
         return np.dtype(f"uint{self.bits}")
 
-    @property
+    @cached_property
     def storage(self) -> np.dtype:
         """NumPy dtype of a register of this type: unsigned bits of the same width."""
         if self.kind == "pred":
