@@ -23,8 +23,10 @@ the code and the math do not have it); normalisation is delayed to :func:`finali
 ``out = fl32(acc / l)`` and ``LSE = fl32(m + ln l)``; rows that saw no visible key
 (``l = 0``) give ``out = 0`` and ``LSE = -inf``.
 
-A tile that the mask hides entirely leaves the state unchanged (alpha = 1, p = 0), up to
-the sign of a zero accumulator, so skipping such a tile is the same as computing it.
+A tile that the mask hides entirely leaves the state unchanged byte for byte (alpha = 1 or,
+before any visible key, 0 with l = acc = 0; p = +0; ``acc + (+-0)`` keeps acc, which is
+never -0 since it starts at +0), so skipping such a tile is the same as computing it: a
+schedule only has to visit the same key tiles in the same order.
 """
 from __future__ import annotations
 

@@ -46,7 +46,8 @@ def scores(
     Args:
         problem: the validated problem (options, masks, offsets).
         q_tile: (B, H, r, D) query rows ``rows``.
-        k_tile: (B, H, c, D) keys ``cols`` (already mapped to the query heads).
+        k_tile: (B, H, c, D) keys ``cols``, already mapped to the query heads (for GQA
+            ``np.repeat(k_tile, Hq // Hkv, axis=1)``).
         rows, cols: absolute row and key indices of the tile.
         precision: ``"exact"`` (float32 result) or ``"float64"``.
         softcap_grad: also return ``ds/dx = 1 - tanh^2(x / c)`` (x the scaled score

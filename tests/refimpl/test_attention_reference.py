@@ -469,7 +469,8 @@ def test_public_block_step_reproduces_flash_v2_from_shuffled_pages():
     for j, slot in enumerate(table):
         pool_k[slot] = k[:, :, j * page:(j + 1) * page]
         pool_v[slot] = v[:, :, j * page:(j + 1) * page]
-    opts = dict(causal=True, softcap=3.0, alibi_slopes=np.array([0.5, 0.25], np.float32))
+    opts = dict(causal=True, causal_alignment="top_left", softcap=3.0,
+                alibi_slopes=np.array([0.5, 0.25], np.float32))
     prob = prepare(q, k, v, **opts)
     rows = np.arange(10)
     state = OnlineState.initial((1, 2, 10), 8)
@@ -480,5 +481,15 @@ def test_public_block_step_reproduces_flash_v2_from_shuffled_pages():
         s, _, _ = scores(prob, prob.q, pool_k[slot], rows, cols)
         state = online_block_update(state, s, pool_v[slot])
     out, lse = finalize(state)
-    ref_out, ref_lse, _ = flash_v2(q, k, v, block=(16, page), **opts)
+    ref_out, ref_lse, st_ = flash_v2(q, k, v, block=(16, page), **opts)
     assert np.array_equal(out, ref_out) and np.array_equal(lse, ref_lse)
+    assert st_.blocks_skipped == 2 * 3  # key pages 3, 4, 5 lie above row 9's diagonal
+    # computing the hidden tiles instead of skipping them changes no byte either
+    state = OnlineState.initial((1, 2, 10), 8)
+    for j, slot in enumerate(table):
+        cols = np.arange(j * page, (j + 1) * page)
+        s, _, _ = scores(prob, prob.q, pool_k[slot], rows, cols)
+        state = online_block_update(state, s, -np.abs(pool_v[slot]))  # -0 products too
+    ref_neg = flash_v2(q, k, -np.abs(v), block=(16, page), **opts)
+    assert np.array_equal(finalize(state)[0], ref_neg[0])
+    assert np.array_equal(finalize(state)[1], ref_neg[1])
