@@ -20,13 +20,15 @@ page size ``B_c``) and calls the same two functions reproduces the bytes exactly
 Tile skipping: a (query tile, key tile) pair that the mask hides entirely (for causal
 attention the tiles above the diagonal; for a window the tiles outside the band; tiles of
 padding only) is not loaded or computed and is counted in ``blocks_skipped``. Skipping
-changes no value (see :mod:`refimpl.attention.online`).
+changes no byte (see :mod:`refimpl.attention.online`).
 
 B_r has no effect on the values (every step is row-local); B_c does (it sets the
 granularity of the online rescaling).
 
 Two implementations, tested against each other byte for byte: a plain one with the
-paper's two loops, and a fast one that runs all query tiles in lock-step per key tile.
+paper's two loops, and a fast one that runs groups of query tiles in lock-step per key
+tile. Reuse: :func:`flash_v2_core` runs the forward on a prepared problem and a key
+range; :func:`computed_tiles` gives the skip decisions.
 """
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.scores import scores
 from refimpl.attention.stats import ScheduleStats
 
-__all__ = ["flash_v2", "DEFAULT_BLOCK"]
+__all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
+           "DEFAULT_BLOCK"]
 
 DEFAULT_BLOCK = (128, 128)
 

@@ -10,6 +10,9 @@ Conventions (the reference doc's, stated once here and used everywhere):
   row i sees key j iff ``j <= i + Sk - Sq``; ``"top_left"`` (PyTorch SDPA ``is_causal``):
   ``j <= i``. Sliding window ``(w_left, w_right)``, bounds inclusive, around the same
   aligned position; ``causal`` is the window ``(None, 0)`` and both may be combined.
+  With padding masks, Sq and Sk in the alignment are each batch entry's numbers of valid
+  queries and keys (right padding, as flash-attention's variable-length kernels see it).
+  ALiBi distances use the same alignment.
 - Padding masks are boolean, ``True`` marks a valid token (flash-attention's
   ``attention_ref``; the opposite of ``torch.nn.MultiheadAttention.key_padding_mask``).
 - A fully masked row (all keys masked, a padded query row, ``Sq > Sk`` under bottom-right
