@@ -273,6 +273,12 @@ def _special_values(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return mask, values
 
 
+def _float64_product(a64: np.ndarray, b64: np.ndarray) -> np.ndarray:
+    """The float64 BLAS product: exact products, summed in whatever order the kernel
+    picks (the module docstring shows why that order cannot change the result)."""
+    return np.matmul(a64, b64)
+
+
 def _flag_fp32(s: np.ndarray, bound: np.ndarray) -> np.ndarray:
     """FP32 version of :func:`_needs_recompute`, cheaper, same guarantee.
 
@@ -418,7 +424,7 @@ def exact_matmul64(
         a64 = np.where(np.isfinite(a3), a64, 0.0)
         b64 = np.where(np.isfinite(b3), b64, 0.0)
 
-    s = np.matmul(a64, b64)  # any order and kernel: see the module docstring
+    s = _float64_product(a64, b64)
     stats = ExactStats(outputs=s.size)
     # (2) Cauchy-Schwarz: U <= ||a_i||_2 ||b_j||_2, scaled once per row/column (O(MK))
     scale = (1.0 + (4 * k + 16) * _U) * (1.001 * k * _U)

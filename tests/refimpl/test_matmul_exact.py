@@ -374,3 +374,45 @@ def test_exact_long_k_crosses_limb_slices():
     assert stats.recomputed == 1
     assert same_bits(slow.astype(np.float32), np.array([[oracle_dot(a[0], b[:, 0])]], np.float32))
     assert same_bits(matmul(a, b), slow.astype(np.float32))
+
+
+def _ordered_product(order: str, seed: int):
+    """A stand-in BLAS: float64 sums of the exact products in another order."""
+    rng = np.random.default_rng(seed)
+
+    def product(a64, b64):
+        k = a64.shape[-1]
+        perm = rng.permutation(k) if order != "reverse" else np.arange(k)[::-1]
+        terms = a64[..., :, perm][..., :, None, :] * np.swapaxes(b64[..., perm, :], -1, -2)[
+            ..., None, :, :]
+        if order == "pairwise":
+            return np.sum(terms, axis=-1)
+        if k == 0:
+            return np.zeros(terms.shape[:-1])
+        return np.cumsum(terms, axis=-1)[..., -1]  # strictly left to right
+
+    return product
+
+
+@pytest.mark.parametrize("order, seed", [("reverse", 0), ("random", 1), ("random", 2),
+                                         ("pairwise", 3)])
+def test_result_independent_of_the_float64_summation_order(monkeypatch, order, seed):
+    """Any order a kernel might use gives the same bytes (the design, checked directly)."""
+    import refimpl.matmul.exact as exact_module
+
+    rng = np.random.default_rng(42)
+    a = (rng.standard_normal((12, 40)) * 2.0 ** rng.integers(-30, 30, (12, 40))).astype(np.float32)
+    b = (rng.standard_normal((40, 9)) * 2.0 ** rng.integers(-30, 30, (40, 9))).astype(np.float32)
+    a[:, 20:] = -a[:, :20]  # cancellation makes the order matter for the float64 sums
+    a[:3, 25] *= np.float32(1 + 2.0**-20)
+    a[4] = 0.0
+    a[5:, 0], a[5:, 1], b[0], b[1] = 2.0**40, -(2.0**40), 1.0, 1.0  # absorbs the rest
+    a[5:, 2:] = rng.standard_normal((7, 38)).astype(np.float32)
+    b[2:, 4:] = rng.standard_normal((38, 5)).astype(np.float32)
+    base = matmul(a, b)
+    naive = [_ordered_product(o, s)(a.astype(float), b.astype(float)).astype(np.float32)
+             for o, s in (("reverse", 0), ("random", 1))]
+    assert naive[0].tobytes() != naive[1].tobytes()  # the order does matter for RN(s^)
+    monkeypatch.setattr(exact_module, "_float64_product", _ordered_product(order, seed))
+    assert matmul(a, b).tobytes() == base.tobytes()
+    assert same_bits(base, oracle_matmul(a, b))
