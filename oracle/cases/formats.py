@@ -222,13 +222,27 @@ def _pack_cases() -> list[CaseSpec]:
     return out
 
 
+SMOKE_ENCODES = {("e4m3", "nearest_even", False), ("e2m1", "nearest_even", False),
+                 ("bf16", "nearest_even", False)}
+
+
+def _encode_level(fmt: str, rounding: str, saturate: bool) -> int:
+    """The default suite has nearest-even (saturating or not) for every format and every
+    mode for ALL_MODES_DEFAULT (the 16-bit ones without their saturating directed modes);
+    the full suite has every combination."""
+    if rounding == "nearest_even":
+        return 1
+    if fmt not in ALL_MODES_DEFAULT or (fmt in WIDE and saturate):
+        return 2
+    return 1
+
+
 def cases() -> list[CaseSpec]:
     out: list[CaseSpec] = []
     # smoke: one of each kind
     out.append(_decode_case("e4m3", 0, True))
-    out.append(_encode_case("e4m3", "nearest_even", False, level=0))
-    out.append(_encode_case("e2m1", "nearest_even", False, level=0))
-    out.append(_encode_case("bf16", "nearest_even", False, level=0))
+    for fmt, rounding, sat in sorted(SMOKE_ENCODES):
+        out.append(_encode_case(fmt, rounding, sat, level=0))
     # value tables
     for fmt in SMALL:
         if fmt != "e4m3":
@@ -246,17 +260,10 @@ def cases() -> list[CaseSpec]:
             continue
         for rounding in DETERMINISTIC:
             for sat in (False, True):
-                if (fmt, rounding, sat) in (("e4m3", "nearest_even", False),
-                                            ("e2m1", "nearest_even", False),
-                                            ("bf16", "nearest_even", False)):
+                if (fmt, rounding, sat) in SMOKE_ENCODES:
                     continue
-                if rounding == "nearest_even" or fmt in ALL_MODES_DEFAULT:
-                    level = 1
-                else:
-                    level = 2
-                if fmt in WIDE and level == 1 and sat and rounding != "nearest_even":
-                    level = 2
-                out.append(_encode_case(fmt, rounding, sat, level=level))
+                out.append(_encode_case(fmt, rounding, sat,
+                                        level=_encode_level(fmt, rounding, sat)))
         # full suite: every code of the 16-bit formats, not a sample
         if fmt in ("fp16", "bf16"):
             out.append(_encode_case(fmt, "nearest_even", False, level=2, exhaustive=True,
