@@ -10,7 +10,9 @@ by ``ex``. Every register holds raw bits (see :mod:`hardware.simt.types`); an op
 Semantics follow the PTX ISA 9.0, chapter 9.7 (section numbers in each function).
 Integer arithmetic wraps modulo 2**n; integer division by zero is refused (the PTX ISA
 calls its result unspecified). Floating-point results are IEEE 754 correctly rounded in
-the instruction's mode (:mod:`hardware.simt.rounding`); ``.approx`` instructions return
+the instruction's mode (:mod:`hardware.simt.rounding`), and a NaN result of f32
+arithmetic is the canonical NaN 0x7FFFFFFF (f64 NaNs keep NumPy's propagation);
+``.approx`` instructions return
 the correctly rounded result of the exact function computed with float64 polynomials,
 which is within the documented hardware error (see :data:`APPROX_ERROR`), not the
 hardware's bits.
@@ -203,12 +205,30 @@ def _sat(x: np.ndarray, dt: np.dtype) -> np.ndarray:
                     ).astype(dt)
 
 
+_CANONICAL_NAN32 = np.array(0x7FFFFFFF, dtype=np.uint32).view(np.float32)[()]
+
+
+def _canonical_nan32(r: Any) -> Any:
+    # NVIDIA GPUs return the canonical NaN 0x7FFFFFFF from f32 arithmetic instead of
+    # propagating an input NaN's payload (CUDA C Programming Guide, floating-point
+    # standard notes); NumPy would propagate the payload
+    r = np.asarray(r)
+    if r.dtype == np.float32:
+        nan = r != r
+        if nan.any():
+            return np.where(nan, _CANONICAL_NAN32, r)
+    return r
+
+
 def _finish_float(inst: Instruction, t: PtxType, fn: Callable) -> Callable:
-    """Wrap an f32 computation with the .ftz and .sat modifiers (inputs and output)."""
+    """Wrap a float computation with the .ftz and .sat modifiers (inputs and output)
+    and, for f32, the canonical NaN."""
     ftz = "ftz" in inst.parts and t.bits == 32
     sat = "sat" in inst.parts
     if not ftz and not sat:
-        return fn
+        if t.bits != 32:
+            return fn
+        return lambda *args: _canonical_nan32(fn(*args))
 
     def wrapped(*args: Any) -> Any:
         if ftz:
@@ -218,7 +238,7 @@ def _finish_float(inst: Instruction, t: PtxType, fn: Callable) -> Callable:
             r = _ftz32(r)
         if sat:
             r = _sat(r, t.dtype)
-        return r
+        return _canonical_nan32(r)
     return wrapped
 
 

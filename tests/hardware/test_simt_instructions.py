@@ -582,3 +582,15 @@ def test_f64_modes(triples, mode, op):
             assert got[i] == 0
             continue
         assert float(got[i]) == want, (op, mode, i, float(got[i]), want)
+
+
+def test_f32_nan_results_are_canonical():
+    payload = np.array([0x7FC01234, 0xFFC00001, 0x7F800000, 0xFF800000], np.uint32)
+    one = np.float32([1.0, 1.0, -1.0, 0.0]).view(np.uint32)
+    got = run_instruction("add.f32 {d}, {a}, {b}", [payload, one], np.uint32)
+    # NaN payloads are not propagated; inf + (-1) = inf; -inf + 0 = -inf
+    np.testing.assert_array_equal(got, [0x7FFFFFFF, 0x7FFFFFFF, 0x7F800000, 0xFF800000])
+    inf = np.array([0x7F800000] * 4, np.uint32)
+    ninf = np.array([0xFF800000] * 4, np.uint32)
+    got = run_instruction("fma.rn.f32 {d}, {a}, {b}, {c}", [inf, one, ninf], np.uint32)
+    np.testing.assert_array_equal(got[:2], [0x7FFFFFFF, 0x7FFFFFFF])  # inf - inf
