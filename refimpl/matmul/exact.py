@@ -298,21 +298,28 @@ def _flag_fp32(s: np.ndarray, bound: np.ndarray) -> np.ndarray:
         return ~(dist > bound) | (ay < np.float32(2.0**-125))
 
 
-def _screen(s: np.ndarray, ra: np.ndarray, cb: np.ndarray, tgt: Target) -> np.ndarray:
-    """Flags of outputs whose rounding the bound ra_i * cb_j cannot certify. Works on
-    blocks of rows that fit in cache (the element-wise passes are memory bound)."""
+def _screen(s: np.ndarray, ra: np.ndarray, cb: np.ndarray, tgt: Target):
+    """Indices (batch, row, col) of outputs whose rounding the bound ra_i * cb_j cannot
+    certify. Works on blocks of rows that fit in cache (the passes are memory bound)."""
     nb, m, n = s.shape
-    flag = np.empty(s.shape, dtype=bool)
     rows = max(1, _SCREEN_ELEMS // max(n, 1))
+    found = []
     for bi in range(nb):
         for r0 in range(0, m, rows):
             blk = s[bi, r0:r0 + rows]
             bound = ra[bi, r0:r0 + rows, None] * cb[bi, None, :]
             if tgt.is_fp32:
-                flag[bi, r0:r0 + rows] = _flag_fp32(blk, bound)
+                flag = _flag_fp32(blk, bound)
             else:
-                flag[bi, r0:r0 + rows] = _needs_recompute(blk, bound, tgt) | (blk == 0)
-    return flag
+                flag = _needs_recompute(blk, bound, tgt) | (blk == 0)
+            flat = np.flatnonzero(flag)
+            if flat.size:
+                found.append((bi, r0 + flat // n, flat % n))
+    if not found:
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, empty, empty
+    bt = np.concatenate([np.full(len(r), b, dtype=np.intp) for b, r, _ in found])
+    return bt, np.concatenate([r for _, r, _ in found]), np.concatenate([c for _, _, c in found])
 
 
 def _split_sum(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -434,7 +441,7 @@ def exact_matmul64(
     if recompute_all:
         bt, ii, jj = np.nonzero(np.ones(s.shape, dtype=bool))
     else:
-        bt, ii, jj = np.nonzero(_screen(s, ra, cb, tgt))
+        bt, ii, jj = _screen(s, ra, cb, tgt)
     out = s  # our own array: patched in place
     if bt.size * k > _BULK_ELEMS and not recompute_all:
         done = _exact_blas(a64, b64, out, bt, ii, jj)
