@@ -104,11 +104,18 @@ def matmul(
             :class:`Chunked`, :class:`BlockFMA`, :class:`Exact`).
         out_format: the output format (default ``"fp32"``); any registered format no
             wider than FP32. Results come back as float32 arrays holding its values.
+            Rounding into it is nearest-even without saturation, so the format's own
+            overflow rule applies (FP32/BF16/FP16 overflow to Inf, E4M3 to NaN), as in
+            ``refimpl.formats.round_to``.
         in_format: when given, ``a`` and ``b`` are first rounded (nearest-even) to this
             format; a pair ``(fmt_a, fmt_b)`` rounds each to its own format.
 
     Returns:
-        float32 array of shape broadcast(batch) + (M, N).
+        float32 array of shape broadcast(batch) + (M, N). The bytes depend only on the
+        inputs and options, never on the BLAS, its thread count or the CPU (for
+        "exact" see ``refimpl.matmul.exact``; the other models do their own arithmetic
+        in a fixed order). ``exact_matmul64`` also reports how many outputs needed the
+        slower certified paths.
 
     Raises:
         ValueError: bad shapes (which argument, which dimension), non-float32 values
