@@ -5,7 +5,8 @@ Model (documented choice; the reference doc allows either pre-Volta or Volta sem
   entries. At a branch where the active lanes disagree, the top entry's pc becomes the
   branch's immediate post-dominator ``r`` and one entry per path is pushed with
   reconvergence pc ``r`` (the fall-through path first, the taken path last, so the taken
-  path runs first); a path that starts at ``r`` is not pushed, so a loop's divergent exit
+  path runs first); a path that starts at ``r`` is not pushed, and when the top entry
+  already reconverges at ``r`` it is replaced instead of kept, so a loop's divergent exit
   just shrinks the mask. An entry is popped when its pc reaches its reconvergence pc.
   Lanes that exit are removed from every entry; empty entries are popped.
 - **Scheduling.** Among the warps that can run, those whose top entry has the *lowest*
@@ -642,7 +643,13 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int) -> int:
                     for i in np.flatnonzero(div).tolist():
                         w = int(warps[i])
                         s = stacks[w]
-                        s[-1][0] = r
+                        if len(s) > 1 and s[-1][1] == r:
+                            # the top entry already reconverges at r (a loop's divergent
+                            # exit): lanes whose path starts at r drop out (the entry
+                            # below waits at r with them), the others replace the top
+                            s.pop()
+                        else:
+                            s[-1][0] = r
                         if pc + 1 != r:
                             s.append([pc + 1, r, nt[i].copy()])
                         if target != r:

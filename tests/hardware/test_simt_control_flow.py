@@ -289,3 +289,21 @@ def test_uniform_program_has_no_divergence():
     assert stats.divergent_branches == 0
     assert stats.simd_efficiency == 1.0
     assert stats.max_stack_depth == 1
+
+
+def test_divergent_loop_exit_shrinks_mask_without_growing_stack():
+    # trip count = lane % 8: at k = 0..6 some lanes leave the loop (7 divergent exits
+    # per warp), at k = 7 the last ones leave together (uniform). The exit branch
+    # reconverges where the loop ends; after the first split the top entry already
+    # reconverges there, so the stack stays at depth 2 instead of growing per iteration.
+    prog = [("loop", 0, [("assign", "add", "k")])]
+    mod = load_ptx(to_ptx(prog))
+    mem = GlobalMemory()
+    x = (np.arange(64) % 8).astype(np.uint32)
+    px = mem.to_device(x)
+    po = mem.alloc(256)
+    stats = mod.launch("prog", 1, 64, [px, po, 0], mem)
+    np.testing.assert_array_equal(mem.from_device(po, np.uint32, 64),
+                                  x + x * (x - 1) // 2)
+    assert stats.max_stack_depth == 2
+    assert stats.divergent_branches == 2 * 7
