@@ -15,6 +15,12 @@ implementation reads the same numbers. Outputs and their tolerances:
   blocks skipped].
 - gradients: ``allclose`` (dQ accumulation order is schedule-dependent).
 
+FlashAttention-3 (Shah et al. 2024): the FP16 path has the same rule; in the FP8 path
+``out`` is the exact attention and the reference array ``fp8_model`` the modelled FA3 FP8
+computation (E4M3 tiles, optional incoherent processing), so an FP8 kernel may be at most
+2x as wrong as that model (variant ``fa3_fp8_quantization``: tensor, block, block with
+incoherent processing).
+
 Implementation-defined choices are variants: ``causal_alignment`` (bottom_right as in
 flash-attention >= 2.1 and FlashInfer, or top_left as PyTorch SDPA's is_causal) when
 Sq != Sk, and ``lse_of_empty_row`` (-inf here and in FA3/FlashInfer; FA2 writes +inf).
@@ -32,9 +38,11 @@ from oracle.cases import Area, CaseSpec, Operation
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import AllClose, RelativeToNaive
 from refimpl import attention as A
+from refimpl.attention.flash_v3 import flash_v3
 
 SPECS = {"FlashAttention": "Dao et al. 2022 (arXiv 2205.14135)",
-         "FlashAttention-2": "Dao 2023 (arXiv 2307.08691)"}
+         "FlashAttention-2": "Dao 2023 (arXiv 2307.08691)",
+         "FlashAttention-3": "Shah et al. 2024 (arXiv 2407.08608)"}
 
 OUT_TOL = RelativeToNaive(2.0, "naive", 1e-5)
 LSE_TOL = AllClose(1e-5, 1e-5, "exact scores; float64 fixed-order sum of exp over keys")
@@ -90,6 +98,19 @@ def _split_kv(inputs, p):
     return {"out": out, "lse": lse, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
 
 
+def _flash_v3(inputs, p):
+    opts = _options(inputs, p)
+    fa3 = {k: p[k] for k in ("fp8", "block_quantization", "incoherent", "seed")}
+    out, lse, st = flash_v3(inputs["q"], inputs["k"], inputs["v"], block=tuple(p["block"]),
+                              **fa3, **opts)
+    if not p["fp8"]:
+        return {"out": out, "lse": lse, "stats": _stats(st),
+                "naive": _naive(inputs, p, opts)}
+    exact, exact_lse = A.attention(inputs["q"], inputs["k"], inputs["v"], return_lse=True,
+                                   **opts)
+    return {"out": exact, "lse": exact_lse, "stats": _stats(st), "fp8_model": out}
+
+
 def _merge(inputs, p):
     out, lse = A.merge_attention_states(inputs["outs"], inputs["lses"])
     return {"out": out, "lse": lse}
@@ -108,6 +129,10 @@ OPERATIONS = [
               "naive = naive_attention(q, k, v, dtype=naive_dtype, **options)"),
     Operation("attention.flash_v2", _flash_v2,
               "out, lse, stats = refimpl.attention.flash_v2(q, k, v, block=, **options)"),
+    Operation("attention.flash_v3", _flash_v3,
+              "o, lse, stats = refimpl.attention.flash_v3(q, k, v, block=, fp8=, "
+              "block_quantization=, incoherent=, seed=); FP16 mode: out = o; FP8 mode: "
+              "out, lse = the exact attention and fp8_model = o"),
     Operation("attention.flash_v1", _flash_v1,
               "out, stats = refimpl.attention.flash_v1(q, k, v, sram_elements=, **options)"),
     Operation("attention.split_kv", _split_kv,
@@ -120,10 +145,13 @@ OPERATIONS = [
 
 
 def _qkv(b: int, hq: int, hkv: int, sq: int, sk: int, d: int, *, padding: bool = False,
-         empty_batch: bool = False, alibi: bool = False):
+         empty_batch: bool = False, alibi: bool = False, outliers: bool = False):
     def build(rng: CaseRandom) -> dict[str, np.ndarray]:
         def t(*shape: int) -> np.ndarray:
-            return rng.integers(-64, 65, shape).astype(np.float32) / np.float32(16)
+            x = rng.integers(-64, 65, shape).astype(np.float32) / np.float32(16)
+            if outliers:   # FA3 paper's test data: rare large entries (~0.1%, x10)
+                x = np.where(rng.integers(0, 1000, shape) == 0, x * np.float32(10), x)
+            return x
 
         out = {"q": t(b, hq, sq, d), "k": t(b, hkv, sk, d), "v": t(b, hkv, sk, d)}
         if padding or empty_batch:
@@ -205,6 +233,22 @@ def cases() -> list[CaseSpec]:
     add("attention.split_kv.empty_split", "attention.split_kv",
         _attn_params(num_splits=5, block=(4, 16)), _qkv(1, 2, 2, 4, 40, 16), 1,
         desc="5 splits of 3 key tiles: trailing splits are empty and weigh 0")
+
+    add("attention.flash_v3.fp16.32x32", "attention.flash_v3",
+        _attn_params(block=(32, 32), fp8=False, block_quantization=True, incoherent=False,
+                     seed=0, causal=True), _qkv(1, 1, 1, 64, 64, 64), 1,
+        desc="FlashAttention-3 FP16/BF16 path (the same bytes as FlashAttention-2)")
+    fp8_tol = {"out": RelativeToNaive(2.0, "fp8_model", 1e-5), "lse": LSE_TOL}
+    for bq, inc, level in ((False, False, 1), (True, False, 1), (True, True, 1)):
+        tag = ("block" if bq else "tensor") + (".incoherent" if inc else "")
+        add(f"attention.flash_v3.fp8.{tag}", "attention.flash_v3",
+            _attn_params(block=(32, 32), fp8=True, block_quantization=bq, incoherent=inc,
+                         seed=0), _qkv(1, 1, 1, 64, 64, 64, outliers=True), level,
+            tol=fp8_tol, ref=("fp8_model",),
+            variant={"choice": "fa3_fp8_quantization", "option": tag},
+            desc=f"FlashAttention-3 FP8 path ({tag} E4M3 scales): out is the exact "
+                 "attention; an FP8 kernel may be at most 2x as wrong as the modelled "
+                 "FA3 FP8 computation (reference fp8_model)")
 
     def merge_inputs(rng: CaseRandom) -> dict[str, np.ndarray]:
         outs = rng.normal((4, 2, 3, 5, 8))

@@ -116,3 +116,16 @@ def test_nvfp4_zero_block_rules() -> None:
     _, _, te = _built("scaling.nvfp4.te.1x16")
     _, _, ta = _built("scaling.nvfp4.torchao.1x16")
     assert te["scales"][0, 0] == 0x00 and ta["scales"][0, 0] == 0x08
+
+
+def test_flash_v3_cases() -> None:
+    spec, x, fp16 = _built("attention.flash_v3.fp16.32x32")
+    i, j = np.arange(64)[:, None], np.arange(64)[None, :]
+    want = _np_attention(x["q"], x["k"], x["v"], j <= i)
+    assert np.abs(fp16["out"] - want).max() < 1e-5
+    spec, x, fp8 = _built("attention.flash_v3.fp8.block")
+    want = _np_attention(x["q"], x["k"], x["v"], np.ones((64, 64), bool))
+    assert np.abs(fp8["out"] - want).max() < 1e-5          # out is the exact attention
+    tol = spec.tolerance["out"].resolve(fp8)
+    assert tol.compare(fp8["fp8_model"], fp8["out"]).ok     # the model passes its own rule
+    assert not tol.compare(np.zeros_like(fp8["out"]), fp8["out"]).ok
