@@ -415,3 +415,45 @@ def test_bf16_round_trip():
     prod = (x * np.float32(1.7)).astype(np.float32)
     ref = (_bf16_rn(prod).astype(np.uint32) << 16).view(np.float32)
     np.testing.assert_array_equal(mem.from_device(po, np.float32, 50), ref)
+
+
+# ------------------------------------------------------------------ memory spaces
+
+
+def test_vec4_local_generic_dynamic_shared():
+    mod = gallery.load("memory_spaces")
+    mem = GlobalMemory()
+    x = np.arange(4 * 40, dtype=np.float32) * np.float32(0.37)
+    px = mem.to_device(x)
+    po = mem.alloc(4 * 4 * 40)
+    st_ = mod.launch("vec4_scale", 2, 32, [px, po, 1.5, 40], mem)
+    np.testing.assert_array_equal(mem.from_device(po, np.float32, 160), x * np.float32(1.5))
+    # 16-byte accesses: a full warp reads 512 B = 16 sectors per request
+    assert st_.global_load_requests == 2
+    assert st_.global_load_sectors == 16 + 8 * 16 // 32
+
+    xi = np.random.default_rng(0).integers(0, 1000, 70).astype(np.int32)
+    pxi = mem.to_device(xi)
+    poi = mem.alloc(4 * 70)
+    st_ = mod.launch("local_table", 3, 32, [pxi, poi, 70], mem)
+    i = np.arange(70)
+    np.testing.assert_array_equal(mem.from_device(poi, np.int32, 70), ((xi & 7) + 1) * (i + 1))
+    assert st_.local_requests > 0
+
+    g = np.random.default_rng(1).standard_normal(66).astype(np.float32)
+    pg = mem.to_device(g)
+    pout = mem.alloc(4 * 64)
+    mod.launch("generic_pointer", 1, 64, [pg, pout], mem)
+    s = g * np.float32(2)
+    t = np.arange(64)
+    src = np.where((t >> 5) & 1, 0, 1)  # even warps read shared (2*g), odd warps global g
+    vals = np.where(src[:, None] == 1, s[t[:, None] + np.arange(3)], g[t[:, None] + np.arange(3)])
+    ref = (vals[:, 0] + vals[:, 1]) + vals[:, 2]
+    np.testing.assert_array_equal(mem.from_device(pout, np.float32, 64), ref.astype(np.float32))
+
+    v = np.arange(96, dtype=np.int32)
+    pv = mem.to_device(v)
+    pr = mem.alloc(4 * 96)
+    mod.launch("dyn_reverse", 3, 32, [pv, pr], mem, dynamic_shared=128)
+    np.testing.assert_array_equal(mem.from_device(pr, np.int32, 96),
+                                  v.reshape(3, 32)[:, ::-1].ravel())

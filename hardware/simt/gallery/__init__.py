@@ -12,6 +12,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | reduction | warp_reduce, warp_allreduce, block_reduce, warp_vote |
 | histogram | histogram (shared + global atomics), atomics |
 | convert | to_bf16, to_fp16, to_e4m3, to_e5m2, bf16_round_trip, float_to_int |
+| memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 __all__ = ["NAMES", "source", "cuda_source", "load", "directory"]
 
 NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histogram",
-         "convert")
+         "convert", "memory_spaces")
 
 
 def directory() -> Path:
