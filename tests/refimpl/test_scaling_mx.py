@@ -59,8 +59,10 @@ def magnitudes(name):
 TABLES = {name: magnitudes(name) for name in ELEMENTS}
 
 
-def ref_encode(v: Fraction, negative: bool, name: str) -> int:
-    """Round-to-nearest-even onto the enumerated values, saturating."""
+def ref_encode(v: Fraction, negative: bool, name: str, mode: str = "nearest_even",
+               r: int = 0, nbits: int = 8) -> int:
+    """Round onto the enumerated values (saturating at the largest), in ``mode``;
+    ``"stochastic"`` rounds away when floor(frac * 2**nbits) + r >= 2**nbits (P3109)."""
     table = TABLES[name]
     vals = [t[0] for t in table]
     a = abs(v)
@@ -73,9 +75,19 @@ def ref_encode(v: Fraction, negative: bool, name: str) -> int:
         else:
             lo, hi = table[i - 1], table[i]
             dlo, dhi = a - lo[0], hi[0] - a
-            if dlo < dhi:
+            if mode == "stochastic":
+                frac = dlo / (hi[0] - lo[0])
+                away = math.floor(frac * 2 ** nbits) + r >= 2 ** nbits
+                mag = hi[1] if away else lo[1]
+            elif mode == "toward_zero":
                 mag = lo[1]
-            elif dhi < dlo:
+            elif mode == "toward_positive":
+                mag = lo[1] if negative else hi[1]
+            elif mode == "toward_negative":
+                mag = hi[1] if negative else lo[1]
+            elif dlo != dhi:
+                mag = lo[1] if dlo < dhi else hi[1]
+            elif mode == "nearest_away":
                 mag = hi[1]
             else:
                 mag = lo[1] if lo[1] % 2 == 0 else hi[1]
@@ -133,7 +145,7 @@ def ref_exponent(amax: Fraction, name: str, rule: str) -> int:
     return e
 
 
-def ref_block(values, name, rule, inf_policy="nan", inf_exp=128):
+def ref_block(values, name, rule, inf_policy="nan", inf_exp=128, mode="nearest_even"):
     """(scale code, [element codes]) for one block of Python floats."""
     if any(math.isnan(v) for v in values):
         return 0xFF, [0] * len(values)
@@ -156,7 +168,7 @@ def ref_block(values, name, rule, inf_policy="nan", inf_exp=128):
         if math.isinf(v):
             codes.append(ref_encode(max_of(name) * 2, neg, name))
         else:
-            codes.append(ref_encode(Fraction(v) / Fraction(2) ** e, neg, name))
+            codes.append(ref_encode(Fraction(v) / Fraction(2) ** e, neg, name, mode))
     return e + 127, codes
 
 
@@ -218,13 +230,14 @@ def mx_tensor(draw, bs=32, max_rows=3, max_blocks=3):
     return np.array(data, dtype=np.float32)
 
 
-def check_against_reference(x, name, rule, inf_block="nan", bs=32):
-    q = mx_quantize(x, name, block_size=bs, scale_rule=rule, inf_block=inf_block)
+def check_against_reference(x, name, rule, inf_block="nan", bs=32, mode="nearest_even"):
+    q = mx_quantize(x, name, block_size=bs, scale_rule=rule, inf_block=inf_block,
+                    rounding=mode)
     rows, n = x.shape
     for r in range(rows):
         for j in range(n // bs):
             block = [float(v) for v in x[r, j * bs:(j + 1) * bs]]
-            scale, codes = ref_block(block, name, rule, inf_block)
+            scale, codes = ref_block(block, name, rule, inf_block, mode=mode)
             got_codes = [int(c) for c in q.codes[r, j * bs:(j + 1) * bs]]
             assert int(q.scales[r, j]) == scale, (r, j, block)
             assert got_codes == codes, (r, j, block)
@@ -237,6 +250,17 @@ def check_against_reference(x, name, rule, inf_block="nan", bs=32):
 @given(x=mx_tensor())
 def test_matches_fraction_reference(name, rule, x):
     check_against_reference(x, name, rule)
+
+
+@pytest.mark.parametrize("mode", ["nearest_away", "toward_zero", "toward_positive",
+                                  "toward_negative"])
+@pytest.mark.parametrize("name", ELEMENTS)
+@settings(max_examples=6)
+@given(x=mx_tensor(max_rows=2, max_blocks=3), dtype=st.sampled_from([np.float32, np.float64]))
+def test_rounding_modes_match_reference(name, mode, x, dtype):
+    # the outlier blocks put tiny elements far below float32's range after scaling: the
+    # directed modes must still round them away from zero to the smallest step
+    check_against_reference(x.astype(dtype), name, "floor", mode=mode)
 
 
 @pytest.mark.parametrize("policy", ["nan", "max", "exponent"])
@@ -486,6 +510,27 @@ def test_fp4_packing_low_nibble_first():
     q = mx_quantize(x, "e2m1")
     assert int(q.scales[0]) == 127  # amax 6: floor(log2 6) = 2, minus emax 2
     assert int(q.packed()[0]) == 0xF2  # [1.0, -6.0] -> codes 0x2, 0xF
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e2m1", "e3m2"])
+@settings(max_examples=8)
+@given(x=mx_tensor(max_rows=1, max_blocks=2), data=st.data())
+def test_stochastic_rounding_matches_reference_through_axis_and_padding(name, x, data):
+    x = x[:, :-5].T.copy()  # blocks along axis 0, last block padded
+    x[~np.isfinite(x)] = 1.0
+    bits = np.array(data.draw(st.lists(st.integers(0, 255), min_size=x.size, max_size=x.size)),
+                    np.uint8).reshape(x.shape)
+    q = mx_quantize(x, name, axis=0, pad=True, rounding="stochastic", random_bits=bits)
+    n = x.shape[0]
+    for j in range(-(-n // 32)):
+        block = [float(v) for v in x[32 * j:32 * (j + 1), 0]]
+        amax = max(abs(Fraction(v)) for v in block)
+        e = -127 if amax == 0 else max(-127, min(127, floor_log2(amax) - emax_of(name)))
+        assert int(q.scales[j, 0]) == e + 127
+        for i, v in enumerate(block):
+            want = ref_encode(Fraction(v) / Fraction(2) ** e, math.copysign(1, v) < 0, name,
+                              "stochastic", int(bits[32 * j + i, 0]))
+            assert int(q.codes[32 * j + i, 0]) == want
 
 
 def test_stochastic_rounding_reproducible():
