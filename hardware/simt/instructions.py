@@ -268,67 +268,59 @@ def _u(t: PtxType) -> np.dtype:
     return UINT_OF_WIDTH[t.bits]
 
 
-def _mul_hi(a: np.ndarray, b: np.ndarray, t: PtxType) -> np.ndarray:
+def _ubits(x: Any, t: PtxType) -> np.ndarray:
+    """Values of type ``t`` as unsigned bits of the same width (at least 1-D)."""
+    return np.atleast_1d(np.asarray(x).astype(t.dtype, copy=False)).view(_u(t))
+
+
+def _mul_hi(a: Any, b: Any, t: PtxType) -> np.ndarray:
     """High half of the 2n-bit product (PTX ISA 9.7.1.3)."""
-    a = np.asarray(a)
-    b = np.asarray(b)
     if t.bits <= 32:
         wide = np.int64 if t.signed else np.uint64
-        p = a.astype(wide) * np.asarray(b).astype(wide)
+        p = np.asarray(a).astype(wide) * np.asarray(b).astype(wide)
         return (p >> t.bits).astype(t.dtype)
-    # 64-bit: schoolbook on 32-bit halves of the magnitudes, sign fixed afterwards
-    ua = np.asarray(a).astype(t.dtype).view(np.uint64) if np.asarray(a).ndim else \
-        np.array([a], dtype=t.dtype).view(np.uint64)
-    ub = np.asarray(b).astype(t.dtype).view(np.uint64) if np.asarray(b).ndim else \
-        np.array([b], dtype=t.dtype).view(np.uint64)
-    ua, ub = np.broadcast_arrays(ua, ub)
+    # 64 bits: schoolbook product of the magnitudes' 32-bit halves, then the sign
+    ua, ub = np.broadcast_arrays(_ubits(a, t), _ubits(b, t))
+    one = np.uint64(1)
     if t.signed:
-        na = ua >> np.uint64(63) == 1
-        nb = ub >> np.uint64(63) == 1
-        ua = np.where(na, ~ua + np.uint64(1), ua)
-        ub = np.where(nb, ~ub + np.uint64(1), ub)
+        na = (ua >> np.uint64(63)) == one
+        nb = (ub >> np.uint64(63)) == one
+        ua = np.where(na, ~ua + one, ua)
+        ub = np.where(nb, ~ub + one, ub)
     m32 = np.uint64(0xFFFFFFFF)
     s32 = np.uint64(32)
     a0, a1 = ua & m32, ua >> s32
     b0, b1 = ub & m32, ub >> s32
-    p00 = a0 * b0
-    p01 = a0 * b1
-    p10 = a1 * b0
-    p11 = a1 * b1
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
     mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
     hi = p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
-    lo = (mid << s32) | (p00 & m32)
     if t.signed:
-        neg = na ^ nb
-        # negate the 128-bit (hi, lo): two's complement
-        nlo = ~lo + np.uint64(1)
-        nhi = ~hi + (nlo == 0).astype(np.uint64)
-        hi = np.where(neg, nhi, hi)
-    return hi.view(t.dtype) if hi.ndim else hi.astype(np.uint64).view(t.dtype)
+        lo = (mid << s32) | (p00 & m32)
+        nlo = ~lo + one                       # two's complement of the 128-bit (hi, lo)
+        hi = np.where(na ^ nb, ~hi + (nlo == 0).astype(np.uint64), hi)
+    return hi.astype(np.uint64).view(t.dtype)
 
 
 def _idiv(a: Any, b: Any, t: PtxType, rem: bool, fault: Callable) -> np.ndarray:
-    a = np.asarray(a, dtype=t.dtype)
-    b = np.asarray(b, dtype=t.dtype)
-    if np.any(b == 0):
+    """div / rem with C semantics: the quotient truncated toward zero, the remainder
+    with the dividend's sign; computed on magnitudes in unsigned arithmetic so that
+    ``INT_MIN / -1`` wraps (to INT_MIN) instead of trapping."""
+    a = np.atleast_1d(np.asarray(a, dtype=t.dtype))
+    b = np.atleast_1d(np.asarray(b, dtype=t.dtype))
+    if (b == 0).any():
         fault("integer division by zero (result unspecified in the PTX ISA)")
-    bb = np.where(b == 0, t.dtype.type(1), b)
     if not t.signed:
-        return (a % bb if rem else a // bb).astype(t.dtype)
-    # C semantics: quotient truncated toward zero, remainder has the dividend's sign
-    ua = np.where(a < 0, (~a.astype(t.dtype).view(_u(t)) + _u(t).type(1)),
-                  a.view(_u(t)) if a.ndim else a.astype(_u(t)))
-    ub = np.where(bb < 0, (~bb.astype(t.dtype).view(_u(t)) + _u(t).type(1)),
-                  bb.view(_u(t)) if bb.ndim else bb.astype(_u(t)))
-    ua = ua.astype(_u(t))
-    ub = ub.astype(_u(t))
+        return (a % b if rem else a // b).astype(t.dtype)
+    u = _u(t)
+    one = u.type(1)
+    ua, ub = _ubits(a, t), _ubits(b, t)
+    ma = np.where(a < 0, ~ua + one, ua)
+    mb = np.where(b < 0, ~ub + one, ub)
     if rem:
-        r = ua % ub
-        r = np.where(a < 0, ~r + _u(t).type(1), r).astype(_u(t))
-        return r.view(t.dtype)
-    q = ua // ub
-    q = np.where((a < 0) ^ (bb < 0), ~q + _u(t).type(1), q).astype(_u(t))
-    return q.view(t.dtype)
+        r = ma % mb
+        return np.where(a < 0, ~r + one, r).astype(u).view(t.dtype)
+    q = ma // mb
+    return np.where((a < 0) ^ (b < 0), ~q + one, q).astype(u).view(t.dtype)
 
 
 def _as_array(v: Any, dt: np.dtype) -> np.ndarray:
@@ -407,18 +399,14 @@ def c_mad(inst: Instruction, ctx: Any) -> Op:
         if t.bits > 32:
             raise _unsupported(inst, ".wide needs a 16- or 32-bit type")
         w = TYPES[f"{t.kind if t.kind != 'b' else 'u'}{2 * t.bits}"]
-        wu = _u(w)
-        return _alu(inst, ctx, t, lambda a, b, c: (
-            _as_array(a, w.dtype) * _as_array(b, w.dtype)).view(wu) + _as_array(c, wu)
-            if np.ndim(a) or np.ndim(b) else
-            np.asarray(_as_array(a, w.dtype) * _as_array(b, w.dtype)).astype(wu) + _as_array(c, wu),
-            3, src_types=[t, t, TYPES[f"u{w.bits}"]], dst_type=TYPES[f"u{w.bits}"])
+        uw = TYPES[f"u{w.bits}"]
+        return _alu(inst, ctx, t, lambda a, b, c: np.add(
+            _ubits(_as_array(a, w.dtype) * _as_array(b, w.dtype), w), c, dtype=uw.dtype),
+            3, src_types=[t, t, uw], dst_type=uw)
     u = TYPES[f"u{t.bits}"]
     if "hi" in inst.parts:
         return _alu(inst, ctx, t, lambda a, b, c: np.add(
-            _as_array(_mul_hi(a, b, t), t.dtype).view(u.dtype) if np.ndim(_mul_hi(a, b, t))
-            else np.asarray(_mul_hi(a, b, t)).astype(u.dtype),
-            _as_array(c, t.dtype).astype(u.dtype), dtype=u.dtype), 3)
+            _ubits(_mul_hi(a, b, t), t), _ubits(c, t), dtype=u.dtype), 3, dst_type=u)
     return _alu(inst, ctx, u, lambda a, b, c: np.add(np.multiply(a, b, dtype=u.dtype), c,
                                                      dtype=u.dtype), 3)
 
@@ -564,34 +552,35 @@ def c_lop3(inst: Instruction, ctx: Any) -> Op:
 
 
 def c_shift(inst: Instruction, ctx: Any) -> Op:
-    """shl / shr (9.7.8.7-8): shift amounts above the width give 0 (or the sign fill)."""
+    """shl / shr (9.7.8.7-8): shift amounts of the width or more give 0 (shr.s: the
+    sign fill); the amount is read as .u32."""
     t = _one_type(inst)
     _nops(inst, 3)
     ga = getter(inst.operands[1], t, ctx, inst)
     gb = getter(inst.operands[2], TYPES["u32"], ctx, inst)
     put = setter(inst.operands[0], t, ctx, inst)
     n = t.bits
+    u = _u(t)
     if inst.parts[0] == "shl":
-        u = _u(t)
-
         def shl(ix: Any, ex: Any) -> None:
-            a = np.asarray(ga(ix)).astype(t.dtype).view(u) if np.ndim(ga(ix)) else u.type(
-                np.asarray(ga(ix)).astype(t.dtype).view(u))
-            b = np.minimum(np.asarray(gb(ix), np.uint32), n)
-            r = np.where(b >= n, u.type(0), np.left_shift(a, np.minimum(b, n - 1).astype(u)))
-            put(ix, np.asarray(r).astype(u).view(t.dtype))
+            b = np.asarray(gb(ix), np.uint32)
+            r = np.left_shift(_ubits(ga(ix), t), np.minimum(b, n - 1).astype(u))
+            if (b >= n).any():
+                r = np.where(b >= n, u.type(0), r)
+            put(ix, r.view(t.dtype))
         return Op(inst, "alu", shl)
-    arith = t.signed
+    if t.signed:
+        def sar(ix: Any, ex: Any) -> None:
+            b = np.minimum(np.asarray(gb(ix), np.uint32), n - 1).astype(t.dtype)
+            put(ix, np.right_shift(np.asarray(ga(ix), t.dtype), b))
+        return Op(inst, "alu", sar)
 
     def shr(ix: Any, ex: Any) -> None:
-        a = np.asarray(ga(ix), t.dtype)
-        b = np.minimum(np.asarray(gb(ix), np.uint32), n - 1 if arith else n)
-        if arith:
-            r = np.right_shift(a, b.astype(t.dtype))
-        else:
-            r = np.where(b >= n, t.dtype.type(0),
-                         np.right_shift(a, np.minimum(b, n - 1).astype(t.dtype)))
-        put(ix, np.asarray(r).astype(t.dtype))
+        b = np.asarray(gb(ix), np.uint32)
+        r = np.right_shift(_ubits(ga(ix), t), np.minimum(b, n - 1).astype(u))
+        if (b >= n).any():
+            r = np.where(b >= n, u.type(0), r)
+        put(ix, r.view(t.dtype))
     return Op(inst, "alu", shr)
 
 

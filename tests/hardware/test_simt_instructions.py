@@ -594,3 +594,31 @@ def test_f32_nan_results_are_canonical():
     ninf = np.array([0xFF800000] * 4, np.uint32)
     got = run_instruction("fma.rn.f32 {d}, {a}, {b}, {c}", [inf, one, ninf], np.uint32)
     np.testing.assert_array_equal(got[:2], [0x7FFFFFFF, 0x7FFFFFFF])  # inf - inf
+
+
+@settings(max_examples=20)
+@given(i64s, i64s, st.integers(0, 70))
+@example([-2**63, 5], [-1, -3], 63)
+def test_int64_div_rem_mad_shift(xs, ys, sh):
+    n = min(len(xs), len(ys))
+    xs, ys = xs[:n], [y if y != 0 else 7 for y in ys[:n]]
+    a = np.array(xs, np.int64).view(np.uint64)
+    b = np.array(ys, np.int64).view(np.uint64)
+    s = np.full(n, sh, np.uint32)
+    def run(t, ins):
+        return [int(v) for v in run_instruction(t, ins, np.uint64).view(np.int64)]
+    def trunc_div(x, y):
+        q = abs(x) // abs(y)
+        return q if (x < 0) == (y < 0) else -q
+    assert run("div.s64 {d}, {a}, {b}", [a, b]) == [_wrap(trunc_div(x, y), 64, True) for x, y in zip(xs, ys)]
+    assert run("rem.s64 {d}, {a}, {b}", [a, b]) == [_wrap(x - trunc_div(x, y) * y, 64, True)
+                                                   for x, y in zip(xs, ys)]
+    assert run("mad.hi.s64 {d}, {a}, {b}, {a}", [a, b]) == [_wrap(((x * y) >> 64) + x, 64, True)
+                                                           for x, y in zip(xs, ys)]
+    assert run("mad.lo.s64 {d}, {a}, {b}, {b}", [a, b]) == [_wrap(x * y + y, 64, True)
+                                                           for x, y in zip(xs, ys)]
+    assert run("shl.b64 {d}, {a}, {b}", [a, s]) == [_wrap(x << sh, 64, True) if sh < 64 else 0
+                                                   for x in xs]
+    assert run("shr.s64 {d}, {a}, {b}", [a, s]) == [x >> min(sh, 63) for x in xs]
+    assert run("shr.u64 {d}, {a}, {b}", [a, s]) == [_wrap((x % 2**64) >> sh, 64, True)
+                                                   if sh < 64 else 0 for x in xs]
