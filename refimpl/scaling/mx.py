@@ -28,7 +28,7 @@ Special blocks (the spec leaves them to the implementation; the choices are name
 - All-zero block: scale code 0x00 (2**-127) and zero elements (-0.0 keeps its negative-zero
   code), as the public libraries do.
 - A block containing NaN: scale 0xFF (NaN) and element codes 0; the whole block decodes to
-  NaN (section 5.3: a NaN scale makes every element NaN).
+  NaN (OCP MX v1.0 section 5: a NaN scale makes every element of its block NaN).
 - A block containing +-Inf but no NaN follows ``inf_block``: ``"nan"`` (default: scale
   0xFF, element codes 0, as for NaN: no finite scale describes the block, and the spec's
   NaN scale is the one code that says so), ``"max"`` (scale 0xFE = 2**127, Inf elements
@@ -36,7 +36,7 @@ Special blocks (the spec leaves them to the implementation; the choices are name
   float32 input, 2**1024 for float64, its exponent field's value, then the rule applies and
   Inf elements saturate: torchao's FLOOR gives 0xF7 for E4M3).
 
-MXINT8 (section 5.2): the element is an 8-bit two's complement integer with an implicit
+MXINT8 (OCP MX v1.0 section 5): the element is an 8-bit two's complement integer with an implicit
 scale of 2**-6 (values k/64). Quantisation rounds to the symmetric range k in [-127, 127]
 (the code 0x80 = -2.0 is decoded when given, never produced).
 
@@ -82,7 +82,7 @@ SCALE_EXP_MAX = 127
 
 @dataclass(frozen=True)
 class MXInt8:
-    """The MXINT8 element (OCP MX v1.0 section 5.2): two's complement int8 ``k`` meaning
+    """The MXINT8 element (OCP MX v1.0 section 5): two's complement int8 ``k`` meaning
     ``k * 2**-6``. The fields mirror the parts of ``Format`` that block scaling reads."""
 
     name: str = "int8"
@@ -325,7 +325,7 @@ class MXArray:
         return np.where(s == SCALE_NAN, 0, s - SCALE_BIAS)
 
     def dequantize(self, dtype: Any = np.float32) -> np.ndarray:
-        """``X * P`` for every element (OCP MX v1.0 section 5.3), rounded once to ``dtype``.
+        """``X * P`` for every element (OCP MX v1.0 section 5), rounded once to ``dtype``.
 
         The product is formed exactly in float64 (every element times every E8M0 scale is
         a float64), so float32 output is the correctly rounded value: it overflows to
