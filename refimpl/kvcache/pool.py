@@ -16,8 +16,9 @@ Allocation and eviction order (deterministic, as in vLLM v1):
 - ``touch(block)`` (a prefix-cache hit) increments the count; a free cached block is
   taken out of the middle of the queue, wherever it is.
 
-Every operation is O(1) per block: the queue is an insertion-ordered dict (a doubly
-linked list in CPython), so removal from the middle costs the same as from the head.
+Every operation is O(1) per block: the queue is a doubly linked list over the block
+ids (two index arrays and a sentinel), so removal from the middle costs the same as
+from the head, however long the pool.
 """
 from __future__ import annotations
 
@@ -55,8 +56,11 @@ class BlockPool:
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.ref_counts: list[int] = [0] * num_blocks
-        #: free queue, head first; values unused (dict = O(1) ordered set)
-        self._free: dict[int, None] = dict.fromkeys(range(num_blocks))
+        # free queue: doubly linked list, sentinel = num_blocks; initially 0 .. n - 1
+        sentinel = num_blocks
+        self._next: list[int] = list(range(1, num_blocks + 1)) + [0]
+        self._prev: list[int] = [sentinel] + list(range(num_blocks))
+        self._num_free = num_blocks
         #: prefix-cache hash of each block, or None
         self.block_hashes: list[bytes | None] = [None] * num_blocks
         #: hash -> the block holding that content
@@ -67,20 +71,40 @@ class BlockPool:
     @property
     def num_free(self) -> int:
         """Blocks with reference count zero (cached ones included)."""
-        return len(self._free)
+        return self._num_free
 
     @property
     def num_used(self) -> int:
-        return self.num_blocks - len(self._free)
+        return self.num_blocks - self._num_free
 
     @property
     def num_cached_free(self) -> int:
         """Free blocks still holding reusable prefix data."""
-        return sum(1 for b in self._free if self.block_hashes[b] is not None)
+        return sum(1 for b in self.free_queue() if self.block_hashes[b] is not None)
 
     def free_queue(self) -> list[int]:
         """The free queue, head (next to be allocated or evicted) first."""
-        return list(self._free)
+        out, b, nxt = [], self._next[self.num_blocks], self._next
+        while b != self.num_blocks:
+            out.append(b)
+            b = nxt[b]
+        return out
+
+    # -- the linked list ---------------------------------------------------------------
+    def _unlink(self, b: int) -> None:
+        p, n = self._prev[b], self._next[b]
+        self._next[p] = n
+        self._prev[n] = p
+        self._num_free -= 1
+
+    def _push_tail(self, b: int) -> None:
+        sentinel = self.num_blocks
+        last = self._prev[sentinel]
+        self._next[last] = b
+        self._prev[b] = last
+        self._next[b] = sentinel
+        self._prev[sentinel] = b
+        self._num_free += 1
 
     def lookup(self, block_hash: bytes) -> int | None:
         """The block caching ``block_hash``, or None."""
@@ -99,12 +123,12 @@ class BlockPool:
         """
         if n < 0:
             raise ValueError(f"cannot allocate a negative number of blocks ({n})")
-        if n > len(self._free):
-            raise OutOfBlocksError(n, len(self._free))
+        if n > self._num_free:
+            raise OutOfBlocksError(n, self._num_free)
         out = []
         for _ in range(n):
-            block = next(iter(self._free))
-            del self._free[block]
+            block = self._next[self.num_blocks]
+            self._unlink(block)
             self._evict_hash(block)
             self.ref_counts[block] = 1
             out.append(block)
@@ -122,7 +146,7 @@ class BlockPool:
         """Take one more reference to ``block`` (a prefix-cache hit or a fork)."""
         self._check_block(block)
         if self.ref_counts[block] == 0:
-            del self._free[block]
+            self._unlink(block)
         self.ref_counts[block] += 1
 
     def release(self, blocks: Iterable[int]) -> None:
@@ -142,7 +166,7 @@ class BlockPool:
         for b in blocks:
             self.ref_counts[b] -= 1
             if self.ref_counts[b] == 0:
-                self._free[b] = None
+                self._push_tail(b)
 
     def set_hash(self, block: int, block_hash: bytes) -> bool:
         """Record that full ``block`` holds the content named by ``block_hash``.
@@ -165,7 +189,7 @@ class BlockPool:
         The blocks stay in the free queue at their place. Returns the evicted ids.
         """
         out: list[int] = []
-        for b in self._free:
+        for b in self.free_queue():
             if n is not None and len(out) >= n:
                 break
             if self.block_hashes[b] is not None:
