@@ -38,11 +38,38 @@ truncation drops nothing and d is the exact sum rounded once to FP32 with
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, to_format
+
+def _floor_log2(x: Fraction) -> int:
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    return e - 1 if Fraction(2) ** e > x else e
+
+
+def _trunc(x: Fraction) -> int:
+    """Toward zero (Python's // floors)."""
+    return x.numerator // x.denominator if x >= 0 else -((-x.numerator) // x.denominator)
+
+
+def _round_fp32(x: Fraction, rounding: str) -> float:
+    """Exact rational -> FP32 value, nearest-even or toward zero (overflow: Inf or max)."""
+    mag = abs(x)
+    e = max(_floor_log2(mag), -126)
+    quantum = Fraction(2) ** (e - 23)
+    q, r = divmod(mag, quantum)
+    if rounding == "nearest_even" and (r > quantum / 2 or (r == quantum / 2 and q % 2)):
+        q += 1
+    value = q * quantum
+    fmax = Fraction(2**24 - 1) * Fraction(2) ** 104
+    if value > fmax:
+        value = fmax if rounding == "toward_zero" else None
+    out = float("inf") if value is None else float(value)
+    return -out if x < 0 else out
+
 
 #: Published parameters (n products per block FMA, F fraction bits kept past the
 #: alignment point), all with an FP32 accumulator rounded toward zero.
@@ -97,6 +124,34 @@ class BlockFMA(Accumulation):
             raise ValueError(f"unknown BlockFMA preset {name!r}; known: {', '.join(PRESETS)}")
         n, f = PRESETS[name]
         return cls(n, f, "toward_zero", name)
+
+    # ------------------------------------------------------------------ plain version
+    def dot_reference(self, a: np.ndarray, b: np.ndarray) -> float:
+        """One dot product through successive block FMAs, in exact rational arithmetic,
+        step by step as the module docstring states it (the plain version that the
+        vectorised :meth:`block` path is tested against). Returns the FP32 accumulator."""
+        a = [float(v) for v in np.asarray(a, dtype=np.float64).ravel()]
+        b = [float(v) for v in np.asarray(b, dtype=np.float64).ravel()]
+        c = 0.0
+        for k0 in range(0, len(a), self.n):
+            c = self._block_reference(c, list(zip(a[k0:k0 + self.n], b[k0:k0 + self.n])))
+        return c
+
+    def _block_reference(self, c: float, pairs: list) -> float:
+        products = [x * y for x, y in pairs]  # float64: exact for float32 inputs
+        terms = [c] + products
+        if not all(np.isfinite(t) for t in terms):
+            return float(np.sum(np.array(terms, dtype=np.float64)))  # IEEE NaN/Inf rules
+        exact = [Fraction(t) for t in terms]
+        nonzero = [t for t in exact if t != 0]
+        if not nonzero:
+            return -0.0 if all(np.signbit(t) for t in terms) else 0.0
+        emax = max(_floor_log2(abs(t)) for t in nonzero)
+        quantum = Fraction(2) ** (emax - self.fraction_bits)
+        total = sum((_trunc(t / quantum) for t in exact), 0) * quantum
+        if total == 0:
+            return 0.0
+        return _round_fp32(total, self.output_rounding)
 
     # ------------------------------------------------------------------ one block
     def block(self, c: np.ndarray, products: np.ndarray) -> np.ndarray:

@@ -118,3 +118,24 @@ def test_bad_arguments():
         BlockFMA(4, 23, "up")
     with pytest.raises(ValueError, match="preset"):
         BlockFMA.preset("H200-FP4")
+
+
+wide = st.builds(lambda m, e: float(np.float32(m * 2.0**e)), st.floats(-2, 2, width=32),
+                 st.integers(-30, 30))
+edge = st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0**-24, 3e38, -3e38, 2.0**-140])
+
+
+@settings(max_examples=40)
+@given(st.sampled_from(sorted(PUBLISHED)) | st.builds(
+           lambda n, f, r: BlockFMA(n, f, r), st.integers(1, 9), st.integers(3, 30),
+           st.sampled_from(["toward_zero", "nearest_even"])),
+       st.lists(st.tuples(st.one_of(wide, edge), st.one_of(wide, edge)), min_size=0,
+                max_size=40))
+def test_vectorised_path_matches_plain_reference(model, pairs):
+    """The vectorised block path against the step-by-step Fraction version."""
+    m = BlockFMA.preset(model) if isinstance(model, str) else model
+    a = np.array([p[0] for p in pairs], np.float32)
+    b = np.array([p[1] for p in pairs], np.float32)
+    got = matmul(a[None, :], b[:, None], accumulate=m)[0, 0]
+    want = np.float32(m.dot_reference(a, b))
+    assert got.tobytes() == want.tobytes() or (np.isnan(got) and np.isnan(want)), (got, want)
