@@ -468,10 +468,8 @@ def c_abs_neg(inst: Instruction, ctx: Any) -> Op:
         ftz = "ftz" in inst.parts
 
         def fsign(a: Any) -> Any:
-            bits = np.asarray(a, t.dtype)
-            if ftz:
-                bits = _ftz32(bits)
-            bits = bits.view(u) if bits.ndim else np.asarray(bits).reshape(1).view(u)
+            x = _ftz32(a) if ftz else a
+            bits = _ubits(x, t)
             r = (bits ^ sign) if neg else (bits & ~sign)
             return r.view(t.dtype)
         return _alu(inst, ctx, t, fsign, 1)
@@ -601,9 +599,8 @@ def c_bitcount(inst: Instruction, ctx: Any) -> Op:
     u = _u(t)
     op = inst.parts[0]
     if op == "popc":
-        return _alu(inst, ctx, t, lambda a: _popcount(np.asarray(a).astype(t.dtype).view(u)
-                                                      if np.ndim(a) else np.asarray([a]).view(u), t.bits),
-                    1, dst_type=TYPES["u32"])
+        return _alu(inst, ctx, t, lambda a: _popcount(_ubits(a, t), t.bits), 1,
+                    dst_type=TYPES["u32"])
     if op == "clz":
         def clz(a: Any) -> Any:
             x = np.atleast_1d(np.asarray(a).astype(t.dtype)).view(u).astype(np.uint64)
@@ -992,9 +989,9 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
     wide = np.dtype("int64") if s.signed else np.dtype("uint64")
 
     def i2i(ix: Any, ex: Any) -> None:
-        v = np.asarray(get(ix)).astype(wide)
-        put(ix, v.astype(_u(d)).view(d.dtype) if v.ndim else
-            np.asarray(v).astype(_u(d)).reshape(1).view(d.dtype)[0])
+        # sign- or zero-extend the source to 64 bits, then keep the low bits
+        v = np.atleast_1d(np.asarray(get(ix)).astype(wide))
+        put(ix, v.astype(_u(d)).view(d.dtype))
     return Op(inst, "alu", i2i)
 
 
