@@ -51,10 +51,19 @@ class TiledStats:
     tiles: int
     k_steps: int
     padded_global_reads: int
+    tile: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def global_reads(self) -> int:
         return self.global_reads_a + self.global_reads_b
+
+    @property
+    def tile_utilisation(self) -> float:
+        """Outputs computed / output slots of all tiles (BM x BN each): below 1 when
+        ragged edge tiles leave threads (and, for small matrices, SMs) idle (the seed's
+        tile-quantisation effect)."""
+        slots = self.tiles * self.tile[0] * self.tile[1]
+        return self.global_writes / slots if slots else 1.0
 
 
 def _ceil_div(x: int, y: int) -> int:
@@ -127,6 +136,6 @@ def tiled_matmul(
         global_reads_a=reads_a * nbatch, global_reads_b=reads_b * nbatch,
         global_writes=writes * nbatch, shared_writes=(reads_a + reads_b) * nbatch,
         shared_reads=shared_reads * nbatch, tiles=tiles * nbatch, k_steps=steps * nbatch,
-        padded_global_reads=padded * nbatch,
+        padded_global_reads=padded * nbatch, tile=(bm, bn, bk),
     )
     return c, stats

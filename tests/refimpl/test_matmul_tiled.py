@@ -31,6 +31,7 @@ def test_square_counts_match_closed_forms(n, t):
     for key, value in want.items():
         assert getattr(st, key) == value, key
     assert st.shared_writes == st.global_reads
+    assert st.tile_utilisation == (n * n) / (math.ceil(n / t) ** 2 * t * t)
     if n % t == 0:  # each input element read N/T times from global memory, not N
         assert st.global_reads_a == n * n * (n // t) and st.global_reads_b == n * n * (n // t)
         assert st.padded_global_reads == st.global_reads
