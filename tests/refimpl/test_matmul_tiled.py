@@ -80,3 +80,14 @@ def test_bad_tile():
         tiled_matmul(a, a, tile=(2, 2, 0))
     with pytest.raises(ValueError, match="tuple"):
         tiled_matmul(a, a, tile=(2, 2))
+
+
+def test_seed_example_257_columns_needs_six_tiles():
+    """Seed section 6.6.6: 128-wide tiles cover 256 columns with 2 x 2 tiles; one more
+    column (257) needs 2 x 3 = 6, the extra column of tiles holding a single column."""
+    a = np.ones((256, 8), np.float32)
+    _, even = tiled_matmul(a, np.ones((8, 256), np.float32), tile=(128, 128, 8))
+    _, ragged = tiled_matmul(a, np.ones((8, 257), np.float32), tile=(128, 128, 8))
+    assert even.tiles == 4 and even.tile_utilisation == 1.0
+    assert ragged.tiles == 6
+    assert ragged.tile_utilisation == (256 * 257) / (6 * 128 * 128)
