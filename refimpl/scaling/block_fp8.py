@@ -181,4 +181,5 @@ def block_fp8_quantize(
             s = np.where(ok, np.ldexp(np.float64(1.0), k).astype(_F32), s).astype(_F32)
         y = tiles / s[..., None, None]
     codes = formats.encode(y.astype(_F32), f, saturate=True)
-    return BlockFP8Array(np.ascontiguousarray(_untile(codes, arr.shape)), s.astype(_F32), f, (r, c))
+    codes = np.ascontiguousarray(_untile(codes, arr.shape))
+    return BlockFP8Array(codes, s.astype(_F32), f, (r, c))

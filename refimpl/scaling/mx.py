@@ -46,7 +46,7 @@ a block's amax, and the padding is not stored (``codes`` has x's shape).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Tuple, Union
 
 import numpy as np
 

@@ -67,7 +67,9 @@ _E4M3_NAN = 0x7F
 
 def _rule(scale_rule: str) -> str:
     if not isinstance(scale_rule, str) or scale_rule.strip().lower() not in NVFP4_RULES:
-        raise ValueError(f"scale_rule: expected one of {', '.join(NVFP4_RULES)}, got {scale_rule!r}")
+        raise ValueError(
+            f"scale_rule: expected one of {', '.join(NVFP4_RULES)}, got {scale_rule!r}"
+        )
     return scale_rule.strip().lower()
 
 
@@ -165,11 +167,15 @@ class NVFP4Array:
         ax = _axis(self.axis, codes.ndim, blk)
         object.__setattr__(self, "axis", ax)
         scales = np.asarray(self.scales)
-        if scales.dtype.kind not in "ui" or (scales.size and (scales.min() < 0 or scales.max() > 0xFF)):
+        out_of_range = scales.size and (scales.min() < 0 or scales.max() > 0xFF)
+        if scales.dtype.kind not in "ui" or out_of_range:
             raise ValueError("scales: expected uint8 E4M3 codes")
         expect = _scale_shape(codes.shape, blk, ax)
         if scales.shape != expect:
-            raise ValueError(f"scales: shape {scales.shape} does not match codes {codes.shape} (expected {expect})")
+            raise ValueError(
+                f"scales: shape {scales.shape} does not match codes {codes.shape} "
+                f"(expected {expect})"
+            )
         object.__setattr__(self, "codes", codes)
         object.__setattr__(self, "scales", scales.astype(np.uint8))
         object.__setattr__(self, "global_scale", _F32(self.global_scale))
@@ -210,7 +216,9 @@ class NVFP4Array:
             vals = prod / g if self.scale_rule == "te" else prod * g
         out = np.moveaxis(_untile(vals.astype(dt), self.block, moved_q.shape), -1, self.axis)
         if self.hadamard_signs is not None and undo_hadamard:
-            out = hadamard_transform(out, size=16, axis=self.axis, signs=self.hadamard_signs, inverse=True)
+            out = hadamard_transform(
+                out, size=16, axis=self.axis, signs=self.hadamard_signs, inverse=True
+            )
         return out
 
     def packed(self, order: str = "low_first") -> np.ndarray:
@@ -231,15 +239,18 @@ class NVFP4Array:
         hadamard_signs: Optional[np.ndarray] = None,
         order: str = "low_first",
     ) -> "NVFP4Array":
-        """Rebuild from packed codes (``packed()``), scale codes, the global scale and the shape."""
+        """Rebuild from packed codes (``packed()``), scale codes, the global scale and the
+        shape."""
         shape = tuple(int(s) for s in shape)
         count = int(np.prod(shape, dtype=np.int64))
         codes = formats.unpack(np.asarray(packed), formats.E2M1, count, order=order)
-        return cls(codes.reshape(shape), scales, global_scale, scale_rule, block, axis, hadamard_signs)
+        return cls(codes.reshape(shape), scales, global_scale, scale_rule, block, axis,
+                   hadamard_signs)
 
 
 def _axis(axis: int, ndim: int, block: Tuple[int, int]) -> int:
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+    is_int = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
+    if not is_int or not -ndim <= axis < ndim:
         raise ValueError(f"axis: {axis!r} is out of range for an array of {ndim} dimensions")
     ax = int(axis) % ndim
     if block[0] != 1:
@@ -340,7 +351,8 @@ def nvfp4_quantize(
         ds = np.where(nan_block, _F32(0), ds)
         sf_codes = formats.encode(ds.astype(_F32), formats.E4M3)
         sf_codes = np.where(nan_block, np.uint8(_E4M3_NAN), sf_codes).astype(np.uint8)
-        sf = formats.decode(np.where(nan_block, 0, sf_codes).astype(np.uint8), formats.E4M3).astype(_F32)
+        finite_codes = np.where(nan_block, 0, sf_codes).astype(np.uint8)
+        sf = formats.decode(finite_codes, formats.E4M3).astype(_F32)
         sfx = sf[..., None] if blk[0] == 1 else sf[..., None, None]
         if rule == "te":
             enc = np.minimum(gscale / sfx, _FLT_MAX)

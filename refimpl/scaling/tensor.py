@@ -51,7 +51,9 @@ def _scale_or_none(amax: Any, f: Format, margin: int, power_of_two: bool) -> Any
     return _F32(s)
 
 
-def tensor_scale(amax: Any, fmt: Any = "e4m3", margin: int = 0, *, power_of_two: bool = False) -> np.float32:
+def tensor_scale(
+    amax: Any, fmt: Any = "e4m3", margin: int = 0, *, power_of_two: bool = False
+) -> np.float32:
     """The per-tensor scale ``(fmt.max / amax) / 2**margin`` in float32 (current scaling).
 
     Args:
@@ -138,9 +140,9 @@ class DelayedScaling:
     ) -> None:
         self.fmt = _fp8(fmt)
         self.margin = _margin(margin)
-        if isinstance(amax_history_len, bool) or not isinstance(amax_history_len, (int, np.integer)) \
-                or amax_history_len < 1:
-            raise ValueError(f"amax_history_len: expected a positive int, got {amax_history_len!r}")
+        n = amax_history_len
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"amax_history_len: expected a positive int, got {n!r}")
         if amax_compute_algo not in AMAX_ALGOS:
             raise ValueError(f"amax_compute_algo: expected one of {', '.join(AMAX_ALGOS)}, "
                              f"got {amax_compute_algo!r}")
