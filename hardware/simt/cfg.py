@@ -10,7 +10,7 @@ Algorithm", 2001, applied to the reversed graph). Blocks that cannot reach an ex
 """
 from __future__ import annotations
 
-from .parser import Instruction, Sym
+from .parser import Instruction
 
 __all__ = ["reconvergence_points", "branch_target", "is_terminator"]
 

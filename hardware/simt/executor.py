@@ -31,9 +31,9 @@ import numpy as np
 from .errors import DeadlockError, ExecutionError, MemoryAccessError, StepLimitError
 from .instructions import Op, compile_instruction
 from .memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
-from .parser import Addr, Imm, Instruction, Reg, Sym
+from .parser import Addr, Instruction, Reg, Sym
 from .stats import LaunchStats, MemoryCounters
-from .types import TYPES, PtxType
+from .types import PtxType
 
 __all__ = ["Wave", "Exec", "LaunchConfig"]
 

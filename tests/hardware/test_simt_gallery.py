@@ -457,3 +457,41 @@ def test_vec4_local_generic_dynamic_shared():
     mod.launch("dyn_reverse", 3, 32, [pv, pr], mem, dynamic_shared=128)
     np.testing.assert_array_equal(mem.from_device(pr, np.int32, 96),
                                   v.reshape(3, 32)[:, ::-1].ravel())
+
+
+def test_blocks_run_in_waves(monkeypatch):
+    # a grid larger than one wave runs in several batches of blocks; results and
+    # statistics are the same as in one wave
+    import hardware.simt.module as module
+    data = np.random.default_rng(5).integers(0, 256, 5000).astype(np.uint8)
+    results = []
+    for limit in (1 << 17, 128):
+        monkeypatch.setattr(module, "MAX_THREADS_PER_WAVE", limit)
+        mem = GlobalMemory()
+        pd = mem.to_device(data)
+        ph = mem.alloc(1024)
+        st_ = gallery.load("histogram").launch("histogram", 5, 64, [pd, ph, 5000], mem)
+        results.append((mem.from_device(ph, np.uint32, 256), st_))
+    np.testing.assert_array_equal(results[0][0], np.bincount(data, minlength=256))
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    a, b = results[0][1], results[1][1]
+    assert (a.warp_instructions, a.thread_instructions, a.barriers, a.shared_load_wavefronts) == \
+        (b.warp_instructions, b.thread_instructions, b.barriers, b.shared_load_wavefronts)
+
+
+def test_metrics_use_profiler_names():
+    mem = GlobalMemory()
+    n = 64
+    x = np.arange(n * n, dtype=np.float32)
+    pi, po = mem.to_device(x), mem.alloc(4 * n * n)
+    st_ = gallery.load("matmul").launch("transpose_unpadded", (2, 2), (32, 32), [pi, po, n], mem)
+    m = st_.metrics()
+    assert m["smsp__inst_executed.sum"] == st_.warp_instructions
+    assert m["smsp__thread_inst_executed.sum"] == st_.thread_instructions
+    assert m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] == st_.global_load_sectors
+    assert m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == st_.global_load_requests
+    assert m["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] == st_.global_store_sectors
+    assert m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 128 * 31
+    assert m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == 128 * 32
+    # 32-bit loads by full warps reading 128 contiguous bytes: 4 sectors per request
+    assert m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum.per_request"] == 4.0
