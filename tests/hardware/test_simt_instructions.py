@@ -622,3 +622,32 @@ def test_int64_div_rem_mad_shift(xs, ys, sh):
     assert run("shr.s64 {d}, {a}, {b}", [a, s]) == [x >> min(sh, 63) for x in xs]
     assert run("shr.u64 {d}, {a}, {b}", [a, s]) == [_wrap((x % 2**64) >> sh, 64, True)
                                                    if sh < 64 else 0 for x in xs]
+
+
+def test_shfl_from_inactive_lane_is_flagged():
+    ptx = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    setp.ge.u32 %p1, %r1, 16;
+    @%p1 bra $L_end;
+    shfl.sync.idx.b32 %r2, %r1, 20, 31, 65535;
+    st.global.u32 [%rd3], %r2;
+$L_end:
+    ret;
+}
+"""
+    from hardware.simt import load_ptx as _load
+    mem = GlobalMemory()
+    out = mem.alloc(128)
+    st_ = _load(ptx).launch("k", 1, 32, [out], mem)
+    assert st_.warnings and "inactive" in st_.warnings[0] and "thread (0, 0, 0)" in st_.warnings[0]
