@@ -15,7 +15,7 @@ kernel's speed.
 >>> mem.from_device(c, np.float32, 40)[:3]
 array([1., 2., 3.], dtype=float32)
 >>> st.global_load_requests, round(st.simd_efficiency, 3)
-(4, 0.667)
+(4, 0.812)
 
 Modules: :mod:`.parser` (PTX text), :mod:`.cfg` (reconvergence points),
 :mod:`.instructions` (the opcode table), :mod:`.rounding` (exact IEEE arithmetic),
