@@ -10,6 +10,18 @@ of the second axis is K, 1 is V. Sequence ``s`` keeps a block table: logical blo
 full, so a sequence of ``L`` tokens always holds exactly ``ceil(L / block_size)`` blocks.
 
 Allocation and eviction order are those of :class:`refimpl.kvcache.pool.BlockPool`.
+
+Prefix caching (``enable_prefix_caching=True``, vLLM v1): a block is hashed when it
+becomes full and the ids of all its tokens are known (the prompt, or ``token_ids``
+passed to :meth:`PagedKVCache.append`; after a token of unknown id, later blocks of
+that sequence are not hashed). The hash chains over the sequence's earlier blocks and
+its ``extra_keys`` (:mod:`refimpl.kvcache.prefix`). :meth:`PagedKVCache.add_sequence`
+reuses the cached blocks of the longest matching prefix, at most
+``(len(prompt) - 1) // block_size`` blocks, so the last prompt token is always
+recomputed. If a block's hash is already cached by another block, the new block stays
+uncached (one copy per hash). Freed blocks keep their hash in the free queue until
+allocation evicts them (LRU) or :meth:`PagedKVCache.evict` drops it.
+
 Every mutating method validates everything and checks the block budget before it
 changes anything, so a failure (``OutOfBlocksError``, ``KeyError``, ``ValueError``,
 ``TypeError``) leaves the cache exactly as it was.

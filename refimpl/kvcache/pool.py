@@ -22,7 +22,7 @@ from the head, however long the pool.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable
 
 
 class OutOfBlocksError(RuntimeError):
