@@ -138,6 +138,36 @@ def build_case(spec: CaseSpec, reg: Registry, seed: int,
     return entry, files
 
 
+def definition_differences(entry: dict[str, Any], spec: CaseSpec, text: bool) -> list[str]:
+    """How a manifest entry differs from what :func:`build_case` writes for ``spec``
+    (operation, parameters, variant, description, formats, tolerances, which outputs are
+    reference arrays, text form); empty when they agree."""
+    diffs = []
+    params = json.loads(fmt.canonical_json(dict(spec.params)))
+    want = {"operation": spec.operation, "params": params,
+            "variant": dict(spec.variant) if spec.variant else None,
+            "description": spec.description}
+    for key, value in want.items():
+        if entry.get(key) != value:
+            diffs.append(f"{key} is {entry.get(key)!r}, the definition says {value!r}")
+    if set(entry["reference"]) != set(spec.reference):
+        diffs.append(f"reference arrays {sorted(entry['reference'])}, the definition says "
+                     f"{sorted(spec.reference)}")
+    for group in ("inputs", "expected", "reference"):
+        for name, item in entry[group].items():
+            if item.get("format") != spec.formats.get(name):
+                diffs.append(f"{group}.{name}: format {item.get('format')!r}, the "
+                             f"definition says {spec.formats.get(name)!r}")
+            if group == "expected":
+                tol = spec.tolerance.get(name, Exact()).to_json()
+                if item.get("tolerance") != tol:
+                    diffs.append(f"expected.{name}: tolerance {item.get('tolerance')}, the "
+                                 f"definition says {tol}")
+    if bool(entry.get("text")) != bool(text and spec.text is not None):
+        diffs.append("text form present/absent contrary to the generation parameters")
+    return diffs
+
+
 @lru_cache(maxsize=None)
 def sources_hash() -> str:
     """SHA-256 over the sources of the three packages (relative path and bytes), so a

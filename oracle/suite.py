@@ -165,14 +165,15 @@ def _check_array_entry(entry: Any, case_id: str, name: str, where: str) -> list[
                         f"manifest says {entry['file']!r}")
     if not isinstance(entry["sha256"], str) or not _SHA.match(entry["sha256"]):
         problems.append(f"{where}: sha256 must be 64 lowercase hex digits")
-    if entry["dtype"] not in DTYPES:
+    if not isinstance(entry["dtype"], str) or entry["dtype"] not in DTYPES:
         problems.append(f"{where}: dtype {entry['dtype']!r} is not allowed")
     shape = entry["shape"]
     if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool)
                                             and n >= 0 for n in shape)):
         problems.append(f"{where}: shape must be a list of non-negative integers")
     fmt = entry.get("format")
-    if fmt is not None and not (isinstance(fmt, str) and str(entry["dtype"]).startswith("uint")):
+    if "format" in entry and not (isinstance(fmt, str)
+                                  and str(entry["dtype"]).startswith("uint")):
         problems.append(f"{where}: format must be a string naming the format of unsigned codes")
     return problems
 
@@ -201,12 +202,35 @@ def validate_manifest(m: Any, operations: Mapping[str, Any] | None = None) -> li
     if m["schema_version"] != SCHEMA_VERSION:
         problems.append(f"manifest.json: schema_version {m['schema_version']} is not "
                         f"supported (this oracle reads {SCHEMA_VERSION})")
+    problems += _check_header(m)
     if m["content_sha256"] != content_hash(m):
         problems.append("manifest.json: content_sha256 does not match the manifest's "
                         "content (edited by hand? regenerate the suite instead)")
     seen: set[str] = set()
     for i, case in enumerate(m["cases"]):
         problems += _validate_case(case, i, seen, operations)
+    return problems
+
+
+#: generation parameters and their types
+GENERATION = {"suite": (str,), "seed": (int,), "only": (str, type(None)),
+              "shard": (str, type(None)), "text": (bool,), "sources_sha256": (str,)}
+
+
+def _check_header(m: dict[str, Any]) -> list[str]:
+    problems = []
+    sv = m["spec_versions"]
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in sv.items()):
+        problems.append("manifest.json: spec_versions must map names to version strings")
+    gen = m["generation"]
+    if set(gen) != set(GENERATION):
+        problems.append(f"manifest.json: generation must have exactly the fields "
+                        f"{sorted(GENERATION)}")
+    else:
+        for key, types in GENERATION.items():
+            v = gen[key]
+            if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+                problems.append(f"manifest.json: generation.{key} has the wrong type")
     return problems
 
 
@@ -236,6 +260,8 @@ def _validate_case(case: Any, i: int, seen: set[str],
                         f"{__version__}")
     if not isinstance(case["params"], dict):
         problems.append(f"{where}: params must be an object")
+    if not isinstance(case["description"], str):
+        problems.append(f"{where}: description must be a string")
     v = case["variant"]
     if v is not None and not (isinstance(v, dict) and set(v) == {"choice", "option"}
                               and all(isinstance(x, str) for x in v.values())):

@@ -59,7 +59,7 @@ def _unlisted_files(root: Path, listed: Mapping[str, str]) -> list[str]:
 def verify(root: str | Path, *, registry: Registry | None = None,
            recompute: bool = True, progress: IO[str] | None = sys.stderr) -> VerifyReport:
     """Verify a suite directory; every problem found is in the report (never raised)."""
-    from oracle.generation import sources_hash
+    from oracle.generation import definition_differences, sources_hash
 
     root = Path(root)
     reg = registry or default_registry()
@@ -78,17 +78,59 @@ def verify(root: str | Path, *, registry: Registry | None = None,
         # structure is broken: reading files named by it is not safe
         return report
     gen = m["generation"]
-    if gen.get("sources_sha256") != sources_hash():
+    same_sources = gen.get("sources_sha256") == sources_hash()
+    if not same_sources:
         report.notes.append("the suite was generated from other sources than this "
                             "installation's (recomputation below decides what changed)")
+    from oracle._version import __version__
+
+    for key, want in (("spec_versions", reg.spec_versions), ("oracle_version", __version__)):
+        if m[key] != want:
+            text = f"{key} is {m[key]!r}; this oracle writes {want!r}"
+            if same_sources:
+                report.problems.append(Problem("-", fmt.MANIFEST, text))
+            else:
+                report.notes.append(text)
+    specs = {c.id: c for c in reg.all_cases}
+    for entry in m["cases"]:
+        spec = specs.get(entry["id"])
+        if spec is None:
+            report.notes.append(f"case {entry['id']} is not defined by this oracle version "
+                                "(recomputed from its recorded operation and parameters)")
+            continue
+        for diff in definition_differences(entry, spec, gen["text"]):
+            if same_sources:   # same code: the manifest must say what the code writes
+                report.problems.append(Problem(entry["id"], fmt.MANIFEST,
+                                               f"differs from the case definition: {diff}"))
+            else:
+                report.notes.append(f"case {entry['id']}: {diff}")
     listed = fmt.listed_files(m)
     for rel in _unlisted_files(root, listed):
         report.problems.append(Problem("-", rel, "file is not listed in the manifest "
                                        "(renamed, or left from something else?)"))
     report.cases = len(m["cases"])
     t0 = last = time.monotonic()
+    if same_sources:
+        # the case list must be exactly what the generation parameters select
+        from oracle.generation import parse_shard, select, shard_slice
+
+        try:
+            shard = parse_shard(gen["shard"])
+            chosen = select(reg, gen["suite"], gen["only"])
+            want_ids = [c.id for c in chosen[shard_slice(len(chosen), shard)]]
+        except (ValueError, KeyError) as exc:
+            want_ids = None
+            report.problems.append(Problem("-", fmt.MANIFEST, f"generation parameters "
+                                           f"are not valid: {exc}"))
+        got_ids = [e["id"] for e in m["cases"]]
+        if want_ids is not None and got_ids != want_ids:
+            report.problems.append(Problem("-", fmt.MANIFEST, (
+                f"the case list ({len(got_ids)} cases) is not what suite={gen['suite']!r}, "
+                f"only={gen['only']!r}, shard={gen['shard']!r} select ({len(want_ids)} "
+                "cases): cases added, removed or reordered by hand?")))
     for n, entry in enumerate(m["cases"], 1):
-        _verify_case(root, entry, reg, recompute, report)
+        spec = specs.get(entry["id"]) if same_sources else None
+        _verify_case(root, entry, reg, recompute, report, spec, gen["seed"])
         now = time.monotonic()
         if progress is not None and now - last >= 1.0:
             print(f"verify: {n}/{report.cases} cases, {now - t0:.1f} s",
@@ -98,7 +140,7 @@ def verify(root: str | Path, *, registry: Registry | None = None,
 
 
 def _verify_case(root: Path, entry: dict[str, Any], reg: Registry, recompute: bool,
-                 report: VerifyReport) -> None:
+                 report: VerifyReport, spec: Any = None, seed: int = 0) -> None:
     cid = entry["id"]
     arrays: dict[str, dict[str, np.ndarray]] = {"inputs": {}, "expected": {}, "reference": {}}
     broken = False
@@ -120,6 +162,17 @@ def _verify_case(root: Path, entry: dict[str, Any], reg: Registry, recompute: bo
             report.problems.append(Problem(cid, text["file"], "fails its sha256 check"))
     if broken or not recompute:
         return
+    if spec is not None:
+        # same sources: the inputs must be what the case's random stream gives
+        from oracle.random_stream import CaseRandom
+
+        with np.errstate(all="ignore"):
+            want = spec.build(CaseRandom(seed, spec.id))
+        for name in sorted(set(want) | set(arrays["inputs"])):
+            a, b = want.get(name), arrays["inputs"].get(name)
+            if a is None or b is None or fmt.array_bytes(a) != fmt.array_bytes(b):
+                report.problems.append(Problem(cid, entry["inputs"].get(name, {}).get(
+                    "file", name), f"input {name!r} is not what seed {seed} generates"))
     op = reg.operations[entry["operation"]]
     try:
         with np.errstate(all="ignore"):
