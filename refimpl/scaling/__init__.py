@@ -3,7 +3,8 @@ code each element gets, and what the dequantised tensor and a scaled dot product
 
 - MX (OCP MX v1.0): ``mx_quantize`` -> ``MXArray`` (MXFP8 E4M3/E5M2, MXFP6 E2M3/E3M2,
   MXFP4 E2M1, MXINT8), scale rules floor/ceil/even/rceil, ``mx_dot`` / ``mx_matmul``
-  (exact accumulation, one rounding).
+  (exact accumulation, one rounding); ``mx_reference.quantize_block`` is the plain
+  per-block definition in exact arithmetic that ``mx_quantize`` is tested against.
 - NVFP4: ``nvfp4_quantize`` -> ``NVFP4Array`` (TransformerEngine and torchao rules, 1x16
   and 16x16 blocks, optional random Hadamard transform).
 - Block FP8 (DeepSeek-V3 tiles): ``block_fp8_quantize`` -> ``BlockFP8Array``.

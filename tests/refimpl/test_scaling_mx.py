@@ -24,6 +24,7 @@ from refimpl.scaling import (
     mx_quantize,
     mx_scale_exponent,
 )
+from refimpl.scaling.mx_reference import quantize_block
 
 # ----- independent element tables -------------------------------------------------------
 
@@ -250,6 +251,22 @@ def check_against_reference(x, name, rule, inf_block="nan", bs=32, mode="nearest
 @given(x=mx_tensor())
 def test_matches_fraction_reference(name, rule, x):
     check_against_reference(x, name, rule)
+
+
+@pytest.mark.parametrize("name", ELEMENTS)
+@settings(max_examples=8)
+@given(x=mx_tensor(max_rows=2, max_blocks=2), rule=st.sampled_from(RULES),
+       policy=st.sampled_from(["nan", "max", "exponent"]),
+       mode=st.sampled_from(["nearest_even", "nearest_away", "toward_zero", "toward_negative"]))
+def test_matches_plain_package_reference(name, x, rule, policy, mode):
+    """The vectorised quantiser against the package's own plain per-block definition."""
+    q = mx_quantize(x, name, scale_rule=rule, inf_block=policy, rounding=mode)
+    for r in range(x.shape[0]):
+        for j in range(x.shape[1] // 32):
+            scale, codes = quantize_block(x[r, 32 * j:32 * (j + 1)].tolist(), name,
+                                          scale_rule=rule, rounding=mode, inf_block=policy)
+            assert int(q.scales[r, j]) == scale
+            assert q.codes[r, 32 * j:32 * (j + 1)].tolist() == codes
 
 
 @pytest.mark.parametrize("mode", ["nearest_away", "toward_zero", "toward_positive",
