@@ -495,3 +495,10 @@ def test_metrics_use_profiler_names():
     assert m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == 128 * 32
     # 32-bit loads by full warps reading 128 contiguous bytes: 4 sectors per request
     assert m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum.per_request"] == 4.0
+
+
+def test_package_docstring_example():
+    import doctest
+
+    import hardware.simt
+    assert doctest.testmod(hardware.simt).failed == 0

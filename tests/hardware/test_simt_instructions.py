@@ -77,6 +77,7 @@ $L_end:
 
 
 # ---------------------------------------------------------------- exact references
+import zlib  # noqa: E402
 from fractions import Fraction  # noqa: E402
 
 import pytest  # noqa: E402
@@ -651,3 +652,97 @@ $L_end:
     out = mem.alloc(128)
     st_ = _load(ptx).launch("k", 1, 32, [out], mem)
     assert st_.warnings and "inactive" in st_.warnings[0] and "thread (0, 0, 0)" in st_.warnings[0]
+
+
+def _atomic_kernel(space: str, op: str, typ: str, cas: bool) -> str:
+    src = "%r3, %r4" if cas else "%r3"
+    if space == "shared":
+        addr = """    mov.u32 %r6, buf;
+    and.b32 %r7, %r1, 3;
+    shl.b32 %r7, %r7, 2;
+    add.u32 %r6, %r6, %r7;
+    ld.global.u32 %r8, [%rd5];
+    st.shared.u32 [%r6], %r8;
+    bar.sync 0;
+    atom.shared.{op}.{typ} %r5, [%r6], {src};
+    bar.sync 0;
+    ld.shared.u32 %r8, [%r6];
+    st.global.u32 [%rd5], %r8;"""
+    else:
+        addr = """    atom.global.{op}.{typ} %r5, [%rd5], {src};"""
+    body = addr.format(op=op, typ=typ, src=src)
+    return f"""
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 cells, .param .u64 vals, .param .u64 olds)
+{{
+    .shared .align 4 .b8 buf[16];
+    .reg .pred %p<3>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [cells];
+    ld.param.u64 %rd2, [vals];
+    ld.param.u64 %rd3, [olds];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 3;
+    mul.wide.u32 %rd4, %r2, 4;
+    add.s64 %rd5, %rd1, %rd4;
+    mul.wide.u32 %rd6, %r1, 8;
+    add.s64 %rd7, %rd2, %rd6;
+    ld.global.v2.u32 {{%r3, %r4}}, [%rd7];
+{body}
+    mul.wide.u32 %rd8, %r1, 4;
+    add.s64 %rd9, %rd3, %rd8;
+    st.global.u32 [%rd9], %r5;
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("space", ["global", "shared"])
+@pytest.mark.parametrize("op,typ", [("add", "u32"), ("add", "f32"), ("min", "s32"),
+                                    ("max", "u32"), ("exch", "b32"), ("cas", "b32"),
+                                    ("and", "b32"), ("or", "b32"), ("xor", "b32"),
+                                    ("inc", "u32"), ("dec", "u32"), ("min", "f32")])
+def test_atomics_in_thread_order(space, op, typ):
+    # 64 threads, 4 cells: thread t updates cell t % 4; the interpreter applies the
+    # lanes in thread order, so a sequential Python loop is the reference
+    rng = np.random.default_rng(zlib.crc32(f"{space}{op}{typ}".encode()))
+    n = 64
+    if typ == "f32":
+        vals = rng.standard_normal((n, 2)).astype(np.float32).view(np.uint32)
+        cells = rng.standard_normal(4).astype(np.float32).view(np.uint32)
+    else:
+        vals = rng.integers(0, 12, (n, 2)).astype(np.uint32)
+        if op in ("min", "max"):
+            vals[:, 0] = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+        cells = rng.integers(0, 12, 4).astype(np.uint32)
+    mod = load_ptx(_atomic_kernel(space, op, typ, op == "cas"))
+    mem = GlobalMemory()
+    pc, pv, po = mem.to_device(cells), mem.to_device(vals), mem.alloc(4 * n)
+    mod.launch("k", 1, n, [pc, pv, po], mem)
+    got_cells = mem.from_device(pc, np.uint32, 4)
+    got_old = mem.from_device(po, np.uint32, n)
+    ref = [int(c) for c in cells]
+    old = []
+    for t in range(n):
+        c = t % 4
+        cur = ref[c]
+        a, b = int(vals[t, 0]), int(vals[t, 1])
+        old.append(cur)
+        if typ == "f32":
+            fc, fa = np.uint32(cur).view(np.float32), np.uint32(a).view(np.float32)
+            new = (fc + fa) if op == "add" else min(fc, fa)
+            ref[c] = int(np.float32(new).view(np.uint32))
+            continue
+        if typ == "s32":
+            sc, sa = (cur ^ 2**31) - 2**31, (a ^ 2**31) - 2**31
+            ref[c] = min(sc, sa) % 2**32
+            continue
+        ref[c] = {"add": (cur + a) % 2**32, "max": max(cur, a), "exch": a,
+                  "cas": b if cur == a else cur, "and": cur & a, "or": cur | a,
+                  "xor": cur ^ a, "inc": 0 if cur >= a else cur + 1,
+                  "dec": a if (cur == 0 or cur > a) else cur - 1}[op]
+    np.testing.assert_array_equal(got_cells, ref)
+    np.testing.assert_array_equal(got_old, old)
