@@ -148,3 +148,15 @@ def test_disabled_prefix_caching_never_hits() -> None:
     c.append(0, *kv(9))
     assert c.add_sequence(1, list(range(9))) == 0
     assert c.pool.cached == {}
+
+
+def test_can_add_counts_hits_on_blocks_in_use() -> None:
+    c = PagedKVCache(4, 4, 1, 1, enable_prefix_caching=True)
+    prompt = list(range(9))
+    c.add_sequence("a", prompt)
+    c.append("a", *kv(9))                   # 3 blocks, the first 2 cached; 1 free
+    assert c.can_add(prompt)                # 3 blocks - 2 hits in use = 1 new block
+    assert not c.can_add(9)                 # by length alone: 3 blocks
+    assert not c.can_add(list(range(1, 10)))  # no hit
+    c.free("a")                              # hits would now come from the free queue
+    assert c.can_add(prompt) and c.can_add(16) and not c.can_add(17)
