@@ -364,16 +364,18 @@ SPECIALS = np.array([0.0, -0.0, 1.0, -1.5, 448.0, 464.0, 480.0, 1e6, -1e6, np.in
                      65504.0, 65520.0, 3.0e38, 1.00390625, 1.01171875], np.float32)
 
 
+@pytest.mark.parametrize("ptx", ["convert", "convert_sm80"])
 @settings(max_examples=10)
-@given(st.lists(st.floats(width=32, allow_nan=True), min_size=2, max_size=64))
-def test_conversions(values):
+@given(values=st.lists(st.floats(width=32, allow_nan=True), min_size=2, max_size=64))
+def test_conversions(ptx, values):
     x = np.concatenate([SPECIALS, np.array(values, np.float32)])
     if x.size % 2:
         x = np.append(x, np.float32(0.5))
     n = x.size
     mem = GlobalMemory()
     px = mem.to_device(x)
-    conv = gallery.load("convert")
+    # convert_sm80: nvcc's software FP8 path (integer bit manipulation) on sm_80
+    conv = gallery.load(ptx)
     out = mem.alloc(2 * n)
     conv.launch("to_bf16", 1, 128, [px, out, n], mem)
     np.testing.assert_array_equal(mem.from_device(out, np.uint16, n), _bf16_rn(x))

@@ -1,4 +1,4 @@
-"""The kernel gallery: CUDA sources and the PTX ``nvcc -ptx -arch=sm_90`` made from them.
+"""The kernel gallery: CUDA sources and the PTX ``nvcc -ptx`` (13.0) made from them.
 
 ``source(name)`` returns the PTX text of ``name.ptx``; ``load(name)`` a loaded Module.
 Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
@@ -12,6 +12,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | reduction | warp_reduce, warp_allreduce, block_reduce, warp_vote |
 | histogram | histogram (shared + global atomics), atomics |
 | convert | to_bf16, to_fp16, to_e4m3, to_e5m2, bf16_round_trip, float_to_int |
+| convert_sm80 | the same, compiled for sm_80 (software FP8 conversion) |
 | memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
 """
 from __future__ import annotations
@@ -19,10 +20,15 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["NAMES", "source", "cuda_source", "load", "directory"]
+__all__ = ["NAMES", "BUILD", "source", "cuda_source", "load", "directory"]
 
 NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histogram",
-         "convert", "memory_spaces")
+         "convert", "memory_spaces", "convert_sm80")
+
+#: PTX file -> (CUDA source, target architecture); sm_80 has no FP8 cvt instruction, so
+#: ``convert_sm80`` holds nvcc's software FP8 conversion (integer bit manipulation)
+BUILD = {name: (name, "sm_90") for name in NAMES}
+BUILD["convert_sm80"] = ("convert", "sm_80")
 
 
 def directory() -> Path:
@@ -40,7 +46,7 @@ def cuda_source(name: str) -> str:
     """CUDA C source of gallery file ``name``."""
     if name not in NAMES:
         raise ValueError(f"unknown gallery file {name!r}; known: {', '.join(NAMES)}")
-    return (directory() / f"{name}.cu").read_text()
+    return (directory() / f"{BUILD[name][0]}.cu").read_text()
 
 
 @lru_cache(maxsize=None)

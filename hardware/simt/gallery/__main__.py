@@ -1,4 +1,4 @@
-"""Regenerate the gallery PTX: ``python -m hardware.simt.gallery [--nvcc PATH] [--arch sm_90]``."""
+"""Regenerate the gallery PTX: ``python -m hardware.simt.gallery [--nvcc PATH]``."""
 from __future__ import annotations
 
 import argparse
@@ -6,20 +6,20 @@ import shutil
 import subprocess
 import sys
 
-from . import NAMES, directory
+from . import BUILD, NAMES, directory
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--nvcc", default=shutil.which("nvcc") or "nvcc")
-    ap.add_argument("--arch", default="sm_90")
     args = ap.parse_args(argv)
     if shutil.which(args.nvcc) is None:
         print(f"nvcc not found ({args.nvcc}); the committed PTX is unchanged", file=sys.stderr)
         return 1
     d = directory()
     for name in NAMES:
-        cmd = [args.nvcc, "-ptx", f"-arch={args.arch}", str(d / f"{name}.cu"), "-o",
+        cu, arch = BUILD[name]
+        cmd = [args.nvcc, "-ptx", f"-arch={arch}", str(d / f"{cu}.cu"), "-o",
                str(d / f"{name}.ptx")]
         print(" ".join(cmd), file=sys.stderr)
         subprocess.run(cmd, check=True)
