@@ -19,6 +19,7 @@ from typing import Hashable, Optional, Sequence, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
+from refimpl.attention.flash_v2 import DEFAULT_BLOCK
 from refimpl.attention.online import OnlineState, finalize, online_block_update
 from refimpl.attention.problem import prepare
 from refimpl.attention.scores import scores
@@ -49,7 +50,7 @@ def paged_attention(
     cache: PagedKVCache,
     seq_ids: Sequence[Hashable],
     *,
-    block_q: int = 128,
+    block_q: int = DEFAULT_BLOCK[0],
     scale: Optional[float] = None,
     causal: bool = False,
     causal_alignment: str = "bottom_right",
@@ -68,7 +69,7 @@ def paged_attention(
             key position ``i + length(b) - Sq`` (its last ``Sq`` tokens).
         cache: the paged KV cache (K/V must hold finite float32 values).
         seq_ids: the sequences, one per batch entry of ``q``.
-        block_q: query tile ``B_r`` (as ``flash_v2``'s ``block[0]``).
+        block_q: query tile ``B_r`` (as ``flash_v2``'s ``block[0]``, default 128).
         scale, causal, causal_alignment, window, softcap, alibi_slopes: as
             :func:`refimpl.attention.attention`; ``alibi_slopes`` of shape (Hq,) or
             (B, Hq). Padding masks do not apply: the page table defines the keys.
