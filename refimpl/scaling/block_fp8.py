@@ -27,9 +27,9 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
-from refimpl.formats.encode import as_float_array
 
 from .exponent import ceil_log2_ratio
+from .float32_input import float32_values
 
 __all__ = ["BlockFP8Array", "block_fp8_quantize", "tile_amax"]
 
@@ -55,17 +55,7 @@ def _tile(block: Sequence[int]) -> Tuple[int, int]:
 
 
 def _float32_input(x: Any) -> np.ndarray:
-    arr = as_float_array(x, "x")
-    if arr.dtype == np.float64:
-        as32 = arr.astype(np.float32)
-        bad = ~((as32.astype(np.float64) == arr) | np.isnan(arr))
-        if bad.any():
-            first = np.unravel_index(int(np.argmax(bad)), arr.shape)
-            raise ValueError(
-                f"x: value {arr[first]!r} at index {tuple(int(i) for i in first)} is not a "
-                "float32; the tile rules are defined in float32 (round explicitly first)"
-            )
-    arr = arr.astype(np.float32)
+    arr = float32_values(x)
     if arr.ndim < 2:
         raise ValueError("x: expected at least 2 dimensions (tiles cover the last two axes); "
                          "use x[None, :] for a vector")

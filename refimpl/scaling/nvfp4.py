@@ -47,8 +47,8 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from refimpl import formats
-from refimpl.formats.encode import as_float_array
 
+from .float32_input import float32_values
 from .hadamard import TE_WGRAD_SIGNS, hadamard_transform
 
 __all__ = ["NVFP4_RULES", "NVFP4_BLOCKS", "NVFP4Array", "nvfp4_quantize", "nvfp4_global_scale"]
@@ -300,18 +300,7 @@ def nvfp4_quantize(
     """
     rule = _rule(scale_rule)
     blk = _block(block)
-    arr = as_float_array(x, "x")
-    if arr.dtype == np.float64:
-        as32 = arr.astype(np.float32)
-        bad = ~((as32.astype(np.float64) == arr) | np.isnan(arr))
-        if bad.any():
-            first = np.unravel_index(int(np.argmax(bad)), arr.shape)
-            raise ValueError(
-                f"x: value {arr[first]!r} at index {tuple(int(i) for i in first)} is not a "
-                "float32; NVFP4 rules are defined on float32 inputs (round explicitly first)"
-            )
-        arr = as32
-    arr = arr.astype(np.float32, copy=False)
+    arr = float32_values(x)
     if arr.ndim == 0:
         raise ValueError("x: expected at least one dimension")
     ax = _axis(axis, arr.ndim, blk)

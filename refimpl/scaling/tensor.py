@@ -20,6 +20,7 @@ from refimpl import formats
 from refimpl.formats import Format
 
 from .block_fp8 import _fp8
+from .float32_input import float32_values
 
 __all__ = ["tensor_scale", "FP8Tensor", "tensor_quantize", "DelayedScaling", "AMAX_ALGOS"]
 
@@ -94,6 +95,8 @@ class FP8Tensor:
 def tensor_quantize(x: Any, scale: Any, fmt: Any = "e4m3") -> FP8Tensor:
     """``encode(float32(x * scale), fmt, saturate=True)`` with a per-tensor scale.
 
+    ``x`` must hold float32 values (float16 is widened; float64 only when exact).
+
     Raises:
         ValueError: a scale that is not positive and finite, bad fmt or input.
     """
@@ -101,11 +104,9 @@ def tensor_quantize(x: Any, scale: Any, fmt: Any = "e4m3") -> FP8Tensor:
     s = _F32(scale)
     if not (np.isfinite(s) and s > 0):
         raise ValueError(f"scale: expected a positive finite number, got {scale!r}")
-    arr = np.asarray(x)
-    if arr.dtype.kind != "f":
-        raise ValueError(f"x: expected a floating-point array, got dtype {arr.dtype}")
+    arr = float32_values(x)
     with np.errstate(over="ignore", invalid="ignore"):
-        y = arr.astype(_F32) * s
+        y = arr * s
     return FP8Tensor(formats.encode(y, f, saturate=True), s, f)
 
 
