@@ -112,6 +112,13 @@ def read_array(root: Path, entry: Mapping[str, Any], where: str) -> np.ndarray:
         raise SuiteError(f"{where}: file {entry['file']} fails its sha256 check "
                          "(corrupted or modified)")
     a = parse_array(data, f"{where}: file {entry['file']}")
+    if a.dtype.name not in DTYPES:
+        raise SuiteError(f"{where}: file {entry['file']} holds dtype {a.dtype}, which "
+                         "suites never contain")
+    if array_bytes(a) != data:
+        # generated files are canonical; anything else was rewritten by another tool
+        raise SuiteError(f"{where}: file {entry['file']} is not in the canonical .npy form "
+                         "(version 1.0, little-endian, C order) the generator writes")
     if a.dtype.name != entry["dtype"] or list(a.shape) != list(entry["shape"]):
         raise SuiteError(f"{where}: file {entry['file']} holds {a.dtype.name} "
                          f"{list(a.shape)}, manifest says {entry['dtype']} {entry['shape']}")

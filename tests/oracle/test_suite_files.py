@@ -3,6 +3,7 @@ exercised on a small demonstration registry whose expected values come from an
 independent oracle: ``numpy.float16`` casting (IEEE binary16, round to nearest even)."""
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -379,3 +380,18 @@ def test_every_manifest_edit_is_detected(tmp_path: Path) -> None:
         edit()
     finally:
         (root / "manifest.json").write_bytes(fmt.finish_manifest(original))
+
+
+def test_rewritten_npy_with_matching_hash_is_refused(golden: Path) -> None:
+    """The same array written in another valid .npy form (version 2.0 header) with its
+    hash updated: still not what the generator wrote."""
+    p = _first_npy(golden, "x.npy")
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.load(p), version=(2, 0))
+    p.write_bytes(buf.getvalue())
+
+    def edit(m):
+        m["cases"][0]["inputs"]["x"]["sha256"] = fmt.sha256(buf.getvalue())
+    _rewrite_manifest(golden, edit, rehash=True)
+    (msg,) = _problems(golden)
+    assert "canonical" in msg
