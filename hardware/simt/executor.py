@@ -19,6 +19,9 @@ Model (documented choice; the reference doc allows either pre-Volta or Volta sem
   When no warp can run but some wait at a barrier, the launch stops with a
   :class:`DeadlockError` (a barrier that exited or divergent threads can never reach:
   ``__syncthreads()`` in divergent code is undefined in CUDA, and is refused here).
+  The launch option ``barrier_mode="warp"`` follows the hardware instead: a warp that
+  reaches the barrier arrives with all its live threads (PTX ISA, ``bar``: barriers are
+  executed on a per-warp basis), and threads that have exited count as arrived.
 - Within one instruction, lanes act in thread order: for conflicting stores to one
   address the highest thread index wins; atomics apply lane by lane in thread order.
 """
@@ -504,9 +507,14 @@ _SPECIAL_NAMES = frozenset([
 # ============================================================================ the run loop
 
 
-def run_wave(wave: Wave, max_steps: int, steps_done: int) -> int:
+BARRIER_MODES = ("strict", "warp")
+
+
+def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "strict") -> int:
     """Execute every warp of ``wave`` to completion; returns the steps (warp
-    instructions) executed so far in the launch."""
+    instructions) executed so far in the launch. ``barrier_mode`` is described in
+    :meth:`hardware.simt.Module.launch`."""
+    exited_threads_arrive = barrier_mode == "warp"
     k = wave.kernel
     ops = wave.ops
     n = len(ops)
@@ -533,6 +541,33 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int) -> int:
     bx, by, bz = wave.cfg.block
     tpb = bx * by * bz
     arrived: dict[int, np.ndarray] = {}
+    exited = np.zeros(nb, dtype=np.int64)  # threads of each block that have exited
+
+    def release(blocks: list[int], bid: int, count: int | None) -> None:
+        nonlocal barriers
+        arr = arrived.get(bid)
+        if arr is None:
+            return
+        for b in blocks:
+            need = count if count is not None else (
+                tpb - int(exited[b]) if exited_threads_arrive else tpb)
+            if arr[b] > 0 and arr[b] >= need:
+                arr[b] = 0
+                rel = (warp_block == b) & (st == _WAIT)
+                st[rel] = _RUN
+                barriers += 1
+
+    def note_exits(warps_: np.ndarray, lanes: np.ndarray) -> None:
+        if not exited_threads_arrive:
+            return
+        blk_ = warp_block[warps_]
+        np.add.at(exited, blk_, lanes.sum(axis=1))
+        blocks = np.unique(blk_).tolist()
+        for bid in list(arrived):
+            release(blocks, bid, None)
+        woke = np.flatnonzero(st == _RUN)
+        if woke.size:
+            pop_check(woke)
     steps = steps_done
     warp_block = wave.warp_block
 
@@ -610,6 +645,7 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int) -> int:
         if pc >= n:
             # fell off the end of the kernel: behaves like ret
             _exit_lanes(wave, warps, m, stacks, tp, toprpc, topmask, depth, st)
+            note_exits(warps, m)
             continue
         if (toprpc[warps] == pc).any():
             pop_check(warps)  # reached a reconvergence point: regroup first
@@ -669,20 +705,21 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int) -> int:
             live = warps[st[warps] == _RUN]
             if live.size:
                 pop_check(live)
+            note_exits(warps, pm)
         elif op.kind == "bar":
             tp[warps] = pc + 1
             bid = op.target
-            expected = op.fn if op.uniform else tpb
             arr = arrived.setdefault(bid, np.zeros(nb, dtype=np.int64))
             blk = warp_block[warps]
-            np.add.at(arr, blk, pm.sum(axis=1))
+            if exited_threads_arrive:
+                # PTX ISA (bar): barriers are executed per warp, as if all the threads
+                # of the warp were active: every live lane of the warp arrives
+                lanes = np.array([int(stacks[w][0][2].sum()) for w in warps.tolist()])
+            else:
+                lanes = pm.sum(axis=1)
+            np.add.at(arr, blk, lanes)
             st[warps] = _WAIT
-            for b in np.unique(blk).tolist():
-                if arr[b] >= expected:
-                    arr[b] = 0
-                    rel = (warp_block == b) & (st == _WAIT)
-                    st[rel] = _RUN
-                    barriers += 1
+            release(np.unique(blk).tolist(), bid, op.fn if op.uniform else None)
             pop_check(warps[st[warps] == _RUN])
         else:  # pragma: no cover
             raise AssertionError(op.kind)

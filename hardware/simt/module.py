@@ -7,7 +7,7 @@ import numpy as np
 
 from .cfg import reconvergence_points
 from .errors import LaunchError, PtxSyntaxError, UnsupportedPtxError
-from .executor import LaunchConfig, Wave, run_wave
+from .executor import BARRIER_MODES, LaunchConfig, Wave, run_wave
 from .memory import GlobalMemory
 from .parser import KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .stats import LaunchStats
@@ -157,7 +157,8 @@ class Module:
 
     def launch(self, name: str, grid: Any, block: Any, args: Sequence[Any],
                memory: GlobalMemory, dynamic_shared: int = 0,
-               max_steps: int = DEFAULT_MAX_STEPS) -> LaunchStats:
+               max_steps: int = DEFAULT_MAX_STEPS,
+               barrier_mode: str = "strict") -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -167,6 +168,12 @@ class Module:
             memory: the :class:`GlobalMemory` the pointers refer to.
             dynamic_shared: bytes of ``extern __shared__`` memory per block.
             max_steps: bound on warp instructions; exceeding it raises StepLimitError.
+            barrier_mode: "strict" (default): ``bar.sync`` waits until every thread of
+                the block has itself arrived, so a barrier in divergent code or after
+                an early ``return`` is a DeadlockError (undefined in CUDA). "warp": a
+                warp reaching the barrier arrives with all its live threads and exited
+                threads count as arrived (the per-warp hardware behaviour that kernels
+                with an early ``return`` before ``__syncthreads()`` rely on).
 
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
@@ -188,6 +195,8 @@ class Module:
             raise LaunchError(f"dynamic_shared must be a non-negative int, got {dynamic_shared!r}")
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
             raise LaunchError(f"max_steps must be a positive int, got {max_steps!r}")
+        if barrier_mode not in BARRIER_MODES:
+            raise LaunchError(f"barrier_mode must be one of {BARRIER_MODES}, got {barrier_mode!r}")
         params = k.pack_args(args)
         cfg = LaunchConfig(k, g, b, int(dynamic_shared))
         if cfg.shared_bytes > 228 * 1024:
@@ -200,7 +209,7 @@ class Module:
         with np.errstate(all="ignore"):
             for start in range(0, len(blocks), per_wave):
                 wave = k.wave(cfg, blocks[start: start + per_wave], memory, params, stats)
-                steps = run_wave(wave, int(max_steps), steps)
+                steps = run_wave(wave, int(max_steps), steps, barrier_mode)
         return stats
 
 

@@ -138,6 +138,11 @@ $L_out:
     ret;""")
     with pytest.raises(DeadlockError):
         load_ptx(src).launch("k", 1, 32, [0], GlobalMemory())
+    # per-warp semantics: the warp arrives as a whole
+    st = load_ptx(src).launch("k", 1, 32, [0], GlobalMemory(), barrier_mode="warp")
+    assert st.barriers == 1
+    with pytest.raises(LaunchError, match="barrier_mode"):
+        load_ptx(src).launch("k", 1, 32, [0], GlobalMemory(), barrier_mode="lenient")
 
 
 def test_step_limit():
@@ -190,3 +195,28 @@ def test_deterministic_stats_and_outputs():
         runs.append((mem.from_device(ph, np.uint32, 256).tobytes(), st))
     assert runs[0][0] == runs[1][0]
     assert runs[0][1] == runs[1][1]
+
+
+def test_early_return_before_barrier_strict_and_lenient():
+    # if (tid >= 40) return; __syncthreads(); out[tid] = tid
+    src = kernel("""    ld.param.u64 %rd1, [p0];
+    mov.u32 %r1, %tid.x;
+    setp.ge.u32 %p1, %r1, 40;
+    @%p1 bra $L_out;
+    bar.sync 0;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+$L_out:
+    ret;""")
+    mod = load_ptx(src)
+    mem = GlobalMemory()
+    out = mem.to_device(np.full(64, -1, np.int32))
+    with pytest.raises(DeadlockError, match="exited"):
+        mod.launch("k", 1, 64, [out], mem)
+    mem = GlobalMemory()
+    out = mem.to_device(np.full(64, -1, np.int32))
+    st = mod.launch("k", 1, 64, [out], mem, barrier_mode="warp")
+    np.testing.assert_array_equal(mem.from_device(out, np.int32, 64),
+                                  np.where(np.arange(64) < 40, np.arange(64), -1))
+    assert st.barriers == 1
