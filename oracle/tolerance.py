@@ -333,7 +333,8 @@ class ExactNaNClass(Tolerance):
     def _compare(self, actual, expected, fmt):
         both_nan = _isnan(actual, fmt) & _isnan(expected, fmt)
         mismatch = (_bits(actual) != _bits(expected)) & ~both_nan
-        return _result(self, mismatch, np.where(mismatch, _steps_apart(actual, expected, fmt), 0.0))
+        steps = _steps_apart(actual, expected, fmt)
+        return _result(self, mismatch, np.where(mismatch, steps, 0.0))
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ import numpy as np
 
 from hardware.simt import GlobalMemory, gallery
 from oracle.cases import Area, CaseSpec, Operation
-from oracle.random_stream import CaseRandom
 
 SPECS = {"PTX ISA": "as emitted by nvcc 13 for sm_80/sm_90"}
 STATS = ("warp_instructions", "thread_instructions", "divergent_branches", "max_stack_depth",

@@ -8,7 +8,6 @@ import pytest
 
 from oracle import placement
 from oracle.cases import registry
-from oracle.generation import build_case
 from oracle.random_stream import CaseRandom
 
 
