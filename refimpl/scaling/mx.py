@@ -212,7 +212,8 @@ def _encode_int8(v: np.ndarray, rounding: str) -> np.ndarray:
         k = np.rint(t)
     elif mode == "nearest_away":
         r = np.trunc(t)
-        k = r + np.where(np.abs(t - r) >= 0.5, np.sign(t), 0.0)
+        with np.errstate(invalid="ignore"):  # Inf - Inf: the Inf is clamped below anyway
+            k = r + np.where(np.abs(t - r) >= 0.5, np.sign(t), 0.0)
     elif mode == "toward_zero":
         k = np.trunc(t)
     elif mode == "toward_positive":
