@@ -113,6 +113,8 @@ class Wave:
             "%nctaid.x": gx, "%nctaid.y": gy, "%nctaid.z": gz,
             "%laneid": slot % 32, "%warpid": slot // 32 % wpb, "%nwarpid": wpb,
             "%warpsize": 32,
+            "%dynamic_smem_size": cfg.dynamic_shared if cfg else 0,
+            "%total_smem_size": cfg.shared_bytes if cfg else kernel.static_shared_bytes,
         }
         lane = slot % 32
         special["%lanemask_eq"] = (np.int64(1) << lane)
@@ -161,7 +163,7 @@ class Wave:
             from .errors import UnsupportedPtxError
             what = "special register" if name.split(".")[0] in (
                 "%clock", "%clock64", "%smid", "%nsmid", "%gridid", "%globaltimer",
-                "%pm0", "%envreg0", "%dynamic_smem_size", "%total_smem_size") else "register"
+                "%pm0", "%envreg0") else "register"
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: undeclared or "
                                       f"unsupported {what} {name}")
         if write and name.startswith("%") and name in _SPECIAL_NAMES:
@@ -501,7 +503,7 @@ _SPECIAL_NAMES = frozenset([
     "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x",
     "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid",
     "%nwarpid", "%warpsize", "%lanemask_eq", "%lanemask_lt", "%lanemask_le",
-    "%lanemask_gt", "%lanemask_ge"])
+    "%lanemask_gt", "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size"])
 
 
 # ============================================================================ the run loop

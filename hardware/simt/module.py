@@ -100,8 +100,15 @@ class Kernel:
         for i, (p, a) in enumerate(zip(self.params, args)):
             t = p.type
             if p.nbytes != t.bytes:
-                raise LaunchError(f"argument {i} of {self.name}: array parameters are not "
-                                  "supported")
+                # a by-value aggregate (struct): its bytes, as the host lays them out
+                if isinstance(a, np.ndarray):
+                    a = np.ascontiguousarray(a).tobytes()
+                if not isinstance(a, (bytes, bytearray)) or len(a) != p.nbytes:
+                    raise LaunchError(f"argument {i} of {self.name} is a {p.nbytes}-byte "
+                                      "aggregate: pass bytes or a NumPy array of exactly "
+                                      f"{p.nbytes} bytes")
+                buf[p.offset: p.offset + p.nbytes] = bytes(a)
+                continue
             if t.kind == "f":
                 if isinstance(a, bool) or not isinstance(a, (int, float, np.floating, np.integer)):
                     raise LaunchError(f"argument {i} of {self.name} (.{t.name}) must be a "

@@ -86,7 +86,8 @@ Operand = Union[Reg, Imm, FImm, Sym, Addr, Vec, Pair, Sink]
 SPECIAL_REGISTERS = frozenset(
     [f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"]
     + ["%laneid", "%warpid", "%nwarpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le",
-       "%lanemask_gt", "%lanemask_ge", "%warpsize"]
+       "%lanemask_gt", "%lanemask_ge", "%warpsize", "%dynamic_smem_size",
+       "%total_smem_size"]
 )
 
 
@@ -363,26 +364,30 @@ def _parse_variable(stmt: str, line: int) -> Variable:
 
 
 def _parse_params(text: str, line: int, kname: str) -> list[Param]:
+    """Kernel parameters (PTX ISA 5.1.6.1): ``.param .u64 p``, ``.param .u64 .ptr
+    .global .align 4 p`` and by-value aggregates ``.param .align 4 .b8 p[12]``; laid out
+    in order, each at its alignment."""
     params: list[Param] = []
     offset = 0
     for p in _split_top(text):
+        q = " ".join(p.split())
         m = re.fullmatch(
-            r"\.param\s+\.(\w+)((?:\s+\.ptr)?(?:\s+\.(?:global|shared|const|local))?"
-            rf"(?:\s+\.align\s+\d+)?)?\s+({_IDENT})\s*(?:\[(\d+)\])?", p.strip())
+            r"\.param((?:\s+\.align\s+\d+)?)\s+\.(\w+)((?:\s+\.ptr)?"
+            r"(?:\s+\.(?:global|shared|const|local))?(?:\s+\.align\s+\d+)?)?"
+            rf"\s+({_IDENT})\s*(?:\[(\d+)\])?", q)
         if not m:
-            raise UnsupportedPtxError(f"line {line}: unsupported parameter {p.strip()!r} "
+            raise UnsupportedPtxError(f"line {line}: unsupported parameter {q!r} "
                                       f"of kernel {kname}")
-        typ = ptx_type(m.group(1))
+        typ = ptx_type(m.group(2))
         if typ is None or typ.kind == "pred":
-            raise UnsupportedPtxError(f"line {line}: parameter type .{m.group(1)} of "
+            raise UnsupportedPtxError(f"line {line}: parameter type .{m.group(2)} of "
                                       f"kernel {kname}")
-        am = re.search(r"\.align\s+(\d+)", m.group(2) or "")
-        count = int(m.group(4)) if m.group(4) else 1
-        align = typ.bytes if (m.group(4) is None or not am) else int(am.group(1))
-        if m.group(4) is None:
-            align = typ.bytes
+        count = int(m.group(5)) if m.group(5) else 1
+        am = re.search(r"\.align\s+(\d+)", m.group(1) or "")
+        # .align after .ptr states the pointee's alignment, not the parameter's
+        align = int(am.group(1)) if (am and m.group(5)) else typ.bytes
         offset = -(-offset // align) * align
-        params.append(Param(m.group(3), typ, typ.bytes * count, align, offset))
+        params.append(Param(m.group(4), typ, typ.bytes * count, align, offset))
         offset += typ.bytes * count
     return params
 

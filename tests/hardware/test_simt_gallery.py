@@ -504,3 +504,20 @@ def test_package_docstring_example():
 
     import hardware.simt
     assert doctest.testmod(hardware.simt).failed == 0
+
+
+def test_struct_parameter():
+    # struct P { float scale; int n; float bias; } passed by value: 12 bytes
+    x = np.linspace(-2, 2, 50).astype(np.float32)
+    p = np.zeros(3, np.uint32)
+    p[0] = np.float32(1.25).view(np.uint32)
+    p[1] = 50
+    p[2] = np.float32(-0.5).view(np.uint32)
+    mem = GlobalMemory()
+    px, py = mem.to_device(x), mem.alloc(4 * 50)
+    gallery.load("struct_param").launch("affine", 1, 64, [px, py, p.tobytes()], mem)
+    ref = _fma32_fast(np.float32(1.25), x, np.float32(-0.5))
+    np.testing.assert_array_equal(mem.from_device(py, np.float32, 50), ref)
+    from hardware.simt import LaunchError
+    with pytest.raises(LaunchError, match="12-byte aggregate"):
+        gallery.load("struct_param").launch("affine", 1, 64, [px, py, 3], mem)
