@@ -20,6 +20,7 @@ from refimpl.attention.reference import (
     NAIVE_DTYPES, attention, naive_attention, standard_attention,
 )
 from refimpl.attention.flash_v2 import flash_v2
+from refimpl.attention.flash_v3 import flash_v3  # noqa: F401  (FA3 numerics; FP8 path)
 from refimpl.attention.flash_v1 import flash_v1, v1_block_sizes
 from refimpl.attention.split_kv import merge_attention_states, split_kv
 from refimpl.attention.backward import attention_backward, flash_v2_backward
