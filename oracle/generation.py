@@ -190,8 +190,19 @@ def sources_hash() -> str:
     return h.hexdigest()
 
 
-# --- worker state for --jobs (set before the pool forks, so closures need no pickling)
+# --- worker state for --jobs: case specifications hold closures, which do not pickle, so
+# each worker rebuilds the same case list from the registry (spawned workers, default
+# registry) or inherits it (forked workers, any registry)
 _WORK: dict[str, Any] = {}
+
+
+def _init_worker(suite: str, only: str | None, shard: tuple[int, int] | None, seed: int,
+                 text: bool) -> None:
+    if not _WORK:
+        reg = default_registry()
+        cases = select(reg, suite, only)
+        _WORK.update(cases=cases[shard_slice(len(cases), shard)], registry=reg, seed=seed,
+                     text=text)
 
 
 def _work(index: int) -> tuple[int, dict[str, Any], dict[str, bytes]]:
@@ -294,9 +305,18 @@ def generate(out: str | Path, *, suite: str = "default", only: str | None = None
                 _write(out, files)
                 report(i + 1, spec.id)
         else:
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            # spawn for the default registry (no fork of a threaded BLAS process); a
+            # custom registry can only reach the workers by fork
+            if registry is None:
+                ctx = multiprocessing.get_context("spawn")
+            elif "fork" in multiprocessing.get_all_start_methods():
+                ctx = multiprocessing.get_context("fork")
+            else:
+                raise ValueError("--jobs > 1 with a custom registry needs the fork start "
+                                 "method")
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                     initializer=_init_worker,
+                                     initargs=(suite, only, shard, seed, text)) as pool:
                 futures = [pool.submit(_work, i) for i in range(len(cases))]
                 for done, fut in enumerate(as_completed(futures), 1):
                     i, entries[i], files = fut.result()
