@@ -111,3 +111,27 @@ def test_assert_matches_reports_a_table() -> None:
     text = str(info.value)
     assert "1 of 2 elements" in text and "[1]" in text and "x=8" in text
     assert "0x40200000" in text and "0x40000000" in text     # bits of 2.5 and 2.0
+
+
+def test_ulp_of_a_narrow_format_on_values_and_codes() -> None:
+    # BF16 has 7 stored mantissa bits: its ulp at 1.0 is 2^-7, at 3.0 is 2^-6
+    one_up = f32(1.0 + 2 ** -7, 3.0 + 2 ** -6)
+    assert T.ulp(1, "bf16").compare(one_up, f32(1.0, 3.0)).ok
+    c = T.ulp(1, "bf16").compare(f32(1.0 + 2 ** -6), f32(1.0))
+    assert not c.ok and c.error[0] == 2.0
+    # codes: E4M3 0x38 is 1.0, 0x39 1.125 (one ulp), 0x3A 1.25
+    codes = np.array([0x39, 0x3A], np.uint8)
+    c = T.ulp(1, "e4m3").compare(codes, np.array([0x38, 0x38], np.uint8), format="e4m3")
+    assert c.mismatch.tolist() == [False, True]
+    # the subnormal spacing: E4M3's smallest subnormal 2^-9 is one ulp away from 0
+    assert T.ulp_of(np.float64([0.0, 2.0 ** -9, 448.0]), "e4m3").tolist() == [
+        2.0 ** -9, 2.0 ** -9, 32.0]
+
+
+def test_exact_nan_class_on_codes() -> None:
+    # E5M2 NaNs: 0x7D, 0x7E, 0x7F (and negative) are one class; Inf 0x7C is not a NaN
+    t = T.exact_nan_class()
+    assert t.compare(np.uint8([0x7D, 0xFF]), np.uint8([0x7F, 0x7E]), format="e5m2").ok
+    assert not t.compare(np.uint8([0x7C]), np.uint8([0x7D]), format="e5m2").ok
+    c = t.compare(np.uint8([0x3C]), np.uint8([0x3D]), format="e5m2")
+    assert not c.ok and c.error[0] == 1.0                        # one code apart
