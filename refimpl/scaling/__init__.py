@@ -5,8 +5,8 @@ code each element gets, and what the dequantised tensor and a scaled dot product
   MXFP4 E2M1, MXINT8), scale rules floor/ceil/even/rceil, ``mx_dot`` / ``mx_matmul``
   (exact accumulation, one rounding); ``mx_reference.quantize_block`` is the plain
   per-block definition in exact arithmetic that ``mx_quantize`` is tested against.
-- NVFP4: ``nvfp4_quantize`` -> ``NVFP4Array`` (TransformerEngine and torchao rules, 1x16
-  and 16x16 blocks, optional random Hadamard transform).
+- NVFP4: ``nvfp4_quantize`` -> ``NVFP4Array`` (rules of TransformerEngine's reference
+  and kernel and of torchao, 1x16 and 16x16 blocks, optional random Hadamard transform).
 - Block FP8 (DeepSeek-V3 tiles): ``block_fp8_quantize`` -> ``BlockFP8Array``.
 - Per-tensor FP8: ``tensor_scale``, ``tensor_quantize``, ``DelayedScaling``.
 - ``hadamard_transform`` and ``quantization_error`` (RMSE, max abs, SQNR dB).

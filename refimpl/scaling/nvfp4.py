@@ -15,10 +15,14 @@ Rule ``"te"`` (default; TransformerEngine's reference quantiser):
   decodes to 0).
 - decode ``x ~= q * sf / S_enc`` (``q * sf`` is exact in float32; one rounding).
 
-(TransformerEngine's CUDA kernel forms the block scale as ``block_amax * (S_enc * (1/6))``
-and may differ in the last place of the pre-E4M3 value, and it returns ``S_enc = 1`` for a
-zero global amax, where the reference gives FLT_MAX; an all-zero tensor gets all-zero
-codes and scales either way. This module follows the reference.)
+Rule ``"te_kernel"`` (TransformerEngine's CUDA quantisation kernel, which orders the
+float32 operations differently and can differ from its reference in the last place of
+the pre-rounding values, hence occasionally by one code):
+
+- ``S_enc`` as for "te", except that a zero global amax gives 1 (not FLT_MAX);
+- ``sf = E4M3_rne_satfinite(block_amax * (S_enc * float32(1/6)))``;
+- ``q = E2M1_rne_satfinite(x * min(1 / (sf * float32(1 / S_enc)), FLT_MAX))``;
+- decode as for "te": ``q * sf / S_enc``.
 
 Rule ``"torchao"`` (torchao's two-level NVFP4):
 
@@ -53,7 +57,7 @@ from .hadamard import TE_WGRAD_SIGNS, hadamard_transform
 
 __all__ = ["NVFP4_RULES", "NVFP4_BLOCKS", "NVFP4Array", "nvfp4_quantize", "nvfp4_global_scale"]
 
-NVFP4_RULES = ("te", "torchao")
+NVFP4_RULES = ("te", "te_kernel", "torchao")
 NVFP4_BLOCKS = ((1, 16), (16, 16))
 
 _F32 = np.float32
@@ -84,7 +88,8 @@ def _block(block: Sequence[int]) -> Tuple[int, int]:
 
 
 def nvfp4_global_scale(global_amax: float, scale_rule: str = "te") -> np.float32:
-    """The stored FP32 tensor scale: ``S_enc`` for ``"te"``, ``p`` for ``"torchao"``
+    """The stored FP32 tensor scale: ``S_enc`` for ``"te"`` and ``"te_kernel"``, ``p`` for
+    ``"torchao"``
     (module docstring).
 
     Raises:
@@ -94,11 +99,13 @@ def nvfp4_global_scale(global_amax: float, scale_rule: str = "te") -> np.float32
     ga = _F32(global_amax)
     if np.isnan(ga) or ga < 0:
         raise ValueError(f"global_amax: expected a non-negative number, got {global_amax!r}")
-    if rule == "te":
+    if rule in ("te", "te_kernel"):
         with np.errstate(divide="ignore"):
             s = _ENC_NUM / ga
         s = np.minimum(s, _FLT_MAX)
-        return _F32(1.0) if s == 0 else _F32(s)
+        if s == 0 or (rule == "te_kernel" and ga == 0):
+            return _F32(1.0)
+        return _F32(s)
     if ga == 0 or not np.isfinite(ga):
         raise ValueError(
             f"global_amax: the torchao rule needs a positive finite global amax, got "
@@ -132,9 +139,9 @@ class NVFP4Array:
         codes: uint8 E2M1 codes (low 4 bits), shape of the source.
         scales: uint8 E4M3 block-scale codes: the source shape with the ``axis`` length
             divided by 16 (1x16 blocks), or the last two lengths divided by 16 (16x16).
-        global_scale: float32: ``S_enc`` (rule "te", decode divides) or ``p`` (rule
+        global_scale: float32: ``S_enc`` (rules "te", "te_kernel": decode divides) or ``p`` (rule
             "torchao", decode multiplies).
-        scale_rule: ``"te"`` or ``"torchao"``.
+        scale_rule: ``"te"``, ``"te_kernel"`` or ``"torchao"``.
         block: ``(1, 16)`` or ``(16, 16)``.
         axis: the axis of 1x16 blocks and of the Hadamard groups (non-negative).
         hadamard_signs: the RHT sign diagonal when the transform was applied, else None.
@@ -190,7 +197,8 @@ class NVFP4Array:
         return tuple(self.codes.shape)
 
     def dequantize(self, dtype: Any = np.float32, *, undo_hadamard: bool = True) -> np.ndarray:
-        """Decoded values: ``q * sf / S_enc`` ("te") or ``q * sf * p`` ("torchao"), each
+        """Decoded values: ``q * sf / S_enc`` ("te", "te_kernel") or ``q * sf * p``
+        ("torchao"), each
         rounded once to ``dtype`` (float32 default, or float64). NaN block scales give NaN.
 
         Args:
@@ -213,7 +221,7 @@ class NVFP4Array:
             prod = prod.astype(np.float64)
             g = np.float64(g)
         with np.errstate(invalid="ignore", over="ignore"):
-            vals = prod / g if self.scale_rule == "te" else prod * g
+            vals = prod * g if self.scale_rule == "torchao" else prod / g
         out = np.moveaxis(_untile(vals.astype(dt), self.block, moved_q.shape), -1, self.axis)
         if self.hadamard_signs is not None and undo_hadamard:
             out = hadamard_transform(
@@ -290,7 +298,7 @@ def nvfp4_quantize(
         block: ``(1, 16)`` (activations, default) or ``(16, 16)`` (weights).
         global_amax: the tensor amax used for the FP32 scale (converted to float32);
             None (default) takes the largest non-NaN magnitude of x (after the RHT).
-        scale_rule: ``"te"`` (default) or ``"torchao"``.
+        scale_rule: ``"te"`` (default), ``"te_kernel"`` or ``"torchao"``.
         hadamard: apply the 16-point random Hadamard transform along ``axis`` first.
         hadamard_signs: its sign diagonal (default TransformerEngine's fixed vector).
 
@@ -334,6 +342,9 @@ def nvfp4_quantize(
             ds = (bamax / _FP4_MAX) * gscale
             ds = np.minimum(ds, _FLT_MAX)
             ds = np.minimum(ds, _E4M3_MAX)
+        elif rule == "te_kernel":
+            ds = bamax * (gscale * (_F32(1.0) / _FP4_MAX))
+            ds = np.minimum(ds, _E4M3_MAX)  # the satfinite conversion
         else:
             ds = (bamax / _FP4_MAX) / gscale
             ds = np.minimum(np.maximum(ds, _E4M3_MIN_NORMAL), _E4M3_MAX)
@@ -345,6 +356,9 @@ def nvfp4_quantize(
         sfx = sf[..., None] if blk[0] == 1 else sf[..., None, None]
         if rule == "te":
             enc = np.minimum(gscale / sfx, _FLT_MAX)
+            scaled = tiles * enc
+        elif rule == "te_kernel":
+            enc = np.minimum(_F32(1.0) / (sfx * (_F32(1.0) / gscale)), _FLT_MAX)
             scaled = tiles * enc
         else:
             scaled = tiles / (gscale * sfx)
