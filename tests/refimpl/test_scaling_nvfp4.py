@@ -316,6 +316,10 @@ def test_axis_packing_and_errors():
     assert packed.size == x.size // 2
     back = NVFP4Array.from_packed(packed, q.scales, q.global_scale, q.shape, axis=0)
     assert np.array_equal(back.dequantize(), q.dequantize())
+    with pytest.raises(ValueError, match="4-bit"):
+        NVFP4Array(np.full((1, 16), 0x10, np.uint8), np.zeros((1, 1), np.uint8), 1.0)
+    with pytest.raises(ValueError, match="scales"):
+        NVFP4Array(np.zeros((1, 16), np.uint8), np.zeros((1, 2), np.uint8), 1.0)
     with pytest.raises(ValueError, match="multiple of 16"):
         nvfp4_quantize(np.ones((2, 20), F32))
     with pytest.raises(ValueError, match="not a float32"):
