@@ -123,6 +123,14 @@ def _backward(inputs, p):
     return {"dq": dq, "dk": dk, "dv": dv}
 
 
+def _flash_v2_backward(inputs, p):
+    opts = _options(inputs, p)
+    dq, dk, dv, st = A.flash_v2_backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"],
+                                         inputs["do"], inputs["lse"],
+                                         block=tuple(p["block"]), **opts)
+    return {"dq": dq, "dk": dk, "dv": dv, "stats": _stats(st)}
+
+
 OPERATIONS = [
     Operation("attention.attention", _attention,
               "out, lse = refimpl.attention.attention(q, k, v, return_lse=True, **options); "
@@ -139,6 +147,9 @@ OPERATIONS = [
               "out, lse, stats = refimpl.attention.split_kv(q, k, v, num_splits=, block=)"),
     Operation("attention.merge_attention_states", _merge,
               "out, lse = refimpl.attention.merge_attention_states(outs, lses)"),
+    Operation("attention.flash_v2_backward", _flash_v2_backward,
+              "dq, dk, dv, stats = refimpl.attention.flash_v2_backward(q, k, v, o, do, lse, "
+              "block=)"),
     Operation("attention.backward", _backward,
               "dq, dk, dv = refimpl.attention.attention_backward(q, k, v, o, do, lse)"),
 ]
@@ -268,9 +279,13 @@ def cases() -> list[CaseSpec]:
         x.update(o=o, lse=lse, do=rng.integers(-64, 65, o.shape).astype(np.float32) / 64)
         return x
 
+    grads = {"dq": GRAD_TOL, "dk": GRAD_TOL, "dv": GRAD_TOL}
     add("attention.backward.causal", "attention.backward", {"causal": True},
-        backward_inputs, 1, tol={"dq": GRAD_TOL, "dk": GRAD_TOL, "dv": GRAD_TOL}, ref=(),
-        desc="reference gradients, causal, MQA")
+        backward_inputs, 1, tol=grads, ref=(), desc="reference gradients, causal, MQA")
+    add("attention.flash_v2_backward.causal.4x8", "attention.flash_v2_backward",
+        {"causal": True, "block": [4, 8]}, backward_inputs, 1, tol=grads, ref=(),
+        desc="FlashAttention-2 backward schedule (K/V outer, dQ accumulated in query-tile "
+             "order), causal, MQA")
     return out
 
 

@@ -90,7 +90,36 @@ def _pipeline(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[st
     return out
 
 
+def _fusion(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    from hardware import fusion
+
+    sc = fusion.sin2_plus_cos2()
+    sig = fusion.stacked_sigmoids(p["depth"])
+    stored = fusion.training_traffic(sig)                  # every intermediate saved
+    recomputed = fusion.training_traffic(sig, saved=())
+    return {"sin2_plus_cos2": np.array([fusion.traffic(sc).accesses,
+                                        fusion.traffic(sc, fused=True).accesses], np.int64),
+            "sigmoids": np.array([stored.forward.accesses, stored.backward.accesses,
+                                  recomputed.forward.accesses, recomputed.backward.accesses],
+                                 np.int64)}
+
+
+def _tile_loads(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    rows = [memory.tile_load_segments(*(int(v) for v in row[:3]), elem_bytes=int(row[3]),
+                                      base_address=int(row[4]))
+            for row in inputs["tiles"]]
+    return {"segments": np.array([r.segments for r in rows], np.int64),
+            "distinct_segments": np.array([r.distinct_segments for r in rows], np.int64),
+            "min_segments": np.array([r.min_segments for r in rows], np.int64)}
+
+
 OPERATIONS = [
+    Operation("hardware.fusion.traffic", _fusion,
+              "global tensor accesses of seed 002's sin^2+cos^2 (unfused, fused) and "
+              "stacked sigmoids (forward, backward; stored vs recomputed)"),
+    Operation("hardware.memory.tile_load_segments", _tile_loads,
+              "per row (tile_rows, tile_cols, leading_dim, elem_bytes, base_address): "
+              "hardware.memory.tile_load_segments"),
     Operation("hardware.memory.coalesce", _coalesce,
               "per row: hardware.memory.coalesce(addresses[i], access_bytes, active[i])"),
     Operation("hardware.memory.bank_conflicts", _banks,
@@ -177,6 +206,23 @@ def cases() -> list[CaseSpec]:
             level=1, variant={"choice": "pipeline_model", "option": "hardware.pipeline"},
             description="FlashAttention-3 main loop: serial, warp-specialised, ping-pong, "
                         "full FA3 schedule on H100 figures"))
+    out.append(CaseSpec("hardware.fusion.seed_examples", "hardware.fusion.traffic",
+                        {"depth": 3}, lambda r: {}, level=1,
+                        description="seed 002 6.6.3/6.6.4: fusion and recomputation traffic"))
+
+    def tiles(rng: CaseRandom) -> dict[str, np.ndarray]:
+        fixed = [(32, 32, 32, 4, 0), (32, 32, 33, 4, 0), (32, 32, 40, 4, 0),
+                 (16, 16, 17, 2, 0), (8, 64, 64, 4, 4)]
+        rand = [(int(rng.integers(1, 33)), int(rng.integers(1, 65)), 0,
+                 int(rng.choice([1, 2, 4, 8], 1)[0]), int(rng.integers(0, 64)))
+                for _ in range(8)]
+        rand = [(r, c, c + int(rng.integers(0, 9)), e, b) for r, c, _, e, b in rand]
+        return {"tiles": np.array(fixed + rand, np.int64)}
+
+    out.append(CaseSpec("hardware.memory.tile_loads", "hardware.memory.tile_load_segments",
+                        {}, tiles, level=1,
+                        description="segments to load a tile of a row-major matrix: one "
+                                    "extra element per row misaligns rows; padding fixes it"))
     names = ("half_tflops", "bandwidth_tbs", "half_ridge", "low_ridge", "decode_s",
              "prefill_s", "kv_tokens", "batch_ridge", "batch_needed")
     out.append(CaseSpec("hardware.roofline.tables", "hardware.roofline.tables",

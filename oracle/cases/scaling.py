@@ -26,7 +26,7 @@ import numpy as np
 
 from oracle.cases import Area, CaseSpec, Operation
 from oracle.random_stream import CaseRandom
-from oracle.tolerance import ExactNaNClass
+from oracle.tolerance import AllClose, ExactNaNClass
 from refimpl import formats as F
 from refimpl import scaling as Q
 
@@ -62,7 +62,25 @@ def _block_fp8(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[s
     return {"codes": q.codes, "scales": q.scales, "dequantized": q.dequantize()}
 
 
+def _tensor(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    mag = np.abs(inputs["x"])
+    amax = np.float32(mag[~np.isnan(mag)].max()) if mag.size else np.float32(0)
+    scale = Q.tensor_scale(amax, p["fmt"], p["margin"], power_of_two=p["power_of_two"])
+    t = Q.tensor_quantize(inputs["x"], scale, p["fmt"])
+    return {"scale": np.asarray(t.scale, np.float32).reshape(()), "codes": t.codes,
+            "dequantized": t.dequantize()}
+
+
+def _hadamard(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {"y": Q.hadamard_transform(inputs["x"], size=p["size"], inverse=p["inverse"])}
+
+
 OPERATIONS = [
+    Operation("scaling.tensor_quantize", _tensor,
+              "scale = refimpl.scaling.tensor_scale(amax(x), fmt, margin, power_of_two=); "
+              "t = tensor_quantize(x, scale, fmt); codes, dequantized"),
+    Operation("scaling.hadamard_transform", _hadamard,
+              "y = refimpl.scaling.hadamard_transform(x, size=, inverse=) (TE's signs)"),
     Operation("scaling.mx_quantize", _mx,
               "q = refimpl.scaling.mx_quantize(x, elem, block_size=, axis=, scale_rule=, "
               "inf_block=); codes, scales, dequantized = q.codes, q.scales, q.dequantize()"),
@@ -214,6 +232,23 @@ def cases() -> list[CaseSpec]:
             {"block": list(block), "fmt": "e4m3", "power_of_two": p2},
             _fp8_input(rows, cols), tolerance=VALUES_TOL, formats={"codes": "e4m3"},
             level=level, description=f"DeepSeek-V3 block FP8, {block} tiles, ragged edges"))
+    for fmt_, margin, p2 in (("e4m3", 0, False), ("e5m2", 1, False), ("e4m3", 0, True)):
+        tag = f"{fmt_}.margin{margin}" + (".pow2" if p2 else "")
+        out.append(CaseSpec(
+            f"scaling.tensor.{tag}", "scaling.tensor_quantize",
+            {"fmt": fmt_, "margin": margin, "power_of_two": p2}, _fp8_input(8, 64),
+            tolerance=VALUES_TOL, formats={"codes": fmt_}, level=1,
+            description="per-tensor FP8 current scaling (TransformerEngine): "
+                        "scale = max / amax / 2^margin, saturating encode"))
+    had_tol = {"y": AllClose(0.0, 4e-6, "exact 16-point transform, rounded once to "
+                                      "float32 (inputs |x| < 4)")}
+    for inverse in (False, True):
+        out.append(CaseSpec(
+            f"scaling.hadamard16" + (".inverse" if inverse else ""),
+            "scaling.hadamard_transform", {"size": 16, "inverse": inverse},
+            lambda r: {"x": r.normal((8, 64))}, tolerance=had_tol, level=1,
+            description="NVFP4 random Hadamard transform: 16-point Sylvester Hadamard "
+                        "with TransformerEngine's sign diagonal, / 4"))
     return out
 
 

@@ -121,9 +121,36 @@ def cases() -> list[CaseSpec]:
                      [{"in": "x"}, {"out": "codes", "dtype": "uint16", "count": 100},
                       {"int": 100}],
                      floats("x", 100, scale=1e3), 1, "cvt.rn.bf16.f32"))
+    out.append(_case("divergent_loop", "divergence", (1,), (64,),
+                     [{"in": "x"}, {"out": "y", "dtype": "int32", "count": 64}, {"int": 64}],
+                     lambda r: {"x": r.integers(0, 20, 64).astype(np.int32)}, 1,
+                     "data-dependent trip counts per lane"))
+    out.append(_case("warp_vote", "reduction", (1,), (64,),
+                     [{"in": "x"}, {"out": "ballots", "dtype": "uint32", "count": 2},
+                      {"out": "counts", "dtype": "int32", "count": 2}],
+                     lambda r: {"x": (r.integers(0, 3, 64) - 1).astype(np.int32)}, 1,
+                     "vote.ballot and popc per warp"))
+    out.append(_case("atomics", "histogram", (2,), (64,),
+                     [{"in": "x"}, {"inout": "init", "out": "result"}, {"int": 100}],
+                     lambda r: {"x": r.integers(-1000, 1000, 100).astype(np.int32),
+                                "init": np.concatenate([
+                                    np.array([np.iinfo(np.int32).min, np.iinfo(np.int32).max,
+                                              -1, 0, 0, 0, 0, 0], np.int32),
+                                    np.zeros(100, np.int32)])}, 1,
+                     "atomic max/min/CAS/xor/add on global memory"))
+    out.append(_case("float_to_int", "convert", (1,), (32,),
+                     [{"in": "x"}, {"out": "y", "dtype": "int32", "count": 64}, {"int": 16}],
+                     lambda r: {"x": np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.7, 2.7, 3e9,
+                                               -3e9, np.nan, np.inf, -np.inf, 1e-40,
+                                               2147483520.0, 7.0, -7.0], np.float32)}, 1,
+                     "cvt.rni/rzi/rmi/rpi.s32.f32 with saturation and NaN -> 0"))
+    out.append(_case("transpose_unpadded", "matmul", (1, 1), (32, 32),
+                     [{"in": "x"}, {"out": "y", "dtype": "float32", "count": 1024}, {"int": 32}],
+                     floats("x", 32, 32), 1, "transpose through an unpadded shared tile: "
+                     "32-way bank conflicts"))
     out.append(_case("transpose_padded", "matmul", (1, 1), (32, 32),
                      [{"in": "x"}, {"out": "y", "dtype": "float32", "count": 1024}, {"int": 32}],
-                     floats("x", 32, 32), 2, "transpose through a padded [32][33] shared tile"))
+                     floats("x", 32, 32), 1, "transpose through a padded [32][33] shared tile"))
     return out
 
 

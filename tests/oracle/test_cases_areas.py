@@ -131,3 +131,43 @@ def test_pipeline_case_orders_schedules_as_the_paper() -> None:
     serial, ws, pingpong, fa3 = out["total_time"]
     assert fa3 < min(ws, pingpong) and max(ws, pingpong) < serial
     assert np.argmax(out["tensor_utilization"]) == 3
+
+
+def test_fusion_case_reproduces_the_seed() -> None:
+    _, _, out = _built("hardware.fusion.seed_examples")
+    # sin, cos, square, square, add as 5 kernels: 6 reads + 5 writes; fused: x in, y out
+    assert out["sin2_plus_cos2"].tolist() == [11, 2]
+    stored_f, stored_b, recomp_f, recomp_b = out["sigmoids"].tolist()
+    assert stored_f + stored_b == 8 and recomp_f + recomp_b == 5
+
+
+def test_tile_load_case_aligned_vs_misaligned_rows() -> None:
+    _, _, out = _built("hardware.memory.tile_loads")
+    aligned, odd, padded = out["segments"][:3]
+    assert aligned == 32 * 4                  # 128-byte rows: 4 sectors each
+    assert odd > aligned                      # ld 33: rows start off the 32-byte grid
+    assert padded == aligned                  # ld 40 (160-byte rows): aligned again
+    assert out["min_segments"][0] == 128
+
+
+def test_hadamard_case_against_a_sylvester_matrix() -> None:
+    from refimpl.scaling import TE_WGRAD_SIGNS
+
+    h = np.array([[1.0]])
+    while h.shape[0] < 16:
+        h = np.block([[h, h], [h, -h]])
+    d = np.asarray(TE_WGRAD_SIGNS, dtype=np.float64)
+    spec, x, out = _built("scaling.hadamard16")
+    groups = x["x"].astype(np.float64).reshape(8, 4, 16)
+    want = ((groups * d) @ h / 4).reshape(8, 64)
+    assert spec.tolerance["y"].compare(out["y"], want.astype(np.float32)).ok
+    assert np.abs(out["y"] - want).max() < 1e-6
+
+
+def test_float_to_int_case_cvt_rules() -> None:
+    _, x, out = _built("simt.convert.float_to_int")
+    y = out["y"].reshape(16, 4)                       # rn, rz, rd, ru per input
+    assert y[2].tolist() == [2, 2, 2, 3]              # 2.5: ties to even
+    assert y[5].tolist() == [-3, -2, -3, -2]          # -2.7
+    assert y[7].tolist() == [2 ** 31 - 1] * 4         # 3e9 saturates
+    assert y[9].tolist() == [0, 0, 0, 0]              # NaN -> 0
