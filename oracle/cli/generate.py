@@ -14,8 +14,11 @@ from oracle.generation import DEFAULT_SEED, generate, merge, parse_shard
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, metavar="DIR",
+    parser.add_argument("--out", metavar="DIR",
                         help="directory to write (created; a previous suite there is replaced)")
+    parser.add_argument("--list", action="store_true",
+                        help="print the selected case ids (with operation and variant) "
+                             "instead of writing anything")
     parser.add_argument("--suite", default="default", choices=list(SUITES),
                         help="which cases: smoke (seconds), default (committable), full "
                              "(larger, exhaustive 16-bit tables); default: %(default)s")
@@ -36,7 +39,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+def _list(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from oracle.cases import registry
+    from oracle.generation import select, shard_slice
+
+    cases = select(registry(), args.suite, args.only)
+    cases = cases[shard_slice(len(cases), parse_shard(args.shard))]
+    rows = [(c.id, c.operation, f"{c.variant['choice']}={c.variant['option']}"
+             if c.variant else "") for c in cases]
+    print(tabulate(rows, headers=["case", "operation", "variant"]))
+    print(f"{len(rows)} cases in the {args.suite} suite")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list(args)
+    if not args.out:
+        raise ValueError("--out DIR is required (or --list)")
     if args.merge:
         m = merge(args.merge, args.out)
         print(f"merged {len(args.merge)} shards: {len(m['cases'])} cases in {args.out}")

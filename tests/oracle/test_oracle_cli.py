@@ -199,3 +199,10 @@ def test_text_form(tmp_path: Path) -> None:
     # reference doc sharp cases: 0.25 -> 0x0, 0.75 -> 0x2, 5.0 -> 0x6, 7.0 -> 0x7
     assert pairs["3E800000"] == "00" and pairs["3F400000"] == "02"
     assert pairs["40A00000"] == "06" and pairs["40E00000"] == "07"
+
+
+def test_list_cases(capsys) -> None:
+    assert main(["generate", "--list", "--only", "formats.encode.e2m1.*"]) == 0
+    out = capsys.readouterr().out
+    assert "formats.encode.e2m1.f32.nearest_even" in out and "nan_to_e2m1=0x8" in out
+    assert main(["generate", "--suite", "smoke"]) == 2          # neither --out nor --list
