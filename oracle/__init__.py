@@ -4,16 +4,20 @@ with typed tolerances, hypothesis strategies, conformance checks and the CLI.
 Tour::
 
     import oracle
+    oracle.generate("golden")                      # = python -m oracle generate --out golden
+    assert oracle.verify("golden").ok              # schema, hashes, recomputation
     suite = oracle.load("golden")                  # sha256-checked, no pickles
     for case in suite:
         got = my_impl(case.operation, case.params, **case.inputs)
         case.assert_matches(got)                   # typed tolerance per output
     oracle.assert_matches(actual, expected, oracle.ulp(1, "bf16"))
+    report = oracle.check("golden", "my_results")  # = python -m oracle check
 
 ``oracle.strategies`` (hypothesis strategies) and ``oracle.conformance`` (ready property
 tests) import hypothesis, a test-time dependency, so they are imported on their own.
 """
 from oracle._version import __version__
+from oracle.generation import generate
 from oracle.suite import Case, Suite, SuiteError, load
 from oracle.tolerance import (
     AllClose,
@@ -31,9 +35,10 @@ from oracle.tolerance import (
     relative_to_naive,
     ulp,
 )
+from oracle.verification import check, verify
 
 __all__ = [
-    "__version__", "load", "Suite", "Case", "SuiteError", "assert_matches", "Tolerance",
+    "__version__", "generate", "verify", "check", "load", "Suite", "Case", "SuiteError", "assert_matches", "Tolerance",
     "Exact", "ExactNaNClass", "Ulp", "Interval", "AllClose", "RelativeToNaive", "exact",
     "exact_nan_class", "ulp", "interval", "allclose", "relative_to_naive",
 ]

@@ -74,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     fn = resolve_callable(args.impl)
     positional, kwargs = _kwargs(args)
     try:
+        import hypothesis  # noqa: F401  (the checks are property tests)
+    except ImportError:
+        raise ValueError("conform needs hypothesis: python -m pip install hypothesis") from None
+    try:
         CHECKS[args.target](fn, *positional, **kwargs)
     except ConformanceError as exc:
         print(f"FAILED: {args.impl}\n{exc}")
