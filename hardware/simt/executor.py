@@ -137,6 +137,7 @@ class Wave:
         self.cur_pc = 0
         self._memo: dict[int, tuple] = {}
         self._views: dict[tuple, np.ndarray] = {}
+        self.module_addrs: dict[str, int] = {}
         self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
 
     def reset(self, memory: GlobalMemory, params: bytes, stats: LaunchStats) -> None:
@@ -192,11 +193,17 @@ class Wave:
             return "local", k.local_offsets[name]
         if name in k.param_index:
             return "param", k.param_index[name].offset
+        if name in k.module_globals:
+            return k.module_globals[name].space, -1  # placed at launch: module_symbol()
         from .errors import UnsupportedPtxError
         raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: unknown symbol {name}")
 
+    def module_symbol(self, name: str) -> int:
+        """Address of a module .global/.const variable in this launch's memory."""
+        return self.module_addrs[name]
+
     def window(self, space: str) -> int:
-        return {"global": 0, "shared": SHARED_WINDOW, "local": LOCAL_WINDOW}[space]
+        return {"global": 0, "const": 0, "shared": SHARED_WINDOW, "local": LOCAL_WINDOW}[space]
 
     def label(self, name: str, inst: Instruction) -> int:
         labels = self.kernel.source.labels
@@ -285,12 +292,12 @@ class Wave:
             mis = (addr % width) != 0
             p = int(np.argmax(mis))
             self._mem_fault(ix, p, int(addr[p]), inst, f"misaligned {width}-byte access")
-        if space == "global":
+        if space in ("global", "const"):
             bad = self.memory.check(addr, width)
             if bad is not None:
                 p = int(bad[0])
                 a = int(addr[p])
-                self._mem_fault(ix, p, a, inst, "out-of-bounds global access "
+                self._mem_fault(ix, p, a, inst, f"out-of-bounds {space} access "
                                 f"({self.memory.describe(a)})")
             return self.memory.buffer, addr - GLOBAL_BASE
         if space == "shared":
@@ -322,7 +329,8 @@ class Wave:
             return self.counters.global_access(kind, self._rows(ix, ex, addr), ex.mask, width)
         if space == "shared":
             return self.counters.shared_access(kind, self._rows(ix, ex, addr), ex.mask, width)
-        d = (("local_requests", int(ex.mask.any(axis=1).sum())),)
+        field = "constant_requests" if space == "const" else "local_requests"
+        d = ((field, int(ex.mask.any(axis=1).sum())),)
         self.counters.apply(d)
         return d
 
@@ -343,7 +351,7 @@ class Wave:
                     bool((addr == m_addr).all()):
                 if self.counters is not None:
                     self.counters.apply(m_deltas)
-                buf = self.memory.buffer if space == "global" else (
+                buf = self.memory.buffer if space in ("global", "const") else (
                     self.smem if space == "shared" else self.lmem)
                 return buf, m_off
         buf, off = self._locate(space, ix, ex, addr, width, inst)

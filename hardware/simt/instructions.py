@@ -135,6 +135,10 @@ def getter(op: Any, t: PtxType, ctx: Any, inst: Instruction) -> Callable:
         return lambda ix: s
     if isinstance(op, Sym):
         space, addr = ctx.symbol(op.name, inst)
+        if space in ("global", "const"):
+            # a module variable: its address is known only at launch
+            name = op.name
+            return lambda ix: _scalar(ctx.module_symbol(name), t)
         s = _scalar(addr, t)
         return lambda ix: s
     raise _unsupported(inst, f"operand {op!r} cannot be read as .{t.name}")
@@ -837,7 +841,7 @@ def c_cvta(inst: Instruction, ctx: Any) -> Op:
     to = "to" in inst.parts
     space = next((p for p in inst.parts if p in ("global", "shared", "local", "const",
                                                  "param")), None)
-    if space not in ("global", "shared", "local"):
+    if space not in ("global", "shared", "local", "const"):
         raise _unsupported(inst, f"cvta for .{space} is not supported")
     base = ctx.window(space)
     u = _u(t)
@@ -1164,6 +1168,9 @@ def _address(op: Any, ctx: Any, inst: Instruction, space: str) -> Callable:
         sp, a = ctx.symbol(op.base.name, inst)
         if sp != space and not (space == "generic"):
             raise _unsupported(inst, f"symbol {op.base.name} is in .{sp}, not .{space}")
+        if sp in ("global", "const"):
+            name = op.base.name
+            return lambda ix: np.int64(ctx.module_symbol(name)) + off
         if space == "generic":
             a = a + ctx.window(sp)
         v = np.int64(a) + off
@@ -1224,7 +1231,7 @@ def c_st(inst: Instruction, ctx: Any) -> Op:
     _nops(inst, 2)
     space = _space(inst)
     if space in ("param", "const"):
-        raise _unsupported(inst, f"st to .{space}")
+        raise _unsupported(inst, f"st to .{space} (read-only)")
     n = _vec_width(inst)
     src = inst.operands[1]
     items = list(src.items) if isinstance(src, Vec) else [src]
@@ -1467,6 +1474,121 @@ def c_redux(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
+def c_copysign(inst: Instruction, ctx: Any) -> Op:
+    """copysign.{f32,f64} d, a, b (9.7.3.x): the magnitude of b with the sign of a."""
+    t = _one_type(inst)
+    if t.bits not in (32, 64):
+        raise _unsupported(inst, f"copysign.{t.name}")
+    u = _u(t)
+    sign = u.type(1 << (t.bits - 1))
+    return _alu(inst, ctx, t, lambda a, b: ((_ubits(a, t) & sign) | (_ubits(b, t) & ~sign))
+                .view(t.dtype), 2)
+
+
+def c_testp(inst: Instruction, ctx: Any) -> Op:
+    """testp.op.{f32,f64} p, a (9.7.3.x): finite, infinite, number, notanumber, normal,
+    subnormal."""
+    t = _one_type(inst)
+    op = inst.parts[1]
+    tiny = np.finfo(t.dtype).tiny
+    f = {"finite": np.isfinite, "infinite": np.isinf, "number": lambda a: ~np.isnan(a),
+         "notanumber": np.isnan,
+         "normal": lambda a: np.isfinite(a) & (np.abs(a) >= tiny),
+         "subnormal": lambda a: (np.abs(a) < tiny) & (a != 0)}.get(op)
+    if f is None:
+        raise _unsupported(inst, f"testp.{op}")
+    return _alu(inst, ctx, t, f, 1, dst_type=TYPES["pred"])
+
+
+def c_shf(inst: Instruction, ctx: Any) -> Op:
+    """shf.{l,r}.{wrap,clamp}.b32 d, a, b, c (9.7.8.x): funnel shift of the 64-bit
+    {b:a} (b high) by c (wrap: c & 31, clamp: min(c, 32)); shf.l keeps the high word,
+    shf.r the low word."""
+    _nops(inst, 4)
+    left = "l" in inst.parts
+    clamp = "clamp" in inst.parts
+    t = TYPES["u32"]
+    ga, gb, gc = (getter(o, t, ctx, inst) for o in inst.operands[1:])
+    put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
+
+    def fn(ix: Any, ex: Any) -> None:
+        a = np.atleast_1d(np.asarray(ga(ix), np.uint32)).astype(np.uint64)
+        b = np.atleast_1d(np.asarray(gb(ix), np.uint32)).astype(np.uint64)
+        c = np.atleast_1d(np.asarray(gc(ix), np.uint32)).astype(np.uint64)
+        n = np.minimum(c, np.uint64(32)) if clamp else c & np.uint64(31)
+        v = (b << np.uint64(32)) | a
+        if left:
+            r = np.where(n == 32, a, ((v << n) >> np.uint64(32)) & np.uint64(0xFFFFFFFF))
+        else:
+            r = np.where(n == 32, b, (v >> n) & np.uint64(0xFFFFFFFF))
+        put(ix, r.astype(np.uint32))
+    return Op(inst, "alu", fn)
+
+
+def c_bfind(inst: Instruction, ctx: Any) -> Op:
+    """bfind{.shiftamt}.{u,s}{32,64} d, a (9.7.1.x): bit position of the most significant
+    non-sign bit, 0xFFFFFFFF if there is none; .shiftamt gives width-1-position."""
+    t = _one_type(inst)
+    shiftamt = "shiftamt" in inst.parts
+
+    def fn(a: Any) -> Any:
+        x = _ubits(a, t).astype(np.uint64)
+        if t.signed:  # negative: look for the most significant 0
+            neg = (x >> np.uint64(t.bits - 1)) == 1
+            x = np.where(neg, ~x & np.uint64((1 << t.bits) - 1), x)
+        pos = np.full(x.shape, -1, np.int64)
+        for k in range(t.bits):
+            pos = np.where((x >> np.uint64(k)) & np.uint64(1) == 1, k, pos)
+        if shiftamt:
+            pos = np.where(pos >= 0, t.bits - 1 - pos, pos)
+        return (pos & 0xFFFFFFFF).astype(np.uint32)
+    return _alu(inst, ctx, t, fn, 1, dst_type=TYPES["u32"])
+
+
+def c_sad(inst: Instruction, ctx: Any) -> Op:
+    """sad.type d, a, b, c (9.7.1.x): c + |a - b|."""
+    t = _one_type(inst)
+    u = TYPES[f"u{t.bits}"]
+
+    def fn(a: Any, b: Any, c: Any) -> Any:
+        a = np.atleast_1d(np.asarray(a, t.dtype))
+        b = np.atleast_1d(np.asarray(b, t.dtype))
+        diff = np.where(a >= b, np.subtract(_ubits(a, t), _ubits(b, t), dtype=u.dtype),
+                        np.subtract(_ubits(b, t), _ubits(a, t), dtype=u.dtype))
+        return np.add(diff, _ubits(c, t), dtype=u.dtype)
+    return _alu(inst, ctx, t, fn, 3, dst_type=u)
+
+
+def c_match(inst: Instruction, ctx: Any) -> Op:
+    """match.{any,all}.sync.{b32,b64} d[|p], a, membermask (9.7.13.x): lanes of the
+    executing set holding the same value."""
+    t = _one_type(inst)
+    mode = "any" if "any" in inst.parts else "all"
+    if len(inst.operands) != 3:
+        raise _unsupported(inst, "malformed match.sync")
+    d = inst.operands[0]
+    if isinstance(d, Pair):
+        put, putp = setter(d.first, TYPES["b32"], ctx, inst), setter(d.second, TYPES["pred"], ctx, inst)
+    else:
+        put, putp = setter(d, TYPES["b32"], ctx, inst), None
+    ga = getter(inst.operands[1], t, ctx, inst)
+    weights = (np.uint64(1) << _AR32.astype(np.uint64))
+
+    def fn(ix: Any, ex: Any) -> None:
+        v = _rowvals(ga, ix, ex, t.dtype)
+        same = (v[:, :, None] == v[:, None, :]) & ex.mask[:, None, :]   # (G, lane, other)
+        masks = (same.astype(np.uint64) * weights).sum(axis=2).astype(np.uint32)
+        active = (ex.mask.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
+        if mode == "any":
+            put(ix, masks[ex.mask])
+            return
+        allsame = masks == active[:, None]
+        put(ix, np.where(allsame, active[:, None], np.uint32(0))[ex.mask])
+        if putp is not None:
+            putp(ix, allsame[ex.mask])
+    return Op(inst, "alu", fn)
+
+
 _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "add": c_add_sub, "sub": c_add_sub, "mul": c_mul, "mad": c_mad, "fma": c_fma,
     "div": c_div, "rem": c_rem, "abs": c_abs_neg, "neg": c_abs_neg,
@@ -1482,6 +1604,8 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "bar": c_bar, "barrier": c_bar, "membar": c_noop, "fence": c_noop,
     "bra": c_bra, "ret": c_exit, "exit": c_exit,
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
+    "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
+    "match": c_match,
 }
 
 #: the opcodes this interpreter implements (see each compiler's docstring for forms)

@@ -43,6 +43,7 @@ class GlobalMemory:
         self._starts: list[int] = []   # sorted allocation starts (absolute addresses)
         self._ends: list[int] = []
         self._top = 0                  # next free offset in _buf
+        self._modules: dict[int, tuple[object, dict[str, int]]] = {}
 
     # ------------------------------------------------------------------ allocation
     def alloc(self, nbytes: int) -> int:
@@ -80,6 +81,21 @@ class GlobalMemory:
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         count = int(np.prod(shape, dtype=np.int64))
         return self.read(address, dtype, count).reshape(shape)
+
+    def module_variables(self, module: object, variables: dict) -> dict[str, int]:
+        """Addresses of a module's ``.global``/``.const`` variables in this memory,
+        allocated and initialised on first use (they then persist across launches, as
+        module variables do in a CUDA context)."""
+        entry = self._modules.get(id(module))
+        if entry is None or entry[0] is not module:
+            addrs = {}
+            for name, v in variables.items():
+                addrs[name] = self.alloc(max(1, v.nbytes))
+                if v.nbytes:
+                    self.write(addrs[name], np.frombuffer(v.init or bytes(v.nbytes), np.uint8))
+            entry = (module, addrs)
+            self._modules[id(module)] = entry
+        return entry[1]
 
     # ------------------------------------------------------------------- host access
     def _check_host(self, address: int, nbytes: int, what: str) -> int:

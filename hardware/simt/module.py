@@ -24,8 +24,9 @@ _SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "s
 class Kernel:
     """One ``.entry`` of a module, validated and ready to launch."""
 
-    def __init__(self, source: KernelSource, module_vars: list) -> None:
+    def __init__(self, source: KernelSource, module_vars: list, module_key: object = None) -> None:
         self.source = source
+        self.module_key = module_key if module_key is not None else self
         self.name = source.name
         self.params: list[Param] = source.params
         self.param_index = {p.name: p for p in source.params}
@@ -36,7 +37,9 @@ class Kernel:
         self.shared_offsets: dict[str, int] = {}
         off = 0
         externs = []
-        for v in list(module_vars) + [v for v in source.variables if v.space == "shared"]:
+        #: module-level .global/.const variables, placed in each GlobalMemory at launch
+        self.module_globals = {v.name: v for v in module_vars if v.space in ("global", "const")}
+        for v in [v for v in list(module_vars) + source.variables if v.space == "shared"]:
             if v.extern:
                 externs.append(v)
                 continue
@@ -83,6 +86,7 @@ class Kernel:
             self._waves[key] = w
         else:
             w.reset(memory, params, stats)
+        w.module_addrs = memory.module_variables(self.module_key, self.module_globals)
         return w
 
     def __repr__(self) -> str:
@@ -151,7 +155,17 @@ class Module:
         self.version = source.version
         self.target = source.target
         self.kernels: dict[str, Kernel] = {
-            name: Kernel(k, source.variables) for name, k in source.kernels.items()}
+            name: Kernel(k, source.variables, self) for name, k in source.kernels.items()}
+        self.variables = {v.name: v for v in source.variables if v.space in ("global", "const")}
+
+    def symbol_address(self, name: str, memory: GlobalMemory) -> int:
+        """Address of the module's ``.global``/``.const`` variable ``name`` in ``memory``
+        (``cudaGetSymbolAddress``): write it before a launch to set ``__constant__`` data.
+        The variables are allocated and initialised in a memory on first use."""
+        if name not in self.variables:
+            raise LaunchError(f"no .global/.const variable named {name!r}; this module has "
+                              f"{', '.join(self.variables) or 'none'}")
+        return memory.module_variables(self, self.variables)[name]
 
     def __getitem__(self, name: str) -> Kernel:
         return self.kernel(name)

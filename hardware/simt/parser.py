@@ -117,12 +117,15 @@ class Param:
 
 @dataclass(frozen=True)
 class Variable:
-    """A ``.shared`` or ``.local`` array: byte size (0 for ``.extern`` dynamic shared)."""
+    """A ``.shared``, ``.local``, ``.global`` or ``.const`` variable: byte size (0 for an
+    ``.extern`` dynamic shared array) and, for module-level ``.global``/``.const``
+    variables, the initial bytes (zeros when not initialised)."""
     name: str
     space: str
     align: int
     nbytes: int
     extern: bool = False
+    init: bytes | None = None
 
 
 @dataclass
@@ -191,7 +194,8 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
         if depth_paren == 0 and ch in ";{}":
             # a '{' that opens a vector operand follows an opcode/comma inside a statement
             stmt = "".join(buf).strip()
-            if ch == "{" and stmt and not stmt.startswith(".") and not stmt.endswith(")"):
+            if ch == "{" and stmt and ((not stmt.startswith(".") and not stmt.endswith(")"))
+                                       or stmt.endswith("=")):
                 buf.append(ch)
                 i += 1
                 continue
@@ -341,26 +345,55 @@ def _parse_reg_decl(stmt: str, line: int) -> list[tuple[str, PtxType]]:
 
 
 def _parse_variable(stmt: str, line: int) -> Variable:
+    """``[.extern] .shared|.local|.global|.const [.align N] .type name[[N]] [= init]``."""
     m = re.fullmatch(
-        rf"(\.extern\s+)?\.(shared|local)\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+({_IDENT})"
-        r"\s*(?:\[(\d*)\])?", stmt)
+        rf"((?:\.(?:visible|extern|weak)\s+)*)\.(shared|local|global|const)\s+"
+        rf"(?:\.align\s+(\d+)\s+)?\.(\w+)\s+({_IDENT})\s*(?:\[(\d*)\])?\s*(?:=\s*(.*))?",
+        stmt, re.S)
     if not m:
-        if "=" in stmt:
-            raise UnsupportedPtxError(f"line {line}: initialised variables are not "
-                                      f"supported: {stmt!r}")
         raise UnsupportedPtxError(f"line {line}: unsupported variable declaration {stmt!r}")
-    extern, space, align, tname, name, count = m.groups()
+    linkage, space, align, tname, name, count, init = m.groups()
+    extern = "extern" in (linkage or "")
     typ = ptx_type(tname)
     if typ is None or typ.kind == "pred":
         raise UnsupportedPtxError(f"line {line}: variable type .{tname} in {stmt!r}")
     if count == "":
-        if not extern:
-            raise PtxSyntaxError(f"line {line}: unsized array needs .extern: {stmt!r}")
+        if not (extern and space == "shared"):
+            raise UnsupportedPtxError(f"line {line}: unsized array {name} (only .extern "
+                                      ".shared arrays may be unsized)")
         n = 0
     else:
         n = int(count) if count is not None else 1
-    return Variable(name, space, int(align) if align else typ.bytes, n * typ.bytes,
-                    bool(extern))
+    if extern and space != "shared":
+        raise UnsupportedPtxError(f"line {line}: .extern .{space} variable {name} is "
+                                  "defined in another module")
+    nbytes = n * typ.bytes
+    data = None
+    if space in ("global", "const"):
+        data = _initial_bytes(init, typ, nbytes, line, stmt) if init else bytes(nbytes)
+    elif init:
+        raise UnsupportedPtxError(f"line {line}: .{space} variables cannot be initialised")
+    return Variable(name, space, int(align) if align else typ.bytes, nbytes, extern, data)
+
+
+def _initial_bytes(init: str, typ: PtxType, nbytes: int, line: int, stmt: str) -> bytes:
+    """The bytes of an initialiser ``{1, 2, ...}`` (nested braces flattened) or a scalar;
+    elements are integers or 0f/0d float literals, each stored as ``typ``."""
+    items = [x for x in re.split(r"[{},\s]+", init.strip()) if x]
+    out = bytearray()
+    for x in items:
+        op = parse_operand(x, line, stmt)
+        if isinstance(op, Imm):
+            v = op.value % (1 << typ.bits)
+        elif isinstance(op, FImm) and op.width == typ.bits:
+            v = op.bits
+        else:
+            raise UnsupportedPtxError(f"line {line}: initialiser element {x!r} of .{typ.name} "
+                                      f"is not supported in {stmt[:60]!r}")
+        out += v.to_bytes(typ.bytes, "little")
+    if len(out) > nbytes:
+        raise PtxSyntaxError(f"line {line}: initialiser longer than the variable: {stmt[:60]!r}")
+    return bytes(out) + bytes(nbytes - len(out))
 
 
 def _parse_params(text: str, line: int, kname: str) -> list[Param]:
@@ -463,13 +496,12 @@ def parse_ptx(text: str) -> ModuleSource:
                                           "supported")
         elif head in (".file", ".loc"):
             continue
-        elif re.match(r"(\.extern\s+)?\.shared\b", s):
+        elif re.match(r"(\.extern\s+|\.visible\s+)*\.shared\b", s):
             mod.variables.append(_parse_variable(s, line))
         elif re.match(r"\.extern\s+\.func|\.extern\s+\.entry|(\.weak\s+)?\.func", s):
             continue  # a declaration only; a call to it is refused
         elif re.match(r"(\.visible\s+|\.extern\s+|\.weak\s+)*\.(global|const)\b", s):
-            raise UnsupportedPtxError(f"line {line}: module-level .global/.const "
-                                      f"variables are not supported: {s[:80]!r}")
+            mod.variables.append(_parse_variable(s, line))
         else:
             raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r}")
     return mod

@@ -53,6 +53,8 @@ class LaunchStats:
     shared_load_bank_conflicts: int = 0
     shared_store_bank_conflicts: int = 0
     local_requests: int = 0
+    #: warp-level loads from the .const space (modelled as read-only global memory)
+    constant_requests: int = 0
     atomic_requests: int = 0
     #: undefined behaviour observed (e.g. a shuffle reading an inactive lane)
     warnings: list[str] = field(default_factory=list)

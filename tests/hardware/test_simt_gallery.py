@@ -521,3 +521,75 @@ def test_struct_parameter():
     from hardware.simt import LaunchError
     with pytest.raises(LaunchError, match="12-byte aggregate"):
         gallery.load("struct_param").launch("affine", 1, 64, [px, py, 3], mem)
+
+
+# --------------------------------------------------------------------- intrinsics
+
+M32 = 2**32
+
+
+def _int_intrinsics_ref(v: int, i: int) -> list[int]:
+    """CUDA Math API definitions of the intrinsics, in Python integers."""
+    s = v - M32 if v >> 31 else v
+
+    def byte_perm(x, y, c):
+        src = x | (y << 32)
+        return sum(((src >> (8 * ((c >> (4 * k)) & 7))) & 0xFF) << (8 * k) for k in range(4))
+    w = (v * 0x9E3779B97F4A7C15) % 2**64
+    q = abs(s) // (i + 1) * (1 if s >= 0 else -1)
+    s24 = ((s & 0xFFFFFF) ^ 0x800000) - 0x800000
+    return [bin(v).count("1"), 32 - v.bit_length(), int(f"{v:032b}"[::-1], 2),
+            byte_perm(v, (v * 3) % M32, 0x5140), (v * 12345) >> 32,
+            (((((v * 7) % M32) << 32) | v) << (i & 31) >> 32) & 0xFFFFFFFF,
+            (v & -v).bit_length(), q % M32, v % (i + 3), (s24 * 7) % M32, abs(s) % M32,
+            min(v, 77), max(s, -3) % M32, (abs(s - 5) + 1) % M32,
+            (v // 2 + (v & 1 and (v // 2) & 1)) % M32,   # rint(v / 2): ties to even
+            ((w >> 40) + (w // 1000003)) % M32]
+
+
+@settings(max_examples=10)
+@given(st.lists(st.integers(0, M32 - 1), min_size=1, max_size=100))
+def test_int_intrinsics(values):
+    u = np.array(values, np.uint32)
+    n = u.size
+    mem = GlobalMemory()
+    pu, pv = mem.to_device(u), mem.alloc(64 * n)
+    gallery.load("intrinsics").launch("int_intrinsics", 1, 128, [pu, pv, n], mem)
+    got = mem.from_device(pv, np.uint32, (n, 16))
+    ref = np.array([_int_intrinsics_ref(int(a), i) for i, a in enumerate(values)], np.uint64)
+    np.testing.assert_array_equal(got, ref.astype(np.uint32))
+
+
+def test_warp_intrinsics():
+    xi = np.random.default_rng(4).integers(0, 100, 64).astype(np.int32)
+    mem = GlobalMemory()
+    px, py = mem.to_device(xi), mem.alloc(4 * 64)
+    gallery.load("intrinsics").launch("warp_intrinsics", 1, 64, [px, py], mem)
+    ref = []
+    for t in range(64):
+        xs = xi[32 * (t // 32): 32 * (t // 32) + 32].astype(np.int64)
+        lane = t % 32
+        match = sum(1 << k for k in range(32) if (xs[k] & 3) == (xs[lane] & 3))
+        ref.append((int(xs.sum()) + 0xFFFFFFFF + match + int(xs[(lane & ~7) | 3])) % M32)
+    np.testing.assert_array_equal(mem.from_device(py, np.uint32, 64), ref)
+
+
+def test_module_variables_constant_and_device():
+    mod = gallery.load("module_vars")
+    mem = GlobalMemory()
+    x = np.linspace(-1, 1, 10).astype(np.float32)
+    px, py = mem.to_device(x), mem.alloc(40)
+    st_ = mod.launch("poly", 1, 32, [px, py, 10], mem)
+    c = np.float32([1.0, 0.5, 0.25, 0.125])
+    table = np.float32([3.0, -1.0, 2.5])
+    h = _fma32_fast(x, _fma32_fast(x, _fma32_fast(x, c[3], c[2]), c[1]), c[0])
+    ref = table[np.arange(10) % 3] + h
+    np.testing.assert_array_equal(mem.from_device(py, np.float32, 10), ref)
+    assert st_.constant_requests == 4      # four ld.const by one warp
+    counter = mod.symbol_address("counter", mem)
+    assert mem.read(counter, np.int32, 1)[0] == 10
+    # __constant__ data set by the host (cudaMemcpyToSymbol) is seen by the next launch
+    mem.write(mod.symbol_address("coeffs", mem), np.float32([0, 0, 0, 0]))
+    mod.launch("poly", 1, 32, [px, py, 10], mem)
+    np.testing.assert_array_equal(mem.from_device(py, np.float32, 10), table[np.arange(10) % 3])
+    assert mem.read(counter, np.int32, 1)[0] == 20

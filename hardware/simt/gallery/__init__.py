@@ -14,6 +14,8 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | convert | to_bf16, to_fp16, to_e4m3, to_e5m2, bf16_round_trip, float_to_int |
 | convert_sm80 | the same, compiled for sm_80 (software FP8 conversion) |
 | struct_param | affine (a by-value struct parameter) |
+| intrinsics | int_intrinsics (popc, clz, brev, prmt, mul.hi, shf, bfind, div/rem, mul24, sad, ...), warp_intrinsics (redux, match, activemask, shfl width) |
+| module_vars | poly (a __constant__ table, an initialised __device__ array, a __device__ counter) |
 | memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
 """
 from __future__ import annotations
@@ -24,7 +26,8 @@ from pathlib import Path
 __all__ = ["NAMES", "BUILD", "source", "cuda_source", "load", "directory"]
 
 NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histogram",
-         "convert", "memory_spaces", "convert_sm80", "struct_param")
+         "convert", "memory_spaces", "convert_sm80", "struct_param", "intrinsics",
+         "module_vars")
 
 #: PTX file -> (CUDA source, target architecture); sm_80 has no FP8 cvt instruction, so
 #: ``convert_sm80`` holds nvcc's software FP8 conversion (integer bit manipulation)
