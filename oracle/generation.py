@@ -223,16 +223,20 @@ def _prepare_out(out: Path) -> None:
     if not (out / fmt.MANIFEST).is_file():
         raise ValueError(f"--out {out}: directory is not empty and holds no suite; "
                          "refusing to write into it")
-    for child in children:
-        if child.name == fmt.MANIFEST:
-            child.unlink()
-        elif child.is_dir() and fmt.CASE_ID.match(child.name) and all(
-                f.is_file() and f.suffix in (".npy", ".txt") for f in child.iterdir()):
-            shutil.rmtree(child)
-    left = sorted(p.name for p in out.iterdir())
-    if left:
+    def ours(child: Path) -> bool:
+        return child.name == fmt.MANIFEST or (
+            child.is_dir() and bool(fmt.CASE_ID.match(child.name)) and all(
+                f.is_file() and f.suffix in (".npy", ".txt") for f in child.iterdir()))
+
+    foreign = sorted(c.name for c in children if not ours(c))
+    if foreign:   # checked before anything is removed: a refusal changes nothing
         raise ValueError(f"--out {out}: holds files that are not part of a suite "
-                         f"({', '.join(left[:5])}); refusing to overwrite")
+                         f"({', '.join(foreign[:5])}); refusing to overwrite")
+    for child in children:
+        if child.is_dir():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def _write(out: Path, files: dict[str, bytes]) -> None:

@@ -159,6 +159,14 @@ def test_refuses_to_overwrite_foreign_directory(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not empty"):
         _gen(tmp_path / "x")
     assert (tmp_path / "x" / "notes.txt").read_text() == "mine"
+    # a suite with a foreign file beside it: refused, and the suite is left intact
+    _gen(tmp_path / "y")
+    before = _tree(tmp_path / "y")
+    (tmp_path / "y" / "README").write_text("mine")
+    with pytest.raises(ValueError, match="README"):
+        _gen(tmp_path / "y")
+    after = _tree(tmp_path / "y")
+    assert after.pop("README") == b"mine" and after == before
 
 
 # --- corruption: every kind is reported with its file, never raised -----------------
