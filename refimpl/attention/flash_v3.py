@@ -173,6 +173,11 @@ def outlier_inputs(
     machine (for a given NumPy PCG64 stream, which NumPy keeps stable).
     """
     seed = _seed(seed)
+    shape = tuple(shape)
+    if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0 for n in shape):
+        raise ValueError(f"shape must hold non-negative integers, got {shape!r}")
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        raise ValueError(f"count must be a non-negative integer, got {count!r}")
     if not (0.0 <= outlier_prob <= 1.0):
         raise ValueError(f"outlier_prob must be in [0, 1], got {outlier_prob!r}")
     if not (math.isfinite(outlier_std) and outlier_std >= 0):
@@ -205,7 +210,9 @@ class _Operands:
     v_scale: np.ndarray
 
 
-def _quantize(x: np.ndarray, rows: int, per_tensor: bool, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+def _quantize(
+    x: np.ndarray, rows: int, per_tensor: bool, fmt: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Values (x's shape) and the per-row scale (x.shape[:-1]) of x quantised in tiles
     of ``rows`` x (last axis), or with one tile for the whole tensor."""
     b, h, s, d = x.shape

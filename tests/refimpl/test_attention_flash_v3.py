@@ -406,3 +406,7 @@ def test_incoherent_needs_a_power_of_two_head_dim():
         flash_v3(q, q, q, fp8=True, incoherent=True)
     with pytest.raises(ValueError, match="seq_len"):
         table3_experiment(0, 64)
+    with pytest.raises(ValueError, match="shape"):
+        outlier_inputs((4, -1))
+    with pytest.raises(ValueError, match="outlier_prob"):
+        outlier_inputs((4,), outlier_prob=2.0)
