@@ -15,11 +15,13 @@ import json
 import multiprocessing
 import shutil
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any, Iterator, Sequence
 
 import numpy as np
 
@@ -211,13 +213,31 @@ def _work(index: int) -> tuple[int, dict[str, Any], dict[str, bytes]]:
     return index, entry, files
 
 
-def _prepare_out(out: Path) -> None:
-    """Create ``out``, or clear a previous suite there; refuse a directory holding
-    anything that is not part of a suite."""
+@contextmanager
+def _staged(out: Path) -> Iterator[Path]:
+    """Write into a hidden sibling directory; on success replace ``out``'s previous suite
+    with it, on failure remove it, so ``out`` never holds half a suite."""
+    _prepare_out(out, clear=False)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        yield stage
+        _prepare_out(out, clear=True)
+        for child in sorted(stage.iterdir()):
+            child.rename(out / child.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _prepare_out(out: Path, clear: bool = True) -> None:
+    """Check that ``out`` is absent, empty or a previous suite (a directory holding
+    anything else is refused, and nothing is removed); with ``clear``, create it or
+    remove the previous suite."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    children = list(out.iterdir())
+    if clear:
+        out.mkdir(parents=True, exist_ok=True)
+    children = list(out.iterdir()) if out.is_dir() else []
     if not children:
         return
     if not (out / fmt.MANIFEST).is_file():
@@ -232,6 +252,8 @@ def _prepare_out(out: Path) -> None:
     if foreign:   # checked before anything is removed: a refusal changes nothing
         raise ValueError(f"--out {out}: holds files that are not part of a suite "
                          f"({', '.join(foreign[:5])}); refusing to overwrite")
+    if not clear:
+        return
     for child in children:
         if child.is_dir():
             shutil.rmtree(child)
@@ -287,8 +309,14 @@ def generate(out: str | Path, *, suite: str = "default", only: str | None = None
     if only and not cases:
         raise ValueError(f"--only {only!r} matches no case of the {suite} suite")
     cases = cases[shard_slice(len(cases), shard)]
-    out = Path(out)
-    _prepare_out(out)
+    with _staged(Path(out)) as stage:
+        return _generate_into(stage, reg, cases, suite, only, seed, jobs, shard, text,
+                              registry is None, progress)
+
+
+def _generate_into(out: Path, reg: Registry, cases: list[CaseSpec], suite: str,
+                   only: str | None, seed: int, jobs: int, shard: tuple[int, int] | None,
+                   text: bool, default: bool, progress: IO[str] | None) -> dict[str, Any]:
     manifest = header(reg, suite, seed, only, shard, text)
     entries: list[dict[str, Any] | None] = [None] * len(cases)
     t0 = last = time.monotonic()
@@ -311,7 +339,7 @@ def generate(out: str | Path, *, suite: str = "default", only: str | None = None
         else:
             # spawn for the default registry (no fork of a threaded BLAS process); a
             # custom registry can only reach the workers by fork
-            if registry is None:
+            if default:
                 ctx = multiprocessing.get_context("spawn")
             elif "fork" in multiprocessing.get_all_start_methods():
                 ctx = multiprocessing.get_context("fork")
@@ -358,15 +386,14 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         b = {k: v for k, v in first["generation"].items() if k != "shard"}
         if a != b:
             raise ValueError("shards were generated with different parameters")
-    out = Path(out)
-    _prepare_out(out)
     merged = {k: v for k, v in first.items() if k != "content_sha256"}
     merged["generation"] = dict(first["generation"], shard=None)
     merged["cases"] = []
-    for src, m in pairs:
-        for rel in fmt.listed_files(m):
-            (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src / rel, out / rel)
-        merged["cases"].extend(m["cases"])
-    (out / fmt.MANIFEST).write_bytes(fmt.finish_manifest(merged))
+    with _staged(Path(out)) as stage:
+        for src, m in pairs:
+            for rel in fmt.listed_files(m):
+                (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src / rel, stage / rel)
+            merged["cases"].extend(m["cases"])
+        (stage / fmt.MANIFEST).write_bytes(fmt.finish_manifest(merged))
     return merged

@@ -402,3 +402,19 @@ def test_rewritten_npy_with_matching_hash_is_refused(golden: Path) -> None:
     _rewrite_manifest(golden, edit, rehash=True)
     (msg,) = _problems(golden)
     assert "canonical" in msg
+
+
+def test_failed_generation_leaves_the_previous_suite(tmp_path: Path) -> None:
+    _gen(tmp_path / "g")
+    before = _tree(tmp_path / "g")
+
+    def broken(inputs, params):
+        raise RuntimeError("boom")
+
+    reg = Registry([Area("bad", {}, [Operation("bad.op", broken, "fails")],
+                         lambda: [CaseSpec("bad.case", "bad.op", {},
+                                           lambda r: {"x": r.normal(3)}, level=0)])])
+    with pytest.raises(RuntimeError, match="boom"):
+        generate(tmp_path / "g", registry=reg, progress=None)
+    assert _tree(tmp_path / "g") == before
+    assert [p.name for p in tmp_path.iterdir()] == ["g"]       # no staging left behind
