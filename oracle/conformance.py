@@ -3,6 +3,12 @@
 >>> from oracle.conformance import check_encoder
 >>> check_encoder(my_to_e4m3, "e4m3")          # raises ConformanceError on disagreement
 
+Checks (also ``python -m oracle conform TARGET``): ``check_encoder`` (formats.encode),
+``check_decoder`` (formats.decode), ``check_round_to`` (formats.round_to),
+``check_mx_quantize`` (scaling.mx_quantize), ``check_matmul`` (matmul.matmul: the
+acceptance interval of float32 accumulation) and ``check_attention``
+(attention.attention: FlashAttention's 2x-naive rule).
+
 Each check runs in two phases. First a deterministic sweep over the inputs that matter
 for the target format (:mod:`oracle.placement`: every value, every rounding tie and its
 neighbours, the overflow tie, zeros, infinities, NaNs; every code for a decoder), so a

@@ -18,6 +18,16 @@ the simplest one.
   fork, free).
 
 Requires hypothesis (a test-time dependency); importing this module imports it.
+
+Example::
+
+    from hypothesis import given
+    from oracle import strategies
+    from refimpl.formats import encode
+
+    @given(strategies.floats_near("e4m3", shape=64))
+    def test_my_encoder(x):
+        assert (my_to_e4m3(x) == encode(x, "e4m3")).all()
 """
 from __future__ import annotations
 
