@@ -768,6 +768,9 @@ def c_setp(inst: Instruction, ctx: Any) -> Op:
     gb = getter(ops[2], t, ctx, inst)
     gc = getter(ops[3], TYPES["pred"], ctx, inst) if boolop else None
     comb = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(boolop or "")
+    if "ftz" in inst.parts and t.kind == "f" and t.bits == 32:
+        fc = f
+        f = lambda a, b: fc(_ftz32(a), _ftz32(b))  # noqa: E731 - subnormal inputs as zero
 
     def fn(ix: Any, ex: Any) -> None:
         r = f(ga(ix), gb(ix))
@@ -885,6 +888,10 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
     dname, sname = names
     if dname in ("e4m3x2", "e5m2x2"):
         return _cvt_fp8x2(inst, ctx, dname, sname)
+    if dname in ("f16x2", "bf16x2"):
+        return _cvt_half2(inst, ctx, dname, sname)
+    if sname in ("f16x2", "bf16x2"):
+        raise _unsupported(inst, f"cvt from .{sname}")
     if sname in ("e4m3x2", "e5m2x2"):
         return _cvt_from_fp8x2(inst, ctx, dname, sname)
     d, s = TYPES[dname], TYPES[sname]
@@ -1020,6 +1027,30 @@ def _cvt_fp8x2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
         hi = _encode(a, fmt, "rn", True).astype(np.uint16)
         lo = _encode(b, fmt, "rn", True).astype(np.uint16)
         put(ix, (hi << np.uint16(8)) | lo)
+    return Op(inst, "alu", fn)
+
+
+def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
+    """cvt.rn{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b: a -> upper half, b -> lower."""
+    mode = _mode(inst, "")
+    if sname != "f32" or mode != "rn" or len(inst.operands) != 3:
+        raise _unsupported(inst, f"{dname} conversion needs .rn and two .f32 sources")
+    fmt = "fp16" if dname == "f16x2" else "bf16"
+    relu = "relu" in inst.parts
+    satf = "satfinite" in inst.parts
+    ga = getter(inst.operands[1], TYPES["f32"], ctx, inst)
+    gb = getter(inst.operands[2], TYPES["f32"], ctx, inst)
+    put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
+
+    def fn(ix: Any, ex: Any) -> None:
+        a = np.atleast_1d(np.asarray(ga(ix), np.float32))
+        b = np.atleast_1d(np.asarray(gb(ix), np.float32))
+        if relu:  # PTX: negative results clamp to +0; NaN stays NaN
+            a = np.where(a < 0, np.float32(0), a)
+            b = np.where(b < 0, np.float32(0), b)
+        hi = _encode(a, fmt, "rn", satf).astype(np.uint32)
+        lo = _encode(b, fmt, "rn", satf).astype(np.uint32)
+        put(ix, (hi << np.uint32(16)) | lo)
     return Op(inst, "alu", fn)
 
 
@@ -1589,6 +1620,31 @@ def c_match(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
+def c_isspacep(inst: Instruction, ctx: Any) -> Op:
+    """isspacep.{global,shared,local,const} p, a (9.7.9.x): whether a generic address
+    lies in the space's window (see :mod:`hardware.simt.memory`)."""
+    from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+    space = next((p for p in inst.parts[1:] if p.split("::")[0] in
+                  ("global", "shared", "local", "const")), None)
+    if space is None or len(inst.operands) != 2:
+        raise _unsupported(inst, "malformed isspacep")
+    space = space.split("::")[0]
+    ga = getter(inst.operands[1], TYPES["u64"], ctx, inst)
+    put = setter(inst.operands[0], TYPES["pred"], ctx, inst)
+    lo = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
+
+    def fn(ix: Any, ex: Any) -> None:
+        a = np.asarray(ga(ix), np.uint64)
+        in_sh = (a >= np.uint64(SHARED_WINDOW)) & (a < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
+        in_lo = (a >= np.uint64(LOCAL_WINDOW)) & (a < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
+        if space in ("global", "const"):
+            r = ~(in_sh | in_lo)
+        else:
+            r = (a >= np.uint64(lo)) & (a < np.uint64(lo + WINDOW_SIZE))
+        put(ix, r)
+    return Op(inst, "alu", fn)
+
+
 _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "add": c_add_sub, "sub": c_add_sub, "mul": c_mul, "mad": c_mad, "fma": c_fma,
     "div": c_div, "rem": c_rem, "abs": c_abs_neg, "neg": c_abs_neg,
@@ -1605,7 +1661,7 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "bra": c_bra, "ret": c_exit, "exit": c_exit,
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
-    "match": c_match,
+    "match": c_match, "isspacep": c_isspacep,
 }
 
 #: the opcodes this interpreter implements (see each compiler's docstring for forms)
@@ -1618,8 +1674,8 @@ def compile_instruction(inst: Instruction, ctx: Any) -> Op:
     if c is None:
         raise _unsupported(inst, f"opcode {inst.parts[0]!r} is not supported")
     for p in inst.parts[1:]:
-        if p in ("f16", "f16x2", "bf16x2") and inst.parts[0] not in ("cvt", "mov", "ld",
-                                                                      "st", "ldu"):
+        if p in ("f16", "bf16", "f16x2", "bf16x2") and inst.parts[0] not in (
+                "cvt", "mov", "ld", "st", "ldu", "selp"):
             raise _unsupported(inst, f".{p} arithmetic is not supported")
     try:
         op = c(inst, ctx)

@@ -746,3 +746,23 @@ def test_atomics_in_thread_order(space, op, typ):
                   "dec": a if (cur == 0 or cur > a) else cur - 1}[op]
     np.testing.assert_array_equal(got_cells, ref)
     np.testing.assert_array_equal(got_old, old)
+
+
+def test_cvt_f16x2_packs_first_operand_high():
+    a = np.float32([1.0, -2.5, 65520.0, np.nan])
+    b = np.float32([0.333, 3.0, -1e-8, 7.0])
+    got = run_instruction("cvt.rn.f16x2.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)],
+                          np.uint32)
+    with np.errstate(over="ignore"):
+        hi = a.astype(np.float16).view(np.uint16).astype(np.uint32)
+        lo = b.astype(np.float16).view(np.uint16).astype(np.uint32)
+    hi = np.where(np.isnan(a), 0x7FFF, hi)
+    np.testing.assert_array_equal(got, (hi << 16) | lo)
+
+
+@pytest.mark.parametrize("text", ["setp.lt.bf16 %p1, {a}, {b}", "add.bf16 {d}, {a}, {b}",
+                                  "min.f16 {d}, {a}, {b}", "fma.rn.f16x2 {d}, {a}, {b}, {a}"])
+def test_half_arithmetic_is_refused(text):
+    from hardware.simt import UnsupportedPtxError
+    with pytest.raises(UnsupportedPtxError, match="not supported"):
+        run_instruction(text, [np.zeros(2, np.uint32), np.zeros(2, np.uint32)], np.uint32)
