@@ -15,6 +15,7 @@ AREAS: dict[str, str] = {
     "scaling": "oracle.bench.scaling",
     "matmul": "oracle.bench.matmul",
     "attention": "oracle.bench.attention",
+    "fa3": "oracle.bench.fa3",
     "simt": "oracle.bench.simt",
     "kvcache": "oracle.bench.kvcache",
     "generate": "oracle.bench.generate",

@@ -20,7 +20,7 @@ from refimpl.attention.reference import (
     NAIVE_DTYPES, attention, naive_attention, standard_attention,
 )
 from refimpl.attention.flash_v2 import flash_v2
-from refimpl.attention.flash_v3 import flash_v3  # noqa: F401  (FA3 numerics; FP8 path)
+from refimpl.attention.flash_v3 import flash_v3
 from refimpl.attention.flash_v1 import flash_v1, v1_block_sizes
 from refimpl.attention.split_kv import merge_attention_states, split_kv
 from refimpl.attention.backward import attention_backward, flash_v2_backward
@@ -30,7 +30,7 @@ from refimpl.attention.tolerance import naive_error_bound, within_naive_toleranc
 __all__ = [
     "ALIGNMENTS", "NAIVE_DTYPES", "OnlineState", "Problem", "ScheduleStats", "attention",
     "attention_backward", "finalize", "flash_v1", "flash_v2", "flash_v2_backward",
-    "merge_attention_states", "naive_attention", "online_block_update", "split_kv",
+    "flash_v3",    "merge_attention_states", "naive_attention", "online_block_update", "split_kv",
     "naive_error_bound", "prepare", "scores", "standard_attention", "v1_block_sizes",
     "within_naive_tolerance",
 ]
