@@ -30,7 +30,8 @@ from refimpl.attention.tolerance import naive_error_bound, within_naive_toleranc
 __all__ = [
     "ALIGNMENTS", "NAIVE_DTYPES", "OnlineState", "Problem", "ScheduleStats", "attention",
     "attention_backward", "finalize", "flash_v1", "flash_v2", "flash_v2_backward",
-    "flash_v3",    "merge_attention_states", "naive_attention", "online_block_update", "split_kv",
+    "flash_v3", "merge_attention_states", "naive_attention", "online_block_update",
+    "split_kv",
     "naive_error_bound", "prepare", "scores", "standard_attention", "v1_block_sizes",
     "within_naive_tolerance",
 ]
