@@ -110,3 +110,16 @@ def test_stochastic_case_reproducible_and_between_neighbours() -> None:
     assert ((y == down) | (y == up)).all()
     assert (down != up).sum() > 100 and ((y == down) & (down != up)).any() \
         and ((y == up) & (down != up)).any()
+
+
+def test_registry_covers_every_area_operation_and_tolerance_kind() -> None:
+    from oracle.cases import AREAS
+    from oracle.tolerance import KINDS
+
+    reg = registry()
+    default = reg.cases("default")
+    assert {a.name for a in reg.areas} == set(AREAS)
+    assert {c.operation for c in default} == set(reg.operations)   # no orphan operation
+    kinds = {t.kind for c in default for t in c.tolerance.values()} | {"exact"}
+    assert kinds == set(KINDS)
+    assert {c.id.split(".")[0] for c in reg.cases("smoke")} == set(AREAS)
