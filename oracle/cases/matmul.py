@@ -152,9 +152,8 @@ def cases() -> list[CaseSpec]:
                       "A100-TF32": "tf32", "H100-FP16": "fp16", "H100-BF16": "bf16",
                       "H100-FP8": "e4m3", "B200-FP8": "e4m3"}
     for preset, fmt in preset_formats.items():
-        level = 1 if preset in ("A100-BF16", "H100-FP8", "H100-BF16", "V100-FP16") else 2
         add(f"matmul.blockfma.{preset.lower()}.16x96x16", p(preset, fmt),
-            _operands(16, 96, 16, fmt), level, fmt,
+            _operands(16, 96, 16, fmt), 1, fmt,
             variant={"choice": "accumulation", "option": preset},
             desc=f"tensor-core block FMA model {preset} (n, F) = {M.PRESETS[preset]}")
     for (m, k, n), tile, level in (((33, 40, 20), (16, 16, 8), 1),
