@@ -29,8 +29,10 @@ def run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{root}: no such directory")
     report = verify(root, recompute=not args.no_recompute,
                     progress=None if args.quiet else sys.stderr)
-    for note in report.notes:
+    for note in report.notes[:10]:
         print(f"note: {note}")
+    if len(report.notes) > 10:
+        print(f"note: ... and {len(report.notes) - 10} more notes")
     if report.ok:
         print(f"ok: {report.cases} cases, {report.files} files, "
               f"{report.recomputed} recomputed bit for bit")
