@@ -37,10 +37,11 @@ from typing import Optional, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.online import OnlineState, finalize, online_block_update
+from refimpl.attention.online import OnlineState, finalize, online_block_update, online_step
 from refimpl.attention.problem import Problem, prepare
-from refimpl.attention.scores import scores
+from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.stats import ScheduleStats
+from refimpl.matmul.exact import exact_col_norms, exact_product_fp32, exact_row_bounds
 
 __all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
            "DEFAULT_BLOCK"]
@@ -164,11 +165,24 @@ _LOCKSTEP_ROWS = 1024
 
 def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     """Groups of query tiles in lock-step per key tile; rows of tiles that skip a key tile
-    keep their state. Same bytes as :func:`_plain` (every step is row-local)."""
+    keep their state. Same bytes as :func:`_plain` (every step is row-local).
+
+    The correctly rounded products use operands prepared once per tensor (float64 copies
+    of Q, K, V and the norms of the product screen, see
+    :func:`refimpl.matmul.exact.exact_product_fp32`): O(N D) extra memory, the same
+    bytes as :func:`refimpl.attention.products.matmul_f32` on the tiles."""
     b, hq, _, sq, _, _ = prob.shape
     dv = prob.v.shape[-1]
     out = np.zeros((b, hq, sq, dv), dtype=np.float32)
     lse = np.full((b, hq, sq), -np.inf, dtype=np.float32)
+    if not ktiles or sq == 0:
+        return out, lse
+    q64 = prob.q.astype(np.float64)
+    q_rows = exact_row_bounds(q64)
+    k0, k1 = int(ktiles[0][0]), int(ktiles[-1][-1]) + 1
+    k64 = kq[:, :, k0:k1].astype(np.float64)
+    v64 = vq[:, :, k0:k1].astype(np.float64)
+    k_cols = np.sqrt(np.einsum("bhcd,bhcd->bhc", k64, k64))  # norms of the columns of K^T
     per = max(1, _LOCKSTEP_ROWS // br)
     for g0 in range(0, len(qtiles), per):
         group = qtiles[g0:g0 + per]
@@ -182,10 +196,16 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
                 continue
             a0, a1 = int(group[live[0]][0]), int(group[live[-1]][-1]) + 1
             rows = np.arange(a0, a1)
-            s, _, _ = scores(prob, prob.q[:, :, a0:a1], kq[:, :, cols], rows, cols)
+            c0, c1 = int(cols[0]) - k0, int(cols[-1]) + 1 - k0
+            qk = exact_product_fp32(q64[:, :, a0:a1], np.swapaxes(k64[:, :, c0:c1], -1, -2),
+                                    q_rows[:, :, a0:a1], k_cols[:, :, c0:c1])
+            s, _, _ = scores_from_product(prob, qk, rows, cols)
+            v_j = v64[:, :, c0:c1]
+            v_cols = exact_col_norms(v_j)
             sl = slice(a0 - r0, a1 - r0)
             sub = OnlineState(state.m[:, :, sl], state.l[:, :, sl], state.acc[:, :, sl])
-            new = online_block_update(sub, s, vq[:, :, cols])
+            new = online_step(sub, s, lambda p, p64: exact_product_fp32(
+                p64, v_j, exact_row_bounds(p64), v_cols))
             keep = comp_j[:, tile_of_row[sl]]  # (B, rows)
             if not keep.all():
                 new = sub.where(keep[:, None, :], new)

@@ -31,6 +31,7 @@ schedule only has to visit the same key tiles in the same order.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from refimpl.attention.products import matmul_f32
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
 
-__all__ = ["OnlineState", "online_block_update", "finalize"]
+__all__ = ["OnlineState", "online_block_update", "online_step", "finalize"]
 
 
 @dataclass(frozen=True)
@@ -80,17 +81,35 @@ def online_block_update(state: OnlineState, s: np.ndarray, v: np.ndarray) -> Onl
     Returns:
         the updated state (a new object; ``state`` is not modified).
     """
+    return online_step(state, s, lambda p, p64: matmul_f32(p, v))
+
+
+def online_step(
+    state: OnlineState,
+    s: np.ndarray,
+    product: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> OnlineState:
+    """:func:`online_block_update` with the product ``P V`` left to the caller:
+    ``product(p, p64)`` gets the float32 probabilities and the same values in float64 and
+    must return ``matmul_f32(p, v)`` (for a schedule that prepares ``v`` once, e.g. with
+    :func:`refimpl.matmul.exact.exact_product_fp32`). Same bytes."""
     s = np.asarray(s, dtype=np.float32)
     if s.shape[-1] == 0:
         return state
     m_new = np.maximum(state.m, np.max(s, axis=-1))
     alpha = exp_diff(state.m, m_new).astype(np.float32)
-    p = exp_diff(s, m_new[..., None]).astype(np.float32)
-    rowsum = fold_sum(p, axis=-1).astype(np.float32)
+    # p = fl32(exp_diff(s, m_new)): the same float64 difference, formed in one pass
+    # (m_new = -inf only where the whole row is -inf: subtracting 0 gives e^(-inf) = 0)
+    m64 = np.where(np.isneginf(m_new), 0.0, m_new.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        d = np.subtract(s, m64[..., None], dtype=np.float64)
+    p = elementary.exp(d).astype(np.float32)
+    p64 = p.astype(np.float64)
+    rowsum = fold_sum(p64, axis=-1).astype(np.float32)
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
-    pv = matmul_f32(p, v).astype(np.float64)
-    acc = (alpha[..., None].astype(np.float64) * state.acc + pv).astype(np.float32)
-    return OnlineState(m_new, l_new, acc)
+    acc = np.multiply(alpha[..., None], state.acc, dtype=np.float64)
+    acc += product(p, p64)  # the float32 product, exactly converted
+    return OnlineState(m_new, l_new, acc.astype(np.float32))
 
 
 def finalize(state: OnlineState) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ from refimpl import elementary
 from refimpl.attention.problem import Problem
 from refimpl.attention.products import matmul_f32, matmul_f64
 
-__all__ = ["scores", "PRECISIONS"]
+__all__ = ["scores", "scores_from_product", "PRECISIONS"]
 
 PRECISIONS = ("exact", "float64")
 
@@ -56,11 +56,34 @@ def scores(
         ``(s, visible, grad)``: s (B, H, r, c) with ``-inf`` where masked, visible (B, r, c).
     """
     if precision == "exact":
+        qk = matmul_f32(q_tile, np.swapaxes(k_tile, -1, -2))
+    elif precision == "float64":
+        qk = matmul_f64(q_tile, np.swapaxes(k_tile, -1, -2))
+    else:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    return scores_from_product(problem, qk, rows, cols, precision=precision,
+                               softcap_grad=softcap_grad)
+
+
+def scores_from_product(
+    problem: Problem,
+    qk: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    *,
+    precision: str = "exact",
+    softcap_grad: bool = False,
+) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """Steps 2-5 of the pipeline on an already computed product ``qk = q k^T``
+    (float32, correctly rounded, for ``"exact"``; float64 for ``"float64"``): the same
+    result as :func:`scores` for a schedule that forms the product its own way (for
+    example from operands prepared once per tensor)."""
+    if precision == "exact":
         # an IEEE binary32 multiply: fl32(S * fl32(scale))
-        s = matmul_f32(q_tile, np.swapaxes(k_tile, -1, -2)) * np.float32(problem.scale)
+        s = qk * np.float32(problem.scale)
         rnd = lambda x: x.astype(np.float32)  # noqa: E731
     elif precision == "float64":
-        s = matmul_f64(q_tile, np.swapaxes(k_tile, -1, -2)) * problem.scale
+        s = qk * problem.scale
         rnd = lambda x: x  # noqa: E731
     else:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")

@@ -15,6 +15,11 @@ Two implementations, tested against each other:
 - :func:`exact_dot_reference`: plain, reads like the definition (Fraction arithmetic).
 - :func:`exact_matmul64`: the fast path used by :func:`refimpl.matmul.matmul`.
 
+:func:`exact_product_fp32` is a lean FP32 entry to the same fast path for callers that
+multiply many tiles of validated, finite operands (the attention schedules): float64
+copies and the row/column norms of the screen are prepared once per tensor, and the
+screen is the monotone test described there (same guarantee, fewer passes).
+
 Why the fast path's bytes cannot depend on the BLAS kernel, thread count or CPU
 ------------------------------------------------------------------------------
 Inputs are float32 values (any narrower format is a subset). The product of two float32
@@ -394,6 +399,44 @@ def _exact_blas(a64: np.ndarray, b64: np.ndarray, s: np.ndarray, bt, ii, jj) -> 
     return exact
 
 
+def _refine(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.ndarray,
+            jj: np.ndarray, tgt: Target, stats: ExactStats,
+            recompute_all: bool = False) -> np.ndarray:
+    """Steps (3)-(4) of :func:`exact_matmul64` for the outputs (bt, ii, jj) of the stacks
+    ``a64`` (nb, M, K) and ``b_src`` (nb, K, N) (float32 or float64 holding finite values,
+    or zeros where the input was not finite): float64 values x with
+    ``to_format(x, tgt) == RN_tgt(exact)``, in the order of the indices."""
+    k = a64.shape[-1]
+    vals_all = np.empty(bt.size, dtype=np.float64)
+    # cache-sized chunks: the refinement is a dozen memory-bound passes
+    step = max(1, _REFINE_ELEMS // max(k, 1))
+    for c0 in range(0, bt.size, step):
+        cb_, ci, cj = bt[c0:c0 + step], ii[c0:c0 + step], jj[c0:c0 + step]
+        # columns of b are gathered from the float32 copy: half the strided traffic
+        ar, bc = a64[cb_, ci, :], b_src[cb_, :, cj].astype(np.float64)
+        p = ar * bc  # exact products, signed zeros included
+        # (3) a fixed-order split sum with a tiny error bound
+        t, e, err = _split_sum(p)
+        with np.errstate(over="ignore"):
+            bnd = (np.abs(e) + err) * (1.0 + 2.0**-50)
+        zero = (t == 0) & (e == 0) & (err == 0) & (not recompute_all)
+        certain = ~_needs_recompute(t, bnd, tgt) & ~zero & (not recompute_all)
+        vals = np.where(certain, t, 0.0)
+        # exact zero: +0 unless every product is -0 (a BLAS may start its sum from +0)
+        neg_zero = zero & (k > 0) & np.all((p == 0) & np.signbit(p), axis=-1)
+        vals = np.where(neg_zero, -0.0, vals)
+        # (4) what is left: exact integer accumulation
+        redo = ~certain & ~zero
+        if redo.any():
+            ma, ea = _significands(ar[redo])
+            mb, eb = _significands(bc[redo])
+            vals[redo] = _exact_sums(ma, ea, np.signbit(ar[redo]), mb, eb, np.signbit(bc[redo]))
+            stats.recomputed += int(np.count_nonzero(redo))
+        stats.refined += int(cb_.size)
+        vals_all[c0:c0 + step] = vals
+    return vals_all
+
+
 def exact_matmul64(
     a: np.ndarray, b: np.ndarray, tgt: Target = FP32, *, recompute_all: bool = False
 ) -> tuple[np.ndarray, ExactStats]:
@@ -446,38 +489,107 @@ def exact_matmul64(
     if bt.size * k > _BULK_ELEMS and not recompute_all:
         done = _exact_blas(a64, b64, out, bt, ii, jj)
         bt, ii, jj = bt[~done], ii[~done], jj[~done]
-    # cache-sized chunks: the refinement is a dozen memory-bound passes
-    step = max(1, _REFINE_ELEMS // max(k, 1))
-    # columns of b are gathered from the float32 copy: half the strided traffic
-    b_src = b3 if all_finite else b64
-    for c0 in range(0, bt.size, step):
-        cb_, ci, cj = bt[c0:c0 + step], ii[c0:c0 + step], jj[c0:c0 + step]
-        ar, bc = a64[cb_, ci, :], b_src[cb_, :, cj].astype(np.float64)
-        p = ar * bc  # exact products, signed zeros included
-        # (3) a fixed-order split sum with a tiny error bound
-        t, e, err = _split_sum(p)
-        with np.errstate(over="ignore"):
-            bnd = (np.abs(e) + err) * (1.0 + 2.0**-50)
-        zero = (t == 0) & (e == 0) & (err == 0) & (not recompute_all)
-        certain = ~_needs_recompute(t, bnd, tgt) & ~zero & (not recompute_all)
-        vals = np.where(certain, t, 0.0)
-        # exact zero: +0 unless every product is -0 (a BLAS may start its sum from +0)
-        neg_zero = zero & (k > 0) & np.all((p == 0) & np.signbit(p), axis=-1)
-        vals = np.where(neg_zero, -0.0, vals)
-        # (4) what is left: exact integer accumulation
-        redo = ~certain & ~zero
-        if redo.any():
-            ma, ea = _significands(ar[redo])
-            mb, eb = _significands(bc[redo])
-            vals[redo] = _exact_sums(ma, ea, np.signbit(ar[redo]), mb, eb, np.signbit(bc[redo]))
-            stats.recomputed += int(np.count_nonzero(redo))
-        stats.refined += int(cb_.size)
-        out[cb_, ci, cj] = vals
+    vals = _refine(a64, b3 if all_finite else b64, bt, ii, jj, tgt, stats, recompute_all)
+    out[bt, ii, jj] = vals
 
     if not all_finite:
         mask, values = _special_values(a3, b3)
         out = np.where(mask, values, out)
     return out.reshape(batch + (m_, n_)), stats
+
+
+# ----------------------------------------------------------------------------------
+# Lean FP32 entry for prepared operands
+# ----------------------------------------------------------------------------------
+def _lean_scale(k: int) -> float:
+    """Factor of ||a_i||_2 in the screen width W of :func:`exact_product_fp32`.
+
+    W = (1.001 k + 3) u ||a_i|| ||b_j|| (with the usual factor for the rounding of the
+    norms): the error bound B = 1.001 k u U plus room for the rounding of s^ -+ W
+    (at most u (|s^| + W) with |s^| <= (1 + 1.001 k u) U).
+    """
+    if k >= _K_MAX:
+        raise ValueError(f"inner dimension {k} too large for the error bound (max 2^40)")
+    return (1.0 + (4 * k + 16) * _U) * ((1.001 * k + 3.0) * _U)
+
+
+def exact_row_bounds(a64: np.ndarray) -> np.ndarray:
+    """Screen factors of the rows of a left operand (..., M, K) of
+    :func:`exact_product_fp32`: ``||a_i||_2`` times :func:`_lean_scale` (..., M)."""
+    a64 = np.asarray(a64, dtype=np.float64)
+    return np.sqrt(np.einsum("...ik,...ik->...i", a64, a64)) * _lean_scale(a64.shape[-1])
+
+
+def exact_col_norms(b64: np.ndarray) -> np.ndarray:
+    """``||b_j||_2`` of the columns of a right operand (..., K, N) of
+    :func:`exact_product_fp32` (..., N)."""
+    b64 = np.asarray(b64, dtype=np.float64)
+    return np.sqrt(np.einsum("...kj,...kj->...j", b64, b64))
+
+
+def exact_product_fp32(
+    a64: np.ndarray, b64: np.ndarray, ra: np.ndarray, cb: np.ndarray,
+    stats: ExactStats | None = None,
+) -> np.ndarray:
+    """Correctly rounded FP32 product of prepared operands: the bytes of
+    ``matmul(a, b)`` (accumulate "exact", out_format "fp32") without its checks.
+
+    For callers that multiply the same validated tiles many times (the attention
+    schedules): ``a64`` (..., M, K) and ``b64`` (..., K, N) are float64 arrays holding
+    *finite float32 values* with the *same* leading shape (nothing is checked);
+    ``ra = exact_row_bounds(a64)`` and ``cb = exact_col_norms(b64)`` (computed once per
+    operand, or from any superset view of the same rows/columns). Returns float32
+    (..., M, N).
+
+    Screen (the argument of the module docstring, in a form that needs fewer passes):
+    with W_ij = fl(ra_i cb_j) >= B + u (|s^| + W), lo = fl(s^ - W) <= s and
+    hi = fl(s^ + W) >= s for the exact s, and s^ lies in [lo, hi]. Rounding to nearest
+    is monotone, so if RN32(lo) and RN32(hi) are the same non-zero float32, every value
+    of [lo, hi] rounds to it: RN32(s^) = RN32(s), and RN32(lo) is the answer. Other
+    outputs (including every zero, whose sign needs the products) go through the
+    refinement of :func:`exact_matmul64` (steps 3-4).
+    """
+    s = _float64_product(a64, b64)
+    shape = s.shape
+    m_, n_ = shape[-2], shape[-1]
+    k = a64.shape[-1]
+    s3 = s.reshape(-1, m_, n_)
+    ra2 = np.broadcast_to(ra, shape[:-1]).reshape(-1, m_)
+    cb2 = np.broadcast_to(cb, shape[:-2] + (n_,)).reshape(-1, n_)
+    y = np.empty(s3.shape, dtype=np.float32)
+    rows = max(1, _SCREEN_ELEMS // max(n_, 1))
+    found = []
+    with np.errstate(over="ignore"):
+        for bi in range(s3.shape[0]):
+            for r0 in range(0, m_, rows):
+                blk = s3[bi, r0:r0 + rows]
+                w = ra2[bi, r0:r0 + rows, None] * cb2[bi, None, :]
+                lo = blk - w
+                w += blk  # hi
+                yb = y[bi, r0:r0 + rows]
+                yb[...] = lo  # RN32(lo)
+                flag = yb != w.astype(np.float32)
+                flag |= yb == 0
+                flat = np.flatnonzero(flag)
+                if flat.size:
+                    found.append((bi, r0 + flat // n_, flat % n_))
+    if found:
+        bt = np.concatenate([np.full(len(r), b, dtype=np.intp) for b, r, _ in found])
+        ii = np.concatenate([r for _, r, _ in found])
+        jj = np.concatenate([c for _, _, c in found])
+        nb = s3.shape[0]
+        a3 = np.broadcast_to(a64, shape[:-2] + a64.shape[-2:]).reshape(nb, m_, k)
+        b3 = np.broadcast_to(b64, shape[:-2] + b64.shape[-2:]).reshape(nb, k, n_)
+        st = ExactStats() if stats is None else stats
+        if bt.size * k > _BULK_ELEMS:
+            done = _exact_blas(a3, b3, s3, bt, ii, jj)
+            y[bt[done], ii[done], jj[done]] = s3[bt[done], ii[done], jj[done]]
+            bt, ii, jj = bt[~done], ii[~done], jj[~done]
+        with np.errstate(over="ignore"):
+            y[bt, ii, jj] = _refine(a3, b3, bt, ii, jj, FP32, st)
+    if stats is not None:
+        stats.outputs += s.size
+    return y.reshape(shape)
 
 
 class Exact(Accumulation):

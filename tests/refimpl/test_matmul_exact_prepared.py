@@ -1,0 +1,171 @@
+"""refimpl.matmul.exact.exact_product_fp32: the lean FP32 entry for prepared operands.
+
+Oracle: the exact sum of the products as a ``fractions.Fraction``, rounded to float32 by
+picking, among the float32 neighbours of float(x), the one nearest in exact arithmetic
+(ties to the even code); the sign of an exact zero by the IEEE rule (-0 only when every
+product is -0). Independent of the code under test.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from refimpl.matmul.exact import (
+    ExactStats, exact_col_norms, exact_product_fp32, exact_row_bounds,
+)
+
+F32_OVERFLOW = Fraction(2**128 - 2**103)  # max + half an ulp: rounds to Inf
+
+
+def oracle_round32(x: Fraction) -> float:
+    if abs(x) >= F32_OVERFLOW:
+        return float(np.inf if x > 0 else -np.inf)
+    with np.errstate(over="ignore"):
+        y = np.float32(float(x))
+        cands = {y, np.nextafter(y, np.float32(np.inf)), np.nextafter(y, np.float32(-np.inf))}
+    cands = [c for c in cands if np.isfinite(c)]
+    best = min(abs(Fraction(float(c)) - x) for c in cands)
+    near = [c for c in cands if abs(Fraction(float(c)) - x) == best]
+    if len(near) > 1:
+        near = [c for c in near if int(np.array(c, np.float32).view(np.uint32)) % 2 == 0]
+    return float(near[0])
+
+
+def oracle_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    out = np.empty((a.shape[0], b.shape[1]), dtype=np.float32)
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            pairs = list(zip(a[i].tolist(), b[:, j].tolist()))
+            total = sum((Fraction(x) * Fraction(y) for x, y in pairs), Fraction(0))
+            if total == 0:
+                neg = pairs and all(np.signbit(x) != np.signbit(y) for x, y in pairs)
+                out[i, j] = -0.0 if neg else 0.0
+            else:
+                out[i, j] = oracle_round32(total)
+    return out
+
+
+def lean(a: np.ndarray, b: np.ndarray, stats: ExactStats | None = None) -> np.ndarray:
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    with np.errstate(over="ignore"):
+        return exact_product_fp32(a64, b64, exact_row_bounds(a64), exact_col_norms(b64),
+                                  stats)
+
+
+def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
+    return x.shape == y.shape and x.astype(np.float32).tobytes() == y.tobytes()
+
+
+finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+moderate = st.builds(lambda m, e: float(np.float32(m * 2.0**e)),
+                     st.floats(-2, 2, width=32), st.integers(-30, 30))
+sharp = st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0**-24, 2.0**-25, 2.0**-149, 2.0**-126,
+                         3.4028235e38, -3.4028235e38, 2.0**103, 1.5, 1.0 + 2.0**-23])
+element = st.one_of(finite32, moderate, sharp)
+
+
+@st.composite
+def matrices(draw, max_dim=4, max_k=9):
+    m, k, n = (draw(st.integers(lo, hi)) for lo, hi in ((1, max_dim), (0, max_k),
+                                                        (1, max_dim)))
+    a = np.array(draw(st.lists(element, min_size=m * k, max_size=m * k)), np.float32)
+    b = np.array(draw(st.lists(element, min_size=k * n, max_size=k * n)), np.float32)
+    return a.reshape(m, k), b.reshape(k, n)
+
+
+@settings(max_examples=60)
+@given(matrices())
+@example((np.array([[1.0, 2.0**-24, 2.0**-80]], np.float32), np.ones((3, 1), np.float32)))
+@example((np.array([[1.0, 2.0**-24, -2.0**-80]], np.float32), np.ones((3, 1), np.float32)))
+@example((np.array([[1.0, 3 * 2.0**-24]], np.float32), np.ones((2, 1), np.float32)))
+@example((np.array([[3.4028235e38, 2.0**103]], np.float32), np.ones((2, 1), np.float32)))
+@example((np.array([[3.4028235e38, 2.0**102]], np.float32), np.ones((2, 1), np.float32)))
+@example((np.array([[-0.0, 0.0]], np.float32), np.array([[1.0], [-1.0]], np.float32)))
+@example((np.array([[-0.0, 0.0]], np.float32), np.array([[1.0], [1.0]], np.float32)))
+@example((np.array([[1.0, -1.0]], np.float32), np.array([[1.0], [1.0]], np.float32)))
+@example((np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32)))
+@example((np.array([[2.0**-149, 2.0**-149]], np.float32), np.array([[0.5], [0.5]], np.float32)))
+@example((np.array([[2.0**-149, 2.0**-149]], np.float32), np.array([[2.0**-20], [2.0**-30]],
+                                                                      np.float32)))
+def test_prepared_product_equals_fraction(ab):
+    a, b = ab
+    assert same_bits(lean(a, b), oracle_product(a, b))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_near_ties_and_cancellation(seed):
+    """Rows whose exact sums sit on or next to float32 midpoints, or cancel to zero or to
+    a tiny residue: the outputs the screen must not certify."""
+    rng = np.random.default_rng(seed)
+    k = 16
+    x = rng.standard_normal((6, k // 2)).astype(np.float32)
+    a = np.concatenate([x, -x], axis=1)
+    a[0, 0] = 1.0
+    a[1, :2] = (1.0, 2.0**-24)          # a tie: 1 + 2^-24
+    a[2, :3] = (1.0, 2.0**-24, 2.0**-70)  # just above the tie
+    a[3, :3] = (1.0, 2.0**-24, -2.0**-70)  # just below
+    b = np.ones((k, 5), np.float32)
+    b[:, 1] = rng.permutation(np.where(np.arange(k) < k // 2, 1.0, 1.0))
+    b[:, 2] = 2.0**-60
+    b[:, 3] = -1.0
+    b[:, 4] = rng.standard_normal(k).astype(np.float32)
+    assert same_bits(lean(a, b), oracle_product(a, b))
+
+
+def test_batched_and_transposed_views_match_oracle():
+    """Leading dimensions and a transposed (non-contiguous) right operand, as the
+    attention schedules pass them; norms computed once on a larger tensor and sliced."""
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    k = (rng.standard_normal((2, 3, 20, 8)) * 2.0 ** rng.integers(-5, 5, (2, 3, 20, 8))
+         ).astype(np.float32)
+    q64, k64 = q.astype(np.float64), k.astype(np.float64)
+    rq = exact_row_bounds(q64)
+    ck = exact_col_norms(np.swapaxes(k64, -1, -2))
+    got = exact_product_fp32(q64[:, :, 2:7], np.swapaxes(k64[:, :, 5:17], -1, -2),
+                             rq[:, :, 2:7], ck[:, :, 5:17])
+    for bi in range(2):
+        for h in range(3):
+            want = oracle_product(q[bi, h, 2:7], k[bi, h, 5:17].T)
+            assert same_bits(got[bi, h], want)
+
+
+def test_integer_like_data_takes_the_exact_blas_certificate():
+    """A large Hadamard product: every output is an exact integer sum; the bulk
+    certificate resolves them without the split sum (stats.refined == 0)."""
+    h = np.array([[1.0]])
+    for _ in range(9):
+        h = np.block([[h, h], [h, -h]])
+    a, b = h.astype(np.float32), (0.5 * h.T).astype(np.float32)
+    st_ = ExactStats()
+    got = lean(a, b, st_)
+    assert same_bits(got, (0.5 * h @ h.T).astype(np.float32))  # small integers: exact
+    assert st_.outputs == 512 * 512 and st_.refined == 0
+
+
+@pytest.mark.parametrize("order", ["reverse", "pairwise"])
+def test_bytes_do_not_depend_on_the_float64_summation_order(monkeypatch, order):
+    import refimpl.matmul.exact as exact_module
+
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((10, 30)) * 2.0 ** rng.integers(-20, 20, (10, 30))
+         ).astype(np.float32)
+    b = rng.standard_normal((30, 7)).astype(np.float32)
+    a[:, 15:] = -a[:, :15]
+    a[:4, 20] *= np.float32(1 + 2.0**-20)
+    base = lean(a, b)
+
+    def product(a64, b64):
+        terms = a64[..., :, None, :] * np.swapaxes(b64, -1, -2)[..., None, :, :]
+        if order == "pairwise":
+            return np.sum(terms, axis=-1)
+        return np.cumsum(terms[..., ::-1], axis=-1)[..., -1]
+
+    monkeypatch.setattr(exact_module, "_float64_product", product)
+    assert lean(a, b).tobytes() == base.tobytes()
+    assert same_bits(base, oracle_product(a, b))
