@@ -518,6 +518,8 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
         return name
 
     def fix(op: Operand) -> Operand:
+        if isinstance(op, Sym) and (resolve(op.name) != op.name or op.name in k.registers):
+            return Reg(resolve(op.name))  # a register declared without '%' (inline asm)
         if isinstance(op, Reg):
             return Reg(resolve(op.name), op.neg)
         if isinstance(op, Addr) and isinstance(op.base, Reg):
@@ -606,7 +608,7 @@ def _parse_instruction(s: str, line: int) -> Instruction:
     text = " ".join(s.split())
     guard = None
     rest = text
-    m = re.match(r"@(!?)(%[\w$]+)\s+(.*)", rest, re.S)
+    m = re.match(r"@(!?)(%?[A-Za-z_$][\w$]*)\s+(.*)", rest, re.S)
     if m:
         guard = Reg(m.group(2), m.group(1) == "!")
         rest = m.group(3)

@@ -593,3 +593,46 @@ def test_module_variables_constant_and_device():
     mod.launch("poly", 1, 32, [px, py, 10], mem)
     np.testing.assert_array_equal(mem.from_device(py, np.float32, 10), table[np.arange(10) % 3])
     assert mem.read(counter, np.int32, 1)[0] == 20
+
+
+# --------------------------------------------------------------- half precision
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1))
+def test_half_precision_kernels(seed):
+    rng = np.random.default_rng(seed)
+    mod = gallery.load("half_precision")
+    mem = GlobalMemory()
+    n = 64
+    x = (rng.standard_normal(n) * 3).astype(np.float16)
+    px, py = mem.to_device(x), mem.alloc(2 * n)
+    mod.launch("halfk", 1, 64, [px, py, n], mem)
+    # f16 sums and products are exact in float64, and a*b + c of these magnitudes is
+    # too (spread < 53 bits), so one rounding float64 -> float16 is the reference
+    x64 = x.astype(np.float64)
+    h = (x64 + 1).astype(np.float16).astype(np.float64)
+    ref = (h * x64 - x64[::-1]).astype(np.float16)
+    np.testing.assert_array_equal(mem.from_device(py, np.uint16, n), ref.view(np.uint16))
+    x2 = rng.standard_normal(2 * n).astype(np.float16)
+    px2, py2 = mem.to_device(x2), mem.alloc(4 * n)
+    mod.launch("half2k", 1, 64, [px2, py2, n], mem)
+    xx = x2.reshape(n, 2).astype(np.float64)
+    s = (xx + xx[::-1]).astype(np.float16).astype(np.float64)
+    mx = np.maximum(xx, xx[0])
+    ref2 = (s * mx).astype(np.float16)
+    np.testing.assert_array_equal(mem.from_device(py2, np.uint16, 2 * n), ref2.view(np.uint16).ravel())
+    # bf16: x < x0 ? fma(x, x, x0) : x - x0, values given as bf16 codes
+    xb = _bf16_rn(rng.standard_normal(n).astype(np.float32))
+    pb, pyb = mem.to_device(xb), mem.alloc(2 * n)
+    mod.launch("bf16k", 1, 64, [pb, pyb, n], mem)
+    v = (xb.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    exact = np.where(v < v[0], v * v + v[0], v - v[0])      # exact in float64 here
+    # float64 -> bfloat16 in one rounding: keep 8 significand bits of the float64 with
+    # ties to even (normal range), then the result is exact in float32
+    b = exact.view(np.uint64)
+    drop = np.uint64(45)
+    r = (b + (np.uint64(1) << np.uint64(44)) - np.uint64(1) + ((b >> drop) & np.uint64(1))) >> drop << drop
+    assert (np.abs(exact[exact != 0]) > 2.0**-126).all()
+    f32 = r.view(np.float64).astype(np.float32)
+    np.testing.assert_array_equal(mem.from_device(pyb, np.uint16, n), f32.view(np.uint32) >> 16)

@@ -760,9 +760,97 @@ def test_cvt_f16x2_packs_first_operand_high():
     np.testing.assert_array_equal(got, (hi << 16) | lo)
 
 
-@pytest.mark.parametrize("text", ["setp.lt.bf16 %p1, {a}, {b}", "add.bf16 {d}, {a}, {b}",
-                                  "min.f16 {d}, {a}, {b}", "fma.rn.f16x2 {d}, {a}, {b}, {a}"])
-def test_half_arithmetic_is_refused(text):
+@pytest.mark.parametrize("text", ["ex2.approx.f16 {d}, {a}", "setp.lt.f16x2 %p1, {a}, {b}",
+                                  "min.NaN.f16 {d}, {a}, {b}", "div.rn.f16 {d}, {a}, {b}"])
+def test_unsupported_half_forms_are_refused(text):
     from hardware.simt import UnsupportedPtxError
     with pytest.raises(UnsupportedPtxError, match="not supported"):
         run_instruction(text, [np.zeros(2, np.uint32), np.zeros(2, np.uint32)], np.uint32)
+
+
+# ---------------------------------------------------------------- 16-bit floats
+
+
+def _half_table(fmt: str):
+    """Every code of binary16 / bfloat16 decoded by the format's definition."""
+    e_bits, m_bits = (5, 10) if fmt == "fp16" else (8, 7)
+    bias = (1 << (e_bits - 1)) - 1
+    vals = {}
+    for code in range(1 << 16):
+        sign = -1 if code >> 15 else 1
+        e = (code >> m_bits) & ((1 << e_bits) - 1)
+        m = code & ((1 << m_bits) - 1)
+        if e == (1 << e_bits) - 1:
+            continue  # inf / NaN
+        mag = Fraction(m, 1 << m_bits) * Fraction(2) ** (1 - bias) if e == 0 else \
+            (1 + Fraction(m, 1 << m_bits)) * Fraction(2) ** (e - bias)
+        vals[code] = sign * mag
+    return vals, e_bits, m_bits, bias
+
+
+_HALF_TABLES = {}
+
+
+def _round_half(x: Fraction, fmt: str) -> int:
+    if fmt not in _HALF_TABLES:
+        vals, e_bits, m_bits, bias = _half_table(fmt)
+        pos = sorted((v, c) for c, v in vals.items() if c >> 15 == 0)
+        top = pos[-1][0]
+        ulp = top - pos[-2][0]
+        _HALF_TABLES[fmt] = (pos, top, ulp, e_bits, m_bits)
+    pos, top, ulp, e_bits, m_bits = _HALF_TABLES[fmt]
+    sign = 0x8000 if x < 0 else 0
+    ax = abs(x)
+    if ax >= top + ulp / 2:
+        return sign | (((1 << e_bits) - 1) << m_bits)  # infinity
+    import bisect
+    i = bisect.bisect_left(pos, (ax, -1))
+    cands = [pos[j] for j in (i - 1, i) if 0 <= j < len(pos)]
+    best = min(cands, key=lambda vc: (abs(vc[0] - ax), vc[1] & 1))
+    return sign | best[1]
+
+
+def _half_value(code: int, fmt: str) -> Fraction:
+    e_bits, m_bits = (5, 10) if fmt == "fp16" else (8, 7)
+    bias = (1 << (e_bits - 1)) - 1
+    e = (code >> m_bits) & ((1 << e_bits) - 1)
+    m = code & ((1 << m_bits) - 1)
+    mag = Fraction(m, 1 << m_bits) * Fraction(2) ** (1 - bias) if e == 0 else \
+        (1 + Fraction(m, 1 << m_bits)) * Fraction(2) ** (e - bias)
+    return -mag if code >> 15 else mag
+
+
+def _finite_codes(fmt: str):
+    e_bits, m_bits = (5, 10) if fmt == "fp16" else (8, 7)
+    inf_exp = ((1 << e_bits) - 1) << m_bits
+    return st.integers(0, 0xFFFF).filter(lambda c: (c & inf_exp) != inf_exp)
+
+
+@pytest.mark.parametrize("fmt,tname", [("fp16", "f16"), ("bf16", "bf16")])
+@settings(max_examples=15)
+@given(data=st.data())
+def test_half_arithmetic_single_rounding(fmt, tname, data):
+    codes = st.lists(st.tuples(_finite_codes(fmt), _finite_codes(fmt), _finite_codes(fmt)),
+                     min_size=1, max_size=12)
+    triples = data.draw(codes)
+    a, b, c = (np.array([t[i] for t in triples], np.uint16) for i in range(3))
+    for op, tmpl in (("add", "add.{t} {{d}}, {{a}}, {{b}}"), ("mul", "mul.{t} {{d}}, {{a}}, {{b}}"),
+                     ("sub", "sub.{t} {{d}}, {{a}}, {{b}}"),
+                     ("fma", "fma.rn.{t} {{d}}, {{a}}, {{b}}, {{c}}")):
+        got = run_instruction(tmpl.format(t=tname), [a, b, c], np.uint16)
+        for i, (x, y, z) in enumerate(triples):
+            fx, fy, fz = (_half_value(v, fmt) for v in (x, y, z))
+            exact = {"add": fx + fy, "sub": fx - fy, "mul": fx * fy, "fma": fx * fy + fz}[op]
+            if exact == 0:
+                assert int(got[i]) & 0x7FFF == 0, (op, i)
+                continue
+            assert int(got[i]) == _round_half(exact, fmt), (op, fmt, x, y, z, hex(got[i]))
+
+
+def test_half2_packed_lanes_independent():
+    a = np.array([0x3C00_4000, 0xC200_3800], np.uint32)   # (hi, lo) = (1, 2), (-3, 0.5)
+    b = np.array([0x4000_3C00, 0x3C00_BC00], np.uint32)   # (2, 1), (1, -1)
+    got = run_instruction("mul.f16x2 {d}, {a}, {b}", [a, b], np.uint32)
+    np.testing.assert_array_equal(got, [0x4000_4000, 0xC200_B800])  # (2, 2), (-3, -0.5)
+    got = run_instruction("max.f16x2 {d}, {a}, {b}", [a, b], np.uint32)
+    np.testing.assert_array_equal(got, [0x4000_4000, 0x3C00_3800])

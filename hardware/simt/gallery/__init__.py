@@ -16,6 +16,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | struct_param | affine (a by-value struct parameter) |
 | intrinsics | int_intrinsics (popc, clz, brev, prmt, mul.hi, shf, bfind, div/rem, mul24, sad, ...), warp_intrinsics (redux, match, activemask, shfl width) |
 | module_vars | poly (a __constant__ table, an initialised __device__ array, a __device__ counter) |
+| half_precision | halfk (f16 add/fma/neg), half2k (f16x2 add/max/mul), bf16k (bf16 setp/fma/sub) |
 | memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = ["NAMES", "BUILD", "source", "cuda_source", "load", "directory"]
 
 NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histogram",
          "convert", "memory_spaces", "convert_sm80", "struct_param", "intrinsics",
-         "module_vars")
+         "module_vars", "half_precision")
 
 #: PTX file -> (CUDA source, target architecture); sm_80 has no FP8 cvt instruction, so
 #: ``convert_sm80`` holds nvcc's software FP8 conversion (integer bit manipulation)
