@@ -49,7 +49,7 @@ def test_unsupported_opcode_names_line_and_instruction():
     ("    add.cc.u32 %r1, %r2, %r3;\n    ret;", ".cc"),
     ("    mov.u32 %r1, %clock;\n    ret;", "%clock"),
     ("    bra %r1;\n    ret;", "label"),
-    ("    add.f16 %r1, %r2, %r3;\n    ret;", "f16"),
+    ("    tanh.approx.f16 %r1, %r2;\n    ret;", "f16"),
 ])
 def test_unsupported_constructs(body, what):
     with pytest.raises(UnsupportedPtxError, match="line 1[12]"):
