@@ -1,5 +1,5 @@
-"""Rounding an exact dyadic rational ``t * 2**exp`` (Python int ``t``) to float32 or
-float64 once, with round-to-nearest-even (IEEE 754-2019 section 4.3.1): the last step of
+"""Rounding an exact dyadic rational ``t * 2**exp`` (Python int ``t``) to float16, float32
+or float64 once, with round-to-nearest-even (IEEE 754-2019 section 4.3.1): the last step of
 every computation here that is first carried out exactly in integers.
 """
 from __future__ import annotations
@@ -13,14 +13,15 @@ __all__ = ["round_dyadic"]
 
 #: dtype -> (precision p, exponent of the smallest subnormal, overflow exponent)
 _FLOAT_PARAMS = {
+    np.dtype(np.float16): (11, -24, 16),
     np.dtype(np.float32): (24, -149, 128),
     np.dtype(np.float64): (53, -1074, 1024),
 }
 
 
 def round_dyadic(t: int, exp: int, dtype: Any = np.float32) -> float:
-    """``t * 2**exp`` (Python int ``t``) rounded to nearest-even in ``dtype`` (float32 or
-    float64), with gradual underflow and overflow to +-Inf (IEEE 754-2019 section 4.3.1).
+    """``t * 2**exp`` (Python int ``t``) rounded to nearest-even in ``dtype`` (float16,
+    float32 or float64), with gradual underflow and overflow to +-Inf (IEEE 754-2019 section 4.3.1).
 
     Returns a Python float holding the exactly representable result.
     """

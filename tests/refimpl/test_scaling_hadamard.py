@@ -121,3 +121,37 @@ def test_bad_inputs():
         hadamard_transform(np.ones(16), signs=[1] * 15)
     with pytest.raises(ValueError, match="floating"):
         hadamard_transform(np.ones(16, dtype=np.int32))
+
+
+def to_f16(F: Fraction) -> np.float16:
+    """Nearest float16 to F, ties to the even code (checked among the float16 neighbours
+    of a first guess; independent of the code under test)."""
+    guess = np.float16(float(F))
+    cands = [np.nextafter(guess, np.float16(-np.inf)), guess,
+             np.nextafter(guess, np.float16(np.inf))]
+    cands = [c for c in cands if np.isfinite(c)]
+    return min(cands, key=lambda c: (abs(Fraction(float(c)) - F), int(c.view(np.uint16)) & 1))
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+def test_float16_wide_groups_are_correctly_rounded(inverse):
+    # nonzero magnitudes spanning more than 2**25 inside a group take the exact integer
+    # path, which must work for float16 input too (it once failed with a KeyError)
+    rng = np.random.default_rng(16)
+    rows = rng.choice([-1, 1], (6, 16)) * 2.0 ** rng.integers(-24, 5, (6, 16))
+    rows = (rows * rng.integers(1, 2048, (6, 16))).astype(np.float16)
+    rows[:, 0] = np.float16(60000)
+    rows[:, 1] = np.float16(2.0 ** -24)
+    rows = rows.astype(np.float16)
+    got = hadamard_transform(rows, inverse=inverse)
+    assert got.dtype == np.float16
+    h = recursive_hadamard(16)
+    d = np.array(TE_WGRAD_SIGNS)
+    for r in range(rows.shape[0]):
+        xs = [Fraction(float(v)) for v in rows[r]]
+        for j in range(16):
+            if inverse:
+                exact = sum(xs[i] * int(h[i, j]) for i in range(16)) * int(d[j]) / 4
+            else:
+                exact = sum(xs[i] * int(d[i]) * int(h[i, j]) for i in range(16)) / 4
+            assert got[r, j] == to_f16(exact), (r, j)
