@@ -7,7 +7,29 @@ by ``ex``. Every register holds raw bits (see :mod:`hardware.simt.types`); an op
 *viewed* as the instruction type. Anything outside this table is an
 :class:`~hardware.simt.errors.UnsupportedPtxError` at load time.
 
-Semantics follow the PTX ISA 9.0, chapter 9.7 (section numbers in each function).
+Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
+
+- integer (.s/.u/.b 8-64 bits): add, sub (.sat.s32), mul (.lo/.hi/.wide), mad (.lo/.hi/
+  .wide), div, rem, abs, neg, min, max, sad, popc, clz, brev, bfe, bfi, bfind, and, or,
+  xor, not, cnot, lop3, shl, shr, shf, prmt (default mode);
+- comparison and selection: setp (all integer and float comparisons, .and/.or/.xor with
+  a predicate, two destinations), selp, testp;
+- float32/float64: add, sub, mul, fma, mad.rnd, div (.rn/.rz/.rm/.rp, .approx, .full),
+  sqrt, rcp (IEEE modes and .approx), rsqrt/ex2/lg2/sin/cos/tanh .approx, min, max, abs,
+  neg, copysign, with .ftz and .sat;
+- float16/bfloat16 (scalar and .x2): add, sub, mul, fma.rn, neg, abs, min, max, setp;
+- cvt: every integer/float pair with .rn/.rz/.rm/.rp/.rni/.rzi/.rmi/.rpi, .sat, .ftz;
+  to and from f16/bf16, to f16x2/bf16x2 and e4m3x2/e5m2x2 (.satfinite, .relu);
+- data movement: mov (incl. special registers, variable addresses, vector pack/unpack),
+  ld/ldu/st on .param/.global/.shared/.local/.const and generic addresses, .v2/.v4,
+  cache operators accepted; cvta (to/from .global/.shared/.local/.const); isspacep;
+- atomics: atom and red on .global/.shared/generic: add, min, max, exch, cas, and, or,
+  xor, inc, dec (integer; add/min/max/exch on f32/f64);
+- warp level: shfl.sync (up/down/bfly/idx, clamp and segment), vote.sync (all/any/uni/
+  ballot), activemask, redux.sync (integer), match.sync (any/all), bar.warp.sync;
+- control: bra (.uni), ret, exit, bar.sync / barrier.sync (id, thread count),
+  membar/fence (no effect: execution is sequentially consistent).
+
 Integer arithmetic wraps modulo 2**n; integer division by zero is refused (the PTX ISA
 calls its result unspecified). Floating-point results are IEEE 754 correctly rounded in
 the instruction's mode (:mod:`hardware.simt.rounding`), and a NaN result of f32

@@ -854,3 +854,63 @@ def test_half2_packed_lanes_independent():
     np.testing.assert_array_equal(got, [0x4000_4000, 0xC200_B800])  # (2, 2), (-3, -0.5)
     got = run_instruction("max.f16x2 {d}, {a}, {b}", [a, b], np.uint32)
     np.testing.assert_array_equal(got, [0x4000_4000, 0x3C00_3800])
+
+
+@settings(max_examples=15)
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
+                          st.integers(0, 2**32 - 1)), min_size=1, max_size=20),
+       st.integers(0, 255))
+def test_lop3_cnot_bfind(triples, lut):
+    a, b, c = (np.array([t[i] for t in triples], np.uint32) for i in range(3))
+    got = run_instruction(f"lop3.b32 {{d}}, {{a}}, {{b}}, {{c}}, {lut}", [a, b, c], np.uint32)
+    for g, (x, y, z) in zip(got.tolist(), triples):
+        want = 0
+        for bit in range(32):
+            k = (((x >> bit) & 1) << 2) | (((y >> bit) & 1) << 1) | ((z >> bit) & 1)
+            want |= ((lut >> k) & 1) << bit
+        assert g == want
+    got = run_instruction("cnot.b32 {d}, {a}", [a], np.uint32)
+    assert got.tolist() == [int(x == 0) for x in a.tolist()]
+    def bfind(x, signed):
+        if signed and x >> 31:
+            x = ~x & 0xFFFFFFFF
+        return x.bit_length() - 1 if x else 0xFFFFFFFF
+    got = run_instruction("bfind.u32 {d}, {a}", [a], np.uint32)
+    assert got.tolist() == [bfind(x, False) for x in a.tolist()]
+    got = run_instruction("bfind.s32 {d}, {a}", [a], np.uint32)
+    assert got.tolist() == [bfind(x, True) for x in a.tolist()]
+    got = run_instruction("bfind.shiftamt.u32 {d}, {a}", [a], np.uint32)
+    assert got.tolist() == [31 - bfind(x, False) if x else 0xFFFFFFFF for x in a.tolist()]
+
+
+def test_copysign_testp_isspacep():
+    a = np.float32([1.0, -2.0, 0.0, -0.0, np.inf, np.nan, 1e-40, -3.0])
+    b = np.float32([-5.0, 6.0, -1.0, 2.0, 1.0, -1.0, 1.0, np.nan])
+    got = f32(run_instruction("copysign.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)],
+                              np.uint32))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(a))
+    np.testing.assert_array_equal(np.abs(got)[:7], np.abs(b)[:7])
+    for op, fn in (("finite", np.isfinite), ("infinite", np.isinf), ("notanumber", np.isnan),
+                   ("number", lambda v: ~np.isnan(v)),
+                   ("normal", lambda v: np.isfinite(v) & (np.abs(v) >= np.finfo(np.float32).tiny)),
+                   ("subnormal", lambda v: (v != 0) & (np.abs(v) < np.finfo(np.float32).tiny))):
+        got = run_instruction(f"testp.{op}.f32 %p1, {{a}};\n\tselp.u32 {{d}}, 1, 0, %p1",
+                              [a.view(np.uint32)], np.uint32)
+        np.testing.assert_array_equal(got, fn(a).astype(np.uint32), err_msg=op)
+    from hardware.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW
+    addr = np.array([GLOBAL_BASE + 64, SHARED_WINDOW + 4, LOCAL_WINDOW + 8], np.uint64)
+    for space, want in (("global", [1, 0, 0]), ("shared", [0, 1, 0]), ("local", [0, 0, 1])):
+        got = run_instruction(f"isspacep.{space} %p1, {{a}};\n\tselp.u32 {{d}}, 1, 0, %p1",
+                              [addr], np.uint32)
+        assert got.tolist() == want, space
+
+
+def test_more_approx_within_documented_error():
+    x = np.linspace(-3, 3, 41).astype(np.float32)
+    for op, ref, tol in (("tanh", np.tanh, 2.0**-10.9), ("cos", np.cos, 2.0**-20.5),
+                         ("rsqrt", lambda v: 1 / np.sqrt(np.abs(v) + 1), 2.0**-22)):
+        src = np.abs(x) + np.float32(1) if op == "rsqrt" else x
+        got = f32(run_instruction(f"{op}.approx.f32 {{d}}, {{a}}", [src.view(np.uint32)], np.uint32))
+        want = ref(x.astype(np.float64))
+        err = np.abs(got - want) / (np.abs(want) if op in ("tanh", "rsqrt") else 1.0)
+        assert np.nanmax(np.where(want == 0, 0, err)) <= tol, op
