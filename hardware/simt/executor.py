@@ -134,7 +134,6 @@ class Wave:
         self.lbase = slot * lb
         self.rows_all = slot.reshape(W, 32)
         self.cur: Exec | None = None
-        self.cur_pc = 0
         self._memo: dict[int, tuple] = {}
         self._views: dict[tuple, np.ndarray] = {}
         self.module_addrs: dict[str, int] = {}

@@ -1298,8 +1298,7 @@ def c_st(inst: Instruction, ctx: Any) -> Op:
         cnt = ctx.count(ix)
         vals = np.empty((cnt, n), dtype=elem)
         for k, g in enumerate(gets):
-            vals[:, k] = np.broadcast_to(np.asarray(g(ix)).astype(t.dtype, copy=False), (cnt,)).view(elem) \
-                if t.dtype != elem else np.broadcast_to(g(ix), (cnt,))
+            vals[:, k] = _ubits(g(ix), t)  # raw bits; a scalar broadcasts
         ctx.store(space, ix, ex, addr(ix), vals, inst)
     return Op(inst, "alu", fn)
 
