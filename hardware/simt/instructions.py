@@ -992,7 +992,9 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
         mode = fmode or "rn"
         if dname in lowp:
             def i2lowp(ix: Any, ex: Any) -> None:
-                x = rounding.int_to_float(np.atleast_1d(get(ix)), s.signed, 64, "rn")
+                # round to odd at 53 bits, then once to the 16-bit format (no double
+                # rounding for 64-bit integers)
+                x = rounding.int_to_float(np.atleast_1d(get(ix)), s.signed, 64, "odd")
                 put(ix, _encode(x, lowp[dname], mode, satfinite).astype(np.uint16))
             return Op(inst, "alu", i2lowp)
 

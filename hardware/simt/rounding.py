@@ -333,7 +333,9 @@ def int_to_float(v: np.ndarray, signed: bool, to_bits: int, mode: str) -> np.nda
     """``cvt.rnd.f{32,64}.{s,u}N``: the integer rounded once to the float format.
 
     The magnitude is rounded to the format's significand (24 or 53 bits) in integer
-    arithmetic, so that 64-bit integers are not double-rounded through float64."""
+    arithmetic, so that 64-bit integers are not double-rounded through float64. Mode
+    "odd" rounds to odd (inexact results get a set last bit), which a later rounding to
+    a format of at most 51 bits turns into the correctly rounded result."""
     v = np.asarray(v)
     if signed:
         vi = v.astype(np.int64)
@@ -365,6 +367,9 @@ def int_to_float(v: np.ndarray, signed: bool, to_bits: int, mode: str) -> np.nda
         up = inexact & neg
     elif mode == "rp":
         up = inexact & ~neg
+    elif mode == "odd":  # round to odd: sticky last bit, for a second rounding later
+        q = q | inexact.astype(np.uint64)
+        up = np.zeros(q.shape, bool)
     else:
         raise ValueError(f"rounding mode must be one of {MODES}, got {mode!r}")
     q = q + up.astype(np.uint64)

@@ -914,3 +914,30 @@ def test_more_approx_within_documented_error():
         want = ref(x.astype(np.float64))
         err = np.abs(got - want) / (np.abs(want) if op in ("tanh", "rsqrt") else 1.0)
         assert np.nanmax(np.where(want == 0, 0, err)) <= tol, op
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cvt_s64_to_bf16_single_rounding(mode):
+    # 2**60 + 2**52 + 1: halfway between two bfloat16 values plus a tiny excess that a
+    # rounding through float64 would lose (2**60 + 2**52 is a tie -> even)
+    vals = [2**60 + 2**52 + 1, 2**60 + 2**52, -(2**60 + 2**52 + 1), 3, -(2**63), 2**62 + 1]
+    v = np.array(vals, np.int64)
+    got = run_instruction(f"cvt.{mode}.bf16.s64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint16)
+    for x, g in zip(vals, got.tolist()):
+        assert g == _round_half_mode(Fraction(x), "bf16", mode), (x, mode, hex(g))
+
+
+def _round_half_mode(x: Fraction, fmt: str, mode: str) -> int:
+    if mode == "rn":
+        return _round_half(x, fmt)
+    _round_half(Fraction(0), fmt)
+    pos, top, ulp, e_bits, m_bits = _HALF_TABLES[fmt]
+    sign = 0x8000 if x < 0 else 0
+    ax = abs(x)
+    below = max((vc for vc in pos if vc[0] <= ax), key=lambda vc: vc[0])
+    above = [vc for vc in pos if vc[0] >= ax]
+    up = min(above, key=lambda vc: vc[0])[1] if above else (((1 << e_bits) - 1) << m_bits)
+    toward_zero = below[1]
+    if mode == "rz" or (mode == "rm" and x > 0) or (mode == "rp" and x < 0):
+        return sign | toward_zero
+    return sign | (toward_zero if below[0] == ax else up)
