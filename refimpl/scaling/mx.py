@@ -18,8 +18,11 @@ E2M1 2, INT8 0):
   ``amax / X <= max_elem``, i.e. ``e = ceil(log2(amax / max_elem))``, computed exactly.
   TransformerEngine forms ``amax * float32(1/max)`` in float32 and rounds that up to a
   power of two; for the maxima of every MX floating-point element format the reciprocal
-  rounds up and both give the same exponent for every normal float32 amax (a test checks
-  this). For MXINT8's 127/64 they differ just above ``127/64 * 2**k``.
+  rounds up and both give the same exponent for every float32 amax (a test checks this)
+  but one per format: the float32 just above ``max_elem * 2**-127`` (E4M3, E3M2, E2M3,
+  E2M1), where the float32 product is subnormal and rounds down onto ``2**-127``, so the
+  float32 form picks 2**-127 (and the block maximum saturates) while the exact rule picks
+  2**-126. For MXINT8's 127/64 they differ just above ``127/64 * 2**k``.
 
 The exponent is clamped to [-127, 127] (scale codes 0x00..0xFE).
 

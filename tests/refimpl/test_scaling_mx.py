@@ -563,3 +563,15 @@ def test_stochastic_rounding_reproducible():
     assert np.array_equal(a.scales, rne.scales)
     assert (np.abs(a.dequantize() - rne.dequantize()) <= np.ldexp(1.0, rne.scales.astype(int) - 127 + 1)
             .repeat(32, axis=1)).all()
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e3m2", "e2m3", "e2m1"])
+def test_rceil_exact_where_float32_product_underflows(name):
+    """Just above max * 2**-127 the float32 product amax * (1/max) is subnormal and rounds
+    onto 2**-127; the exact rule still needs 2**-126 (amax / 2**-127 > max)."""
+    fmax = Fraction(float(max_of(name)))
+    amax = np.nextafter(F32(float(fmax) * 2.0 ** -127), F32(np.inf))
+    assert Fraction(float(amax)) > fmax * Fraction(2) ** -127
+    assert Fraction(float(amax)) <= fmax * Fraction(2) ** -126
+    _, e = mx_scale_exponent(np.array([amax]), name, scale_rule="rceil")
+    assert int(e[0]) == -126
