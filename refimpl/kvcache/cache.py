@@ -18,9 +18,10 @@ that sequence are not hashed). The hash chains over the sequence's earlier block
 its ``extra_keys`` (:mod:`refimpl.kvcache.prefix`). :meth:`PagedKVCache.add_sequence`
 reuses the cached blocks of the longest matching prefix, at most
 ``(len(prompt) - 1) // block_size`` blocks, so the last prompt token is always
-recomputed. If a block's hash is already cached by another block, the new block stays
-uncached (one copy per hash). Freed blocks keep their hash in the free queue until
-allocation evicts them (LRU) or :meth:`PagedKVCache.evict` drops it.
+recomputed. A block that becomes full with content another block already caches
+carries the hash too (vLLM v1 does not de-duplicate, so block tables never change);
+a hit takes the earliest-cached carrier. Freed blocks keep their hash in the free queue
+until allocation evicts them (LRU) or :meth:`PagedKVCache.evict` drops it.
 
 Every mutating method validates everything and checks the block budget before it
 changes anything, so a failure (``OutOfBlocksError``, ``KeyError``, ``ValueError``,
@@ -34,8 +35,8 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from refimpl.kvcache.pool import BlockPool, OutOfBlocksError
-from refimpl.kvcache.prefix import (ROOT_HASH, ExtraKey, block_hash, check_token_ids,
-                                    encode_extra_keys, hash_blocks)
+from refimpl.kvcache.prefix import (ROOT_HASH, ExtraKey, block_hash, check_extra_keys,
+                                    check_token_ids, hash_blocks)
 
 LAYOUTS = ("NHD", "HND")
 
@@ -193,7 +194,9 @@ class PagedKVCache:
 
     def can_append(self, seq_id: Hashable, n: int = 1) -> bool:
         """Whether ``append`` of ``n`` tokens would find enough free blocks."""
-        new, cow = self._append_need(self._get(seq_id), n)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n must be a non-negative int, got {n!r}")
+        new, cow = self._append_need(self._get(seq_id), int(n))
         return new + cow <= self.pool.num_free
 
     def _match_prefix(self, tokens: list[int], extra_keys: tuple) -> list[int]:
@@ -214,7 +217,8 @@ class PagedKVCache:
     def can_add(self, prompt_tokens: Sequence[int] | int, *,
                 extra_keys: Sequence[ExtraKey] = (), watermark: float = 0.0) -> bool:
         """Whether a sequence with this prompt could be added *and* its whole prompt
-        appended, keeping ``watermark * num_blocks`` blocks free afterwards.
+        appended, keeping ``int(watermark * num_blocks)`` blocks free afterwards
+        (vLLM v0's ``watermark_blocks``, rounded down as there).
 
         ``prompt_tokens`` may be a token list (prefix-cache hits are counted) or a
         length. vLLM v0 admits with a 1% watermark (``watermark=0.01``) to avoid
@@ -229,13 +233,13 @@ class PagedKVCache:
                 raise ValueError(f"prompt length must be >= 0, got {length}")
         else:
             toks = check_token_ids(prompt_tokens)
-            encode_extra_keys(tuple(extra_keys))
-            length, hits = len(toks), self._match_prefix(toks, tuple(extra_keys))
+            length, hits = len(toks), self._match_prefix(toks,
+                                                         check_extra_keys(extra_keys))
         # hits on free cached blocks leave the free queue too, so only hits on blocks
         # in use save free blocks
         in_use = sum(1 for b in hits if self.pool.ref_counts[b] > 0)
         needed = _ceil_div(length, self.block_size) - in_use
-        return self.pool.num_free - needed >= watermark * self.num_blocks
+        return self.pool.num_free - needed >= int(watermark * self.num_blocks)
 
     # -- mutations ---------------------------------------------------------------------
     def add_sequence(self, seq_id: Hashable, prompt_tokens: Sequence[int] | None = None,
@@ -253,6 +257,12 @@ class PagedKVCache:
             The number of prompt tokens served from the cache (a multiple of
             ``block_size``, at most ``len(prompt) - 1``: the last prompt token is
             always recomputed). Allocates no new block, so it cannot run out.
+
+        Admission is two calls (this, then ``append`` of the rest of the prompt); to
+        admit all or nothing, ask :meth:`can_add` with the same prompt and keys first.
+        Freeing after a failed prompt append is not the same as never adding: the hit
+        blocks go back to the tail of the free queue and the prefix counters keep the
+        query.
         """
         try:
             live = seq_id in self._seqs
@@ -261,8 +271,7 @@ class PagedKVCache:
         if live:
             raise ValueError(f"sequence {seq_id!r} already exists")
         toks = [] if prompt_tokens is None else check_token_ids(prompt_tokens)
-        extra = tuple(extra_keys)
-        encode_extra_keys(extra)  # validates the key types before any change
+        extra = check_extra_keys(extra_keys)  # validated before any change
         hits = self._match_prefix(toks, extra)
         if self.enable_prefix_caching and toks:
             self._query_tokens += len(toks)

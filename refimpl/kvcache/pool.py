@@ -15,6 +15,14 @@ Allocation and eviction order (deterministic, as in vLLM v1):
   ones, which are the blocks most likely to be shared as a prefix.
 - ``touch(block)`` (a prefix-cache hit) increments the count; a free cached block is
   taken out of the middle of the queue, wherever it is.
+- Duplicates are not merged (vLLM v1 ``BlockPool.cached_block_hash_to_block``): two
+  blocks that become full with the same content both carry its hash, so block tables
+  stay append-only. A hit takes the earliest-cached block still carrying the hash; when
+  that one is evicted, the next carrier serves later hits.
+
+vLLM v1 also reserves block 0 as a placeholder "null block" that is never handed out;
+this pool has none, so its block ``b`` corresponds to vLLM v1's block ``b + 1`` in a
+vLLM pool of ``num_blocks + 1`` blocks.
 
 Every operation is O(1) per block: the queue is a doubly linked list over the block
 ids (two index arrays and a sentinel), so removal from the middle costs the same as
@@ -63,8 +71,10 @@ class BlockPool:
         self._num_free = num_blocks
         #: prefix-cache hash of each block, or None
         self.block_hashes: list[bytes | None] = [None] * num_blocks
-        #: hash -> the block holding that content
+        #: hash -> the block a hit on it takes: the earliest-cached carrier
         self.cached: dict[bytes, int] = {}
+        #: hash -> every block carrying it, in caching order (dict as ordered set)
+        self._carriers: dict[bytes, dict[int, None]] = {}
         self.evictions = 0
 
     # -- queries ---------------------------------------------------------------------
@@ -136,11 +146,22 @@ class BlockPool:
 
     def _evict_hash(self, block: int) -> None:
         h = self.block_hashes[block]
-        if h is not None:
-            self.block_hashes[block] = None
-            if self.cached.get(h) == block:
-                del self.cached[h]
-            self.evictions += 1
+        if h is None:
+            return
+        self.block_hashes[block] = None
+        carriers = self._carriers[h]
+        del carriers[block]
+        if not carriers:
+            del self._carriers[h]
+            del self.cached[h]
+        elif self.cached[h] == block:
+            # a duplicate made while this block was cached takes over its hits
+            self.cached[h] = next(iter(carriers))
+        self.evictions += 1
+
+    def carriers(self, block_hash: bytes) -> list[int]:
+        """Every block carrying ``block_hash``, earliest cached first."""
+        return list(self._carriers.get(block_hash, ()))
 
     def touch(self, block: int) -> None:
         """Take one more reference to ``block`` (a prefix-cache hit or a fork)."""
@@ -171,17 +192,23 @@ class BlockPool:
     def set_hash(self, block: int, block_hash: bytes) -> bool:
         """Record that full ``block`` holds the content named by ``block_hash``.
 
-        Returns True if the block became the cached copy; False if another block
-        already caches that hash (the duplicate stays uncached, as in vLLM).
+        A block whose content another block already caches carries the hash too (vLLM
+        v1 does not de-duplicate); hits keep going to the earliest-cached carrier.
+        Returns True if ``block`` is the one a hit on ``block_hash`` now takes.
+
+        Raises:
+            ValueError: the block already carries a different hash (nothing changes).
         """
         self._check_block(block)
-        if block_hash in self.cached:
+        old = self.block_hashes[block]
+        if old is not None:
+            if old != block_hash:
+                raise ValueError(f"block {block} already carries another hash")
             return self.cached[block_hash] == block
-        if self.block_hashes[block] is not None:
-            raise ValueError(f"block {block} already carries a hash")
         self.block_hashes[block] = block_hash
-        self.cached[block_hash] = block
-        return True
+        self._carriers.setdefault(block_hash, {})[block] = None
+        self.cached.setdefault(block_hash, block)
+        return self.cached[block_hash] == block
 
     def evict(self, n: int | None = None) -> list[int]:
         """Drop the cached hashes of up to ``n`` free blocks (all if None), LRU first.

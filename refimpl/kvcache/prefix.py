@@ -33,8 +33,26 @@ def _u64(n: int) -> bytes:
     return n.to_bytes(8, "little")
 
 
+def _refuse_bare_key(extra_keys: object) -> None:
+    # a bare str or bytes would be iterated: b"\x01" would become the int key (1,)
+    # and "ab" the two keys ("a", "b"), so two tenants could share cached blocks
+    if isinstance(extra_keys, (str, bytes, bytearray, memoryview)):
+        raise TypeError("extra_keys must be a sequence of keys, got a single "
+                        f"{type(extra_keys).__name__}; wrap it: ({extra_keys!r},)")
+
+
+def check_extra_keys(extra_keys: Sequence[ExtraKey]) -> tuple[ExtraKey, ...]:
+    """``extra_keys`` as a tuple, each key an int, str or bytes; a bare str or bytes
+    (one key not wrapped in a sequence) is refused rather than iterated."""
+    _refuse_bare_key(extra_keys)
+    keys = tuple(extra_keys)
+    encode_extra_keys(keys)  # type checks
+    return keys
+
+
 def encode_extra_keys(extra_keys: Sequence[ExtraKey]) -> bytes:
     """Canonical bytes for ``extra_keys`` (see the module docstring)."""
+    _refuse_bare_key(extra_keys)
     parts = [b"K", _u64(len(extra_keys))]
     for i, key in enumerate(extra_keys):
         if isinstance(key, bool):

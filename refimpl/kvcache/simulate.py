@@ -7,8 +7,9 @@ Step model (one step = one decoding iteration of the whole batch):
 2. Admission, in queue order, stopping at the first request that does not fit:
    ``"contiguous"`` needs one free reservation of ``max_len`` slots (the budget holds
    ``memory_slots // max_len`` of them); ``"paged"`` needs ``ceil(prompt / block_size)``
-   free blocks with ``watermark * num_blocks`` blocks still free afterwards (vLLM v0
-   admits with a 1% watermark). An admitted request holds its prompt's K/V at once.
+   free blocks with ``int(watermark * num_blocks)`` blocks still free afterwards (vLLM
+   v0 admits with a 1% watermark, rounded down to whole blocks). An admitted request
+   holds its prompt's K/V at once.
 3. Every request admitted in an earlier step that still has output to produce appends
    one token, in admission order. Paged: when no block is free for it, the most
    recently admitted running request is preempted (its blocks freed, its progress
@@ -177,7 +178,7 @@ def simulate(trace: Sequence[Request], policy: str, *, memory_slots: int = 16 * 
     pool = BlockPool(memory_slots // block_size, block_size) if paged else None
     slots_per_block = block_size
     capacity = memory_slots // max_len
-    keep_free = watermark * (memory_slots // block_size)
+    keep_free = int(watermark * (memory_slots // block_size))  # vLLM v0 rounds down
 
     waiting: list[int] = []
     running: list[int] = []  # admission order
