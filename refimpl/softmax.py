@@ -6,7 +6,9 @@ Sources: Milakov & Gimelshein 2018, "Online normalizer calculation for softmax"
 Special values, first:
 - A row whose entries are all ``-inf`` (fully masked), or an empty row, has softmax all
   zeros (never NaN) and log-sum-exp ``-inf``. ``e^(-inf - (-inf))`` is defined as 0.
-- A row holding NaN or ``+inf`` gives NaN, as the IEEE arithmetic of the definition does.
+- A row holding NaN gives NaN (softmax and log-sum-exp). A row holding ``+inf`` (and no
+  NaN) has softmax NaN, as ``e^x / sum e^x = inf / inf`` of the definition does, and
+  log-sum-exp ``+inf`` (``ln(inf)``), as the definition and other libraries give.
 
 Arithmetic: inputs are converted to float64; ``exp`` and ``log`` are the deterministic
 ones of :mod:`refimpl.elementary`; sums use :func:`refimpl.summation.fold_sum`. Results
@@ -80,10 +82,16 @@ class SoftmaxState:
 
     @property
     def lse(self) -> np.ndarray:
-        """Natural log-sum-exp ``m + ln d`` (``-inf`` for the identity)."""
+        """Natural log-sum-exp ``m + ln d``: ``-inf`` for the identity (``d = 0``),
+        ``+inf`` when ``m = +inf`` (a ``+inf`` value, whose ``d`` is NaN from
+        ``inf - inf``), NaN when a NaN was seen (``m`` or ``d`` NaN)."""
         with np.errstate(invalid="ignore"):
             out = self.m + elementary.log(self.d)
-        return np.where(self.d > 0, out, -np.inf)
+        # d = 0 only for the identity / all -inf; d is NaN for a NaN value (m is NaN
+        # then, np.max propagates it) or for +inf (m = +inf and x - m = NaN)
+        special = np.where(self.d == 0, -np.inf,
+                           np.where(np.isposinf(self.m), np.inf, np.nan))
+        return np.where(self.d > 0, out, special)
 
 
 def merge(a: SoftmaxState, b: SoftmaxState) -> SoftmaxState:

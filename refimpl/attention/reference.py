@@ -9,7 +9,8 @@ Conventions (the reference doc's, stated once here and used everywhere):
 - Causal alignment default ``"bottom_right"`` (flash-attention >= 2.1, FlashInfer):
   row i sees key j iff ``j <= i + Sk - Sq``; ``"top_left"`` (PyTorch SDPA ``is_causal``):
   ``j <= i``. Sliding window ``(w_left, w_right)``, bounds inclusive, around the same
-  aligned position; ``causal`` is the window ``(None, 0)`` and both may be combined.
+  aligned position (flash-attention's ``window_size``, with ``None`` where it writes
+  -1 for unbounded); ``causal`` is the window ``(None, 0)`` and both may be combined.
   With padding masks, Sq and Sk in the alignment are each batch entry's numbers of valid
   queries and keys (right padding, as flash-attention's variable-length kernels see it).
   ALiBi distances use the same alignment.
@@ -18,7 +19,12 @@ Conventions (the reference doc's, stated once here and used everywhere):
 - A fully masked row (all keys masked, a padded query row, ``Sq > Sk`` under bottom-right
   causal, ``Sk = 0``) has output exactly 0 and LSE ``-inf`` (FA3 and FlashInfer; FA2
   writes ``+inf``). ``-inf`` is the neutral element of :func:`merge_attention_states`.
-- LSE is the natural log-sum-exp of the final scores of a row (base e).
+- LSE is the natural log-sum-exp of the final scores of a row (base e). With ALiBi the
+  bias is ``-slope * |i + offset - j|`` in every mode, so the LSE includes it. For
+  causal ALiBi, flash-attention's kernel adds ``+slope * j`` instead (it drops the
+  row-constant ``-slope * (i + offset)``, which the softmax ignores): outputs agree,
+  but its LSE equals this LSE plus ``slope * (i + offset)``; flash-attention's
+  ``attention_ref`` uses ``slope * (j - Sk + 1)``, another row constant.
 """
 from __future__ import annotations
 
@@ -201,9 +207,10 @@ def naive_attention(
 
     ``q_s = rd(q * scale)``; ``S = rd(q_s k^T)`` (a GEMM accumulating in float32: the
     correctly rounded float32 product, then rounded to dtype); softcap
-    ``rd(cap * rd(tanh(rd(S / cap))))``; masks ``-inf``; ALiBi ``rd(S + rd(bias))``;
-    ``P = rd(softmax(S))`` (softmax internally in float32, as frameworks do for half
-    inputs); ``O = rd(P v)``. Inputs are first rounded to ``dtype``.
+    ``rd(cap * rd(tanh(rd(S / cap))))``; masks ``-inf``; ALiBi ``fl32(S + fl32(bias))``
+    (``attention_ref`` adds a float32 bias tensor, so type promotion leaves these scores
+    in float32); ``P = rd(softmax(S))`` (softmax internally in float32, as frameworks do
+    for half inputs); ``O = rd(P v)``. Inputs are first rounded to ``dtype``.
 
     Keyword options as :func:`attention` (not ``return_lse``/``precision``).
     """
@@ -225,7 +232,10 @@ def naive_attention(
     vis = prob.visible(rows, cols)
     s = np.where(vis[:, None], s, np.float32(-np.inf))
     if prob.slopes is not None:
-        s = rd(s + rd(prob.alibi_bias(rows, cols)))
+        # framework code adds a float32 bias to the half scores: type promotion makes the
+        # sum, and so the softmax input, float32 (rounded once, not back to dtype)
+        bias = prob.alibi_bias(rows, cols).astype(np.float32)
+        s = (s.astype(np.float64) + bias).astype(np.float32)
     p, _ = _softmax_rows(s, exact=True)
     out = rd(matmul_f32(rd(p), rd(vq)))
     return prob.restore(out)

@@ -56,6 +56,9 @@ def merge_attention_states(
     Returns:
         (out, lse) float32.
     """
+    if not isinstance(outs, np.ndarray) and len(outs) == 0:
+        raise ValueError("outs and lses must hold at least one part (or be arrays with a "
+                         "leading axis of length 0)")
     o = np.asarray(np.stack([np.asarray(x, dtype=np.float64) for x in outs])
                    if not isinstance(outs, np.ndarray) else outs, dtype=np.float64)
     l_ = np.asarray(np.stack([np.asarray(x, dtype=np.float64) for x in lses])
