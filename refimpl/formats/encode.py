@@ -61,7 +61,8 @@ def as_float_array(x: Any, name: str = "x") -> np.ndarray:
     """``x`` as a float16/float32/float64 array without changing any value.
 
     Integer arrays are accepted when float64 holds them exactly; bool, complex and
-    object arrays are refused.
+    object arrays are refused. Non-native byte order (``">f4"`` on a little-endian
+    machine) is converted to native order, so callers may reinterpret the bits.
 
     Raises:
         ValueError: a dtype that is not real floating point or exact integers.
@@ -73,6 +74,10 @@ def as_float_array(x: Any, name: str = "x") -> np.ndarray:
             raise ValueError(
                 f"{name} has dtype {arr.dtype}; expected float16, float32 or float64"
             )
+        if not arr.dtype.isnative:
+            # the encoders view the bits as native integers and compare dtypes with
+            # np.float32 etc., which a byte-swapped dtype never equals
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         return arr
     if kind in "iu":
         out = arr.astype(np.float64)

@@ -173,9 +173,7 @@ def mx_scale_exponent(
     el = element_format(elem)
     rule = _choice("scale_rule", scale_rule, SCALE_RULES)
     policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
-    a = np.asarray(amax)
-    if a.dtype.kind != "f":
-        a = as_float_array(a, "amax")  # exact integers only
+    a = as_float_array(amax, "amax")  # floats in native byte order, or exact integers
     if a.dtype == np.float16:
         a = a.astype(np.float32)
     if np.any(a < 0):

@@ -195,3 +195,19 @@ def test_tf32_codes_are_19_bits() -> None:
     assert codes.dtype == np.uint32
     assert codes.tolist() == [127 << 10, (1 << 18) | (127 << 10) | 1, (127 << 10) | 1, 127 << 10]
     assert F.round_to(x, "tf32").tolist() == [1.0, -1.0 - 2.0**-10, 1.0 + 2.0**-10, 1.0]
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("kind", ["f2", "f4", "f8"])
+def test_byte_order_of_the_input_does_not_matter(order: str, kind: str) -> None:
+    """Byte-swapped input (e.g. loaded from a big-endian file) is read by value: it once
+    gave zeros or a broadcasting error, because the bits were viewed as native."""
+    vals = [1.0, 3.0, -0.5, 448.0, 1.25, -0.0, 65504.0, 2.0 ** -24]
+    x = np.array(vals, dtype=order + kind)
+    _same_codes(F.encode(x, F.FP16), _numpy_fp16_codes(np.array(vals)))
+    # hand-derived E4M3 codes (OCP OFP8): 1 = 0x38, 3 = 0x44, -0.5 = 0xB0, 448 = 0x7E,
+    # 1.25 = 0x3A, -0 = 0x80, 65504 overflows to NaN 0x7F, 2**-24 rounds to 0
+    want = [0x38, 0x44, 0xB0, 0x7E, 0x3A, 0x80, 0x7F, 0x00]
+    assert F.encode(x, F.E4M3).tolist() == want
+    assert F.encode(x, F.E4M3, rounding="toward_zero").tolist()[:6] == want[:6]
+    assert F.round_to(x, F.E4M3)[:4].tolist() == [1.0, 3.0, -0.5, 448.0]

@@ -575,3 +575,15 @@ def test_rceil_exact_where_float32_product_underflows(name):
     assert Fraction(float(amax)) <= fmax * Fraction(2) ** -126
     _, e = mx_scale_exponent(np.array([amax]), name, scale_rule="rceil")
     assert int(e[0]) == -126
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_byte_swapped_input_is_read_by_value(order):
+    # Inf counts as 2**128 for float32 (0xF7 for E4M3, the reference doc's torchao value)
+    codes, _ = mx_scale_exponent(np.array([np.inf, 448.0], order + "f4"), "e4m3",
+                                 inf_block="exponent")
+    assert codes.tolist() == [0xF7, 127]
+    x = np.zeros(32, order + "f4")
+    x[:3] = [448.0, -3.0, 0.5]  # scale 2**0: elements exact (0x7E, 0xC4, 0x30)
+    q = mx_quantize(x, "e4m3")
+    assert int(q.scales[0]) == 127 and q.codes[:3].tolist() == [0x7E, 0xC4, 0x30]
