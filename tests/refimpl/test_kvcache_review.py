@@ -277,3 +277,74 @@ def test_simulate_watermark_is_rounded_down() -> None:
     r = simulate(trace, "paged", memory_slots=150 * 16, max_len=150 * 16,
                  block_size=16, watermark=0.01)
     assert (r.steps, r.peak_running, r.finished, r.preemptions) == (2, 2, 2, 0)
+
+
+def test_seeded_walk_with_duplicates_keeps_cache_map_and_contents_consistent() -> None:
+    """A fixed pseudo-random walk over a two-token alphabet (so full blocks repeat
+    often): after every step the cache map is consistent and every sequence reads back
+    the K/V of its own prefix (a position's value is a code of the whole prefix, so a
+    wrong hit or a leaked write shows)."""
+    rng = np.random.default_rng(12345)
+    bs = 2
+    c = PagedKVCache(12, bs, 1, 1, dtype=np.float64, enable_prefix_caching=True)
+    model: dict[int, list[int]] = {}   # seq -> token ids of its stored positions
+    most_carriers = 0
+
+    def codes(toks):
+        out, h = [], 0
+        for t in toks:
+            h = (h * 31 + t + 1) % 1_000_003
+            out.append(float(h))
+        return out
+
+    def rows(toks, start, n):
+        vals = np.array(codes(toks)[start:start + n]).reshape(n, 1, 1)
+        return vals, -vals
+
+    next_id = 0
+    for _ in range(400):
+        op = rng.integers(0, 20)
+        live = sorted(model)
+        if live and c.stats().free_blocks < 3:
+            op = 19                        # make room: free one
+        if op < 5 or not live:
+            prompt = rng.integers(0, 2, rng.integers(1, 8)).tolist()
+            if not c.can_add(prompt):
+                continue
+            sid, next_id = next_id, next_id + 1
+            hit = c.add_sequence(sid, prompt)
+            assert hit % bs == 0 and hit <= len(prompt) - 1
+            k, v = rows(prompt, hit, len(prompt) - hit)
+            c.append(sid, k, v, token_ids=prompt[hit:])
+            model[sid] = list(prompt)
+        elif op < 12:
+            sid = live[rng.integers(0, len(live))]
+            new = rng.integers(0, 2, rng.integers(1, 4)).tolist()
+            toks = model[sid] + new
+            k, v = rows(toks, len(model[sid]), len(new))
+            if c.can_append(sid, len(new)):
+                c.append(sid, k, v, token_ids=new)
+                model[sid] = toks
+            else:
+                with pytest.raises(OutOfBlocksError):
+                    c.append(sid, k, v, token_ids=new)
+        elif op < 14:
+            sid = live[rng.integers(0, len(live))]
+            child, next_id = next_id, next_id + 1
+            c.fork(sid, child)
+            model[child] = list(model[sid])
+        elif op < 15:
+            c.evict(int(rng.integers(0, 3)))
+        else:
+            sid = live[rng.integers(0, len(live))]
+            c.free(sid)
+            del model[sid]
+        check_pool(c)
+        most_carriers = max([most_carriers] + [len(c.pool.carriers(h))
+                                               for h in c.pool.cached])
+        for sid, toks in model.items():
+            k, v = c.gather(sid)
+            assert k[:, 0, 0].tolist() == codes(toks)
+    s = c.stats()
+    # the walk did reach the cases it is for
+    assert s.prefix_hit_tokens > 0 and s.evictions > 0 and most_carriers > 1
