@@ -39,7 +39,7 @@ _ALIASES: dict[str, str] = {
     "bf16": "bf16", "bfloat16": "bf16",
     "fp16": "fp16", "float16": "fp16", "f16": "fp16", "half": "fp16", "binary16": "fp16",
     "e4m3": "e4m3", "e4m3fn": "e4m3", "fp8e4m3": "e4m3", "fp8e4m3fn": "e4m3",
-    "float8e4m3": "e4m3", "float8e4m3fn": "e4m3", "ocpe4m3": "e4m3",
+    "float8e4m3fn": "e4m3", "ocpe4m3": "e4m3",
     "e5m2": "e5m2", "fp8e5m2": "e5m2", "float8e5m2": "e5m2", "ocpe5m2": "e5m2",
     "e4m3fnuz": "e4m3fnuz", "fp8e4m3fnuz": "e4m3fnuz", "float8e4m3fnuz": "e4m3fnuz",
     "e5m2fnuz": "e5m2fnuz", "fp8e5m2fnuz": "e5m2fnuz", "float8e5m2fnuz": "e5m2fnuz",
@@ -67,6 +67,10 @@ _NOT_SCALAR: dict[str, str] = {
     "plus an FP32 tensor scale; use get('e2m1') and get('e4m3')",
     "fp8": "ambiguous: say 'e4m3' or 'e5m2' (or their fnuz variants)",
     "float8": "ambiguous: say 'e4m3' or 'e5m2' (or their fnuz variants)",
+    "float8e4m3": "ambiguous: ml_dtypes and IEEE P3109 name float8_e4m3 an IEEE-like E4M3 "
+    "with Inf (largest finite 240), which differs from OCP E4M3 from code 0x78 up; say "
+    "'e4m3' or 'float8_e4m3fn' for OCP E4M3, or build the IEEE-like one as "
+    "Format('e4m3_ieee', 4, 3)",
     "fp6": "ambiguous: say 'e2m3' or 'e3m2'",
     "float6": "ambiguous: say 'e2m3' or 'e3m2'",
 }

@@ -139,3 +139,14 @@ def test_unsigned_negative_inputs() -> None:
     u = F.Format("ue4m2", 4, 2, signed=False, has_inf=False, nan="none")
     with pytest.raises(ValueError, match=r"negative input at index \(1,\)"):
         F.encode([1.0, -2.0], u)
+
+
+def test_float8_e4m3_is_refused_as_ambiguous() -> None:
+    """ml_dtypes' float8_e4m3 is the IEEE-like E4M3 (bias 7, Inf at 0x78, largest 240),
+    not OCP E4M3; the name must not silently select OCP E4M3 (largest 448)."""
+    with pytest.raises(ValueError, match="float8_e4m3fn"):
+        F.get("float8_e4m3")
+    assert F.get("float8_e4m3fn") is F.E4M3
+    ieee = F.Format("e4m3_ieee", 4, 3)  # the user format the hint names
+    assert ieee.max == 240.0  # 1.875 * 2**(14 - 7)
+    assert np.isinf(F.decode(0x78, ieee)) and F.decode(0x78, F.E4M3) == 256.0
