@@ -24,6 +24,11 @@ Model (documented choice; the reference doc allows either pre-Volta or Volta sem
   executed on a per-warp basis), and threads that have exited count as arrived.
 - Within one instruction, lanes act in thread order: for conflicting stores to one
   address the highest thread index wins; atomics apply lane by lane in thread order.
+- A kernel in which one warp spins waiting for another warp of the same launch (a
+  flag in memory) may not finish under lowest-pc scheduling: ``max_steps`` stops it.
+- Registers, shared and local memory start at zero (on a GPU they start undefined).
+- Blocks run in batches of at most ``module.MAX_THREADS_PER_WAVE`` threads, in block
+  order; all blocks of a batch execute together.
 """
 from __future__ import annotations
 
