@@ -14,6 +14,8 @@ Conventions (the reference doc's, stated once here and used everywhere):
   With padding masks, Sq and Sk in the alignment are each batch entry's numbers of valid
   queries and keys (right padding, as flash-attention's variable-length kernels see it).
   ALiBi distances use the same alignment.
+- No softcap is ``softcap=None`` (flash-attention writes 0.0; 0 is refused here). The
+  cap applies to the scaled score ``scale * q k^T``, before masks and ALiBi.
 - Padding masks are boolean, ``True`` marks a valid token (flash-attention's
   ``attention_ref``; the opposite of ``torch.nn.MultiheadAttention.key_padding_mask``).
 - A fully masked row (all keys masked, a padded query row, ``Sq > Sk`` under bottom-right
