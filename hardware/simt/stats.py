@@ -79,6 +79,33 @@ class LaunchStats:
         """Alias of :attr:`line_warp_instructions`."""
         return self.line_warp_instructions
 
+    def summary(self, source: str | None = None, top: int = 10) -> str:
+        """A printable report: the profiler metrics, then the ``top`` PTX lines by warp
+        instructions with their SIMD efficiency (and text, when the PTX ``source`` is
+        given)."""
+        from tabulate import tabulate
+        head = (f"kernel {self.kernel}  grid {self.grid}  block {self.block}\n"
+                f"warp instructions {self.warp_instructions}, thread instructions "
+                f"{self.thread_instructions}, SIMD efficiency {self.simd_efficiency:.3f}, "
+                f"divergent branches {self.divergent_branches}, max stack depth "
+                f"{self.max_stack_depth}, barriers {self.barriers}")
+        mt = tabulate([[k, f"{v:.4g}" if isinstance(v, float) else v]
+                       for k, v in self.metrics().items()], headers=["metric", "value"])
+        lines = source.splitlines() if source else None
+        hot = sorted(self.line_warp_instructions.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        rows = []
+        for ln, w in hot:
+            t = self.line_thread_instructions.get(ln, 0)
+            row = [ln, w, t, f"{t / (32 * w):.3f}" if w else "0"]
+            if lines is not None and 0 < ln <= len(lines):
+                row.append(" ".join(lines[ln - 1].split())[:60])
+            rows.append(row)
+        hdr = ["line", "warp instr", "thread instr", "SIMD eff"] + (["PTX"] if lines else [])
+        text = head + "\n\n" + mt + "\n\n" + tabulate(rows, headers=hdr)
+        if self.warnings:
+            text += "\n\nwarnings:\n" + "\n".join(self.warnings[:10])
+        return text
+
     def metrics(self) -> dict[str, float]:
         """The figures under Nsight Compute metric names."""
         def per(a: int, b: int) -> float:

@@ -638,3 +638,14 @@ def test_half_precision_kernels(seed):
     assert (np.abs(exact[exact != 0]) > 2.0**-126).all()
     f32 = r.view(np.float64).astype(np.float32)
     np.testing.assert_array_equal(mem.from_device(pyb, np.uint16, n), f32.view(np.uint32) >> 16)
+
+
+def test_summary_report():
+    x = (np.arange(32) % 8).astype(np.int32)
+    mem = GlobalMemory()
+    px = mem.to_device(x)
+    pa, pb, pz = (mem.alloc(128) for _ in range(3))
+    st_ = gallery.load("divergence").launch("divergence", 1, 32, [px, pa, pb, pz], mem)
+    text = st_.summary(gallery.source("divergence"), top=40)
+    assert "smsp__inst_executed.sum" in text and "SIMD efficiency 0.886" in text
+    assert "mul.lo.s32 %r10, %r1, 3;" in text     # the if path, shown with its PTX text
