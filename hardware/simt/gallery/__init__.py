@@ -23,6 +23,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..module import Module
 
 __all__ = ["NAMES", "BUILD", "source", "cuda_source", "load", "directory"]
 
@@ -37,6 +41,7 @@ BUILD["convert_sm80"] = ("convert", "sm_80")
 
 
 def directory() -> Path:
+    """The folder holding the gallery's .cu and .ptx files."""
     return Path(__file__).resolve().parent
 
 
@@ -55,7 +60,7 @@ def cuda_source(name: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def load(name: str):  # -> Module (import here to keep the gallery importable alone)
-    """The loaded Module of gallery file ``name`` (cached)."""
+def load(name: str) -> "Module":
+    """The loaded Module of gallery file ``name`` (cached; shared by every caller)."""
     from ..module import load_ptx
     return load_ptx(source(name))
