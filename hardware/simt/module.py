@@ -167,6 +167,9 @@ class Module:
                               f"{', '.join(self.variables) or 'none'}")
         return memory.module_variables(self, self.variables)[name]
 
+    def __repr__(self) -> str:
+        return f"Module(target={self.target!r}, kernels={list(self.kernels)})"
+
     def __getitem__(self, name: str) -> Kernel:
         return self.kernel(name)
 
