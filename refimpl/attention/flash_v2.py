@@ -204,14 +204,15 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
             v_cols = exact_col_norms(v_j)
             sl = slice(a0 - r0, a1 - r0)
             sub = OnlineState(state.m[:, :, sl], state.l[:, :, sl], state.acc[:, :, sl])
-            new = online_step(sub, s, lambda p, p64: exact_product_fp32(
-                p64, v_j, exact_row_bounds(p64), v_cols))
             keep = comp_j[:, tile_of_row[sl]]  # (B, rows)
-            if not keep.all():
+            everywhere = bool(keep.all())
+            new = online_step(sub, s, lambda p, p64: exact_product_fp32(
+                p64, v_j, exact_row_bounds(p64), v_cols), out=sub if everywhere else None)
+            if not everywhere:
                 new = sub.where(keep[:, None, :], new)
-            state.m[:, :, sl] = new.m
-            state.l[:, :, sl] = new.l
-            state.acc[:, :, sl] = new.acc
+                state.m[:, :, sl] = new.m
+                state.l[:, :, sl] = new.l
+                state.acc[:, :, sl] = new.acc
         out[:, :, r0:r1], lse[:, :, r0:r1] = finalize(state)
     return out, lse
 

@@ -31,7 +31,7 @@ schedule only has to visit the same key tiles in the same order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -88,14 +88,25 @@ def online_step(
     state: OnlineState,
     s: np.ndarray,
     product: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    *,
+    out: Optional[OnlineState] = None,
 ) -> OnlineState:
     """:func:`online_block_update` with the product ``P V`` left to the caller:
     ``product(p, p64)`` gets the float32 probabilities and the same values in float64 and
     must return ``matmul_f32(p, v)`` (for a schedule that prepares ``v`` once, e.g. with
-    :func:`refimpl.matmul.exact.exact_product_fp32`). Same bytes."""
+    :func:`refimpl.matmul.exact.exact_product_fp32`). Same bytes.
+
+    ``out``: write the new state into these arrays (which may be ``state``'s own) and
+    return ``out``; by default a new state is returned and ``state`` is left as it is.
+    """
     s = np.asarray(s, dtype=np.float32)
     if s.shape[-1] == 0:
-        return state
+        if out is None:
+            return state
+        np.copyto(out.m, state.m)
+        np.copyto(out.l, state.l)
+        np.copyto(out.acc, state.acc)
+        return out
     m_new = np.maximum(state.m, np.max(s, axis=-1))
     alpha = exp_diff(state.m, m_new).astype(np.float32)
     # p = fl32(exp_diff(s, m_new)): the same float64 difference, formed in one pass
@@ -109,7 +120,12 @@ def online_step(
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
     acc = np.multiply(alpha[..., None], state.acc, dtype=np.float64)
     acc += product(p, p64)  # the float32 product, exactly converted
-    return OnlineState(m_new, l_new, acc.astype(np.float32))
+    if out is None:
+        return OnlineState(m_new, l_new, acc.astype(np.float32))
+    np.copyto(out.m, m_new)
+    np.copyto(out.l, l_new)
+    np.copyto(out.acc, acc, casting="same_kind")  # rounded to float32 once, as astype
+    return out
 
 
 def finalize(state: OnlineState) -> tuple[np.ndarray, np.ndarray]:
