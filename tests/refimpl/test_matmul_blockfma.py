@@ -54,10 +54,11 @@ def test_c_one_with_products_of_one_quantum_kept(name):
 def test_alignment_before_the_carry(name):
     n, f = PUBLISHED[name]
     # terms 1.75, 1.75, 1.5*2^-F: aligned to exponent 0, the small one keeps 2^-F; the
-    # sum 3.5 + 2^-F is normalised once (exponent 1) and rounded toward zero to FP32,
-    # where the spacing in [2, 4) is 2^-22
+    # sum 3.5 + 2^-F is normalised once (exponent 1) and rounded toward zero to the
+    # accumulator, where the spacing in [2, 4) is 2^(1 - bits): 2^-22 for FP32, 2^-12 for
+    # the 13-bit H100 FP8 accumulator
     row = [1.75, 1.75, 1.5 * 2.0**-f] + [0.0] * (n - 3)
-    want = 3.5 + 2.0**-f if f <= 22 else 3.5
+    want = 3.5 + 2.0**-f if f <= BlockFMA.preset(name).output_fraction_bits - 1 else 3.5
     assert dot(row, name) == np.float32(want)
 
 
