@@ -467,6 +467,13 @@ def parse_ptx(text: str) -> ModuleSource:
                 raise PtxSyntaxError(f"line {line}: unexpected '}}' after {s!r}")
             raise PtxSyntaxError(f"line {line}: unbalanced '}}'")
         if term == "{":
+            if s.startswith(".section"):
+                # DWARF debug data (nvcc -G / -lineinfo): skipped, it has no semantics
+                depth = 1
+                while depth and i < len(stmts):
+                    depth += {"{": 1, "}": -1}.get(stmts[i][2], 0)
+                    i += 1
+                continue
             if re.search(r"\.entry\s", s):
                 k = _parse_entry_header(s, line)
                 if k.name in mod.kernels:
