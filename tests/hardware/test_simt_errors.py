@@ -220,3 +220,20 @@ $L_out:
     np.testing.assert_array_equal(mem.from_device(out, np.int32, 64),
                                   np.where(np.arange(64) < 40, np.arange(64), -1))
     assert st.barriers == 1
+
+
+def test_debug_sections_and_loc_are_skipped():
+    src = kernel("""    .loc 1 2 0
+$L__func_begin0:
+    ret;
+$L__tmp0:""") + """
+    .file 1 "k.cu"
+    .section .debug_abbrev
+    {
+.b8 1
+.b8 17
+    }
+"""
+    mod = load_ptx(src)
+    st = mod.launch("k", 1, 32, [0], GlobalMemory())
+    assert st.warp_instructions == 1
