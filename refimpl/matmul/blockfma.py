@@ -6,7 +6,8 @@ Sources:
   cores", PeerJ Computer Science 7:e330 (2021): V100, T4 and A100 compute
   d = c + sum a_i b_i with exact products, significands aligned to the largest
   exponent with the bits shifted out truncated, one normalisation at the end and an FP32
-  result rounded toward zero; FP16, BF16 and FP32 subnormals are supported.
+  result rounded toward zero; FP16 and FP32 subnormals are supported in input and
+  output.
 - [KM25] Khattak and Mikaitis, "Accurate models of NVIDIA tensor cores",
   arXiv:2512.07004 (2025), section 4.1 and Table 3, with the authors' MATLAB models
   (``Generic_BFMA_TC.m`` and the per-GPU ``V100TC.m``, ``A100TC.m``, ``H100TC.m``,
