@@ -21,6 +21,7 @@ read with ``allow_pickle=False`` after its sha256 has been checked.
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import io
 import json
@@ -401,6 +402,22 @@ class Suite:
     @property
     def seed(self) -> int:
         return self.manifest["generation"]["seed"]
+
+    def select(self, only: str | None = None,
+               variants: Mapping[str, str] | None = None) -> list[Case]:
+        """Cases whose id matches ``only`` (a glob, or a substring without wildcards) and
+        that are not marked with another option of a choice in ``variants``
+        (choice -> the option the caller implements)."""
+        out = []
+        for case in self.cases:
+            if only and not (fnmatch.fnmatchcase(case.id, only)
+                             if any(ch in only for ch in "*?[") else only in case.id):
+                continue
+            if case.variant and variants and case.variant["choice"] in variants \
+                    and variants[case.variant["choice"]] != case.variant["option"]:
+                continue
+            out.append(case)
+        return out
 
 
 def load_case(root: Path, entry: Mapping[str, Any]) -> Case:

@@ -10,7 +10,6 @@ the expected outputs) with the golden outputs under each case's typed tolerance.
 """
 from __future__ import annotations
 
-import fnmatch
 import sys
 import time
 from dataclasses import dataclass, field
@@ -237,13 +236,11 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     if not results.is_dir():
         raise FileNotFoundError(f"--results {results}: not a directory")
     report = CheckReport()
-    for case in suite:
-        if only and not (fnmatch.fnmatchcase(case.id, only) if any(ch in only for ch in "*?[")
-                         else only in case.id):
-            continue
-        if case.variant and variants and case.variant["choice"] in variants \
-                and variants[case.variant["choice"]] != case.variant["option"]:
-            report.skipped += 1
+    chosen = suite.select(only)
+    kept = {c.id for c in suite.select(only, variants)}
+    report.skipped = len(chosen) - len(kept)
+    for case in chosen:
+        if case.id not in kept:
             continue
         for name, expected in case.expected.items():
             rel = case.files[name]

@@ -418,3 +418,10 @@ def test_failed_generation_leaves_the_previous_suite(tmp_path: Path) -> None:
         generate(tmp_path / "g", registry=reg, progress=None)
     assert _tree(tmp_path / "g") == before
     assert [p.name for p in tmp_path.iterdir()] == ["g"]       # no staging left behind
+
+
+def test_suite_select_by_pattern_and_variant(golden: Path) -> None:
+    s = oracle.load(golden)
+    assert [c.id for c in s.select("demo.mean.*")] == ["demo.mean.normal", "demo.mean.wide"]
+    assert "demo.to_fp16.normal" not in [c.id for c in s.select(variants={"demo_choice": "b"})]
+    assert "demo.to_fp16.normal" in [c.id for c in s.select(variants={"demo_choice": "a"})]
