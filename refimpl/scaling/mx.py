@@ -120,6 +120,12 @@ def element_format(elem: ElementLike) -> Element:
             f"elem: {f.name!r} is not an MX element format; expected one of "
             f"{', '.join(MX_ELEMENTS)}"
         )
+    if f != formats.get(f.name):
+        # a user Format that merely borrows a registered name has other values
+        raise ValueError(
+            f"elem: {f!r} is named {f.name!r} but differs from the MX element format "
+            f"{formats.get(f.name)!r}"
+        )
     return f
 
 
@@ -409,7 +415,7 @@ _TABLES: dict = {}
 def _element_table(elem: Element) -> np.ndarray:
     """Value of every element code (float64, 256 entries; codes above the format's width
     are rejected before lookup)."""
-    key = elem.name
+    key = elem  # the format itself (frozen, hashable), never just its name
     if key not in _TABLES:
         codes = np.arange(1 << elem.bits, dtype=np.uint8)
         table = np.zeros(256, dtype=np.float64)

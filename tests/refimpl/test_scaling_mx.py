@@ -587,3 +587,20 @@ def test_byte_swapped_input_is_read_by_value(order):
     x[:3] = [448.0, -3.0, 0.5]  # scale 2**0: elements exact (0x7E, 0xC4, 0x30)
     q = mx_quantize(x, "e4m3")
     assert int(q.scales[0]) == 127 and q.codes[:3].tolist() == [0x7E, 0xC4, 0x30]
+
+
+def test_user_format_borrowing_an_element_name_is_refused():
+    """A Format named 'e2m1' with another bias has other values (its 0x7 is 3.0, not
+    6.0); it once passed the name check and dequantised with the registered table."""
+    from refimpl.formats import Format
+
+    impostor = Format("e2m1", 2, 1, bias=2, has_inf=False, nan="none")
+    assert impostor.max == 3.0  # 1.5 * 2**(3 - 2)
+    x = np.full(32, 3.0, F32)
+    with pytest.raises(ValueError, match="differs"):
+        mx_quantize(x, impostor)
+    with pytest.raises(ValueError, match="differs"):
+        MXArray(np.zeros(32, np.uint8), np.zeros(1, np.uint8), impostor)
+    # the registered element: 3.0 = 1.5 * 2**1 is exact, scale 2**(1 - 2)
+    q = mx_quantize(x, "e2m1")
+    assert int(q.scales[0]) == 126 and q.dequantize().tolist() == [3.0] * 32
