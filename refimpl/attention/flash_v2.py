@@ -169,25 +169,33 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
 
     The correctly rounded products use operands prepared once per tensor (float64 copies
     of Q, K, V and the norms of the product screen, see
-    :func:`refimpl.matmul.exact.exact_product_fp32`): O(N D) extra memory, the same
-    bytes as :func:`refimpl.attention.products.matmul_f32` on the tiles."""
-    b, hq, _, sq, _, _ = prob.shape
+    :func:`refimpl.matmul.exact.exact_product_fp32`): O(N D) extra memory. They are
+    formed transposed, ``S^T = K_j Q^T`` and ``(P V_j)^T = V_j^T P^T``, so that the score
+    tile and the accumulator lie key-major and feature-major in memory: the row
+    operations of the online softmax (row max, ``s - m``, ``alpha * acc``) then run
+    along contiguous memory. A dot product's correct rounding does not depend on the
+    orientation: the same bytes as :func:`refimpl.attention.products.matmul_f32`."""
+    b, hq, _, sq, _, d = prob.shape
     dv = prob.v.shape[-1]
     out = np.zeros((b, hq, sq, dv), dtype=np.float32)
     lse = np.full((b, hq, sq), -np.inf, dtype=np.float32)
     if not ktiles or sq == 0:
         return out, lse
     q64 = prob.q.astype(np.float64)
-    q_rows = exact_row_bounds(q64)
+    q_norms = np.sqrt(np.einsum("bhsd,bhsd->bhs", q64, q64))  # columns of Q^T
     k0, k1 = int(ktiles[0][0]), int(ktiles[-1][-1]) + 1
     k64 = kq[:, :, k0:k1].astype(np.float64)
     v64 = vq[:, :, k0:k1].astype(np.float64)
-    k_cols = np.sqrt(np.einsum("bhcd,bhcd->bhc", k64, k64))  # norms of the columns of K^T
+    k_rows = exact_row_bounds(k64)
     per = max(1, _LOCKSTEP_ROWS // br)
     for g0 in range(0, len(qtiles), per):
         group = qtiles[g0:g0 + per]
         r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
-        state = OnlineState.initial((b, hq, r1 - r0), dv)
+        state = OnlineState(
+            np.full((b, hq, r1 - r0), -np.inf, dtype=np.float32),
+            np.zeros((b, hq, r1 - r0), dtype=np.float32),
+            np.swapaxes(np.zeros((b, hq, dv, r1 - r0), dtype=np.float32), -1, -2),
+        )
         tile_of_row = (np.arange(r0, r1) // br) - g0
         for j, cols in enumerate(ktiles):
             comp_j = comp[:, g0:g0 + per, j]  # (B, tiles in group)
@@ -197,17 +205,22 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
             a0, a1 = int(group[live[0]][0]), int(group[live[-1]][-1]) + 1
             rows = np.arange(a0, a1)
             c0, c1 = int(cols[0]) - k0, int(cols[-1]) + 1 - k0
-            qk = exact_product_fp32(q64[:, :, a0:a1], np.swapaxes(k64[:, :, c0:c1], -1, -2),
-                                    q_rows[:, :, a0:a1], k_cols[:, :, c0:c1])
-            s, _, _ = scores_from_product(prob, qk, rows, cols)
-            v_j = v64[:, :, c0:c1]
-            v_cols = exact_col_norms(v_j)
+            qk_t = exact_product_fp32(k64[:, :, c0:c1], np.swapaxes(q64[:, :, a0:a1], -1, -2),
+                                      k_rows[:, :, c0:c1], q_norms[:, :, a0:a1])
+            s, _, _ = scores_from_product(prob, np.swapaxes(qk_t, -1, -2), rows, cols)
+            v_t = np.swapaxes(v64[:, :, c0:c1], -1, -2)  # (B, H, Dv, c)
+            v_rows = exact_row_bounds(v_t)
+
+            def product(p, p64, v_t=v_t, v_rows=v_rows):
+                p_t = np.swapaxes(p64, -1, -2)  # (B, H, c, r)
+                pv_t = exact_product_fp32(v_t, p_t, v_rows, exact_col_norms(p_t))
+                return np.swapaxes(pv_t, -1, -2)
+
             sl = slice(a0 - r0, a1 - r0)
             sub = OnlineState(state.m[:, :, sl], state.l[:, :, sl], state.acc[:, :, sl])
             keep = comp_j[:, tile_of_row[sl]]  # (B, rows)
             everywhere = bool(keep.all())
-            new = online_step(sub, s, lambda p, p64: exact_product_fp32(
-                p64, v_j, exact_row_bounds(p64), v_cols), out=sub if everywhere else None)
+            new = online_step(sub, s, product, out=sub if everywhere else None)
             if not everywhere:
                 new = sub.where(keep[:, None, :], new)
                 state.m[:, :, sl] = new.m

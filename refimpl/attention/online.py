@@ -114,9 +114,9 @@ def online_step(
     m64 = np.where(np.isneginf(m_new), 0.0, m_new.astype(np.float64))
     with np.errstate(invalid="ignore"):
         d = np.subtract(s, m64[..., None], dtype=np.float64)
-    p = elementary.exp(d).astype(np.float32)
+    p = _exp_keep_layout(d).astype(np.float32)
     p64 = p.astype(np.float64)
-    rowsum = fold_sum(p64, axis=-1).astype(np.float32)
+    rowsum = _fold_last(p64).astype(np.float32)
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
     acc = np.multiply(alpha[..., None], state.acc, dtype=np.float64)
     acc += product(p, p64)  # the float32 product, exactly converted
@@ -126,6 +126,35 @@ def online_step(
     np.copyto(out.l, l_new)
     np.copyto(out.acc, acc, casting="same_kind")  # rounded to float32 once, as astype
     return out
+
+
+def _exp_keep_layout(d: np.ndarray) -> np.ndarray:
+    """``elementary.exp`` elementwise, on the memory of ``d`` as it lies: a tile stored
+    key-major (the fast schedule's layout) is not copied to row-major first."""
+    if d.ndim >= 2 and not d.flags.c_contiguous and np.swapaxes(d, -1, -2).flags.c_contiguous:
+        return np.swapaxes(elementary.exp(np.swapaxes(d, -1, -2)), -1, -2)
+    return elementary.exp(d)
+
+
+def _fold_last(x: np.ndarray) -> np.ndarray:
+    """:func:`refimpl.summation.fold_sum` over the last axis of float64 ``x``, the same
+    additions in the same order (``y[i] + y[i + h]`` at each level; elementwise IEEE
+    additions are commutative), written so that NumPy keeps the memory layout of ``x``
+    (no copies to row-major for a key-major tile)."""
+    y = x
+    n = y.shape[-1]
+    if n == 0:
+        return np.zeros(y.shape[:-1])
+    while n > 1:
+        h = (n + 1) // 2
+        if n - h == h:
+            y = np.add(y[..., :h], y[..., h:n])
+        else:  # odd: the middle element passes through
+            z = y[..., :h].copy(order="K")
+            z[..., :n - h] += y[..., h:n]
+            y = z
+        n = h
+    return y[..., 0]
 
 
 def finalize(state: OnlineState) -> tuple[np.ndarray, np.ndarray]:

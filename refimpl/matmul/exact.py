@@ -544,64 +544,69 @@ def exact_product_fp32(
     (..., M, N).
 
     Screen (the argument of the module docstring, in a form that needs fewer passes):
-    with W_i = fl(ra_i max_j cb_j) >= B + u (|s^| + W_i) for every output of row i,
-    lo = fl(s^ - W_i) <= s and hi = fl(s^ + W_i) >= s for the exact s, and s^ lies in
+    with W_j = fl(max_i ra_i cb_j) >= B + u (|s^| + W_j) for every output of column j,
+    lo = fl(s^ - W_j) <= s and hi = fl(s^ + W_j) >= s for the exact s, and s^ lies in
     [lo, hi]. Rounding to nearest is monotone, so if RN32(lo) and RN32(hi) are the same
     non-zero float32, every value of [lo, hi] rounds to it: RN32(s^) = RN32(s), and
     RN32(lo) is the answer. Other outputs (including every zero, whose sign needs the
     products) go through the refinement of :func:`exact_matmul64` (steps 3-4). Zero:
     equal bit patterns already exclude -0 against +0; both ends rounding to the same
-    zero needs hi - lo <= 2^-149, impossible once every W_i >= 2^-140 (then
-    hi - lo >= 2 W_i (1 - u) - 2 u |s^|). One bound per row (not per output) lets the
-    screen run as two fused subtract/add-and-round passes and one comparison; it flags
-    a few more outputs where column norms differ widely, which costs time, never bytes.
+    zero needs hi - lo <= 2^-149, impossible once every W_j >= 2^-140 (then
+    hi - lo >= 2 W_j (1 - u) - 2 u |s^|). One bound per column (a row vector, the cheap
+    broadcast) lets the screen run as two fused subtract/add-and-round passes and one
+    comparison; it flags a few more outputs where row norms differ widely, which costs
+    time, never bytes. (Put the operand whose norms vary most on the right.)
     """
     s = _float64_product(a64, b64)
     shape = s.shape
     m_, n_ = shape[-2], shape[-1]
     k = a64.shape[-1]
     nb = s.size // max(m_ * n_, 1)
-    s2 = s.reshape(nb * m_, n_)
-    y = np.empty(s2.shape, dtype=np.float32)
-    if s2.size:
+    s3 = s.reshape(nb, m_, n_)
+    y = np.empty(s3.shape, dtype=np.float32)
+    if s3.size:
         ra2 = np.broadcast_to(ra, shape[:-1]).reshape(nb, m_)
-        cmax = np.broadcast_to(cb, shape[:-2] + (n_,)).reshape(nb, n_).max(axis=-1)
-        w = (ra2 * cmax[:, None]).reshape(nb * m_, 1)
+        cb2 = np.broadcast_to(cb, shape[:-2] + (n_,)).reshape(nb, n_)
+        w = (ra2.max(axis=-1)[:, None] * cb2)[:, None, :]  # (nb, 1, N)
         # Comparing bit patterns flags lo32 = -0, hi32 = +0. Both could round to the
-        # same zero only if hi - lo <= 2^-149: impossible when every W_i >= 2^-140
+        # same zero only if hi - lo <= 2^-149: impossible when every W_j >= 2^-140
         tiny = not (w.min() >= 2.0**-140)
-        rows = max(1, _LEAN_SCREEN_ELEMS // n_)
-        hi = np.empty((min(rows, s2.shape[0]), n_), dtype=np.float32)
+        per = max(1, _LEAN_SCREEN_ELEMS // (m_ * n_))  # batch entries per block
+        rows = m_ if m_ * n_ <= _LEAN_SCREEN_ELEMS else max(1, _LEAN_SCREEN_ELEMS // n_)
+        hi = np.empty((min(per, nb), min(rows, m_), n_), dtype=np.float32)
         found = []
         with np.errstate(over="ignore"):
-            for r0 in range(0, s2.shape[0], rows):
-                blk, wb = s2[r0:r0 + rows], w[r0:r0 + rows]
-                # RN32(fl(s^ - W)) and RN32(fl(s^ + W)): float64 operations whose
-                # results are cast on output (no float64 temporaries)
-                yb, hb = y[r0:r0 + rows], hi[:blk.shape[0]]
-                np.subtract(blk, wb, out=yb, casting="same_kind")
-                np.add(blk, wb, out=hb, casting="same_kind")
-                flag = yb.view(np.uint32) != hb.view(np.uint32)
-                if tiny:
-                    flag |= yb == 0
-                flat = np.flatnonzero(flag)
-                if flat.size:
-                    found.append(r0 * n_ + flat)
+            for b0 in range(0, nb, per):
+                for r0 in range(0, m_, rows):
+                    blk = s3[b0:b0 + per, r0:r0 + rows]
+                    wb = w[b0:b0 + per]
+                    # RN32(fl(s^ - W)) and RN32(fl(s^ + W)): float64 operations whose
+                    # results are cast on output (no float64 temporaries)
+                    yb = y[b0:b0 + per, r0:r0 + rows]
+                    hb = hi[:blk.shape[0], :blk.shape[1]]
+                    np.subtract(blk, wb, out=yb, casting="same_kind")
+                    np.add(blk, wb, out=hb, casting="same_kind")
+                    flag = yb.view(np.uint32) != hb.view(np.uint32)
+                    if tiny:
+                        flag |= yb == 0
+                    flat = np.flatnonzero(flag)
+                    if flat.size:
+                        fr, fj = np.divmod(flat, blk.shape[2])
+                        fb, fi = np.divmod(fr, blk.shape[1])
+                        found.append((fb + b0, fi + r0, fj))
         if found:
-            flat = np.concatenate(found)
-            row, jj = np.divmod(flat, n_)
-            bt, ii = np.divmod(row, m_)
+            bt = np.concatenate([f[0] for f in found])
+            ii = np.concatenate([f[1] for f in found])
+            jj = np.concatenate([f[2] for f in found])
             a3 = np.broadcast_to(a64, shape[:-2] + a64.shape[-2:]).reshape(nb, m_, k)
             b3 = np.broadcast_to(b64, shape[:-2] + b64.shape[-2:]).reshape(nb, k, n_)
-            s3 = s.reshape(nb, m_, n_)
-            y3 = y.reshape(nb, m_, n_)
             st = ExactStats() if stats is None else stats
             if bt.size * k > _BULK_ELEMS:
                 done = _exact_blas(a3, b3, s3, bt, ii, jj)
-                y3[bt[done], ii[done], jj[done]] = s3[bt[done], ii[done], jj[done]]
+                y[bt[done], ii[done], jj[done]] = s3[bt[done], ii[done], jj[done]]
                 bt, ii, jj = bt[~done], ii[~done], jj[~done]
             with np.errstate(over="ignore"):
-                y3[bt, ii, jj] = _refine(a3, b3, bt, ii, jj, FP32, st)
+                y[bt, ii, jj] = _refine(a3, b3, bt, ii, jj, FP32, st)
     if stats is not None:
         stats.outputs += s.size
     return y.reshape(shape)
