@@ -43,8 +43,15 @@ def _scale_or_none(amax: Any, f: Format, margin: int, power_of_two: bool) -> Any
         return None
     with np.errstate(over="ignore"):
         s = _F32(f.max) / a
-        s = s / _F32(2.0 ** margin)
+    # s / 2**margin rounded once to float32: formed exactly in float64 (margin <= 1000
+    # keeps the product a normal float64), so margins of 128 and more, whose power of two
+    # a float32 cannot hold, still give the right value instead of 0
+    s = _F32(np.float64(s) * 2.0 ** -min(margin, 1000))
     s = min(s, _FLT_MAX)
+    if s == 0:
+        raise ValueError(
+            f"margin: 2**-{margin} makes the scale for amax {float(a)!r} underflow to zero"
+        )
     if power_of_two:
         # round down to a power of two from the exponent bits (never up: no overflow)
         _, e = np.frexp(s)
@@ -68,7 +75,8 @@ def tensor_scale(
         float32 scale; 1 when amax is 0, NaN or Inf; FLT_MAX when the quotient overflows.
 
     Raises:
-        ValueError: negative amax, bad fmt or margin.
+        ValueError: negative amax, bad fmt or margin, or a margin so large that the
+            scale underflows to zero.
     """
     f = _fp8(fmt)
     s = _scale_or_none(amax, f, _margin(margin), power_of_two)

@@ -89,3 +89,19 @@ def test_delayed_quantize_uses_previous_scale():
         DelayedScaling(amax_compute_algo="mean")
     with pytest.raises(ValueError, match="amax_history_len"):
         DelayedScaling(amax_history_len=0)
+
+
+@pytest.mark.parametrize("margin", [127, 128, 140])
+def test_large_margin_scale_is_exact(margin):
+    # 448 / 2**margin is a float32 (normal or subnormal); margin 128 once gave 0 because
+    # float32(2**128) is Inf
+    assert Fraction(float(tensor_scale(1.0, "e4m3", margin))) == Fraction(448, 2 ** margin)
+
+
+def test_margin_that_underflows_the_scale_is_refused_and_state_kept():
+    with pytest.raises(ValueError, match="margin"):
+        tensor_scale(1.0, "e4m3", margin=200)
+    d = DelayedScaling(margin=200)
+    with pytest.raises(ValueError, match="margin"):
+        d.update(1.0)
+    assert float(d.scale) == 1.0 and d.amax_history.size == 0
