@@ -109,16 +109,18 @@ def online_step(
         return out
     m_new = np.maximum(state.m, np.max(s, axis=-1))
     alpha = exp_diff(state.m, m_new).astype(np.float32)
-    # p = fl32(exp_diff(s, m_new)): the same float64 difference, formed in one pass
+    # p = fl32(exp_diff(s, m_new)): the same float64 difference, formed in place
     # (m_new = -inf only where the whole row is -inf: subtracting 0 gives e^(-inf) = 0)
     m64 = np.where(np.isneginf(m_new), 0.0, m_new.astype(np.float64))
+    d = s.astype(np.float64)  # exact; keeps the memory layout of s
     with np.errstate(invalid="ignore"):
-        d = np.subtract(s, m64[..., None], dtype=np.float64)
+        d -= m64[..., None]
     p = _exp_keep_layout(d).astype(np.float32)
     p64 = p.astype(np.float64)
     rowsum = _fold_last(p64).astype(np.float32)
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
-    acc = np.multiply(alpha[..., None], state.acc, dtype=np.float64)
+    acc = state.acc.astype(np.float64)
+    acc *= alpha.astype(np.float64)[..., None]
     acc += product(p, p64)  # the float32 product, exactly converted
     if out is None:
         return OnlineState(m_new, l_new, acc.astype(np.float32))
