@@ -155,6 +155,8 @@ def block_fp8_quantize(
     """
     f = _fp8(fmt)
     r, c = _tile(block)
+    if not isinstance(power_of_two, (bool, np.bool_)):
+        raise ValueError(f"power_of_two: expected True or False, got {power_of_two!r}")
     arr = _float32_input(x)
     floor = _F32(amax_floor)
     if not np.isfinite(floor) or floor < 0:

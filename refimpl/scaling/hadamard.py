@@ -39,7 +39,8 @@ TE_WGRAD_SIGNS: tuple[int, ...] = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1
 
 
 def _check_size(n: int) -> int:
-    if not isinstance(n, (int, np.integer)) or n < 1 or (int(n) & (int(n) - 1)) != 0:
+    bad_type = isinstance(n, bool) or not isinstance(n, (int, np.integer))
+    if bad_type or n < 1 or (int(n) & (int(n) - 1)) != 0:
         raise ValueError(f"size: expected a power of two >= 1, got {n!r}")
     return int(n)
 
@@ -75,6 +76,25 @@ def _default_signs(n: int) -> tuple[int, ...] | None:
     return TE_WGRAD_SIGNS if n == 16 else None
 
 
+def _resolve_signs(
+    signs: Sequence[int] | np.ndarray | None | str, n: int
+) -> np.ndarray:
+    if isinstance(signs, str):
+        if signs != "default":
+            # any other string would silently mean the default diagonal
+            raise ValueError(
+                f"signs: expected 'default', None or {n} entries of +-1, got {signs!r}"
+            )
+        return _signs_array(_default_signs(n), n)
+    return _signs_array(signs, n)
+
+
+def _check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
 def hadamard_matrix(
     n: int = 16, signs: Sequence[int] | np.ndarray | None | str = "default"
 ) -> np.ndarray:
@@ -88,7 +108,7 @@ def hadamard_matrix(
     For n a power of 4 every entry is exactly +-2**-k and ``M @ M.T == I`` exactly.
     """
     n = _check_size(n)
-    d = _signs_array(_default_signs(n) if isinstance(signs, str) else signs, n)
+    d = _resolve_signs(signs, n)
     return d[:, None].astype(np.float64) * sylvester_hadamard(n) * (1.0 / np.sqrt(float(n)))
 
 
@@ -132,10 +152,16 @@ def hadamard_transform(
         ValueError: non-float input, bad size or signs, length not a multiple of size.
     """
     x = np.asarray(x)
-    if x.dtype.kind != "f":
-        raise ValueError(f"x: expected a floating-point array, got dtype {x.dtype}")
+    if x.dtype.kind != "f" or x.dtype.itemsize > 8:
+        raise ValueError(
+            f"x: expected a floating-point array (float16, float32 or float64), "
+            f"got dtype {x.dtype}"
+        )
+    if not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))  # the dtype tests below compare natively
     n = _check_size(size)
-    d = _signs_array(_default_signs(n) if isinstance(signs, str) else signs, n)
+    d = _resolve_signs(signs, n)
+    inverse = _check_flag("inverse", inverse)
     if x.ndim == 0:
         raise ValueError("x: expected at least one dimension")
     ax = axis % x.ndim if -x.ndim <= axis < x.ndim else None

@@ -405,7 +405,15 @@ class MXArray:
                 )
             flat = flat.reshape(-1)
         else:
-            flat = formats.unpack(np.asarray(packed), el, count, order=order, dense=dense)
+            packed = np.asarray(packed)
+            need = (count + 1) // 2 if el.bits == 4 else (-(-count // 4) * 3 if dense else count)
+            if packed.size != need:
+                # a longer buffer would be silently cut: it belongs to another shape
+                raise ValueError(
+                    f"packed: {packed.size} bytes, but {count} {el.name} codes for shape "
+                    f"{shape} pack into {need}"
+                )
+            flat = formats.unpack(packed, el, count, order=order, dense=dense)
         return cls(flat.reshape(shape), np.asarray(scales), el, block_size, axis)
 
 
@@ -501,6 +509,8 @@ def mx_quantize(
     rule = _choice("scale_rule", scale_rule, SCALE_RULES)
     policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
     bs = _check_block_size(block_size)
+    if not isinstance(pad, (bool, np.bool_)):
+        raise ValueError(f"pad: expected True or False, got {pad!r}")
     if not isinstance(el, MXInt8):
         mode = resolve_rounding(rounding, el)
     else:

@@ -210,6 +210,8 @@ class NVFP4Array:
         dt = np.dtype(dtype)
         if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"dtype: expected float32 or float64, got {dt}")
+        if not isinstance(undo_hadamard, (bool, np.bool_)):
+            raise ValueError(f"undo_hadamard: expected True or False, got {undo_hadamard!r}")
         q = formats.decode(self.codes, formats.E2M1).astype(np.float32)
         sf = formats.decode(self.scales, formats.E4M3).astype(np.float32)
         moved_q = np.moveaxis(q, self.axis, -1)
@@ -251,7 +253,14 @@ class NVFP4Array:
         shape."""
         shape = tuple(int(s) for s in shape)
         count = int(np.prod(shape, dtype=np.int64))
-        codes = formats.unpack(np.asarray(packed), formats.E2M1, count, order=order)
+        packed = np.asarray(packed)
+        if packed.size != (count + 1) // 2:
+            # a longer buffer would be silently cut: it belongs to another shape
+            raise ValueError(
+                f"packed: {packed.size} bytes, but {count} E2M1 codes for shape {shape} "
+                f"pack into {(count + 1) // 2}"
+            )
+        codes = formats.unpack(packed, formats.E2M1, count, order=order)
         return cls(codes.reshape(shape), scales, global_scale, scale_rule, block, axis,
                    hadamard_signs)
 
@@ -308,6 +317,8 @@ def nvfp4_quantize(
     """
     rule = _rule(scale_rule)
     blk = _block(block)
+    if not isinstance(hadamard, (bool, np.bool_)):
+        raise ValueError(f"hadamard: expected True or False, got {hadamard!r}")
     arr = float32_values(x)
     if arr.ndim == 0:
         raise ValueError("x: expected at least one dimension")

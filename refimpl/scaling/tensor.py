@@ -79,6 +79,8 @@ def tensor_scale(
             scale underflows to zero.
     """
     f = _fp8(fmt)
+    if not isinstance(power_of_two, (bool, np.bool_)):
+        raise ValueError(f"power_of_two: expected True or False, got {power_of_two!r}")
     s = _scale_or_none(amax, f, _margin(margin), power_of_two)
     return _F32(1.0) if s is None else s
 

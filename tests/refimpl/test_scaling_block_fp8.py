@@ -128,3 +128,8 @@ def test_bad_inputs():
         block_fp8_quantize(np.full((1, 4), 0.1))
     with pytest.raises(ValueError, match="block"):
         block_fp8_quantize(np.ones((1, 4), F32), block=(0, 4))
+
+
+def test_power_of_two_flag_is_checked():
+    with pytest.raises(ValueError, match="power_of_two"):
+        block_fp8_quantize(np.ones((1, 128), np.float32), power_of_two="no")

@@ -155,3 +155,33 @@ def test_float16_wide_groups_are_correctly_rounded(inverse):
             else:
                 exact = sum(xs[i] * int(d[i]) * int(h[i, j]) for i in range(16)) / 4
             assert got[r, j] == to_f16(exact), (r, j)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">f8"])
+def test_byte_swapped_wide_group_matches_exact_sums(dtype):
+    # a group spanning more than 2**25 takes the integer path for float32; byte-swapped
+    # input once failed there with a KeyError (and float64 would have taken it wrongly)
+    x = np.zeros(16, dtype)
+    x[:3] = [4.0, 2.0 ** -30, 0.1]
+    got = hadamard_transform(x)
+    xs = [Fraction(float(v)) for v in x]
+    h = recursive_hadamard(16)
+    d = TE_WGRAD_SIGNS
+    for j in range(16):
+        exact = sum(xs[i] * d[i] * int(h[i, j]) for i in range(16)) / 4
+        if dtype == ">f4":
+            assert got[j] == to_f32(exact)
+        else:  # float64: the butterfly in float64; here every sum is within 2**-52 of exact
+            assert abs(Fraction(float(got[j])) - exact) <= abs(exact) * Fraction(1, 2 ** 52)
+
+
+def test_option_values_are_checked():
+    x = np.ones(16, np.float32)
+    with pytest.raises(ValueError, match="signs"):
+        hadamard_transform(x, signs="random")  # once silently meant the default signs
+    with pytest.raises(ValueError, match="inverse"):
+        hadamard_transform(x, inverse="no")
+    with pytest.raises(ValueError, match="size"):
+        hadamard_transform(x, size=True)
+    with pytest.raises(ValueError, match="floating-point"):
+        hadamard_transform(np.ones(16, np.longdouble))

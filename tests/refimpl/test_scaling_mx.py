@@ -604,3 +604,22 @@ def test_user_format_borrowing_an_element_name_is_refused():
     # the registered element: 3.0 = 1.5 * 2**1 is exact, scale 2**(1 - 2)
     q = mx_quantize(x, "e2m1")
     assert int(q.scales[0]) == 126 and q.dequantize().tolist() == [3.0] * 32
+
+
+def test_pad_flag_and_packed_length_are_checked():
+    x = np.ones(33, F32)
+    with pytest.raises(ValueError, match="pad"):
+        mx_quantize(x, "e2m1", pad="no")  # a truthy string once padded
+    q = mx_quantize(np.ones((2, 32), F32), "e2m1")
+    packed = q.packed()
+    assert packed.size == 32
+    with pytest.raises(ValueError, match="packed"):
+        MXArray.from_packed(packed, q.scales, "e2m1", (2, 31))  # 62 codes need 31 bytes
+    q6 = mx_quantize(np.ones((1, 32), F32), "e3m2")
+    dense = q6.packed(dense=True)
+    assert dense.size == 24  # four FP6 codes in three bytes
+    with pytest.raises(ValueError, match="packed"):
+        MXArray.from_packed(np.concatenate([dense, dense[:3]]), q6.scales, "e3m2", (1, 32),
+                            dense=True)
+    r = MXArray.from_packed(dense, q6.scales, "e3m2", (1, 32), dense=True)
+    assert np.array_equal(r.codes, q6.codes)

@@ -330,3 +330,19 @@ def test_axis_packing_and_errors():
         nvfp4_quantize(np.ones((16, 16), F32), block=(16, 16), axis=0)
     with pytest.raises(ValueError, match="global_amax"):
         nvfp4_quantize(np.ones((1, 16), F32), global_amax=-1.0)
+
+
+def test_flags_and_packed_length_are_checked():
+    x = np.ones((1, 32), np.float32)
+    with pytest.raises(ValueError, match="hadamard"):
+        nvfp4_quantize(x, hadamard="no")  # a truthy string once applied the transform
+    q = nvfp4_quantize(x)
+    with pytest.raises(ValueError, match="undo_hadamard"):
+        q.dequantize(undo_hadamard="no")
+    packed = q.packed()
+    assert packed.size == 16  # 32 FP4 codes, two per byte
+    with pytest.raises(ValueError, match="packed"):
+        NVFP4Array.from_packed(np.concatenate([packed, packed]), q.scales, q.global_scale,
+                               (1, 32))
+    r = NVFP4Array.from_packed(packed, q.scales, q.global_scale, (1, 32))
+    assert np.array_equal(r.codes, q.codes)

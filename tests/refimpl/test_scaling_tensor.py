@@ -105,3 +105,8 @@ def test_margin_that_underflows_the_scale_is_refused_and_state_kept():
     with pytest.raises(ValueError, match="margin"):
         d.update(1.0)
     assert float(d.scale) == 1.0 and d.amax_history.size == 0
+
+
+def test_power_of_two_flag_is_checked():
+    with pytest.raises(ValueError, match="power_of_two"):
+        tensor_scale(1.0, power_of_two="no")
