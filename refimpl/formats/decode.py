@@ -110,7 +110,8 @@ def decode_table(fmt: Format) -> np.ndarray:
 def decode(codes: Any, fmt: FormatLike) -> np.ndarray:
     """Values of ``codes`` in ``fmt``, as float32 (float64 for a user format whose values
     float32 cannot hold exactly). Special values per the format's NaN layout; E8M0 0x00 is
-    2^-127 and 0xFF NaN; NaN codes give NaN with the code's sign bit.
+    2^-127 and 0xFF NaN; NaN codes give NaN with the code's sign bit, except the single
+    FNUZ NaN (0x80, the negative-zero pattern), which gives +NaN.
 
     Args:
         codes: integer array (or scalar/list) of codes, any shape.

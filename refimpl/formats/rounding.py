@@ -5,10 +5,10 @@ interim report): ``"nearest_even"`` (default), ``"nearest_away"``, ``"toward_zer
 ``"toward_positive"``, ``"toward_negative"``, ``"stochastic"``. ``"floor"`` and ``"ceil"``
 are accepted as names of the two directed modes. Ties are broken on the *code*: "even"
 means the candidate whose code is even. For every format with a mantissa bit this is the
-usual even last mantissa bit; for E8M0 (no mantissa) it is the even exponent, so 3.0
-goes to 2.0. The unsigned E8M0 also accepts ``"up"`` (ties toward +Inf, what ml_dtypes
-and the cuBLAS RCEIL rule do: 3.0 -> 4.0), which for unsigned values equals
-``"nearest_away"``.
+usual even last mantissa bit; for E8M0 (no mantissa) it is the even biased exponent
+field (2.0 is 0x80, 4.0 is 0x81), so 3.0 goes to 2.0. The unsigned E8M0 also accepts
+``"up"`` (ties toward +Inf, what ml_dtypes and the cuBLAS RCEIL rule do: 3.0 -> 4.0),
+which for unsigned values equals ``"nearest_away"``.
 """
 from __future__ import annotations
 
