@@ -9,7 +9,7 @@ path, so the total equals the sum of the per-lane instruction counts.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hardware.simt import GlobalMemory, load_ptx
@@ -130,6 +130,11 @@ class _Gen:
             self.lines.append(f"xor.b32 %r6, %r3, {k};")
             p = self.bit_pred("%r6", s[1])
             self.lines.append(f"@{p} bra {end};")
+        elif kind == "exchange":
+            # acc ^= acc of the next thread of the block, through shared memory
+            self.lines += ["st.shared.u32 [%r8], %r3;", "bar.sync 0;",
+                           "ld.shared.u32 %r6, [%r9];", "bar.sync 0;",
+                           "xor.b32 %r3, %r3, %r6;"]
         elif kind == "ret":
             p = self.bit_pred("%r3", s[1])
             skip = self.label()
@@ -139,7 +144,7 @@ class _Gen:
             raise AssertionError(kind)
 
 
-PROLOGUE = 12  # instructions before the program body (incl. the mov of acc)
+PROLOGUE = 20  # instructions before the program body (incl. the mov of acc)
 EPILOGUE = 2   # st + ret
 
 
@@ -161,6 +166,7 @@ def to_ptx(prog) -> str:
 \t.reg .pred %p<{g.npred + 1}>;
 \t.reg .b32 %r<{g.nreg + 1}>;
 \t.reg .b64 %rd<6>;
+\t.shared .align 4 .b8 buf[256];
 \tld.param.u64 %rd1, [prog_param_0];
 \tld.param.u64 %rd2, [prog_param_1];
 \tld.param.u32 %r5, [prog_param_2];
@@ -168,6 +174,14 @@ def to_ptx(prog) -> str:
 \tmov.u32 %r1, %ntid.x;
 \tmov.u32 %r4, %tid.x;
 \tmad.lo.s32 %r1, %r0, %r1, %r4;
+\tmov.u32 %r7, buf;
+\tshl.b32 %r8, %r4, 2;
+\tadd.u32 %r8, %r8, %r7;
+\tmov.u32 %r6, %ntid.x;
+\tadd.u32 %r9, %r4, 1;
+\trem.u32 %r9, %r9, %r6;
+\tshl.b32 %r9, %r9, 2;
+\tadd.u32 %r9, %r9, %r7;
 \tmul.wide.u32 %rd3, %r1, 4;
 \tadd.s64 %rd4, %rd2, %rd3;
 \tadd.s64 %rd5, %rd1, %rd3;
@@ -191,9 +205,11 @@ class _Break(Exception):
     pass
 
 
-def run_lane(prog, v: int, c: int) -> tuple[int, int]:
-    """(output, instructions executed) of one lane, by direct evaluation."""
-    state = {"acc": v, "n": PROLOGUE}
+def run_lane(prog, v: int, c: int, acc: int | None = None, prologue: bool = True,
+             epilogue: bool = True) -> tuple[int, int, bool]:
+    """(output, instructions executed, returned early) of one lane running the
+    statements ``prog`` from accumulator ``acc`` (default v), by direct evaluation."""
+    state = {"acc": v if acc is None else acc, "n": PROLOGUE if prologue else 0}
 
     def apply(op: str, src: int) -> None:
         a = state["acc"]
@@ -252,30 +268,84 @@ def run_lane(prog, v: int, c: int) -> tuple[int, int]:
 
     try:
         block(prog, [])
-        state["n"] += EPILOGUE
+        if epilogue:
+            state["n"] += EPILOGUE
     except _Return:
-        pass
-    return state["acc"], state["n"]
+        return state["acc"], state["n"], True
+    return state["acc"], state["n"], False
+
+
+def run_block(prog, x: np.ndarray, c: int, block: int) -> tuple[list[int], int]:
+    """Outputs and total instructions of all lanes: top-level "exchange" statements are
+    the barrier phases (every lane of the block finishes the phase before it); between
+    them each lane runs on its own."""
+    n = x.size
+    acc = [int(v) for v in x]
+    total = 0
+    phases, cur = [], []
+    for stmt in prog:
+        if stmt[0] == "exchange":
+            phases.append(cur)
+            cur = []
+        else:
+            cur.append(stmt)
+    phases.append(cur)
+    for k, phase in enumerate(phases):
+        last = k == len(phases) - 1
+        for t in range(n):
+            acc[t], cnt, ret = run_lane(phase, int(x[t]), c, acc[t], prologue=(k == 0),
+                                        epilogue=last)
+            assert not ret, "programs with exchanges have no early return"
+            total += cnt
+        if not last:
+            total += 5 * n  # st, bar, ld, bar, xor
+            acc = [acc[t] ^ acc[(t // block) * block + (t % block + 1) % block]
+                   for t in range(n)]
+    return acc, total
 
 
 @settings(max_examples=40)
-@given(programs, st.integers(0, 2**32 - 1), st.sampled_from([(1, 64), (2, 48), (3, 32)]))
-def test_random_control_flow_matches_per_lane_execution(prog, seed, launch):
+@given(programs, st.integers(0, 2**32 - 1), st.sampled_from([(1, 64), (2, 48), (3, 32)]),
+       st.lists(st.integers(0, 8), max_size=2))
+@example([("if", 3, [("assign", "add", "v")], [("loop", 1, [("assign", "xor", "k")])]),
+          ("loop", 4, [("break", 2), ("assign", "mul", "c")])], 7, (2, 48), [1, 2])
+def test_random_control_flow_matches_per_lane_execution(prog, seed, launch, exchanges):
     grid, block = launch
     n = grid * block
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     c = int(rng.integers(0, 2**32))
+    if exchanges and not _has_ret(prog):
+        # insert barrier-separated exchanges between top-level statements
+        for pos in sorted(exchanges, reverse=True):
+            prog = prog[: pos % (len(prog) + 1)] + [("exchange",)] + prog[pos % (len(prog) + 1):]
     mod = load_ptx(to_ptx(prog))
     mem = GlobalMemory()
     px = mem.to_device(x)
     po = mem.alloc(4 * n)
     stats = mod.launch("prog", grid, block, [px, po, c], mem, max_steps=10**6)
     out = mem.from_device(po, np.uint32, n)
-    ref = [run_lane(prog, int(v), c) for v in x]
-    np.testing.assert_array_equal(out, np.array([r[0] for r in ref], dtype=np.uint32))
-    assert stats.thread_instructions == sum(r[1] for r in ref)
+    if any(s[0] == "exchange" for s in prog):
+        acc, total = run_block(prog, x, c, block)
+        np.testing.assert_array_equal(out, np.array(acc, dtype=np.uint32))
+        assert stats.thread_instructions == total
+        assert stats.barriers == 2 * grid * sum(s[0] == "exchange" for s in prog)
+    else:
+        ref = [run_lane(prog, int(v), c) for v in x]
+        np.testing.assert_array_equal(out, np.array([r[0] for r in ref], dtype=np.uint32))
+        assert stats.thread_instructions == sum(r[1] for r in ref)
     assert stats.warp_instructions >= -(-stats.thread_instructions // 32)
+
+
+def _has_ret(stmts) -> bool:
+    for s in stmts:
+        if s[0] == "ret":
+            return True
+        if s[0] == "if" and (_has_ret(s[2]) or _has_ret(s[3])):
+            return True
+        if s[0] == "loop" and _has_ret(s[2]):
+            return True
+    return False
 
 
 def test_uniform_program_has_no_divergence():
