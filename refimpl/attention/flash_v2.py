@@ -167,30 +167,27 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     """Groups of query tiles in lock-step per key tile; rows of tiles that skip a key tile
     keep their state. Same bytes as :func:`_plain` (every step is row-local).
 
-    The correctly rounded products use operands prepared once per tensor (float64 copies
-    of Q, K, V and the norms of the product screen, see
-    :func:`refimpl.matmul.exact.exact_product_fp32`): O(N D) extra memory. They are
-    formed transposed, ``S^T = K_j Q^T`` and ``(P V_j)^T = V_j^T P^T``, so that the score
-    tile and the accumulator lie key-major and feature-major in memory: the row
-    operations of the online softmax (row max, ``s - m``, ``alpha * acc``) then run
-    along contiguous memory. A dot product's correct rounding does not depend on the
-    orientation: the same bytes as :func:`refimpl.attention.products.matmul_f32`."""
-    b, hq, _, sq, _, d = prob.shape
+    The correctly rounded products use operands prepared once per query group and key
+    tile (float64 copies and the norms of the product screen, see
+    :func:`refimpl.matmul.exact.exact_product_fp32`), never more than a group of rows
+    and a tile at a time. They are formed transposed, ``S^T = K_j Q^T`` and
+    ``(P V_j)^T = V_j^T P^T``, so that the score tile and the accumulator lie key-major
+    and feature-major in memory: the row operations of the online softmax (row max,
+    ``s - m``, ``alpha * acc``) then run along contiguous memory. A dot product's
+    correct rounding does not depend on the orientation: the same bytes as
+    :func:`refimpl.attention.products.matmul_f32`."""
+    b, hq, _, sq, _, _ = prob.shape
     dv = prob.v.shape[-1]
     out = np.zeros((b, hq, sq, dv), dtype=np.float32)
     lse = np.full((b, hq, sq), -np.inf, dtype=np.float32)
     if not ktiles or sq == 0:
         return out, lse
-    q64 = prob.q.astype(np.float64)
-    q_norms = np.sqrt(np.einsum("bhsd,bhsd->bhs", q64, q64))  # columns of Q^T
-    k0, k1 = int(ktiles[0][0]), int(ktiles[-1][-1]) + 1
-    k64 = kq[:, :, k0:k1].astype(np.float64)
-    v64 = vq[:, :, k0:k1].astype(np.float64)
-    k_rows = exact_row_bounds(k64)
     per = max(1, _LOCKSTEP_ROWS // br)
     for g0 in range(0, len(qtiles), per):
         group = qtiles[g0:g0 + per]
         r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
+        q64 = prob.q[:, :, r0:r1].astype(np.float64)  # this group's query rows
+        q_norms = np.sqrt(np.einsum("bhsd,bhsd->bhs", q64, q64))  # columns of Q^T
         state = OnlineState(
             np.full((b, hq, r1 - r0), -np.inf, dtype=np.float32),
             np.zeros((b, hq, r1 - r0), dtype=np.float32),
@@ -204,11 +201,12 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
                 continue
             a0, a1 = int(group[live[0]][0]), int(group[live[-1]][-1]) + 1
             rows = np.arange(a0, a1)
-            c0, c1 = int(cols[0]) - k0, int(cols[-1]) + 1 - k0
-            qk_t = exact_product_fp32(k64[:, :, c0:c1], np.swapaxes(q64[:, :, a0:a1], -1, -2),
-                                      k_rows[:, :, c0:c1], q_norms[:, :, a0:a1])
+            c0, c1 = int(cols[0]), int(cols[-1]) + 1
+            k_j = kq[:, :, c0:c1].astype(np.float64)
+            qk_t = exact_product_fp32(k_j, np.swapaxes(q64[:, :, a0 - r0:a1 - r0], -1, -2),
+                                      exact_row_bounds(k_j), q_norms[:, :, a0 - r0:a1 - r0])
             s, _, _ = scores_from_product(prob, np.swapaxes(qk_t, -1, -2), rows, cols)
-            v_t = np.swapaxes(v64[:, :, c0:c1], -1, -2)  # (B, H, Dv, c)
+            v_t = np.swapaxes(vq[:, :, c0:c1].astype(np.float64), -1, -2)  # (B, H, Dv, c)
             v_rows = exact_row_bounds(v_t)
 
             def product(p, p64, v_t=v_t, v_rows=v_rows):
