@@ -4,7 +4,9 @@ against a per-lane scalar execution of the same program.
 
 Checks the outputs of every lane and ``thread_instructions``: under immediate
 post-dominator reconvergence a lane is active exactly for the instructions of its own
-path, so the total equals the sum of the per-lane instruction counts.
+path, so the total equals the sum of the per-lane instruction counts. Programs without
+early returns may also contain top-level exchanges (store to shared memory, bar.sync,
+read the next thread's value, bar.sync), checked phase by phase.
 """
 from __future__ import annotations
 
