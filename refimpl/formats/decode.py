@@ -81,7 +81,8 @@ def decode_formula(codes: np.ndarray, fmt: Format) -> np.ndarray:
     else:
         sig = m_field | (1 << m)
         exp = e_field - fmt.bias - m
-    val = np.ldexp(sig.astype(np.float64), exp.astype(np.int32))
+    with np.errstate(over="ignore"):  # only the Inf/NaN field of an emax-1023 format
+        val = np.ldexp(sig.astype(np.float64), exp.astype(np.int32))
     val = np.where(neg, -val, val)
     if fmt.nan == "ieee":
         top = e_field == (1 << fmt.exp_bits) - 1
