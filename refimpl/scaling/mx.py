@@ -361,7 +361,8 @@ class MXArray:
         mult = np.where(
             s == SCALE_NAN, np.nan, np.ldexp(1.0, s.astype(np.int64) - SCALE_BIAS)
         )
-        out = (blocks * mult[..., None]).reshape(moved.shape)[..., :n].astype(dt)
+        with np.errstate(over="ignore"):  # beyond float32's range: +-Inf, as documented
+            out = (blocks * mult[..., None]).reshape(moved.shape)[..., :n].astype(dt)
         return np.moveaxis(out, -1, self.axis)
 
     def packed(self, order: str = "low_first", *, dense: bool = False) -> np.ndarray:
