@@ -97,13 +97,23 @@ def exp(x: ArrayLike) -> np.ndarray:
     Returns:
         float64 array of the shape of ``x``.
     """
-    x = np.asarray(x, dtype=np.float64)
-    if x.size <= _CHUNK:
-        return _exp(x.reshape(-1)).reshape(x.shape)
+    return _elementwise(_exp, np.asarray(x, dtype=np.float64))
+
+
+def _elementwise(fn, x: np.ndarray) -> np.ndarray:
+    """``fn`` (elementwise on 1-D float64 arrays) applied to float64 ``x`` in cache-sized
+    chunks. An array stored with its last two axes swapped (a transposed tile) is
+    processed as it lies in memory, without a copy; the result has the layout of ``x``.
+    The values do not depend on the chunking or the layout: every operation is
+    elementwise."""
+    if x.ndim >= 2 and not x.flags.c_contiguous and np.swapaxes(x, -1, -2).flags.c_contiguous:
+        return np.swapaxes(_elementwise(fn, np.swapaxes(x, -1, -2)), -1, -2)
     flat = x.reshape(-1)
+    if flat.size <= _CHUNK:
+        return fn(flat).reshape(x.shape)
     out = np.empty_like(flat)
     for i in range(0, flat.size, _CHUNK):
-        out[i:i + _CHUNK] = _exp(flat[i:i + _CHUNK])
+        out[i:i + _CHUNK] = fn(flat[i:i + _CHUNK])
     return out.reshape(x.shape)
 
 
@@ -147,11 +157,14 @@ def _scale(p: np.ndarray, k_int: np.ndarray) -> np.ndarray:
 
 def expm1(x: ArrayLike) -> np.ndarray:
     """``e**x - 1`` in float64 without cancellation near 0, bit-reproducible."""
-    x = np.asarray(x, dtype=np.float64)
+    return _elementwise(_expm1, np.asarray(x, dtype=np.float64))
+
+
+def _expm1(x: np.ndarray) -> np.ndarray:
     small = np.abs(x) <= 0.5 * LN2
     xs = np.where(small, x, 0.0)
     p = _horner(_EXPM1_COEF, xs) * xs
-    big = exp(np.where(small, 0.0, x)) - 1.0
+    big = _exp(np.where(small, 0.0, x)) - 1.0
     return np.where(small, p, big)
 
 
@@ -176,8 +189,11 @@ def log(x: ArrayLike) -> np.ndarray:
 
 def tanh(x: ArrayLike) -> np.ndarray:
     """Hyperbolic tangent in float64, bit-reproducible (a few ulp)."""
-    x = np.asarray(x, dtype=np.float64)
+    return _elementwise(_tanh, np.asarray(x, dtype=np.float64))
+
+
+def _tanh(x: np.ndarray) -> np.ndarray:
     a = np.minimum(np.abs(x), 40.0)  # tanh(40) == 1 in float64
-    u = expm1(-2.0 * a)
+    u = _expm1(-2.0 * a)
     t = -u / (2.0 + u)
     return np.where(np.isnan(x), np.nan, np.copysign(t, x))

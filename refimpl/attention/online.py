@@ -115,7 +115,7 @@ def online_step(
     d = s.astype(np.float64)  # exact; keeps the memory layout of s
     with np.errstate(invalid="ignore"):
         d -= m64[..., None]
-    p = _exp_keep_layout(d).astype(np.float32)
+    p = elementary.exp(d).astype(np.float32)  # keeps the memory layout of d
     p64 = p.astype(np.float64)
     rowsum = _fold_last(p64).astype(np.float32)
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
@@ -128,14 +128,6 @@ def online_step(
     np.copyto(out.l, l_new)
     np.copyto(out.acc, acc, casting="same_kind")  # rounded to float32 once, as astype
     return out
-
-
-def _exp_keep_layout(d: np.ndarray) -> np.ndarray:
-    """``elementary.exp`` elementwise, on the memory of ``d`` as it lies: a tile stored
-    key-major (the fast schedule's layout) is not copied to row-major first."""
-    if d.ndim >= 2 and not d.flags.c_contiguous and np.swapaxes(d, -1, -2).flags.c_contiguous:
-        return np.swapaxes(elementary.exp(np.swapaxes(d, -1, -2)), -1, -2)
-    return elementary.exp(d)
 
 
 def _fold_last(x: np.ndarray) -> np.ndarray:
