@@ -544,18 +544,19 @@ def exact_product_fp32(
     (..., M, N).
 
     Screen (the argument of the module docstring, in a form that needs fewer passes):
-    with W_j = fl(max_i ra_i cb_j) >= B + u (|s^| + W_j) for every output of column j,
-    lo = fl(s^ - W_j) <= s and hi = fl(s^ + W_j) >= s for the exact s, and s^ lies in
-    [lo, hi]. Rounding to nearest is monotone, so if RN32(lo) and RN32(hi) are the same
-    non-zero float32, every value of [lo, hi] rounds to it: RN32(s^) = RN32(s), and
-    RN32(lo) is the answer. Other outputs (including every zero, whose sign needs the
-    products) go through the refinement of :func:`exact_matmul64` (steps 3-4). Zero:
-    equal bit patterns already exclude -0 against +0; both ends rounding to the same
-    zero needs hi - lo <= 2^-149, impossible once every W_j >= 2^-140 (then
-    hi - lo >= 2 W_j (1 - u) - 2 u |s^|). One bound per column (a row vector, the cheap
-    broadcast) lets the screen run as two fused subtract/add-and-round passes and one
-    comparison; it flags a few more outputs where row norms differ widely, which costs
-    time, never bytes. (Put the operand whose norms vary most on the right.)
+    with W >= B + u (|s^| + W) for an output, lo = fl(s^ - W) <= s and hi = fl(s^ + W)
+    >= s for the exact s, and s^ lies in [lo, hi]. Rounding to nearest is monotone, so
+    if RN32(lo) and RN32(hi) are the same non-zero float32, every value of [lo, hi]
+    rounds to it: RN32(s^) = RN32(s), and RN32(lo) is the answer. W_ij = fl(ra_i cb_j)
+    qualifies (see :func:`_lean_scale`), and so does any larger value. The first pass
+    uses one W per matrix, fl(max_i ra_i max_j cb_j) (a scalar: the cheapest
+    subtract/add-and-round passes); the outputs it cannot certify are tested again with
+    their own W_ij; what still fails (including every zero, whose sign needs the
+    products) goes through the refinement of :func:`exact_matmul64` (steps 3-4).
+    Zero: a value comparison cannot tell -0 from +0, but both ends round to zero only
+    if hi - lo <= 2^-149, impossible once W >= 2^-140 (then
+    hi - lo >= 2 W (1 - u) - 2 u |s^|); below that, bit patterns are compared and
+    zeros flagged.
     """
     s = _float64_product(a64, b64)
     shape = s.shape
@@ -567,9 +568,7 @@ def exact_product_fp32(
     if s3.size:
         ra2 = np.broadcast_to(ra, shape[:-1]).reshape(nb, m_)
         cb2 = np.broadcast_to(cb, shape[:-2] + (n_,)).reshape(nb, n_)
-        w = (ra2.max(axis=-1)[:, None] * cb2)[:, None, :]  # (nb, 1, N)
-        # Comparing bit patterns flags lo32 = -0, hi32 = +0. Both could round to the
-        # same zero only if hi - lo <= 2^-149: impossible when every W_j >= 2^-140
+        w = (ra2.max(axis=-1) * cb2.max(axis=-1))[:, None, None]  # (nb, 1, 1)
         tiny = not (w.min() >= 2.0**-140)
         per = max(1, _LEAN_SCREEN_ELEMS // (m_ * n_))  # batch entries per block
         rows = m_ if m_ * n_ <= _LEAN_SCREEN_ELEMS else max(1, _LEAN_SCREEN_ELEMS // n_)
@@ -577,18 +576,22 @@ def exact_product_fp32(
         found = []
         with np.errstate(over="ignore"):
             for b0 in range(0, nb, per):
+                wb = w[b0:b0 + per]
+                if wb.shape[0] == 1:
+                    wb = wb[0, 0, 0]  # a scalar operand: the fastest loops
                 for r0 in range(0, m_, rows):
                     blk = s3[b0:b0 + per, r0:r0 + rows]
-                    wb = w[b0:b0 + per]
                     # RN32(fl(s^ - W)) and RN32(fl(s^ + W)): float64 operations whose
                     # results are cast on output (no float64 temporaries)
                     yb = y[b0:b0 + per, r0:r0 + rows]
                     hb = hi[:blk.shape[0], :blk.shape[1]]
                     np.subtract(blk, wb, out=yb, casting="same_kind")
                     np.add(blk, wb, out=hb, casting="same_kind")
-                    flag = yb.view(np.uint32) != hb.view(np.uint32)
                     if tiny:
+                        flag = yb.view(np.uint32) != hb.view(np.uint32)
                         flag |= yb == 0
+                    else:
+                        flag = yb != hb
                     flat = np.flatnonzero(flag)
                     if flat.size:
                         fr, fj = np.divmod(flat, blk.shape[2])
@@ -598,6 +601,16 @@ def exact_product_fp32(
             bt = np.concatenate([f[0] for f in found])
             ii = np.concatenate([f[1] for f in found])
             jj = np.concatenate([f[2] for f in found])
+            # second screen: each output with its own W_ij
+            sv = s3[bt, ii, jj]
+            wij = ra2[bt, ii] * cb2[bt, jj]
+            with np.errstate(over="ignore"):
+                lo32 = (sv - wij).astype(np.float32)
+                hi32 = (sv + wij).astype(np.float32)
+            ok = (lo32.view(np.uint32) == hi32.view(np.uint32)) & (lo32 != 0)
+            y[bt[ok], ii[ok], jj[ok]] = lo32[ok]
+            bt, ii, jj = bt[~ok], ii[~ok], jj[~ok]
+        if found and bt.size:
             a3 = np.broadcast_to(a64, shape[:-2] + a64.shape[-2:]).reshape(nb, m_, k)
             b3 = np.broadcast_to(b64, shape[:-2] + b64.shape[-2:]).reshape(nb, k, n_)
             st = ExactStats() if stats is None else stats
