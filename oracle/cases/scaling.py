@@ -71,6 +71,12 @@ def _tensor(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str,
             "dequantized": t.dequantize()}
 
 
+def _delayed(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    d = Q.DelayedScaling(p["fmt"], margin=p["margin"], amax_history_len=p["history"],
+                         amax_compute_algo=p["algo"])
+    return {"scales": np.array([d.update(a) for a in inputs["amax"]], np.float32)}
+
+
 def _hadamard(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return {"y": Q.hadamard_transform(inputs["x"], size=p["size"], inverse=p["inverse"])}
 
@@ -79,6 +85,9 @@ OPERATIONS = [
     Operation("scaling.tensor_quantize", _tensor,
               "scale = refimpl.scaling.tensor_scale(amax(x), fmt, margin, power_of_two=); "
               "t = tensor_quantize(x, scale, fmt); codes, dequantized"),
+    Operation("scaling.delayed_scaling", _delayed,
+              "d = refimpl.scaling.DelayedScaling(fmt, margin, amax_history_len=, "
+              "amax_compute_algo=); scales[t] = d.update(amax[t])"),
     Operation("scaling.hadamard_transform", _hadamard,
               "y = refimpl.scaling.hadamard_transform(x, size=, inverse=) (TE's signs)"),
     Operation("scaling.mx_quantize", _mx,
@@ -212,6 +221,7 @@ def cases() -> list[CaseSpec]:
                             description="MX dot products: exact products and sum, scales "
                                         "per block pair, one rounding to float32"))
     for rule, block, hadamard, level in (("te", (1, 16), False, 1), ("torchao", (1, 16), False, 1),
+                                         ("te_kernel", (1, 16), False, 1),
                                          ("te", (16, 16), False, 1), ("te", (1, 16), True, 2)):
         tag = f"{rule}.{block[0]}x{block[1]}" + (".hadamard" if hadamard else "")
         out.append(CaseSpec(
@@ -240,6 +250,19 @@ def cases() -> list[CaseSpec]:
             tolerance=VALUES_TOL, formats={"codes": fmt_}, level=1,
             description="per-tensor FP8 current scaling (TransformerEngine): "
                         "scale = max / amax / 2^margin, saturating encode"))
+    def amaxes(rng: CaseRandom) -> dict[str, np.ndarray]:
+        a = np.abs(rng.normal(40, scale=100.0))
+        a[[7, 8]] = 0.0                    # zero amax: the previous scale is kept
+        a[20] = np.float32(3e38)           # a spike, then it leaves the window
+        return {"amax": a.astype(np.float32)}
+
+    for algo, history in (("max", 16), ("most_recent", 16)):
+        out.append(CaseSpec(
+            f"scaling.delayed.{algo}.h{history}", "scaling.delayed_scaling",
+            {"fmt": "e4m3", "margin": 0, "history": history, "algo": algo}, amaxes,
+            level=1, variant={"choice": "amax_compute_algo", "option": algo},
+            description="TransformerEngine delayed scaling: the scale of step t from the "
+                        f"amax history window ({history} steps, {algo})"))
     had_tol = {"y": AllClose(0.0, 4e-6, "exact 16-point transform, rounded once to "
                                       "float32 (inputs |x| < 4)")}
     for inverse in (False, True):

@@ -129,3 +129,16 @@ def test_flash_v3_cases() -> None:
     tol = spec.tolerance["out"].resolve(fp8)
     assert tol.compare(fp8["fp8_model"], fp8["out"]).ok     # the model passes its own rule
     assert not tol.compare(np.zeros_like(fp8["out"]), fp8["out"]).ok
+
+
+def test_delayed_scaling_case_against_a_window_max() -> None:
+    _, x, out = _built("scaling.delayed.max.h16")
+    a = x["amax"]
+    for t in range(len(a)):
+        window = a[max(0, t - 15):t + 1]
+        want = np.float32(448.0) / np.float32(window.max())
+        assert out["scales"][t] == want, t
+    _, x, recent = _built("scaling.delayed.most_recent.h16")
+    a = x["amax"]
+    assert recent["scales"][8] == recent["scales"][6]          # zero amax keeps the scale
+    assert recent["scales"][9] == np.float32(448.0) / a[9]
