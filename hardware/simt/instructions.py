@@ -447,6 +447,8 @@ def c_fma(inst: Instruction, ctx: Any) -> Op:
         return _alu(inst, ctx, t, _finish_float(
             inst, t, lambda a, b, c: rounding.fma_f32(a, b, c, mode)), 3)
     if t.bits == 64:
+        if mode == "rn":
+            return _alu(inst, ctx, t, lambda a, b, c: rounding.fma_f64_rn(a, b, c), 3)
         return _alu(inst, ctx, t, lambda a, b, c: rounding.fraction_op_f64(
             "fma", [a, b, c], mode), 3)
     raise _unsupported(inst, f"fma on .{t.name} is not supported")

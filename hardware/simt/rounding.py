@@ -33,6 +33,7 @@ __all__ = [
     "sqrt_f32",
     "exact_to_float",
     "fraction_op_f64",
+    "fma_f64_rn",
     "float_to_int",
     "int_to_float",
 ]
@@ -227,6 +228,57 @@ def exact_to_float(x: Fraction, mantissa_bits: int, emin: int, emax: int,
     else:
         out = float(val)
     return -out if neg else out
+
+
+_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitting constant for binary64
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's TwoProduct: p = fl(a*b), e = a*b - p exactly (no overflow, and no
+    underflow of the partial products; callers check the ranges)."""
+    p = a * b
+    ca = _SPLIT * a
+    ah = ca - (ca - a)
+    al = a - ah
+    cb = _SPLIT * b
+    bh = cb - (cb - b)
+    bl = b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def fma_f64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``fma.rn.f64``: a*b + c rounded once to nearest even.
+
+    a*b + c = r + d exactly, with r = fl(sh + th) and d = (sh + th - r) + tl from
+    error-free transformations (TwoProduct, TwoSum). When |d| is below half the gap
+    from r to its neighbour on d's side, r is the correctly rounded result; the
+    remaining elements (near a rounding boundary, non-finite, or outside the range where
+    the transformations are exact) go through :func:`fraction_op_f64`."""
+    a, b, c = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, np.float64)) for x in (a, b, c)))
+    with np.errstate(all="ignore"):
+        uh, ul = _two_product(a, b)
+        sh, sl = _two_sum(uh, c)
+        th, tl = _two_sum(sl, ul)
+        r, e = _two_sum(sh, th)
+        # x - r = e + tl; r is RN(x) when that lies strictly inside half the gap to the
+        # neighbour of r on its side (the bound is inflated for its own rounding)
+        up = np.where(np.abs(e) >= np.abs(tl), e, tl) > 0
+        gap = np.where(up, np.nextafter(r, np.inf) - r, r - np.nextafter(r, -np.inf))
+        bound = (np.abs(e) + np.abs(tl)) * (1 + 2.0**-50)
+        safe = (bound < 0.5 * gap) & np.isfinite(r) & np.isfinite(gap)
+        # exactness of TwoProduct: no overflow in the splits, no underflow in the parts
+        big = 2.0**995
+        safe &= (np.abs(a) < big) & (np.abs(b) < big) & (np.abs(c) < big)
+        tiny = 2.0**-960
+        safe &= ((np.abs(uh) > tiny) | (uh == 0) & ((a == 0) | (b == 0)))
+        safe &= (np.abs(c) > tiny) | (c == 0)
+        safe &= r != 0  # the sign of an exact zero needs the IEEE rules: slow path
+    out = r.copy()
+    bad = np.flatnonzero(~safe)
+    if bad.size:
+        out[bad] = fraction_op_f64("fma", [a[bad], b[bad], c[bad]], "rn")
+    return out
 
 
 def fraction_op_f64(op: str, args: list[np.ndarray], mode: str) -> np.ndarray:

@@ -941,3 +941,30 @@ def _round_half_mode(x: Fraction, fmt: str, mode: str) -> int:
     if mode == "rz" or (mode == "rm" and x > 0) or (mode == "rp" and x < 0):
         return sign | toward_zero
     return sign | (toward_zero if below[0] == ax else up)
+
+
+@settings(max_examples=20)
+@given(st.lists(st.tuples(finite64, finite64, finite64), min_size=1, max_size=30))
+@example([(1 + 2.0**-27, 1 + 2.0**-27, 2.0**-80), (1 + 2.0**-26, 1 - 2.0**-26, -1.0),
+          (0.1, 10.0, -1.0), (3.0, 1 / 3, -1.0), (1e300, 1e10, -1e300), (0.0, 5.0, -0.0),
+          (-0.0, 5.0, 0.0), (1e-300, 1e-300, 0.0), (2.0**-1022, 0.5, 0.0),
+          (1 + 2.0**-52, 1 + 2.0**-52, -(1 + 2.0**-51))])
+def test_fma_f64_rn_fast_path(triples):
+    # cancellation-heavy and random triples: the error-free fast path, or its exact
+    # fallback, against Fraction
+    a, b, c = (np.array([t[i] for t in triples], np.float64) for i in range(3))
+    c = np.where(np.arange(len(c)) % 2 == 0, c, -(a * b) * (1 + 2.0**-40))
+    got = run_instruction("fma.rn.f64 {d}, {a}, {b}, {c}",
+                          [a.view(np.uint64), b.view(np.uint64), c.view(np.uint64)],
+                          np.uint64).view(np.float64)
+    for i in range(len(triples)):
+        if not np.isfinite(c[i]):
+            continue
+        fa, fb, fc = (Fraction(float(x[i])) for x in (a, b, c))
+        exact = fa * fb + fc
+        if exact == 0:
+            psign = np.signbit(a[i]) != np.signbit(b[i])
+            same = (a[i] * b[i] == 0) and c[i] == 0 and psign == np.signbit(c[i])
+            assert got[i] == 0 and np.signbit(got[i]) == (psign if same else False)
+            continue
+        assert float(got[i]) == round_fraction(exact, "rn", np.float64), i
