@@ -272,6 +272,8 @@ def fma_f64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         safe &= (np.abs(a) < big) & (np.abs(b) < big) & (np.abs(c) < big)
         tiny = 2.0**-960
         safe &= ((np.abs(uh) > tiny) | (uh == 0) & ((a == 0) | (b == 0)))
+        normal = 2.0**-1022  # Veltkamp splitting of subnormal inputs: slow path
+        safe &= ((np.abs(a) >= normal) | (a == 0)) & ((np.abs(b) >= normal) | (b == 0))
         safe &= (np.abs(c) > tiny) | (c == 0)
         safe &= r != 0  # the sign of an exact zero needs the IEEE rules: slow path
     out = r.copy()
