@@ -72,6 +72,7 @@ import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.rounding import FP32, Target, to_format
+from refimpl.summation import fold_sum
 
 _U = 2.0**-53
 _LIMB = 24
@@ -85,6 +86,8 @@ _SCREEN_ELEMS = 1 << 15
 _REFINE_ELEMS = 1 << 15
 #: elements per screening block of the lean FP32 entry (fewer, fused passes)
 _LEAN_SCREEN_ELEMS = 1 << 17
+#: flagged products up to which the lean entry tries the fold-sum certificate first
+_FOLD_ELEMS = 1 << 18
 #: flagged products beyond which exact BLAS sums are looked for first (integer-like data)
 _BULK_ELEMS = 1 << 24
 
@@ -529,6 +532,27 @@ def exact_col_norms(b64: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("...kj,...kj->...j", b64, b64))
 
 
+def _fold_certified(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(certified, RN32 values) for rows of exact float64 products ``p`` (n x k).
+
+    t = fold_sum(p): every product takes part in at most L = ceil(log2 k) additions,
+    so |t - s| <= gamma_L sum|p| <= 1.001 L u sum|p| (Higham, eq. (4.4)); the computed
+    U1 = fl(sum |p|) (any order) is at least (1 - 1.01 k u) sum|p|. With
+    W = (L + 3) u U1 (1 + (k + 4) u) >= that bound + u (|t| + W) (the margin of 2 covers
+    the roundings of W itself), the monotone test of :func:`exact_product_fp32` applies:
+    RN32(fl(t - W)) == RN32(fl(t + W)), non-zero, is RN32(s).
+    """
+    k = p.shape[-1]
+    t = fold_sum(p, axis=-1)
+    u1 = np.sum(np.abs(p), axis=-1)
+    w = u1 * ((max(k - 1, 0).bit_length() + 3) * _U * (1.0 + (k + 4) * _U))
+    with np.errstate(over="ignore"):
+        lo32 = (t - w).astype(np.float32)
+        hi32 = (t + w).astype(np.float32)
+    ok = (lo32.view(np.uint32) == hi32.view(np.uint32)) & (lo32 != 0)
+    return ok, lo32
+
+
 def exact_product_fp32(
     a64: np.ndarray, b64: np.ndarray, ra: np.ndarray, cb: np.ndarray,
     stats: ExactStats | None = None,
@@ -548,11 +572,14 @@ def exact_product_fp32(
     >= s for the exact s, and s^ lies in [lo, hi]. Rounding to nearest is monotone, so
     if RN32(lo) and RN32(hi) are the same non-zero float32, every value of [lo, hi]
     rounds to it: RN32(s^) = RN32(s), and RN32(lo) is the answer. W_ij = fl(ra_i cb_j)
-    qualifies (see :func:`_lean_scale`), and so does any larger value. The first pass
-    uses one W per matrix, fl(max_i ra_i max_j cb_j) (a scalar: the cheapest
-    subtract/add-and-round passes); the outputs it cannot certify are tested again with
-    their own W_ij; what still fails (including every zero, whose sign needs the
-    products) goes through the refinement of :func:`exact_matmul64` (steps 3-4).
+    qualifies (see :func:`_lean_scale`), and so does any larger value. The pass over
+    all outputs uses one W per matrix, fl(max_i ra_i max_j cb_j) (a scalar: the
+    cheapest subtract/add-and-round passes). The few outputs it cannot certify are
+    summed again in the fixed order of :func:`refimpl.summation.fold_sum`, whose error
+    is at most gamma_L sum |p|, L = ceil(log2 k), and tested the same way with that
+    much smaller W (:func:`_fold_certified`); what still fails (true near-ties, and
+    every zero, whose sign needs the products) goes through the refinement of
+    :func:`exact_matmul64` (steps 3-4).
     Zero: a value comparison cannot tell -0 from +0, but both ends round to zero only
     if hi - lo <= 2^-149, impossible once W >= 2^-140 (then
     hi - lo >= 2 W (1 - u) - 2 u |s^|); below that, bit patterns are compared and
@@ -601,18 +628,13 @@ def exact_product_fp32(
             bt = np.concatenate([f[0] for f in found])
             ii = np.concatenate([f[1] for f in found])
             jj = np.concatenate([f[2] for f in found])
-            # second screen: each output with its own W_ij
-            sv = s3[bt, ii, jj]
-            wij = ra2[bt, ii] * cb2[bt, jj]
-            with np.errstate(over="ignore"):
-                lo32 = (sv - wij).astype(np.float32)
-                hi32 = (sv + wij).astype(np.float32)
-            ok = (lo32.view(np.uint32) == hi32.view(np.uint32)) & (lo32 != 0)
-            y[bt[ok], ii[ok], jj[ok]] = lo32[ok]
-            bt, ii, jj = bt[~ok], ii[~ok], jj[~ok]
-        if found and bt.size:
             a3 = np.broadcast_to(a64, shape[:-2] + a64.shape[-2:]).reshape(nb, m_, k)
             b3 = np.broadcast_to(b64, shape[:-2] + b64.shape[-2:]).reshape(nb, k, n_)
+            if bt.size * k <= _FOLD_ELEMS:
+                ok, vals = _fold_certified(a3[bt, ii, :] * b3[bt, :, jj])
+                y[bt[ok], ii[ok], jj[ok]] = vals[ok]
+                bt, ii, jj = bt[~ok], ii[~ok], jj[~ok]
+        if found and bt.size:
             st = ExactStats() if stats is None else stats
             if bt.size * k > _BULK_ELEMS:
                 done = _exact_blas(a3, b3, s3, bt, ii, jj)

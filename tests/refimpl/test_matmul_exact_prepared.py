@@ -169,3 +169,40 @@ def test_bytes_do_not_depend_on_the_float64_summation_order(monkeypatch, order):
     monkeypatch.setattr(exact_module, "_float64_product", product)
     assert lean(a, b).tobytes() == base.tobytes()
     assert same_bits(base, oracle_product(a, b))
+
+
+@settings(max_examples=60)
+@given(st.lists(st.lists(element, min_size=0, max_size=12), min_size=1, max_size=4),
+       st.sampled_from([1.0, -1.0, 2.0**-24, 1.0 + 2.0**-23]))
+def test_fold_certificate_only_certifies_the_correct_rounding(rows, scale):
+    """The second-level certificate (fold sum, log2 k error bound): every value it
+    certifies is the Fraction oracle's rounding; near-ties and zeros are left out."""
+    from refimpl.matmul.exact import _fold_certified
+
+    k = max(len(r) for r in rows)
+    a = np.zeros((len(rows), k), np.float32)
+    for i, r in enumerate(rows):
+        a[i, :len(r)] = r
+    b = np.full((1, k), scale, np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)
+        ok, vals = _fold_certified(p)
+    for i in range(len(rows)):
+        if ok[i]:
+            want = oracle_product(a[i:i + 1], b.T)[0, 0]
+            assert np.float32(vals[i]).tobytes() == np.float32(want).tobytes()
+            assert vals[i] != 0
+
+
+def test_fold_certificate_leaves_ties_to_the_refinement():
+    p = np.array([[1.0, 2.0**-24, 0.0], [1.0, 2.0**-24, 2.0**-40], [1.0, -1.0, 0.0],
+                  [1.0, 2.0**-24, 2.0**-70]])
+    ok, vals = _fold(p)
+    assert not ok[0] and not ok[2] and not ok[3]  # a tie, a zero, within the bound of a tie
+    assert ok[1] and vals[1] == np.float32(1.0 + 2.0**-23)
+
+
+def _fold(p):
+    from refimpl.matmul.exact import _fold_certified
+
+    return _fold_certified(p)
