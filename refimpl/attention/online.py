@@ -37,7 +37,6 @@ import numpy as np
 
 from refimpl import elementary
 from refimpl.attention.products import matmul_f32
-from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
 
 __all__ = ["OnlineState", "online_block_update", "online_step", "finalize"]
@@ -108,14 +107,20 @@ def online_step(
         np.copyto(out.acc, state.acc)
         return out
     m_new = np.maximum(state.m, np.max(s, axis=-1))
-    alpha = exp_diff(state.m, m_new).astype(np.float32)
-    # p = fl32(exp_diff(s, m_new)): the same float64 difference, formed in place
-    # (m_new = -inf only where the whole row is -inf: subtracting 0 gives e^(-inf) = 0)
+    # alpha = fl32(exp_diff(m, m_new)) and p = fl32(exp_diff(s, m_new)), the same float64
+    # differences formed in place in one array (m as an extra key column, so that one
+    # exp call serves both; m_new = -inf only where the whole row is -inf, and then
+    # subtracting 0 gives e^(-inf) = 0)
     m64 = np.where(np.isneginf(m_new), 0.0, m_new.astype(np.float64))
-    d = s.astype(np.float64)  # exact; keeps the memory layout of s
+    c = s.shape[-1]
+    d = _with_extra_column(s)
+    d[..., :c] = s  # exact; keeps the memory layout of s
+    d[..., c] = state.m
     with np.errstate(invalid="ignore"):
         d -= m64[..., None]
-    p = elementary.exp(d).astype(np.float32)  # keeps the memory layout of d
+    e = elementary.exp(d)  # keeps the memory layout of d
+    alpha = e[..., c].astype(np.float32)
+    p = e[..., :c].astype(np.float32)
     p64 = p.astype(np.float64)
     rowsum = _fold_last(p64).astype(np.float32)
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
@@ -128,6 +133,15 @@ def online_step(
     np.copyto(out.l, l_new)
     np.copyto(out.acc, acc, casting="same_kind")  # rounded to float32 once, as astype
     return out
+
+
+def _with_extra_column(s: np.ndarray) -> np.ndarray:
+    """An empty float64 array of the shape of ``s`` with one more column, laid out like
+    ``s`` (key-major when ``s`` is key-major)."""
+    shape = s.shape[:-1] + (s.shape[-1] + 1,)
+    if s.ndim >= 2 and not s.flags.c_contiguous and np.swapaxes(s, -1, -2).flags.c_contiguous:
+        return np.swapaxes(np.empty(shape[:-2] + (shape[-1], shape[-2])), -1, -2)
+    return np.empty(shape)
 
 
 def _fold_last(x: np.ndarray) -> np.ndarray:
