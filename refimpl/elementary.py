@@ -112,8 +112,9 @@ def _elementwise(fn, x: np.ndarray) -> np.ndarray:
     if flat.size <= _CHUNK:
         return fn(flat).reshape(x.shape)
     out = np.empty_like(flat)
-    for i in range(0, flat.size, _CHUNK):
-        out[i:i + _CHUNK] = fn(flat[i:i + _CHUNK])
+    step = -(-flat.size // -(-flat.size // _CHUNK))  # equal chunks of at most _CHUNK
+    for i in range(0, flat.size, step):
+        out[i:i + step] = fn(flat[i:i + step])
     return out.reshape(x.shape)
 
 
