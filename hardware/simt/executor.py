@@ -469,13 +469,19 @@ class Wave:
         # general case: lane by lane, in thread order
         old = np.empty(cnt, dtype=t.dtype)
         b = srcs[1].astype(t.dtype) if len(srcs) > 1 else None
+        # PTX ISA 9.7.13.4 (atom): atom.add.f32 without .noftz flushes subnormal inputs
+        # and results to sign-preserving zero on global memory (not on shared memory)
+        ftz = (op == "add" and t.kind == "f" and t.bits == 32 and space == "global"
+               and "noftz" not in inst.parts)
         with np.errstate(all="ignore"):
             for i in range(cnt):
                 k = e[i]
                 cur = view[k]
                 old[i] = cur
                 x = a[i]
-                if op == "add":
+                if op == "add" and ftz:
+                    new = _ftz_scalar(_ftz_scalar(np.float32(cur)) + _ftz_scalar(np.float32(x)))
+                elif op == "add":
                     new = (np.float32(cur) + np.float32(x)) if t.bits == 32 else cur + x
                 elif op == "min":
                     new = _fminmax(cur, x, True) if t.kind == "f" else min(cur, x)
@@ -499,6 +505,11 @@ class Wave:
                     raise AssertionError(op)
                 view[k] = new
         return old
+
+
+def _ftz_scalar(x: np.float32) -> np.float32:
+    # a float32 subnormal becomes a zero of the same sign
+    return np.float32(np.copysign(np.float32(0.0), x)) if abs(x) < np.float32(2.0**-126) else x
 
 
 def _fminmax(a: Any, b: Any, is_min: bool) -> Any:
@@ -802,5 +813,7 @@ def _deadlock(wave: Wave, st: np.ndarray, tp: np.ndarray, arrived: dict, ops: li
         f"kernel {wave.kernel.name}, block {tuple(wave.block_ids[b])}: barrier deadlock: "
         f"warps {[int(x) - int(blk_warps[0]) for x in blk_warps if st[x] == _WAIT]} wait at "
         f"the barrier on line(s) {wait_lines}, but the other threads of the block can "
-        f"never arrive (warps {[x - int(blk_warps[0]) for x in done]} have exited or "
-        "waited with only some of their lanes)")
+        f"never arrive (warps {[x - int(blk_warps[0]) for x in done]} have exited, and "
+        "a waiting warp may have lanes that exited or took another path); threads that "
+        "returned before the barrier never arrive in barrier_mode='strict', while "
+        "barrier_mode='warp' counts them as arrived")

@@ -1416,7 +1416,9 @@ def c_shfl(inst: Instruction, ctx: Any) -> Op:
         rows = ex.rows            # (G, 32) thread indices of the warps
         act = ex.mask             # (G, 32) executing lanes
         lane = np.broadcast_to(_AR32, rows.shape)
-        b = _rowvals(gb, ix, ex, np.uint32).astype(np.int64)
+        # PTX ISA 9.7.9.6 (shfl.sync semantics): bval = b[4:0], cval = c[4:0],
+        # segmask = c[12:8]; a lane offset of 32 or more wraps to its low 5 bits
+        b = _rowvals(gb, ix, ex, np.uint32).astype(np.int64) & 0x1F
         c = _rowvals(gc, ix, ex, np.uint32).astype(np.int64)
         segmask = (c >> 8) & 0x1F
         maxlane = (lane & segmask) | (c & 0x1F & ~segmask)
@@ -1431,7 +1433,7 @@ def c_shfl(inst: Instruction, ctx: Any) -> Op:
             j = lane ^ b
             valid = j <= maxlane
         else:
-            j = minlane | (b & 0x1F & ~segmask)
+            j = minlane | (b & ~segmask)
             valid = j <= maxlane
         j = np.where(valid, j, lane)
         jc = np.clip(j, 0, 31)

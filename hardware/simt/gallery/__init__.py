@@ -18,6 +18,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | module_vars | poly (a __constant__ table, an initialised __device__ array, a __device__ counter) |
 | half_precision | halfk (f16 add/fma/neg), half2k (f16x2 add/max/mul), bf16k (bf16 setp/fma/sub) |
 | memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
+| edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared) |
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ __all__ = ["NAMES", "BUILD", "source", "cuda_source", "load", "directory"]
 
 NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histogram",
          "convert", "memory_spaces", "convert_sm80", "struct_param", "intrinsics",
-         "module_vars", "half_precision")
+         "module_vars", "half_precision", "edge_cases")
 
 #: PTX file -> (CUDA source, target architecture); sm_80 has no FP8 cvt instruction, so
 #: ``convert_sm80`` holds nvcc's software FP8 conversion (integer bit manipulation)

@@ -1,0 +1,310 @@
+"""Edge cases of ordinary CUDA C and of single PTX instructions, each against an
+independent reference: Python integers for C integer semantics, the PTX ISA pseudocode
+(shfl.sync, cvt saturation), and sequential float32 sums for atomics.
+
+Kernels: ``hardware/simt/gallery/edge_cases.cu`` (nvcc 13.0, sm_90)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hardware.simt import DeadlockError, GlobalMemory, gallery, load_ptx
+
+_U64 = (1 << 64) - 1
+
+
+def _mod():
+    return gallery.load("edge_cases")
+
+
+def _run(kernel, grid, block, ins, outs, scalars=(), **kw):
+    mem = GlobalMemory()
+    ptrs = [mem.to_device(np.ascontiguousarray(a)) for a in ins]
+    optr = [mem.alloc(np.dtype(dt).itemsize * n) for dt, n in outs]
+    _mod().launch(kernel, grid, block, ptrs + optr + list(scalars), mem, **kw)
+    return [mem.from_device(p, dt, n) for p, (dt, n) in zip(optr, outs)]
+
+
+def _bits_equal(got, exp) -> None:
+    got = np.asarray(got)
+    exp = np.asarray(exp, dtype=got.dtype)
+    u = f"u{got.itemsize}"
+    bad = np.flatnonzero(got.view(u) != exp.view(u))
+    assert bad.size == 0, f"first mismatches at {bad[:6]}: got {got[bad[:6]]}, expected {exp[bad[:6]]}"
+
+
+# ------------------------------------------------------- float -> integer conversion
+
+
+def _cvt(v: float, rnd: str, lo: int, hi: int) -> int:
+    """PTX ISA 9.7.9.21 (cvt): float-to-integer conversions saturate to the destination
+    range and NaN converts to 0; C's (int) cast is cvt.rzi."""
+    if math.isnan(v):
+        return 0
+    if math.isinf(v):
+        return lo if v < 0 else hi
+    r = {"rz": math.trunc, "rn": round, "rm": math.floor, "rp": math.ceil}[rnd](v)
+    return min(max(int(r), lo), hi)
+
+
+_S32, _U32, _S64, _U64R = (-2**31, 2**31 - 1), (0, 2**32 - 1), (-2**63, 2**63 - 1), (0, _U64)
+_EDGES = [math.nan, -math.nan, math.inf, -math.inf, -0.0, 0.0, -0.5, 0.5, 1.5, 2.5, -1.5,
+          -2.5, -0.99, 3e9, -3e9, 2.0**31, -2.0**31, 2.0**31 - 128, 4.3e9, 1e19, -1e19,
+          9.3e18, 2.0**63, 2.0**64, 1.8e19, 65535.7, -40000.2, 1e-45, -3.7, 7.5, -7.5, 8.5]
+
+
+def test_float_to_int_edges():
+    x = np.array(_EDGES, np.float32)
+    y = np.array(_EDGES, np.float64)
+    y[[20, 21, 22]] = [2**31 - 0.5, 4294967295.9, -0.9]
+    oi, ou, ol, oul = _run("float_to_int_edges", 1, 32, [x, y],
+                           [(np.int32, 160), (np.uint32, 64), (np.int64, 32), (np.uint64, 32)])
+    ei, eu, el, eul = [], [], [], []
+    for v, w in zip(x.tolist(), y.tolist()):
+        ei += [_cvt(v, m, *_S32) for m in ("rz", "rn", "rm", "rp")] + [_cvt(w, "rz", *_S32)]
+        eu += [_cvt(v, "rz", *_U32), _cvt(w, "rz", *_U32)]
+        el.append(_cvt(v, "rz", *_S64))
+        eul.append(_cvt(v, "rz", *_U64R))
+    _bits_equal(oi, np.array(ei, np.int64).astype(np.int32))
+    _bits_equal(ou, np.array(eu, np.uint64).astype(np.uint32))
+    _bits_equal(ol, np.array(el, dtype=np.int64))
+    _bits_equal(oul, np.array(eul, dtype=np.uint64))
+
+
+# ------------------------------------------------ narrow loads, C division of negatives
+
+
+def _cdiv(x: int, y: int, bits: int) -> tuple[int, int]:
+    """C99 6.5.5: the quotient truncates toward zero and a == (a/b)*b + a%b; results
+    wrap to ``bits`` (INT_MIN / -1 wraps on the GPU)."""
+    q = abs(x) // abs(y)
+    q = q if (x < 0) == (y < 0) else -q
+    r = x - q * y
+    m = 1 << bits
+    return ((q + m // 2) % m) - m // 2, ((r + m // 2) % m) - m // 2
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_narrow_loads_and_division(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-128, 128, 64).astype(np.int8)
+    b = rng.integers(-32768, 32768, 64).astype(np.int16)
+    p = rng.integers(-2**31, 2**31, 32).astype(np.int32)
+    q = rng.integers(-100, 100, 32).astype(np.int32)
+    r = rng.integers(-2**63, 2**63 - 1, 32, dtype=np.int64)
+    s = rng.integers(-2**40, 2**40, 32, dtype=np.int64)
+    p[:6] = [-7, 7, -7, -2**31, -2**31, -1]
+    q[:6] = [2, -2, -2, -1, 1, 3]
+    r[:3] = [-7, -2**63, 2**63 - 1]
+    s[:3] = [2, -1, -1]
+    q[q == 0] = 3
+    s[s == 0] = 5
+    base = 40
+    o, ol = _run("narrow_divmod", 1, 32, [a, b, p, q, r, s], [(np.int32, 192), (np.int64, 64)],
+                 [base])
+    e, el = [], []
+    for i in range(32):
+        j = base - i
+        e += [int(a[j]), int(b[j]), int(a[j]) & 0xFF, *_cdiv(int(p[i]), int(q[i]), 32),
+              (int(p[i]) & 0xFFFFFFFF) // (int(q[i]) & 0xFFFFFFFF)]
+        el += list(_cdiv(int(r[i]), int(s[i]), 64))
+    _bits_equal(o, np.array(e, np.int64).astype(np.int32))
+    _bits_equal(ol, np.array(el, dtype=np.int64))
+
+
+# ------------------------------------------------------------------ warp collectives
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_sub_warp_shuffles(seed):
+    """CUDA C Programming Guide, warp shuffle functions: with ``width`` < 32 each
+    segment of ``width`` lanes shuffles on its own; a source outside the segment
+    (up/down) gives the lane's own value; __shfl_sync's srcLane is taken modulo width."""
+    x = np.random.default_rng(seed).integers(-1000, 1000, 32).astype(np.int32)
+    (o,) = _run("sub_warp_shuffles", 1, 32, [x], [(np.int32, 160)])
+    e = []
+    for i in range(32):
+        s8, s16 = (i // 8) * 8, (i // 16) * 16
+        e += [x[s8:s8 + 8].sum(), x[s16:s16 + 16].sum(),
+              x[i - 3] if i - 3 >= s8 else x[i],
+              x[i + 5] if i + 5 < s16 + 16 else x[i],
+              x[(i // 4) * 4 + (i + 5) % 4]]
+    _bits_equal(o, np.array(e, np.int64).astype(np.int32))
+
+
+@settings(max_examples=20, deadline=None)
+@given(vals=st.lists(st.integers(-5, 30), min_size=32, max_size=32))
+def test_ballot_under_divergence(vals):
+    """__ballot_sync / __any_sync / __all_sync / __activemask see only the lanes of
+    their side of the branch."""
+    x = np.array(vals, np.int32)
+    (o,) = _run("divergent_ballot", 1, 32, [x], [(np.uint32, 32)])
+    odd = [(v & 1) == 1 for v in vals]
+    even_mask = sum(1 << k for k in range(32) if not odd[k])
+    e = []
+    for i in range(32):
+        if odd[i]:
+            b = sum(1 << k for k in range(32) if odd[k] and vals[k] > 10)
+            anyv = any(odd[k] and vals[k] > 20 for k in range(32))
+            allv = all(vals[k] > 0 for k in range(32) if odd[k])
+            e.append((b + 1000 * bin(b).count("1") + 7 * anyv + 11 * allv) & 0xFFFFFFFF)
+        else:
+            e.append(even_mask ^ sum(1 << k for k in range(32) if not odd[k] and vals[k] < 5))
+    _bits_equal(o, np.array(e, np.uint32))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_continue_break_in_divergent_loop(seed):
+    x = np.random.default_rng(seed).integers(-5, 200, 64).astype(np.int32)
+    (o,) = _run("continue_break", 1, 64, [x], [(np.int32, 64)])
+    e = []
+    for i in range(64):
+        n, acc = int(x[i]), 0
+        for k in range(40):
+            if (k + i) % 3 == 0:
+                continue
+            if i & 1:
+                acc += k * 3
+                if acc > n:
+                    break
+            else:
+                acc ^= k
+                if k > n:
+                    acc += 100
+                    break
+        e.append(acc)
+    _bits_equal(o, np.array(e, np.int32))
+
+
+# --------------------------------------------------------------------------- atomics
+
+
+def test_cas_loops_and_inc_dec_wraparound():
+    """A float max and a double sum built from atomicCAS loops (integer-valued inputs,
+    so the double sum is exact in any order); atomicInc/atomicDec (PTX ISA atom: inc
+    gives old >= b ? 0 : old+1, dec gives (old == 0 || old > b) ? b : old-1)."""
+    n = 74
+    x = np.random.default_rng(4).integers(-1000, 1000, n).astype(np.float32)
+    mem = GlobalMemory()
+    px = mem.to_device(x)
+    pm = mem.to_device(np.array([-np.inf], np.float32))
+    ps = mem.to_device(np.zeros(1))
+    pc = mem.to_device(np.array([0, 10], np.uint32))
+    _mod().launch("cas_loops", 2, 37, [px, pm, ps, pc], mem)
+    _bits_equal(mem.from_device(pm, np.float32, 1), [x.max()])
+    _bits_equal(mem.from_device(ps, np.float64, 1), [sum(int(v) for v in x)])
+    c = [0, 10]
+    for _ in range(n):
+        c[0] = 0 if c[0] >= 5 else c[0] + 1
+        c[1] = 3 if (c[1] == 0 or c[1] > 3) else c[1] - 1
+    _bits_equal(mem.from_device(pc, np.uint32, 2), np.array(c, np.uint32))
+
+
+def _ftz(v: np.float32) -> np.float32:
+    return np.float32(np.copysign(0.0, v)) if abs(v) < 2.0**-126 else v
+
+
+def test_float_atomic_add_flushes_subnormals_on_global_only():
+    """PTX ISA 9.7.13.4 (atom): atom.add.f32 without .noftz flushes subnormal inputs and
+    results to sign-preserving zero on global memory, and keeps them on shared memory."""
+    x = np.full(64, 1e-40, np.float32)
+    x[::7] = np.float32(-3e-39)
+    g, s = _run("float_atomic_add", 1, 64, [x], [(np.float32, 1), (np.float32, 1)])
+    eg, es = np.float32(0), np.float32(0)
+    for v in x:            # atomics apply in thread order
+        eg = _ftz(np.float32(_ftz(eg) + _ftz(v)))
+        es = np.float32(es + v)
+    _bits_equal(g, [eg])
+    _bits_equal(s, [es])
+    assert g[0] == 0 and s[0] != 0
+
+
+# -------------------------------------------------------------------------- barriers
+
+
+def test_early_return_before_syncthreads():
+    """``if (t >= n) return; ... __syncthreads();``: refused in the default strict mode
+    with a message that names the remedy; barrier_mode='warp' counts exited threads as
+    arrived and gives the C result."""
+    x = np.random.default_rng(7).standard_normal(128).astype(np.float32)
+    (o,) = _run("early_return_sync", 1, 128, [x], [(np.float32, 128)], [128])
+    _bits_equal(o, x[(np.arange(128) + 1) % 128] + x)
+    with pytest.raises(DeadlockError, match="barrier_mode='warp'"):
+        _run("early_return_sync", 1, 128, [x], [(np.float32, 128)], [100])
+    for n in (100, 37, 5):
+        (o,) = _run("early_return_sync", 1, 128, [x], [(np.float32, 128)], [n],
+                    barrier_mode="warp")
+        _bits_equal(o[:n], x[:n][(np.arange(n) + 1) % n] + x[:n])
+
+
+# ---------------------------------------------------------- single-instruction PTX
+
+_SHFL_PTX = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p0, .param .u64 p1)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [p0];
+    ld.param.u64 %rd2, [p1];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    shfl.sync.MODE.b32 %r3|%p1, %r2, BVAL, CVAL, -1;
+    selp.u32 %r4, 65536, 0, %p1;
+    or.b32 %r5, %r3, %r4;
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r5;
+    ret;
+}
+"""
+
+
+def _shfl_reference(x, mode: str, b: int, c: int) -> list[int]:
+    """PTX ISA 9.7.9.6 (shfl.sync), semantics pseudocode: bval = b[4:0], cval = c[4:0],
+    segmask = c[12:8]."""
+    bval, cval, seg = b & 31, c & 31, (c >> 8) & 31
+    out = []
+    for lane in range(32):
+        max_lane = (lane & seg) | (cval & ~seg)
+        min_lane = lane & seg
+        if mode == "up":
+            j = lane - bval
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bval
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bval
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bval & ~seg)
+            ok = j <= max_lane
+        out.append(int(x[j if ok else lane]) | (ok << 16))
+    return out
+
+
+@pytest.mark.parametrize("mode,b,c", [
+    ("down", 32, 31), ("down", 33, 31), ("up", 34, 0), ("bfly", 35, 31), ("idx", 37, 31),
+    ("down", 40, 0x181F), ("up", 65, 0x1800), ("bfly", 0x7FFFFFFF, 0x1C1F),
+    ("idx", 0xFFFFFFE3, 0x1C1F)])
+def test_shfl_lane_operand_uses_low_five_bits(mode, b, c):
+    x = np.arange(32, dtype=np.uint32) * 10 + 1
+    ptx = _SHFL_PTX.replace("MODE", mode).replace("BVAL", str(b)).replace("CVAL", str(c))
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(128)
+    load_ptx(ptx).launch("k", 1, 32, [px, po], mem)
+    got = mem.from_device(po, np.uint32, 32)
+    _bits_equal(got, np.array(_shfl_reference(x, mode, b, c), np.uint32))
