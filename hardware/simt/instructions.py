@@ -37,7 +37,9 @@ arithmetic is the canonical NaN 0x7FFFFFFF (f64 NaNs keep NumPy's propagation);
 ``.approx`` instructions return
 the correctly rounded result of the exact function computed with float64 polynomials,
 which is within the documented hardware error (see :data:`APPROX_ERROR`), not the
-hardware's bits.
+hardware's bits; ``div.approx.f32`` is ``a * (1/b)`` as the PTX ISA defines it, with the
+reciprocal rounded and flushed to zero when subnormal (so it gives the documented 0 for
+divisors beyond 2**126).
 """
 from __future__ import annotations
 
@@ -62,7 +64,8 @@ APPROX_ERROR = {
     "sin.approx.f32": "max absolute error 2**-20.5 in [-100*pi, 100*pi]",
     "cos.approx.f32": "max absolute error 2**-20.5 in [-100*pi, 100*pi]",
     "tanh.approx.f32": "max relative error 2**-11",
-    "div.approx.f32": "max 2 ulp for |divisor| in [2**-126, 2**126]",
+    "div.approx.f32": "max 2 ulp for |divisor| in [2**-126, 2**126]; 0 (NaN for an infinite "
+                      "dividend) for 2**126 < |divisor| < 2**128",
     "div.full.f32": "max 2 ulp over the full range",
 }
 
@@ -461,13 +464,28 @@ def c_div(inst: Instruction, ctx: Any) -> Op:
         if "approx" in inst.parts or "full" in inst.parts:
             if t.bits != 32:
                 raise _unsupported(inst, "div.approx/.full need .f32")
-            # documented error: see APPROX_ERROR; modelled by the correctly rounded quotient
+            if "approx" in inst.parts:
+                # PTX ISA 9.7.3.8: div.approx.f32 is computed as d = a * (1/b): max 2 ulp
+                # for |b| in [2**-126, 2**126]; for 2**126 < |b| < 2**128 it returns 0
+                # (NaN when a is infinite), as the reciprocal is then flushed to zero.
+                # Modelled as rn(a * ftz(rn(1/b))) (within 1.5 ulp in the documented range)
+                return _alu(inst, ctx, t, _finish_float(inst, t, _div_approx_f32), 2)
+            # div.full: max 2 ulp over the full range; modelled by the correctly rounded
+            # quotient
             return _alu(inst, ctx, t, _finish_float(
                 inst, t, lambda a, b: rounding.div_f32(a, b, "rn")), 2)
         if _mode(inst, "") == "":
             raise _unsupported(inst, "div.f32/.f64 needs .rn/.rz/.rm/.rp, .approx or .full")
         return _alu(inst, ctx, t, _float_binary(inst, t, "div"), 2)
     return _int_div(inst, ctx, t, rem=False)
+
+
+def _div_approx_f32(a: Any, b: Any) -> np.ndarray:
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    with np.errstate(all="ignore"):
+        r = _ftz32(np.divide(np.float32(1.0), b, dtype=np.float32))
+        return np.multiply(a, r, dtype=np.float32)
 
 
 def _int_div(inst: Instruction, ctx: Any, t: PtxType, rem: bool) -> Op:

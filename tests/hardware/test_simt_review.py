@@ -361,3 +361,32 @@ def test_sin_approx_keeps_the_sign_of_zero():
     """PTX ISA 9.7.3.18 (sin), special values: sin(-0.0) = -0.0, sin(+0.0) = +0.0."""
     got = _unary("sin.approx.f32", np.array([-0.0, 0.0], np.float32))
     assert got.view(np.uint32).tolist() == [0x80000000, 0]
+
+
+_BINARY_PTX = _UNARY_PTX.replace(".param .u64 p1)", ".param .u64 p1, .param .u64 p2)").replace(
+    "    OPCODE %f2, %f1;\n",
+    "    ld.param.u64 %rd6, [p2];\n    add.s64 %rd7, %rd6, %rd3;\n    ld.global.f32 %f3, [%rd7];\n"
+    "    OPCODE %f2, %f1, %f3;\n")
+
+
+def _binary(opcode: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    mem = GlobalMemory()
+    px, po, py = mem.to_device(x), mem.alloc(4 * len(x)), mem.to_device(y)
+    load_ptx(_BINARY_PTX.replace("OPCODE", opcode)).launch("k", 1, len(x), [px, po, py], mem)
+    return mem.from_device(po, np.float32, len(x))
+
+
+def test_div_approx_large_divisors():
+    """PTX ISA 9.7.3.8 (div): div.approx.f32 computes a * (1/b); for 2**126 < |b| < 2**128
+    it returns 0, or NaN when a is infinite (also documented for __fdividef); in
+    [2**-126, 2**126] the error is at most 2 ulp."""
+    big = np.float32(2.0**127)
+    x = np.array([1e38, -3.0, np.inf, 1.0, 7.0, -1e-30, 3e38, 1.0], np.float32)
+    y = np.array([big, big * 1.5, big, -big, 3.0, 7e-20, 5.0, 3.4e38], np.float32)
+    got = _binary("div.approx.f32", x, y)
+    assert got[0] == 0 and got[1] == 0 and np.isnan(got[2]) and got[3] == 0 and got[7] == 0
+    exact = x[4:7].astype(np.float64) / y[4:7].astype(np.float64)
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert np.all(np.abs(got[4:7] - exact) <= 2 * ulp)
+    full = _binary("div.full.f32", x[:2], y[:2])
+    assert full[0] != 0       # div.full keeps its accuracy over the full range
