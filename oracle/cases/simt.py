@@ -55,7 +55,7 @@ def _run(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np
         else:
             args.append(np.float32(a["float"]))
     st = gallery.load(p["file"]).launch(p["kernel"], tuple(p["grid"]), tuple(p["block"]),
-                                        args, mem)
+                                        args, mem, dynamic_shared=p.get("dynamic_shared", 0))
     out = {name: mem.from_device(addr, dt, shape) for name, addr, dt, shape in reads}
     out["stats"] = np.array([getattr(st, n) for n in STATS], np.int64)
     return out
@@ -66,10 +66,14 @@ OPERATIONS = [Operation("simt.gallery_run", _run,
 
 
 def _case(kernel: str, file: str, grid, block, args: list[dict], build, level: int,
-          desc: str) -> CaseSpec:
-    return CaseSpec(f"simt.{file}.{kernel}", "simt.gallery_run",
-                    {"file": file, "kernel": kernel, "grid": list(grid), "block": list(block),
-                     "args": args}, build, level=level, variant=VARIANT, description=desc)
+          desc: str, *, formats: dict[str, str] | None = None,
+          dynamic_shared: int = 0) -> CaseSpec:
+    params = {"file": file, "kernel": kernel, "grid": list(grid), "block": list(block),
+              "args": args}
+    if dynamic_shared:
+        params["dynamic_shared"] = dynamic_shared
+    return CaseSpec(f"simt.{file}.{kernel}", "simt.gallery_run", params, build,
+                    formats=formats or {}, level=level, variant=VARIANT, description=desc)
 
 
 def cases() -> list[CaseSpec]:
@@ -144,6 +148,43 @@ def cases() -> list[CaseSpec]:
                                                -3e9, np.nan, np.inf, -np.inf, 1e-40,
                                                2147483520.0, 7.0, -7.0], np.float32)}, 1,
                      "cvt.rni/rzi/rmi/rpi.s32.f32 with saturation and NaN -> 0"))
+    def ints(name: str, n: int, lo: int, hi: int, dtype=np.int32):
+        return lambda r: {name: r.integers(lo, hi, n).astype(dtype)}
+
+    out.append(_case("halfk", "half_precision", (1,), (64,),
+                     [{"in": "x"}, {"out": "y", "dtype": "float16", "count": 50}, {"int": 50}],
+                     lambda r: {"x": r.normal(50, scale=4.0).astype(np.float16)}, 1,
+                     "fp16 add, fma and neg (__hadd, __hfma, __hneg)"))
+    out.append(_case("bf16k", "half_precision", (1,), (64,),
+                     [{"in": "x"}, {"out": "y", "dtype": "uint16", "count": 50}, {"int": 50}],
+                     lambda r: {"x": (r.normal(50, scale=4.0).view(np.uint32) >> np.uint32(16))
+                                .astype(np.uint16)}, 1,
+                     "bf16 compare, fma and sub on BF16 codes", formats={"x": "bf16", "y": "bf16"}))
+    out.append(_case("int_intrinsics", "intrinsics", (1,), (64,),
+                     [{"in": "x"}, {"out": "y", "dtype": "uint32", "count": 16 * 40},
+                      {"int": 40}],
+                     lambda r: {"x": r.bits(40, np.uint32)}, 1,
+                     "popc, clz, brev, byte_perm, mulhi, funnel shift, ffs, div/rem, mul24, "
+                     "sad, ..."))
+    out.append(_case("sub_warp_shuffles", "edge_cases", (1,), (32,),
+                     [{"in": "x"}, {"out": "o", "dtype": "int32", "count": 160}],
+                     ints("x", 32, -1000, 1000), 1, "shfl.sync with segment widths 8, 16, 4"))
+    out.append(_case("continue_break", "edge_cases", (1,), (32,),
+                     [{"in": "x"}, {"out": "o", "dtype": "int32", "count": 32}],
+                     ints("x", 32, 0, 200), 1, "loops with continue and break per lane"))
+    out.append(_case("divergent_ballot", "edge_cases", (1,), (32,),
+                     [{"in": "x"}, {"out": "o", "dtype": "uint32", "count": 32}],
+                     ints("x", 32, -5, 30), 1, "ballot/any/all inside divergent branches"))
+    out.append(_case("local_table", "memory_spaces", (1,), (64,),
+                     [{"in": "x"}, {"out": "out", "dtype": "int32", "count": 60}, {"int": 60}],
+                     ints("x", 60, 0, 100), 1, "a per-thread table in local memory"))
+    out.append(_case("generic_pointer", "memory_spaces", (1,), (64,),
+                     [{"in": "g"}, {"out": "out", "dtype": "float32", "count": 64}],
+                     floats("g", 66), 1, "generic pointers to shared and global memory"))
+    out.append(_case("dyn_reverse", "memory_spaces", (2,), (64,),
+                     [{"in": "x"}, {"out": "out", "dtype": "int32", "count": 128}],
+                     ints("x", 128, -100, 100), 1, "dynamic shared memory: reverse per block",
+                     dynamic_shared=256))
     out.append(_case("transpose_unpadded", "matmul", (1, 1), (32, 32),
                      [{"in": "x"}, {"out": "y", "dtype": "float32", "count": 1024}, {"int": 32}],
                      floats("x", 32, 32), 1, "transpose through an unpadded shared tile: "

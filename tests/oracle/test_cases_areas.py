@@ -171,3 +171,20 @@ def test_float_to_int_case_cvt_rules() -> None:
     assert y[5].tolist() == [-3, -2, -3, -2]          # -2.7
     assert y[7].tolist() == [2 ** 31 - 1] * 4         # 3e9 saturates
     assert y[9].tolist() == [0, 0, 0, 0]              # NaN -> 0
+
+
+def test_more_gallery_cases_against_numpy() -> None:
+    _, x, out = _built("simt.half_precision.halfk")
+    h = x["x"]
+    a = (h + np.float16(1.0)).astype(np.float16)                  # __hadd
+    want = (a.astype(np.float64) * h.astype(np.float64)            # __hfma: one rounding
+            - h[::-1].astype(np.float64)).astype(np.float16)
+    assert np.array_equal(out["y"].view(np.uint16), want.view(np.uint16))
+    _, x, out = _built("simt.memory_spaces.dyn_reverse")
+    assert np.array_equal(out["out"], x["x"].reshape(2, 64)[:, ::-1].reshape(-1))
+    _, x, out = _built("simt.intrinsics.int_intrinsics")
+    v = x["x"]
+    o = out["y"].reshape(40, 16)
+    assert o[:, 0].tolist() == [bin(int(t)).count("1") for t in v]            # popc
+    assert o[:, 1].tolist() == [32 - int(t).bit_length() for t in v]          # clz
+    assert o[:, 2].tolist() == [int(f"{int(t):032b}"[::-1], 2) for t in v]    # brev
