@@ -206,3 +206,11 @@ def test_list_cases(capsys) -> None:
     out = capsys.readouterr().out
     assert "formats.encode.e2m1.f32.nearest_even" in out and "nan_to_e2m1=0x8" in out
     assert main(["generate", "--suite", "smoke"]) == 2          # neither --out nor --list
+
+
+def test_default_suite_generates_verifies_and_stays_small(tmp_path: Path) -> None:
+    out = tmp_path / "golden"
+    assert main(["generate", "--out", str(out), "--quiet"]) == 0     # the README command
+    assert main(["verify", str(out), "--quiet"]) == 0
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert size < 10 * 2 ** 20                                      # committable
