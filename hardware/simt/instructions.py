@@ -67,6 +67,8 @@ APPROX_ERROR = {
     "div.approx.f32": "max 2 ulp for |divisor| in [2**-126, 2**126]; 0 (NaN for an infinite "
                       "dividend) for 2**126 < |divisor| < 2**128",
     "div.full.f32": "max 2 ulp over the full range",
+    "rcp.approx.ftz.f64": "a reciprocal seed for Newton iterations (low-order bits inexact)",
+    "rsqrt.approx.f64": "a reciprocal square root seed for Newton iterations",
 }
 
 _AR32 = np.arange(32, dtype=np.int64)
@@ -225,6 +227,11 @@ def _ftz32(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, np.float32)
     tiny = np.abs(x) < np.float32(2.0**-126)
     return np.where(tiny, np.copysign(np.float32(0.0), x), x).astype(np.float32)
+
+
+def _ftz64(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    return np.where(np.abs(x) < 2.0**-1022, np.copysign(0.0, x), x)
 
 
 def _sat(x: np.ndarray, dt: np.dtype) -> np.ndarray:
@@ -1220,6 +1227,20 @@ def c_unary_float(inst: Instruction, ctx: Any) -> Op:
             f = (lambda a: rounding.fraction_op_f64("sqrt", [a], mode)) if op == "sqrt" else \
                 (lambda a: rounding.fraction_op_f64("div", [np.ones_like(a), a], mode))
         return _alu(inst, ctx, t, f, 1)
+    if t.bits == 64 and approx and op in ("rcp", "rsqrt"):
+        # rcp.approx.ftz.f64 / rsqrt.approx{.ftz}.f64 (9.7.3.x): seeds that nvcc's double
+        # division, tanh, cbrt, ... refine by Newton iterations; modelled by the
+        # correctly rounded value (see APPROX_ERROR), subnormals flushed with .ftz
+        ftz = "ftz" in inst.parts
+
+        def approx64(a: Any) -> Any:
+            a = np.asarray(a, np.float64)
+            if ftz:
+                a = _ftz64(a)
+            with np.errstate(all="ignore"):
+                r = np.divide(1.0, a) if op == "rcp" else np.divide(1.0, np.sqrt(a))
+            return _ftz64(r) if ftz else r
+        return _alu(inst, ctx, t, approx64, 1)
     if t.bits != 32:
         raise _unsupported(inst, f"{inst.opcode} is not supported")
     if op in ("sqrt", "rcp") and not approx:

@@ -390,3 +390,36 @@ def test_div_approx_large_divisors():
     assert np.all(np.abs(got[4:7] - exact) <= 2 * ulp)
     full = _binary("div.full.f32", x[:2], y[:2])
     assert full[0] != 0       # div.full keeps its accuracy over the full range
+
+
+def _ulps(got: float, exact) -> float:
+    from decimal import Decimal
+    return float(abs(Decimal(got) - exact) / Decimal(math.ulp(got))) if got else float(abs(exact))
+
+
+def test_double_tanh_rsqrt_reciprocal():
+    """nvcc's tanh(double) and rsqrt(double) refine rcp.approx.ftz.f64 and rsqrt.approx.f64
+    seeds; the results stay within the CUDA C Programming Guide's bounds (tanh 1 ulp,
+    rsqrt 1 ulp) of the exact values (decimal, 60 digits), and 1.0/a (rcp.rn.f64) is
+    correctly rounded."""
+    from decimal import Decimal, getcontext
+    getcontext().prec = 60
+    x = np.random.default_rng(14).standard_normal(32) * 4
+    x[:6] = [1e-310, 1e300, -1e-300, 2.0, -8.0, 0.5]
+    (o,) = _run("double_math", 1, 32, [x], [(np.float64, 96)])
+    o = o.reshape(32, 3)
+    for i, v in enumerate(x.tolist()):
+        d = Decimal(v)
+        if abs(d) < Decimal("1e-10"):   # (e2 - 1) would cancel: the series is exact enough
+            th = d - d**3 / 3
+        elif abs(d) > 20:
+            th = (1 - 2 * (-2 * abs(d)).exp()).copy_sign(d)
+        else:
+            e2 = (2 * d).exp()
+            th = (e2 - 1) / (e2 + 1)
+        assert _ulps(float(o[i, 0]), th) <= 1.0, (v, o[i, 0])
+        assert _ulps(float(o[i, 1]), 1 / abs(d).sqrt()) <= 1.0, (v, o[i, 1])
+        if abs(1 / d) > Decimal(np.finfo(np.float64).max):
+            assert o[i, 2] == math.copysign(math.inf, v)
+        else:
+            assert _ulps(float(o[i, 2]), 1 / d) <= 0.5, (v, o[i, 2])

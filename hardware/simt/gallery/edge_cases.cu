@@ -3,7 +3,7 @@
 // int8/int16 sign extension with a negative-going 64-bit index, C division and remainder
 // of negative numbers, width < 32 shuffles, ballot under divergence, continue/break in
 // divergent loops, atomicCAS loops with atomicInc/atomicDec wrap-around, an early return
-// before __syncthreads, and atomicAdd on float in global vs shared memory.
+// before __syncthreads, atomicAdd on float in global vs shared memory, and double tanh/rsqrt.
 extern "C" __global__ void float_to_int_edges(const float *x, const double *y, int *oi,
     unsigned *ou, long long *ol, unsigned long long *oul)
 {
@@ -102,4 +102,13 @@ extern "C" __global__ void float_atomic_add(const float *x, float *global_sum, f
     atomicAdd(&acc, x[threadIdx.x]);
     __syncthreads();
     if (threadIdx.x == 0) *shared_sum = acc;
+}
+
+extern "C" __global__ void double_math(const double *x, double *o)
+{
+    // tanh and rsqrt refine the rcp.approx.ftz.f64 / rsqrt.approx.f64 seeds
+    double a = x[threadIdx.x];
+    o[3*threadIdx.x] = tanh(a);
+    o[3*threadIdx.x+1] = rsqrt(fabs(a));
+    o[3*threadIdx.x+2] = 1.0 / a;
 }
