@@ -579,6 +579,13 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
                 k.variables.append(_parse_variable(s, line))
             elif head in (".pragma", ".loc", ".file"):
                 pass
+            elif head == ".param" and len(scopes) > 1:
+                # the start of nvcc's call sequence ({ .param ...; st.param; call ...})
+                raise UnsupportedPtxError(
+                    f"line {line}: {s[:60]!r} in kernel {k.name} begins a function call; "
+                    "function calls are not supported (inline device functions with "
+                    "__forceinline__; math functions with slow paths, e.g. double sin, "
+                    "cos and pow, call one)")
             else:
                 raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r} "
                                           f"in kernel {k.name}")

@@ -423,3 +423,30 @@ def test_double_tanh_rsqrt_reciprocal():
             assert o[i, 2] == math.copysign(math.inf, v)
         else:
             assert _ulps(float(o[i, 2]), 1 / d) <= 0.5, (v, o[i, 2])
+
+
+def test_call_sequence_is_refused_with_a_clear_message():
+    """nvcc's call sequence (as for double sin/cos/pow slow paths) opens with a scoped
+    .param declaration; the error must say that function calls are unsupported."""
+    from hardware.simt import UnsupportedPtxError
+    ptx = """
+.version 9.0
+.target sm_90
+.address_size 64
+.func (.param .b64 func_retval0) helper(.param .b64 helper_param_0);
+.visible .entry k(.param .u64 p0)
+{
+    .reg .f64 %fd<3>;
+    mov.f64 %fd1, 0d3FF0000000000000;
+    { // callseq 0, 0
+    .param .b64 param0;
+    st.param.f64 [param0+0], %fd1;
+    .param .b64 retval0;
+    call.uni (retval0), helper, (param0);
+    ld.param.f64 %fd2, [retval0+0];
+    } // callseq 0
+    ret;
+}
+"""
+    with pytest.raises(UnsupportedPtxError, match="function calls are not supported"):
+        load_ptx(ptx)
