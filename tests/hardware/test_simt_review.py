@@ -35,7 +35,8 @@ def _bits_equal(got, exp) -> None:
     exp = np.asarray(exp, dtype=got.dtype)
     u = f"u{got.itemsize}"
     bad = np.flatnonzero(got.view(u) != exp.view(u))
-    assert bad.size == 0, f"first mismatches at {bad[:6]}: got {got[bad[:6]]}, expected {exp[bad[:6]]}"
+    assert bad.size == 0, (f"first mismatches at {bad[:6]}: got {got[bad[:6]]}, "
+                           f"expected {exp[bad[:6]]}")
 
 
 # ------------------------------------------------------- float -> integer conversion
