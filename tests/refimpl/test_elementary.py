@@ -27,7 +27,14 @@ def d_exp(x: float) -> decimal.Decimal:
     return CTX.exp(decimal.Decimal(x))
 
 
-finite = st.floats(-745.0, 709.7, allow_nan=False)
+finite = st.floats(-746.0, 709.782712893384, allow_nan=False)
+
+#: the documented bounds (refimpl/elementary.py module docstring)
+EXP_ULP = 0.52
+EXP_SUBNORMAL = Fraction(77, 100) * Fraction(2) ** -1074
+EXPM1_ULP = 0.7
+LOG_ULP = 1.0
+TANH_ULP = 3.0
 
 
 @settings(max_examples=300)
@@ -36,33 +43,45 @@ finite = st.floats(-745.0, 709.7, allow_nan=False)
 @example(-0.0)
 @example(1.0)
 @example(-708.4)  # subnormal boundary of the result
+@example(-708.3964185322641)  # e^x just above 2^-1022
+@example(-745.1332191019411)  # e^x near 2^-1075: rounds to 0 or 2^-1074
+@example(-744.44007192138126)  # e^x near 2^-1074
 @example(709.78)  # near overflow
-@example(0.34657359027997264)  # ln2/2: reduction boundary
+@example(709.782712893384)  # the largest x with a finite e^x
+@example(0.34657359027997264)  # ln2/2
+@example(0.0027076061740622863)  # ln2/256: table reduction boundary
 @example(1e-300)
-def test_exp_within_one_ulp(x):
+@example(513.2802483300213)  # 1.106 ulp off with the former Cody-Waite/Taylor exp
+@example(-543.7150991736899)  # 1.086 ulp off with the former exp
+def test_exp_error_bound(x):
     got = float(E.exp(np.array([x]))[0])
     ref = d_exp(x)
-    if float(ref) < 2.0**-1022:  # subnormal result: one extra rounding allowed
-        assert abs(got - float(ref)) <= 2.0**-1074
+    if float(ref) < 2.0**-1022:  # subnormal (or zero) result: a second rounding
+        assert abs(Fraction(got) - Fraction(ref)) <= EXP_SUBNORMAL
         return
     err = ulp_err(got, ref)
     target(err, label="exp ulp error")
-    assert err <= 1.0
+    assert err <= EXP_ULP
 
 
 @settings(max_examples=300)
-@given(st.floats(min_value=5e-324, max_value=1.7e308, allow_nan=False))
+@given(st.floats(min_value=5e-324, max_value=1.7976931348623157e308, allow_nan=False))
 @example(1.0)
 @example(2.0)
 @example(0.7071067811865476)
 @example(0.7071067811865475)
+@example(1.4142135623730951)
 @example(5e-324)
-def test_log_within_two_ulp(x):
+@example(1.7976931348623157e308)
+@example(1.2832427769476629)  # 2.53 ulp off with the former log
+@example(0.7054019204115471)  # worst found by hill-climbing (0.83 ulp)
+@example(1.3980330228282958)
+def test_log_error_bound(x):
     got = float(E.log(np.array([x]))[0])
     ref = CTX.ln(decimal.Decimal(x))
     err = ulp_err(got, ref)
     target(err, label="log ulp error")
-    assert err <= 2.0
+    assert err <= LOG_ULP
 
 
 def d_tanh(x: float) -> decimal.Decimal:
@@ -78,22 +97,31 @@ def d_tanh(x: float) -> decimal.Decimal:
 @example(1e-10)
 @example(-0.17328679513998632)  # expm1 branch boundary for -2|x|
 @example(0.5)
-def test_tanh_within_four_ulp(x):
+@example(5.171257782061723)  # worst found by hill-climbing (2.48 ulp)
+@example(0.5487789678778261)
+def test_tanh_error_bound(x):
     got = float(E.tanh(np.array([x]))[0])
     err = ulp_err(got, d_tanh(x))
     target(err, label="tanh ulp error")
-    assert err <= 4.0
+    assert err <= TANH_ULP
 
 
-@settings(max_examples=200)
-@given(st.floats(-2, 2, allow_nan=False).filter(lambda x: x == 0 or abs(x) > 1e-30))
+@settings(max_examples=300)
+@given(st.floats(-60, 60, allow_nan=False).filter(lambda x: x == 0 or abs(x) > 1e-30))
 @example(1e-12)
+@example(0.17328679513998632)  # ln2/4: branch boundary
+@example(-0.17328679513998632)
 @example(0.34657359027997264)
-def test_expm1_within_four_ulp(x):
+@example(0.3975679469322352)  # 4.02 ulp off with the former exp(x) - 1
+@example(0.1723257583279731)  # worst found by hill-climbing (0.64 ulp)
+@example(-0.1332865781324298)
+@example(-37.5)  # rounds to -1
+def test_expm1_error_bound(x):
     got = float(E.expm1(np.array([x]))[0])
     exact = decimal.Context(prec=80).exp(decimal.Decimal(x)) - 1
     err = ulp_err(got, exact)
-    assert err <= 4.0
+    target(err, label="expm1 ulp error")
+    assert err <= EXPM1_ULP
 
 
 def test_special_values():
@@ -103,6 +131,10 @@ def test_special_values():
     got = E.log([0.0, -1.0, inf, 1.0])
     assert got[0] == -inf and np.isnan(got[1]) and got[2] == inf and got[3] == 0.0
     assert np.array_equal(E.tanh([inf, -inf, 0.0]), [1.0, -1.0, 0.0])
+    got = E.expm1([-inf, inf, 710.0, -0.0, nan, 709.5])
+    assert got[0] == -1.0 and got[1] == inf and got[2] == inf and np.signbit(got[3])
+    assert np.isnan(got[4]) and np.isfinite(got[5])
+    assert np.array_equal(E.exp([nan, 1.0, -inf])[1:], [E.exp(1.0), 0.0])  # mixed chunk
     assert np.signbit(E.tanh([-0.0])[0])
     assert E.exp(np.float64(0.5)).shape == ()
 
@@ -152,3 +184,18 @@ def test_fold_sum_order_is_the_documented_tree():
 def test_fold_sum_axis(n):
     x = np.arange(2 * n * 3, dtype=np.float64).reshape(2, n, 3)
     assert np.array_equal(fold_sum(x, axis=1), x.sum(axis=1))  # integers: exact
+
+
+def test_exp_reduction_constants_exact():
+    # k * L_HI is exact for |k| < 2^18 (L_HI has at most 35 significant bits)
+    m = Fraction(E._L_HI)
+    assert m.denominator.bit_length() - 1 - (m.numerator.bit_length() - 1) < 35 + 8
+    assert m.numerator.bit_length() <= 35
+    ln2_n = CTX.ln(decimal.Decimal(2)) / E._N
+    assert abs(Fraction(E._L_HI) + Fraction(E._L_LO) - Fraction(ln2_n)) <= Fraction(1, 2**95)
+    ctx = decimal.Context(prec=45)
+    for j in range(E._N):
+        t = ctx.power(decimal.Decimal(2), decimal.Decimal(j) / E._N)
+        assert 1.0 <= E._T_HI[j] < 2.0
+        assert abs(Fraction(float(E._T_HI[j])) + Fraction(float(E._T_LO[j])) - Fraction(t)) \
+            <= Fraction(1, 2**106)
