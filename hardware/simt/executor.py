@@ -479,7 +479,9 @@ class Wave:
                 cur = view[k]
                 old[i] = cur
                 x = a[i]
-                if op == "add" and ftz:
+                if isinstance(op, tuple):  # ("hadd", fn): 16-bit float add on raw bits
+                    new = t.dtype.type(op[1](cur, x))
+                elif op == "add" and ftz:
                     new = _ftz_scalar(_ftz_scalar(np.float32(cur)) + _ftz_scalar(np.float32(x)))
                 elif op == "add":
                     new = (np.float32(cur) + np.float32(x)) if t.bits == 32 else cur + x

@@ -24,7 +24,8 @@ Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
   ld/ldu/st on .param/.global/.shared/.local/.const and generic addresses, .v2/.v4,
   cache operators accepted; cvta (to/from .global/.shared/.local/.const); isspacep;
 - atomics: atom and red on .global/.shared/generic: add, min, max, exch, cas, and, or,
-  xor, inc, dec (integer; add/min/max/exch on f32/f64);
+  xor, inc, dec (integer; add/min/max/exch on f32/f64; add.noftz on f16/bf16 and
+  their .x2 pairs);
 - warp level: shfl.sync (up/down/bfly/idx, clamp and segment), vote.sync (all/any/uni/
   ballot), activemask, redux.sync (integer), match.sync (any/all), bar.warp.sync;
 - control: bra (.uni), ret, exit, bar.sync / barrier.sync (id, thread count),
@@ -1400,7 +1401,26 @@ def c_atom(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, "unsupported atomic operation")
     if t.kind == "f" and op not in ("add", "exch", "min", "max"):
         raise _unsupported(inst, f"atomic {op} on floats")
-    if t.kind == "f" and t.bits == 16:
+    half = {"f16": ("fp16", 1), "bf16": ("bf16", 1), "f16x2": ("fp16", 2),
+            "bf16x2": ("bf16", 2)}.get(t.name)
+    if half is not None:
+        # atom/red.add.noftz.{f16,f16x2,bf16,bf16x2} (9.7.13.4): round to nearest even,
+        # subnormals kept; each 16-bit half of a packed pair is added on its own
+        if op != "add" or "noftz" not in inst.parts:
+            raise _unsupported(inst, f"atomic {op} on .{t.name} (only add.noftz)")
+        fmt, lanes = half
+
+        def hadd(cur: Any, x: Any) -> Any:
+            c, v = int(cur), int(x)
+            out = 0
+            for k in range(lanes):
+                a = np.array([(c >> (16 * k)) & 0xFFFF], np.uint16)
+                b = np.array([(v >> (16 * k)) & 0xFFFF], np.uint16)
+                out |= int(_half_arith("add", fmt, "rn", [a, b], False, False)[0]) << (16 * k)
+            return out
+        t = TYPES[f"b{16 * lanes}"]
+        op = ("hadd", hadd)  # the executor applies the function lane by lane
+    elif t.kind == "f" and t.bits == 16:
         raise _unsupported(inst, "16-bit float atomics")
     if any(p.startswith("v") and p[1:].isdigit() for p in inst.parts):
         raise _unsupported(inst, "vector atomics")
@@ -1920,7 +1940,7 @@ def compile_instruction(inst: Instruction, ctx: Any) -> Op:
     c = _TABLE.get(inst.parts[0])
     if c is None:
         raise _unsupported(inst, f"opcode {inst.parts[0]!r} is not supported")
-    if inst.parts[0] not in ("cvt", "mov", "ld", "st", "ldu", "selp") and any(
+    if inst.parts[0] not in ("cvt", "mov", "ld", "st", "ldu", "selp", "atom", "red") and any(
             p in _HALF_FORMATS for p in inst.parts[1:]):
         c = c_half
     try:

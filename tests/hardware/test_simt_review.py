@@ -451,3 +451,71 @@ def test_call_sequence_is_refused_with_a_clear_message():
 """
     with pytest.raises(UnsupportedPtxError, match="function calls are not supported"):
         load_ptx(ptx)
+
+
+_HALF_ATOM_PTX = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p0, .param .u64 p1, .param .u64 p2, .param .u64 p3)
+{
+    .reg .b16 %rs<4>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [p0];
+    ld.param.u64 %rd2, [p1];
+    ld.param.u64 %rd3, [p2];
+    ld.param.u64 %rd4, [p3];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd4, %rd5;
+    ld.global.u32 %r2, [%rd6];
+    mov.b32 {%rs1, %rs2}, %r2;
+    atom.global.add.noftz.f16 %rs3, [%rd1], %rs1;
+    atom.global.add.noftz.bf16 %rs3, [%rd2], %rs2;
+    atom.global.add.noftz.f16x2 %r3, [%rd3], %r2;
+    ret;
+}
+"""
+
+
+def _round_bf16(v: float) -> float:
+    """Round a float64 to bfloat16 (8 significant bits, nearest even; normal range)."""
+    if v == 0 or not math.isfinite(v):
+        return v
+    m, e = math.frexp(v)
+    return math.ldexp(round(m * 256), e - 8)
+
+
+def test_half_precision_atomic_add():
+    """atomicAdd on __half, __half2 and __nv_bfloat16 (atom.add.noftz.{f16,f16x2,bf16},
+    PTX ISA 9.7.13.4): round to nearest even, subnormals kept, each half of a pair added
+    on its own; lanes apply in thread order."""
+    rng = np.random.default_rng(21)
+    lo = (rng.standard_normal(32) * 300).astype(np.float16)
+    lo[:3] = [np.float16(6e-8), np.float16(6e-8), np.float16(-1.5e-7)]  # subnormals
+    hi_f = (rng.standard_normal(32) * 8).astype(np.float32)
+    hi_bits = (hi_f.view(np.uint32) >> 16).astype(np.uint16)        # bf16 by truncation
+    packed = lo.view(np.uint16).astype(np.uint32) | (hi_bits.astype(np.uint32) << 16)
+    mem = GlobalMemory()
+    p_h = mem.to_device(np.zeros(1, np.uint16))
+    p_b = mem.to_device(np.zeros(1, np.uint16))
+    p_2 = mem.to_device(np.zeros(2, np.uint16))
+    p_x = mem.to_device(packed)
+    load_ptx(_HALF_ATOM_PTX).launch("k", 1, 32, [p_h, p_b, p_2, p_x], mem)
+    h = np.float16(0.0)
+    for v in lo:  # float64 sums of two binary16 values are exact; one rounding to f16
+        h = np.float16(np.float64(h) + np.float64(v))
+    b = 0.0
+    for bits in hi_bits:
+        b = _round_bf16(b + float(np.uint32(int(bits) << 16).view(np.float32)))
+    h_lo = np.float16(0.0)
+    h_hi = 0.0
+    for v, bits in zip(lo, hi_bits):
+        h_lo = np.float16(np.float64(h_lo) + np.float64(v))
+        h_hi = float(np.float16(h_hi + float(np.uint16(bits).view(np.float16))))
+    assert mem.from_device(p_h, np.uint16, 1)[0] == h.view(np.uint16)
+    got_b = np.uint32(int(mem.from_device(p_b, np.uint16, 1)[0]) << 16).view(np.float32)
+    assert float(got_b) == b
+    assert mem.from_device(p_2, np.uint16, 2).tolist() == [
+        int(h_lo.view(np.uint16)), int(np.float16(h_hi).view(np.uint16))]
