@@ -17,8 +17,9 @@ array([1., 2., 3.], dtype=float32)
 >>> st.global_load_requests, round(st.simd_efficiency, 3)
 (4, 0.812)
 
-Modules: :mod:`.parser` (PTX text), :mod:`.cfg` (reconvergence points),
-:mod:`.instructions` (the opcode table), :mod:`.rounding` (exact IEEE arithmetic),
+Modules: :mod:`.parser` (PTX text), :mod:`.inline` (device-function calls, by
+inlining), :mod:`.cfg` (reconvergence points), :mod:`.instructions` (the opcode table),
+:mod:`.rounding` (exact IEEE arithmetic),
 :mod:`.executor` (SIMT stack, scheduler, barriers, memory spaces), :mod:`.memory`
 (:class:`GlobalMemory`), :mod:`.stats` (:class:`LaunchStats`), :mod:`.gallery`.
 """

@@ -108,6 +108,7 @@ class Wave:
         self.regs: dict[str, np.ndarray] = {}
         for name, t in kernel.source.registers.items():
             self.regs[name] = np.zeros(T, dtype=t.storage)
+        self.regs["%cc.cf"] = np.zeros(T, dtype=np.uint32)  # CC.CF of add.cc/addc/...
         tid = (lin % bx, lin // bx % by, lin // (bx * by))
         gx, gy, gz = cfg.grid if cfg else (1, 1, 1)
         bids = np.asarray(block_ids, dtype=np.int64).reshape(nb, 3)

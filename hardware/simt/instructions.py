@@ -10,8 +10,10 @@ by ``ex``. Every register holds raw bits (see :mod:`hardware.simt.types`); an op
 Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
 
 - integer (.s/.u/.b 8-64 bits): add, sub (.sat.s32), mul (.lo/.hi/.wide), mad (.lo/.hi/
-  .wide), div, rem, abs, neg, min, max, sad, popc, clz, brev, bfe, bfi, bfind, and, or,
-  xor, not, cnot, lop3, shl, shr, shf, prmt (default mode);
+  .wide), extended precision (add.cc, addc, sub.cc, subc, mad.cc, madc), div, rem, abs,
+  neg, min, max, sad, popc, clz, brev, bfe, bfi, bfind, and, or, xor, not, cnot, lop3,
+  shl, shr, shf, prmt (default mode);
+- device functions: ``.func`` definitions and ``call``, by inlining (:mod:`.inline`);
 - comparison and selection: setp (all integer and float comparisons, .and/.or/.xor with
   a predicate, two destinations), selp, testp;
 - float32/float64: add, sub, mul, fma, mad.rnd, div (.rn/.rz/.rm/.rp, .approx, .full),
@@ -389,7 +391,7 @@ def c_add_sub(inst: Instruction, ctx: Any) -> Op:
     t = _one_type(inst)
     op = inst.parts[0]
     if "cc" in inst.parts:
-        raise _unsupported(inst, "carry (.cc) arithmetic is not supported")
+        return c_carry(inst, ctx)
     if t.kind == "f":
         return _alu(inst, ctx, t, _float_binary(inst, t, op), 2)
     if "sat" in inst.parts:
@@ -430,8 +432,10 @@ def c_mad(inst: Instruction, ctx: Any) -> Op:
         if _mode(inst, "") == "":
             raise _unsupported(inst, "mad.f32 without a rounding modifier")
         return c_fma(inst, ctx)
-    if "cc" in inst.parts or "sat" in inst.parts:
-        raise _unsupported(inst, "mad with .cc/.sat is not supported")
+    if "cc" in inst.parts:
+        return c_carry(inst, ctx)
+    if "sat" in inst.parts:
+        raise _unsupported(inst, "mad with .sat is not supported")
     if "wide" in inst.parts:
         if t.bits > 32:
             raise _unsupported(inst, ".wide needs a 16- or 32-bit type")
@@ -446,6 +450,62 @@ def c_mad(inst: Instruction, ctx: Any) -> Op:
             _ubits(_mul_hi(a, b, t), t), _ubits(c, t), dtype=u.dtype), 3, dst_type=u)
     return _alu(inst, ctx, u, lambda a, b, c: np.add(np.multiply(a, b, dtype=u.dtype), c,
                                                      dtype=u.dtype), 3)
+
+
+#: the per-thread carry flag CC.CF of the extended-precision instructions
+CARRY_REGISTER = "%cc.cf"
+
+
+def c_carry(inst: Instruction, ctx: Any) -> Op:
+    """Extended-precision integer arithmetic (PTX ISA 9.7.2): add.cc, addc{.cc}, sub.cc,
+    subc{.cc}, mad{.lo,.hi}.cc, madc{.lo,.hi}{.cc} on .u32/.s32/.u64/.s64. ``addc``
+    adds CC.CF; ``subc`` computes a - (b + CC.CF), so CC.CF is a borrow there; ``.cc``
+    writes the carry-out (borrow-out for sub) to CC.CF."""
+    opc = inst.parts[0]
+    t = _one_type(inst)
+    if t.kind == "f" or t.bits not in (32, 64):
+        raise _unsupported(inst, "carry arithmetic needs .u32/.s32/.u64/.s64")
+    base = opc[:-1] if opc in ("addc", "subc", "madc") else opc
+    cin = opc in ("addc", "subc", "madc")
+    cout = "cc" in inst.parts
+    if base == "mad" and "hi" not in inst.parts and "lo" not in inst.parts:
+        raise _unsupported(inst, "mad with carry needs .lo or .hi")
+    nsrc = 3 if base == "mad" else 2
+    _nops(inst, nsrc + 1)
+    u = TYPES[f"u{t.bits}"]
+    ud = u.dtype
+    srcs = [getter(o, u, ctx, inst) for o in inst.operands[1:]]
+    put = setter(inst.operands[0], u, ctx, inst)
+    cf = ctx.register(CARRY_REGISTER, inst, write=True)
+    hi = "hi" in inst.parts
+
+    def fn(ix: Any, ex: Any) -> None:
+        c = cf[ix].astype(ud) & ud.type(1)
+        n = c.size
+        if not cin:
+            c = np.zeros(n, ud)
+        vals = [np.broadcast_to(np.asarray(g(ix)).astype(ud), (n,)) for g in srcs]
+        if base == "sub":
+            a, b = vals
+            d1 = np.subtract(a, b, dtype=ud)
+            d = np.subtract(d1, c, dtype=ud)
+            out = (a < b) | (d1 < c)                    # borrow-out
+        else:
+            if base == "mad":
+                a, b, x = vals
+                if hi:
+                    p = _ubits(_mul_hi(a.view(u.dtype), b.view(u.dtype), u), u)
+                else:
+                    p = np.multiply(a, b, dtype=ud)
+            else:
+                p, x = vals
+            d1 = np.add(p, x, dtype=ud)
+            d = np.add(d1, c, dtype=ud)
+            out = (d1 < p) | (d < d1)                   # carry-out
+        put(ix, d)
+        if cout:
+            cf[ix] = out.astype(cf.dtype)
+    return Op(inst, "alu", fn)
 
 
 def c_fma(inst: Instruction, ctx: Any) -> Op:
@@ -1914,6 +1974,7 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
 
 _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "add": c_add_sub, "sub": c_add_sub, "mul": c_mul, "mad": c_mad, "fma": c_fma,
+    "addc": c_carry, "subc": c_carry, "madc": c_carry,
     "div": c_div, "rem": c_rem, "abs": c_abs_neg, "neg": c_abs_neg,
     "min": c_min_max, "max": c_min_max,
     "and": c_bitwise, "or": c_bitwise, "xor": c_bitwise, "not": c_bitwise,

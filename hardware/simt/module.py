@@ -245,7 +245,8 @@ def load_ptx(text: str) -> Module:
         UnsupportedPtxError: a construct this interpreter does not implement (names the
             line, the instruction and what is unsupported).
     """
-    src = parse_ptx(text)
+    from .inline import inline_calls
+    src = parse_ptx(inline_calls(text) if isinstance(text, str) else text)
     tgt = src.target.split(",")[0].strip()
     if tgt and tgt not in _SUPPORTED_TARGETS:
         raise UnsupportedPtxError(f".target {src.target}: supported targets are "

@@ -46,7 +46,7 @@ def test_unsupported_opcode_names_line_and_instruction():
 
 @pytest.mark.parametrize("body,what", [
     ("    call foo, (%r1);\n    ret;", "call"),
-    ("    add.cc.u32 %r1, %r2, %r3;\n    ret;", ".cc"),
+    ("    add.cc.f32 %r1, %r2, %r3;\n    ret;", ".cc"),
     ("    mov.u32 %r1, %clock;\n    ret;", "%clock"),
     ("    bra %r1;\n    ret;", "label"),
     ("    tanh.approx.f16 %r1, %r2;\n    ret;", "f16"),

@@ -519,3 +519,139 @@ def test_half_precision_atomic_add():
     assert float(got_b) == b
     assert mem.from_device(p_2, np.uint16, 2).tolist() == [
         int(h_lo.view(np.uint16)), int(np.float16(h_hi).view(np.uint16))]
+
+
+# ------------------------------------------------------- device functions, carry chains
+
+
+def _decimal_pi(digits: int):
+    """pi by Machin's formula in decimal arithmetic (independent of the interpreter)."""
+    from decimal import Decimal, getcontext
+    getcontext().prec = digits + 20
+
+    def atan_inv(n: int):
+        x = Decimal(1) / n
+        x2, total, term, k, sign = x * x, Decimal(0), x, 1, 1
+        eps = Decimal(10) ** -(digits + 10)
+        while term > eps:
+            total += sign * term / k
+            term *= x2
+            k += 2
+            sign = -sign
+        return total
+    return 4 * (4 * atan_inv(5) - atan_inv(239))
+
+
+def _decimal_sin(x: float, pi, shift: bool):
+    """sin(x) (cos(x) with shift) exactly enough: reduction with ~900 digits of pi."""
+    from decimal import Decimal, getcontext
+    getcontext().prec = 900
+    d = Decimal(x) + (pi / 2 if shift else 0)
+    r = d - (d / (2 * pi)).to_integral_value() * 2 * pi
+    total, term, i = Decimal(0), r, 1
+    while term != 0 and abs(term) > abs(r) * Decimal(10) ** -60:
+        total += term
+        term = -term * r * r / ((i + 1) * (i + 2))
+        i += 2
+    return total
+
+
+def test_device_function_calls():
+    """Calls to .func device functions run by inlining (PTX ISA 9.7.12.2): nvcc's double
+    sin/cos call their argument-reduction slow path (carry-chain multiplication, a local
+    array) for large arguments; results within the CUDA C Programming Guide's 2 ulp of
+    the exact values. A __noinline__ Collatz step counter gives the Python count."""
+    from decimal import Decimal
+    x = np.array([1e22, 1e300, -1e200, 2.0**1000, 1e6, 5e15, 710.5, -3e9, 1.0, -0.0,
+                  3.141592653589793, 1e17, 123456789.0, -2.5e8, 6e20, 0.5] * 2)
+    v = np.arange(1, 33, dtype=np.int32) * 7
+    o, steps = _run("device_calls", 1, 32, [x, v], [(np.float64, 64), (np.int32, 32)])
+    pi = _decimal_pi(880)
+    for i, xv in enumerate(x[:16].tolist()):
+        for k in (0, 1):
+            exact = _decimal_sin(xv, pi, shift=bool(k))
+            got = float(o[2 * i + k])
+            if exact == 0:
+                assert got == 0
+                continue
+            assert float(abs(Decimal(got) - exact) / Decimal(math.ulp(got))) <= 2.0, (xv, k)
+    exp = []
+    for n in v.tolist():
+        s = 0
+        while n != 1 and s < 1000:
+            n = 3 * n + 1 if n & 1 else n >> 1
+            s += 1
+        exp.append(s)
+    assert steps.tolist() == exp
+
+
+_CARRY_PTX = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p0, .param .u64 p1, .param .u64 p2)
+{
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<20>;
+    ld.param.u64 %rd1, [p0];
+    ld.param.u64 %rd2, [p1];
+    ld.param.u64 %rd3, [p2];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd4, %r1, 16;
+    add.s64 %rd5, %rd1, %rd4;
+    add.s64 %rd6, %rd2, %rd4;
+    ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd5];
+    ld.global.v4.u32 {%r6, %r7, %r8, %r9}, [%rd6];
+    add.cc.u32 %r10, %r2, %r6;
+    addc.cc.u32 %r11, %r3, %r7;
+    addc.cc.u32 %r12, %r4, %r8;
+    addc.u32 %r13, %r5, %r9;
+    sub.cc.u32 %r14, %r2, %r6;
+    subc.cc.u32 %r15, %r3, %r7;
+    subc.cc.u32 %r16, %r4, %r8;
+    subc.u32 %r17, %r5, %r9;
+    mul.wide.u32 %rd7, %r1, 64;
+    add.s64 %rd8, %rd3, %rd7;
+    st.global.v4.u32 [%rd8], {%r10, %r11, %r12, %r13};
+    st.global.v4.u32 [%rd8+16], {%r14, %r15, %r16, %r17};
+    ld.global.v2.u64 {%rd10, %rd11}, [%rd5];
+    ld.global.v2.u64 {%rd12, %rd13}, [%rd6];
+    mad.lo.cc.u64 %rd14, %rd10, %rd12, %rd11;
+    madc.hi.cc.u64 %rd15, %rd10, %rd12, %rd13;
+    addc.u64 %rd16, 0, 0;
+    st.global.v2.u64 [%rd8+32], {%rd14, %rd15};
+    st.global.u64 [%rd8+48], %rd16;
+    ret;
+}
+"""
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_carry_chains(seed):
+    """add.cc/addc and sub.cc/subc (PTX ISA 9.7.2: subc computes a - (b + CC.CF)) as
+    128-bit addition and subtraction of 32-bit limbs; mad.lo.cc/madc.hi.cc/addc on
+    64-bit operands: lo(a*b) + c, then hi(a*b) + d + carry, then the final carry."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2**32, (32, 4), dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, (32, 4), dtype=np.uint64).astype(np.uint32)
+    a[0], b[0] = [0xFFFFFFFF] * 4, [1, 0, 0, 0]           # carry through every limb
+    a[1], b[1] = [0, 0, 0, 0], [1, 0, 0, 0]               # borrow through every limb
+    a[2], b[2] = [0xFFFFFFFF] * 4, [0xFFFFFFFF] * 4
+    mem = GlobalMemory()
+    pa, pb, po = mem.to_device(a), mem.to_device(b), mem.alloc(64 * 32)
+    load_ptx(_CARRY_PTX).launch("k", 1, 32, [pa, pb, po], mem)
+    out = mem.from_device(po, np.uint32, 16 * 32).reshape(32, 16)
+    m128 = (1 << 128) - 1
+    m64 = (1 << 64) - 1
+    for i in range(32):
+        x = sum(int(a[i, k]) << (32 * k) for k in range(4))
+        y = sum(int(b[i, k]) << (32 * k) for k in range(4))
+        limbs = lambda v: [(v >> (32 * k)) & 0xFFFFFFFF for k in range(4)]  # noqa: E731
+        assert out[i, 0:4].tolist() == limbs((x + y) & m128)
+        assert out[i, 4:8].tolist() == limbs((x - y) & m128)
+        a0, a1, b0, b1 = x & m64, x >> 64, y & m64, y >> 64
+        lo = ((a0 * b0) & m64) + a1
+        hi = ((a0 * b0) >> 64) + b1 + (lo >> 64)
+        got = [int(v) for v in out[i, 8:14].view(np.uint64)]
+        assert got == [lo & m64, hi & m64, hi >> 64]

@@ -3,7 +3,8 @@
 // int8/int16 sign extension with a negative-going 64-bit index, C division and remainder
 // of negative numbers, width < 32 shuffles, ballot under divergence, continue/break in
 // divergent loops, atomicCAS loops with atomicInc/atomicDec wrap-around, an early return
-// before __syncthreads, atomicAdd on float in global vs shared memory, and double tanh/rsqrt.
+// before __syncthreads, atomicAdd on float in global vs shared memory, double tanh/rsqrt,
+// and device-function calls (double sin/cos slow path, a __noinline__ function).
 extern "C" __global__ void float_to_int_edges(const float *x, const double *y, int *oi,
     unsigned *ou, long long *ol, unsigned long long *oul)
 {
@@ -111,4 +112,21 @@ extern "C" __global__ void double_math(const double *x, double *o)
     o[3*threadIdx.x] = tanh(a);
     o[3*threadIdx.x+1] = rsqrt(fabs(a));
     o[3*threadIdx.x+2] = 1.0 / a;
+}
+
+__device__ __noinline__ int collatz_steps(int v)
+{
+    int s = 0;
+    while (v != 1 && s < 1000) { v = (v & 1) ? 3 * v + 1 : v >> 1; ++s; }
+    return s;
+}
+
+extern "C" __global__ void device_calls(const double *x, const int *v, double *o, int *steps)
+{
+    // double sin/cos call nvcc's argument-reduction slow path (.func with carry chains
+    // and a local array) for large arguments; collatz_steps is a __noinline__ .func
+    int i = threadIdx.x;
+    o[2*i] = sin(x[i]);
+    o[2*i+1] = cos(x[i]);
+    steps[i] = collatz_steps(v[i]);
 }
