@@ -55,8 +55,13 @@ NAIVE_DTYPES = ("fp16", "bf16")
 def _softmax_rows(s: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
     """P and natural LSE of score rows (last axis); empty rows give P = 0, LSE = -inf.
 
-    ``e = exp(s - max)`` and ``l = fold_sum(e)`` in float64; ``P = e / l`` and
-    ``LSE = max + ln l``, each rounded once to float32 when ``exact``.
+    ``e = exp(fl64(s - max))`` (the deterministic exp, within 0.52 ulp) and
+    ``l = fold_sum(e)`` in float64; ``P = fl64(e / l)`` and
+    ``LSE = fl64(max + ln l)``; when ``exact`` each is then rounded to float32:
+    ``fl32(fl64(.))``. ``e`` and ``l`` are float64 approximations, so that double
+    rounding is part of the definition (it fixes the bytes; it is not a correctly rounded
+    quotient of exact values). A row whose sum ``l`` is not positive (all ``e`` zero, or
+    NaN from a ``+inf`` score: ``inf - inf``) gives P = 0 and LSE = -inf.
     """
     s64 = s.astype(np.float64)
     if s64.shape[-1] == 0:
@@ -126,13 +131,28 @@ def attention(
     masks (key padding, causal, sliding window, query padding) set ``-inf``; ALiBi bias
     ``-slope_h * |i + offset - j|``; softmax over keys; ``P v``.
 
-    ``precision="exact"``: every matrix product is correctly rounded to float32; every
-    other step is evaluated in float64 from float32 operands and rounded once to float32
-    (see :mod:`refimpl.attention.scores`): ``e = exp(s - rowmax)`` with the deterministic
-    exp of :mod:`refimpl.elementary`, ``l = fold_sum(e)``, ``P = fl32(e / l)``,
-    ``O = P v`` (correctly rounded), ``LSE = fl32(rowmax + ln l)``. Nothing depends on
-    the platform's exp or BLAS, so the result is the same bytes on every machine.
-    ``precision="float64"``: the same pipeline in float64 (fixed summation order).
+    ``precision="exact"``: every matrix product is correctly rounded to float32; the
+    scale multiply and the ALiBi addition are single float32 roundings of the exact
+    value; softcap, ``exp``, ``ln`` and the softmax quotient are evaluated in float64
+    and then rounded to float32 (see :mod:`refimpl.attention.scores` for each step's
+    rounding): ``e = exp(fl64(s - rowmax))`` with the deterministic exp of
+    :mod:`refimpl.elementary`, ``l = fold_sum(e)``, ``P = fl32(fl64(e / l))``,
+    ``O = fl32(P v)`` (correctly rounded), ``LSE = fl32(fl64(rowmax + ln l))``. Nothing
+    depends on the platform's exp or BLAS, so the result is the same bytes on every
+    machine. ``precision="float64"``: the same pipeline in float64 (fixed summation
+    order), every step rounded to float64.
+
+    Scores beyond float32's range (``precision="exact"``): a dot product ``q . k``
+    (or its product with ``scale``, or the ALiBi sum) whose correctly rounded float32
+    value overflows becomes ``+inf`` or ``-inf``, as IEEE rounding of an out-of-range
+    value gives (float32 inputs can reach about 2^255 in a product). A ``-inf`` score
+    weighs nothing, like a masked key. A row holding a ``+inf`` score has
+    ``rowmax = +inf`` and ``inf - inf = NaN``, so ``l`` is NaN and the row comes out
+    as if fully masked: **output 0 and LSE -inf**, not an error and not NaN (check
+    ``|q| |k| scale`` below 2^128 if such rows matter). With ``precision="float64"`` the
+    same scores are finite (float64's range holds every product of float32 values):
+    the row's weight goes to its largest scores, e.g. output ``v_j`` for a single
+    dominating key ``j``, and LSE is that score (finite, possibly beyond float32).
 
     Args:
         q: (..., Hq, Sq, D); k: (..., Hkv, Sk, D); v: (..., Hkv, Sk, Dv); float32 values.
@@ -207,12 +227,16 @@ def naive_attention(
     ``dtype``. Each tensor operation rounds its result to ``dtype``
     (:func:`refimpl.formats.round_to`, nearest-even, overflow to inf):
 
-    ``q_s = rd(q * scale)``; ``S = rd(q_s k^T)`` (a GEMM accumulating in float32: the
-    correctly rounded float32 product, then rounded to dtype); softcap
-    ``rd(cap * rd(tanh(rd(S / cap))))``; masks ``-inf``; ALiBi ``fl32(S + fl32(bias))``
-    (``attention_ref`` adds a float32 bias tensor, so type promotion leaves these scores
-    in float32); ``P = rd(softmax(S))`` (softmax internally in float32, as frameworks do
-    for half inputs); ``O = rd(P v)``. Inputs are first rounded to ``dtype``.
+    ``q_s = rd(fl32(q * fl32(scale)))``; ``S = rd(fl32(q_s k^T))`` (a GEMM accumulating
+    in float32: the correctly rounded float32 product, then rounded to dtype); softcap
+    ``rd(fl32(cap * rd(fl32(tanh(rd(fl32(S / cap)))))))`` with ``cap`` rounded to float32
+    (binary32 divide and multiply; ``tanh`` the deterministic float64 one);
+    masks ``-inf``; ALiBi ``fl32(S + fl32(bias))`` (``attention_ref`` adds a float32
+    bias tensor, so type promotion leaves these scores in float32; the sum of two
+    float32 values is formed in float64 and cast, which equals the binary32 addition:
+    double rounding is innocuous for ``+`` when 53 >= 2 * 24 + 2, Figueroa 1995);
+    ``P = rd(softmax(S))`` (softmax internally in float32, as frameworks do for half
+    inputs); ``O = rd(P v)``. Inputs are first rounded to ``dtype``.
 
     Keyword options as :func:`attention` (not ``return_lse``/``precision``).
     """
