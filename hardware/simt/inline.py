@@ -77,6 +77,9 @@ def _sub_word(name: str, new: str, text: str) -> str:
 def inline_calls(text: str) -> str:
     """``text`` with every device-function call replaced by the callee's body (see the
     module docstring); text without ``.func`` definitions is returned unchanged."""
+    if ".func" not in text:
+        return text
+    text = _strip(text)     # comments would swallow the rest of an inlined line
     funcs: dict[str, tuple[list[str], list[str], str, int]] = {}
     out = []
     pos = 0
@@ -98,7 +101,7 @@ def inline_calls(text: str) -> str:
     if not funcs:
         return text
     out.append(text[pos:])
-    return _expand(_strip(("".join(out))), funcs, [0], ())
+    return _expand("".join(out), funcs, [0], ())
 
 
 def _strip(text: str) -> str:

@@ -655,3 +655,97 @@ def test_carry_chains(seed):
         hi = ((a0 * b0) >> 64) + b1 + (lo >> 64)
         got = [int(v) for v in out[i, 8:14].view(np.uint64)]
         assert got == [lo & m64, hi & m64, hi >> 64]
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_call_forms(seed):
+    """Early return from a loop inside a function, a struct return value, a void
+    function with an atomic, nested calls, a function without arguments, calls under
+    divergence: every result equals the Python evaluation of the C source."""
+    v = np.random.default_rng(seed).integers(-3, 30, (32, 8)).astype(np.int32)
+    o, ol, of, cnt = _run("call_forms", 1, 32, [v], [(np.int32, 64), (np.int64, 32),
+                                                    (np.float32, 32), (np.int32, 1)])
+
+    def first_negative(row):
+        return next((k for k, x in enumerate(row) if x < 0), -1)
+    count, e0, e1 = 0, [], []
+    for i in range(32):
+        row = v[i].tolist()
+        e0.append(first_negative(row))
+        if i & 1:
+            r = first_negative(row)
+            count += 100 if r < 0 else r
+            e1.append(r * 2 + first_negative(row[1:]))
+        else:
+            e1.append(first_negative(row[2:]))
+    assert o[0::2].tolist() == e0 and o[1::2].tolist() == e1
+    assert int(cnt[0]) == count
+    assert ol.tolist() == [(i << 33) + 3 * i for i in range(32)]
+    _bits_equal(of, np.array(e0, np.float32) * np.float32(0.5) + np.float32(2.5))
+
+
+def _func_module(body: str) -> str:
+    return """
+.version 9.0
+.target sm_90
+.address_size 64
+.func (.param .b32 func_retval0) f(.param .b32 f_param_0)
+{
+    .reg .b32 %r<3>;
+    ld.param.b32 %r1, [f_param_0];
+""" + body + """
+    st.param.b32 [func_retval0+0], %r2;
+    ret;
+}
+.visible .entry k(.param .u64 p0)
+{
+    .reg .b32 %r<3>;
+    mov.u32 %r1, 1;
+    {
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), f, (param0);
+    ld.param.b32 %r2, [retval0+0];
+    }
+    ret;
+}
+"""
+
+
+def test_recursive_and_undefined_calls_are_refused():
+    from hardware.simt import UnsupportedPtxError
+    recursive = _func_module("""
+    {
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), f, (param0);
+    ld.param.b32 %r2, [retval0+0];
+    }""")
+    with pytest.raises(UnsupportedPtxError, match="recursive call to f"):
+        load_ptx(recursive)
+    undefined = _func_module("""
+    {
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), g, (param0);
+    ld.param.b32 %r2, [retval0+0];
+    }""")
+    with pytest.raises(UnsupportedPtxError, match="call to g"):
+        load_ptx(undefined)
+    assert load_ptx(_func_module("    add.s32 %r2, %r1, 1;")) is not None
+
+
+def test_inlining_keeps_source_line_numbers():
+    """An error after an inlined call (and inside a function body) names the line of
+    the source text, not of the rewritten text."""
+    from hardware.simt import UnsupportedPtxError
+    text = _func_module("    add.s32 %r2, %r1, 1;").replace(
+        "    ld.param.b32 %r2, [retval0+0];\n    }\n    ret;",
+        "    ld.param.b32 %r2, [retval0+0];\n    }\n    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;\n    ret;")
+    line = text.splitlines().index("    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;") + 1
+    with pytest.raises(UnsupportedPtxError, match=rf"line {line}:"):
+        load_ptx(text)

@@ -130,3 +130,35 @@ extern "C" __global__ void device_calls(const double *x, const int *v, double *o
     o[2*i+1] = cos(x[i]);
     steps[i] = collatz_steps(v[i]);
 }
+
+struct Triple { int a; float b; long long c; };
+__device__ __noinline__ int first_negative(const int *v, int n)
+{
+    for (int k = 0; k < n; ++k) { if (v[k] < 0) return k; }
+    return -1;
+}
+__device__ __noinline__ Triple make_triple(int x, float y)
+{
+    Triple p; p.a = x * 3; p.b = y * 0.5f; p.c = (long long)x << 33; return p;
+}
+__device__ __noinline__ void bump(int *p, int k) { atomicAdd(p, k); }
+__device__ __noinline__ int nested(const int *v, int n, int *count)
+{
+    int r = first_negative(v, n);
+    bump(count, r < 0 ? 100 : r);
+    return r * 2 + first_negative(v + 1, n - 1);
+}
+__device__ __noinline__ float no_arguments() { return 2.5f; }
+
+extern "C" __global__ void call_forms(const int *v, int *o, long long *ol, float *of, int *count)
+{
+    // early return from a loop, a struct return value, a void function, nested calls,
+    // a function without arguments, calls under divergence
+    int i = threadIdx.x;
+    const int *row = v + 8 * i;
+    o[2*i] = first_negative(row, 8);
+    o[2*i+1] = (i & 1) ? nested(row, 8, count) : first_negative(row + 2, 6);
+    Triple p = make_triple(i, (float)o[2*i]);
+    ol[i] = p.c + p.a;
+    of[i] = p.b + no_arguments();
+}
