@@ -745,7 +745,8 @@ def test_inlining_keeps_source_line_numbers():
     from hardware.simt import UnsupportedPtxError
     text = _func_module("    add.s32 %r2, %r1, 1;").replace(
         "    ld.param.b32 %r2, [retval0+0];\n    }\n    ret;",
-        "    ld.param.b32 %r2, [retval0+0];\n    }\n    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;\n    ret;")
+        "    ld.param.b32 %r2, [retval0+0];\n    }\n"
+        "    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;\n    ret;")
     line = text.splitlines().index("    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;") + 1
     with pytest.raises(UnsupportedPtxError, match=rf"line {line}:"):
         load_ptx(text)
