@@ -12,7 +12,7 @@ Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
 - integer (.s/.u/.b 8-64 bits): add, sub (.sat.s32), mul (.lo/.hi/.wide), mad (.lo/.hi/
   .wide), extended precision (add.cc, addc, sub.cc, subc, mad.cc, madc), div, rem, abs,
   neg, min, max, sad, popc, clz, brev, bfe, bfi, bfind, and, or, xor, not, cnot, lop3,
-  shl, shr, shf, prmt (default mode);
+  shl, shr, shf, prmt (default mode), dp4a, dp2a;
 - device functions: ``.func`` definitions and ``call``, by inlining (:mod:`.inline`);
 - comparison and selection: setp (all integer and float comparisons, .and/.or/.xor with
   a predicate, two destinations), selp, testp;
@@ -505,6 +505,45 @@ def c_carry(inst: Instruction, ctx: Any) -> Op:
         put(ix, d)
         if cout:
             cf[ix] = out.astype(cf.dtype)
+    return Op(inst, "alu", fn)
+
+
+def c_dot(inst: Instruction, ctx: Any) -> Op:
+    """dp4a.atype.btype d, a, b, c and dp2a{.lo,.hi}.atype.btype d, a, b, c (PTX ISA
+    9.7.1.23-24): c plus the products of a's bytes (dp4a) or 16-bit halves (dp2a) with
+    b's bytes (dp2a: bytes 0-1 for .lo, 2-3 for .hi), each element sign-extended for
+    .s32 and zero-extended for .u32; d is .s32 when either type is signed, and the sum
+    wraps modulo 2**32."""
+    opc = inst.parts[0]
+    kinds = [p for p in inst.parts[1:] if p in ("s32", "u32")]
+    if len(kinds) != 2:
+        raise _unsupported(inst, f"{opc} needs two types (.s32/.u32)")
+    _nops(inst, 4)
+    a_signed, b_signed = kinds[0] == "s32", kinds[1] == "s32"
+    dt = TYPES["s32" if (a_signed or b_signed) else "u32"]
+    ga, gb, gc = (getter(o, TYPES["u32"], ctx, inst) for o in inst.operands[1:])
+    put = setter(inst.operands[0], TYPES["u32"], ctx, inst)
+    if opc == "dp4a":
+        a_width, pairs = 8, [(k, k) for k in range(4)]
+    else:
+        if "lo" not in inst.parts and "hi" not in inst.parts:
+            raise _unsupported(inst, "dp2a needs .lo or .hi")
+        base = 0 if "lo" in inst.parts else 2
+        a_width, pairs = 16, [(0, base), (1, base + 1)]
+
+    def element(x: np.ndarray, k: int, width: int, signed: bool) -> np.ndarray:
+        v = (x >> np.int64(k * width)) & np.int64((1 << width) - 1)
+        return np.where(v >= (1 << (width - 1)), v - (1 << width), v) if signed else v
+
+    def fn(ix: Any, ex: Any) -> None:
+        a, b, c = (np.atleast_1d(np.asarray(g(ix), np.uint32)).astype(np.int64)
+                   for g in (ga, gb, gc))
+        if dt.signed:
+            c = np.where(c >= 2**31, c - 2**32, c)
+        acc = c
+        for ka, kb in pairs:
+            acc = acc + element(a, ka, a_width, a_signed) * element(b, kb, 8, b_signed)
+        put(ix, (acc & 0xFFFFFFFF).astype(np.uint32))
     return Op(inst, "alu", fn)
 
 
@@ -1974,7 +2013,7 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
 
 _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "add": c_add_sub, "sub": c_add_sub, "mul": c_mul, "mad": c_mad, "fma": c_fma,
-    "addc": c_carry, "subc": c_carry, "madc": c_carry,
+    "addc": c_carry, "subc": c_carry, "madc": c_carry, "dp4a": c_dot, "dp2a": c_dot,
     "div": c_div, "rem": c_rem, "abs": c_abs_neg, "neg": c_abs_neg,
     "min": c_min_max, "max": c_min_max,
     "and": c_bitwise, "or": c_bitwise, "xor": c_bitwise, "not": c_bitwise,

@@ -750,3 +750,30 @@ def test_inlining_keeps_source_line_numbers():
     line = text.splitlines().index("    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;") + 1
     with pytest.raises(UnsupportedPtxError, match=rf"line {line}:"):
         load_ptx(text)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_int8_dot_products(seed):
+    """__dp4a and __dp2a_lo/_hi (PTX ISA dp4a, dp2a): c + sum of products of bytes
+    (dp4a) or of 16-bit halves of a with bytes 0-1 (.lo) or 2-3 (.hi) of b, elements
+    sign-extended for signed types; the sum wraps modulo 2**32."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+    a[:2], b[:2] = [0xFFFFFFFF, 0x7F807F80], [0xFFFFFFFF, 0x80808080]
+    o, ou = _run("int8_dot", 1, 32, [a.view(np.int32), b.view(np.int32)],
+                 [(np.int32, 96), (np.uint32, 32)])
+
+    def part(x: int, k: int, width: int, signed: bool) -> int:
+        v = (x >> (k * width)) & ((1 << width) - 1)
+        return v - (1 << width) if signed and v >> (width - 1) else v
+    e, eu = [], []
+    for i in range(32):
+        x, y = int(a[i]), int(b[i])
+        e += [i * 1000 - 5000 + sum(part(x, k, 8, True) * part(y, k, 8, True) for k in range(4)),
+              -i + sum(part(x, k, 16, True) * part(y, k, 8, True) for k in range(2)),
+              i + sum(part(x, k, 16, False) * part(y, k + 2, 8, False) for k in range(2))]
+        eu.append(i + sum(part(x, k, 8, False) * part(y, k, 8, False) for k in range(4)))
+    _bits_equal(o, np.array([v & 0xFFFFFFFF for v in e], np.uint32).view(np.int32))
+    _bits_equal(ou, np.array([v & 0xFFFFFFFF for v in eu], np.uint32))

@@ -18,7 +18,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | module_vars | poly (a __constant__ table, an initialised __device__ array, a __device__ counter) |
 | half_precision | halfk (f16 add/fma/neg), half2k (f16x2 add/max/mul), bf16k (bf16 setp/fma/sub) |
 | memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
-| edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared), double_math (tanh, rsqrt: rcp/rsqrt.approx.f64 seeds), device_calls (.func calls: double sin/cos slow path, a __noinline__ function), call_forms (nested, void, struct-returning, argument-less calls) |
+| edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared), double_math (tanh, rsqrt: rcp/rsqrt.approx.f64 seeds), device_calls (.func calls: double sin/cos slow path, a __noinline__ function), call_forms (nested, void, struct-returning, argument-less calls), int8_dot (dp4a, dp2a) |
 """
 from __future__ import annotations
 

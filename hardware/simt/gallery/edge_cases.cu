@@ -162,3 +162,13 @@ extern "C" __global__ void call_forms(const int *v, int *o, long long *ol, float
     ol[i] = p.c + p.a;
     of[i] = p.b + no_arguments();
 }
+
+extern "C" __global__ void int8_dot(const int *a, const int *b, int *o, unsigned *ou)
+{
+    // __dp4a / __dp2a_lo / __dp2a_hi: byte and half-word dot products with accumulate
+    int i = threadIdx.x;
+    o[3*i] = __dp4a(a[i], b[i], i * 1000 - 5000);
+    o[3*i+1] = __dp2a_lo(a[i], b[i], -i);
+    o[3*i+2] = (int)__dp2a_hi((unsigned)a[i], (unsigned)b[i], (unsigned)i);
+    ou[i] = __dp4a((unsigned)a[i], (unsigned)b[i], (unsigned)i);
+}
