@@ -43,7 +43,7 @@ from refimpl.attention.problem import Problem
 from refimpl.attention.products import matmul_f32, matmul_f64
 from refimpl.matmul.rounding import add_round_to_odd
 
-__all__ = ["scores", "scores_from_product", "PRECISIONS"]
+__all__ = ["scores", "scores_from_product", "add_alibi_f32", "PRECISIONS"]
 
 PRECISIONS = ("exact", "float64")
 
@@ -120,7 +120,7 @@ def scores_from_product(
         vis = np.ones((s.shape[0], len(rows), len(cols)), dtype=bool)
     if problem.slopes is not None:
         if precision == "exact":
-            s = _add_alibi_f32(problem, s, rows, cols)
+            s = add_alibi_f32(problem, s, rows, cols)
         else:
             s = s + problem.alibi_bias(rows, cols)
     out = s.astype(np.float32, copy=False) if precision == "exact" else s
@@ -142,10 +142,17 @@ def _max_distance(problem: Problem, rows: np.ndarray, cols: np.ndarray) -> int:
     return max(abs(lo), abs(hi))
 
 
-def _add_alibi_f32(problem: Problem, s: np.ndarray, rows: np.ndarray,
-                   cols: np.ndarray) -> np.ndarray:
-    """Step 5 of the exact pipeline: ``fl32(s - slope * d)``, one rounding of the exact
-    value, for float32 scores ``s`` (``-inf`` where masked)."""
+def add_alibi_f32(problem: Problem, s: np.ndarray, rows: np.ndarray,
+                  cols: np.ndarray) -> np.ndarray:
+    """Step 5 of the exact pipeline: ``fl32(s - slope_h * |i + offset - j|)``, one
+    rounding of the exact value, for the float32 scores ``s`` (B, H, len(rows),
+    len(cols)) of query rows ``rows`` and keys ``cols`` (``-inf`` where masked stays
+    ``-inf``). For a schedule that forms its scores its own way.
+
+    Raises:
+        ValueError: slopes that are not float32 values with distances of 2^27 or more
+            (the bias would not be exact).
+    """
     s64 = s.astype(np.float64)
     slopes = problem.slopes
     dmax = _max_distance(problem, rows, cols)
