@@ -640,8 +640,9 @@ def c_min_max(inst: Instruction, ctx: Any) -> Op:
     t = _one_type(inst)
     is_min = inst.parts[0] == "min"
     if t.kind == "f":
-        if t.bits not in (32, 64) or "NaN" in inst.parts:
+        if t.bits not in (32, 64) or any(p in inst.parts for p in ("xorsign", "abs")):
             raise _unsupported(inst, f"{inst.opcode} is not supported")
+        nan_mode = "NaN" in inst.parts
         canon = np.array(0x7FFFFFFF if t.bits == 32 else 0x7FFFFFFFFFFFFFFF,
                          dtype=_u(t)).view(t.dtype)[()]
 
@@ -655,10 +656,19 @@ def c_min_max(inst: Instruction, ctx: Any) -> Op:
                 pick_a = (a > b) | ((a == b) & ~np.signbit(a))
             r = np.where(pick_a, a, b)
             r = np.where(np.isnan(a), b, np.where(np.isnan(b), a, r))
-            r = np.where(np.isnan(a) & np.isnan(b), canon, r)
+            # .NaN: the canonical NaN when either input is NaN, else when both are
+            either = (np.isnan(a) | np.isnan(b)) if nan_mode else (np.isnan(a) & np.isnan(b))
+            r = np.where(either, canon, r)
             return r.astype(t.dtype)
         return _alu(inst, ctx, t, _finish_float(inst, t, fminmax), 2)
     f = np.minimum if is_min else np.maximum
+    if "relu" in inst.parts:
+        # max.relu / min.relu.s32 (PTX ISA 9.7.1.10-11): a negative result becomes 0
+        if t.name != "s32":
+            raise _unsupported(inst, ".relu needs .s32")
+        return _alu(inst, ctx, t, lambda a, b: np.maximum(f(a, b), 0).astype(t.dtype), 2)
+    if len(inst.parts) > 2:
+        raise _unsupported(inst, f"{inst.opcode}: modifier not supported")
     return _alu(inst, ctx, t, lambda a, b: f(a, b).astype(t.dtype), 2)
 
 
@@ -1934,7 +1944,9 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
     mode = _mode(inst, "rn")
     ftz = "ftz" in inst.parts
     sat = "sat" in inst.parts
-    if any(p in inst.parts for p in ("NaN", "xorsign", "relu", "approx", "oob")):
+    nan_mode = "NaN" in inst.parts and op in ("min", "max")
+    if any(p in inst.parts for p in ("xorsign", "relu", "approx", "oob")) or (
+            "NaN" in inst.parts and not nan_mode):
         raise _unsupported(inst, "modifier not supported for 16-bit floats")
     reg_t = TYPES["b32"] if packed else TYPES["b16"]
     halves = (0, 16) if packed else (0,)
@@ -1959,14 +1971,21 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
             return a ^ u16(0x8000)
         if op == "abs":
             return a & u16(0x7FFF)
+        b = args[1]
+        if ftz:  # min/max.ftz: subnormal inputs (and so results) become signed zeros
+            sub_max = u16(0x03FF if fmt == "fp16" else 0x007F)
+            a = np.where((a & u16(0x7FFF)) <= sub_max, a & u16(0x8000), a).astype(u16)
+            b = np.where((b & u16(0x7FFF)) <= sub_max, b & u16(0x8000), b).astype(u16)
         x = _decode(a, fmt).astype(np.float64)
-        y = _decode(args[1], fmt).astype(np.float64)
+        y = _decode(b, fmt).astype(np.float64)
         is_min = op == "min"
         pick_a = ((x < y) | ((x == y) & np.signbit(x))) if is_min else \
             ((x > y) | ((x == y) & ~np.signbit(x)))
-        r = np.where(pick_a, a, args[1])
-        r = np.where(np.isnan(x), args[1], np.where(np.isnan(y), a, r))
-        return np.where(np.isnan(x) & np.isnan(y), canon, r).astype(u16)
+        r = np.where(pick_a, a, b)
+        r = np.where(np.isnan(x), b, np.where(np.isnan(y), a, r))
+        # .NaN (PTX ISA min/max): the canonical NaN when either input is NaN
+        both = (np.isnan(x) | np.isnan(y)) if nan_mode else (np.isnan(x) & np.isnan(y))
+        return np.where(both, canon, r).astype(u16)
 
     if op == "setp":
         if packed:
@@ -2024,7 +2043,7 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "ex2": c_unary_float, "lg2": c_unary_float, "sin": c_unary_float, "cos": c_unary_float,
     "tanh": c_unary_float,
     "ld": c_ld, "ldu": c_ld, "st": c_st, "atom": c_atom, "red": c_atom,
-    "bar": c_bar, "barrier": c_bar, "membar": c_noop, "fence": c_noop,
+    "bar": c_bar, "barrier": c_bar, "membar": c_noop, "fence": c_noop, "nanosleep": c_noop,
     "bra": c_bra, "ret": c_exit, "exit": c_exit,
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,

@@ -323,7 +323,7 @@ def parse_operand(tok: str, line: int, text: str) -> Operand:
 
 
 def _parse_reg_decl(stmt: str, line: int) -> list[tuple[str, PtxType]]:
-    m = re.fullmatch(r"\.reg\s+(?:\.v[24]\s+)?\.(\w+)\s+(.+)", stmt, re.S)
+    m = re.fullmatch(r"\.reg\s*(?:\.v[24]\s+)?\.(\w+)\s+(.+)", stmt, re.S)
     if not m:
         raise PtxSyntaxError(f"line {line}: malformed register declaration {stmt!r}")
     if re.match(r"\.reg\s+\.v[24]", stmt):
@@ -566,6 +566,8 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
         if not s:
             continue
         if s.startswith("."):
+            # '.reg.b16 hl, hu' (no space, as in cuda_fp16's h2sqrt inline asm)
+            s = re.sub(r"^\.(reg|local|shared)\.", r".\1 .", s)
             head = s.split()[0]
             if head == ".reg":
                 for name, typ in _parse_reg_decl(s, line):

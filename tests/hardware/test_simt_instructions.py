@@ -761,7 +761,7 @@ def test_cvt_f16x2_packs_first_operand_high():
 
 
 @pytest.mark.parametrize("text", ["ex2.approx.f16 {d}, {a}", "setp.lt.f16x2 %p1, {a}, {b}",
-                                  "min.NaN.f16 {d}, {a}, {b}", "div.rn.f16 {d}, {a}, {b}"])
+                                  "min.xorsign.abs.f16 {d}, {a}, {b}", "div.rn.f16 {d}, {a}, {b}"])
 def test_unsupported_half_forms_are_refused(text):
     from hardware.simt import UnsupportedPtxError
     with pytest.raises(UnsupportedPtxError, match="not supported"):

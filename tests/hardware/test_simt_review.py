@@ -777,3 +777,52 @@ def test_int8_dot_products(seed):
         eu.append(i + sum(part(x, k, 8, False) * part(y, k, 8, False) for k in range(4)))
     _bits_equal(o, np.array([v & 0xFFFFFFFF for v in e], np.uint32).view(np.int32))
     _bits_equal(ou, np.array([v & 0xFFFFFFFF for v in eu], np.uint32))
+
+
+def test_min_max_nan_modifier_and_relu():
+    """PTX ISA min/max: with .NaN the result is the canonical NaN when either input is
+    NaN (f32, f16x2); without it a NaN input is ignored; max.relu.s32 clamps a negative
+    result to 0; min.ftz.f16 flushes subnormal inputs to signed zeros."""
+    nan = np.float32(np.nan)
+    x = np.array([nan, 1.0, -2.0, nan, -0.0], np.float32)
+    y = np.array([3.0, nan, 5.0, nan, 0.0], np.float32)
+    got = _binary("max.NaN.f32", x, y).view(np.uint32)
+    assert got.tolist() == [0x7FFFFFFF, 0x7FFFFFFF, np.float32(5.0).view(np.uint32), 0x7FFFFFFF, 0]
+    got = _binary("min.f32", x, y).view(np.uint32)
+    assert got.tolist()[:3] == [np.float32(v).view(np.uint32) for v in (3.0, 1.0, -2.0)]
+    # integer relu and packed halves through raw bits
+    ptx = _BINARY_PTX.replace(".reg .f32 %f<4>;", ".reg .b32 %f<4>;").replace(
+        "ld.global.f32", "ld.global.b32").replace("st.global.f32", "st.global.b32")
+    mem = GlobalMemory()
+    a = np.array([-5, 7, -1, 3], np.int32)
+    b = np.array([-9, 2, -3, -8], np.int32)
+    pa, po, pb = mem.to_device(a), mem.alloc(16), mem.to_device(b)
+    load_ptx(ptx.replace("OPCODE", "max.relu.s32")).launch("k", 1, 4, [pa, po, pb], mem)
+    assert mem.from_device(po, np.int32, 4).tolist() == [0, 7, 0, 3]
+    h = lambda *v: np.array(v, np.float16).view(np.uint16).astype(np.uint32)  # noqa: E731
+    pa2 = mem.to_device(h(np.nan, 1.0, 6e-8, 2.0) | (h(1.0, np.nan, -6e-8, -0.0) << 16))
+    pb2 = mem.to_device(h(1.0, 4.0, 1e-7, -3.0) | (h(-1.0, 0.5, 0.0, 0.0) << 16))
+    po2 = mem.alloc(16)
+    load_ptx(ptx.replace("OPCODE", "max.NaN.f16x2")).launch("k", 1, 4, [pa2, po2, pb2], mem)
+    got = mem.from_device(po2, np.uint32, 4)
+    assert [int(v) & 0xFFFF for v in got] == [0x7FFF, int(h(4.0)[0]), int(h(1e-7)[0]),
+                                              int(h(2.0)[0])]
+    assert [int(v) >> 16 for v in got] == [int(h(1.0)[0]), 0x7FFF, 0, 0]
+    load_ptx(ptx.replace("OPCODE", "min.ftz.f16")).launch("k", 1, 4, [pa2, po2, pb2], mem)
+    got = mem.from_device(po2, np.uint32, 4) & 0xFFFF
+    assert int(got[2]) == 0  # both halves subnormal: flushed to +0 (min.f16 gives 6e-8)
+
+
+def test_register_declaration_without_space():
+    """cuda_fp16's h2sqrt inline asm declares ``.reg.b16 hl, hu;`` (no space)."""
+    ptx = _BINARY_PTX.replace(".reg .f32 %f<4>;", ".reg .b32 %f<4>;").replace(
+        "ld.global.f32", "ld.global.b32").replace("st.global.f32", "st.global.b32").replace(
+        "OPCODE %f2, %f1, %f3;",
+        "{.reg.b16 hl, hu;\n .reg.b32 t;\n mov.b32 {hl, hu}, %f1;\n mov.b32 t, {hu, hl};\n"
+        " xor.b32 %f2, t, %f3;}")
+    mem = GlobalMemory()
+    x = np.array([0x12345678, 0xFFFF0000], np.uint32)
+    y = np.array([0, 1], np.uint32)
+    px, po, py = mem.to_device(x), mem.alloc(8), mem.to_device(y)
+    load_ptx(ptx).launch("k", 1, 2, [px, po, py], mem)
+    assert mem.from_device(po, np.uint32, 2).tolist() == [0x56781234, 0x0000FFFF ^ 1]
