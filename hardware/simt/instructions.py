@@ -1058,6 +1058,9 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
     sat = "sat" in parts
     satfinite = "satfinite" in parts
     ftz = "ftz" in parts
+    relu = "relu" in parts
+    if relu and not (s.kind == "f" and dname in ("f16", "bf16")):
+        raise _unsupported(inst, ".relu is supported for conversions to .f16/.bf16 only")
     fmode = _mode(inst, "")
     imode = _int_mode(inst)
     get = getter(inst.operands[1], s, ctx, inst)
@@ -1079,6 +1082,8 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
 
             def to_lowp(ix: Any, ex: Any) -> None:
                 x = src_float(ix)
+                if relu:  # PTX ISA cvt .relu: negative results clamp to +0, NaN stays NaN
+                    x = np.where(x < 0, 0.0, x)
                 if sat:
                     x = np.where(np.isnan(x), 0.0, np.clip(x, 0.0, 1.0))
                 put(ix, _encode(np.atleast_1d(x) if s.bits == 64 else

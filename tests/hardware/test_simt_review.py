@@ -826,3 +826,18 @@ def test_register_declaration_without_space():
     px, po, py = mem.to_device(x), mem.alloc(8), mem.to_device(y)
     load_ptx(ptx).launch("k", 1, 2, [px, po, py], mem)
     assert mem.from_device(po, np.uint32, 2).tolist() == [0x56781234, 0x0000FFFF ^ 1]
+
+
+def test_cvt_relu_to_half():
+    """cvt.rn.relu.{f16,bf16}.f32 (PTX ISA cvt): negative values become +0, NaN stays
+    the canonical NaN; it used to be ignored."""
+    x = np.array([-1.5, 2.0, np.nan, -1e-9], np.float32)
+    for fmt, two in (("f16", np.float16(2.0).view(np.uint16)), ("bf16", 0x4000)):
+        ptx = _UNARY_PTX.replace(".reg .f32 %f<4>;", ".reg .f32 %f<4>; .reg .b16 %h;").replace(
+            "OPCODE %f2, %f1;", f"cvt.rn.relu.{fmt}.f32 %h, %f1;\n    cvt.u32.u16 %r2, %h;\n"
+            "    mov.b32 %f2, %r2;")
+        mem = GlobalMemory()
+        px, po = mem.to_device(x), mem.alloc(16)
+        load_ptx(ptx).launch("k", 1, 4, [px, po], mem)
+        got = mem.from_device(po, np.uint32, 4).tolist()
+        assert got == [0, int(two), 0x7FFF, 0], fmt
