@@ -28,6 +28,8 @@ def d_exp(x: float) -> decimal.Decimal:
 
 
 finite = st.floats(-746.0, 709.782712893384, allow_nan=False)
+# the whole range, plus the subnormal-result and near-overflow regions on their own
+exp_args = st.one_of(finite, st.floats(-745.2, -708.3), st.floats(709.0, 709.782712893384))
 
 #: the documented bounds (refimpl/elementary.py module docstring)
 EXP_ULP = 0.52
@@ -38,7 +40,7 @@ TANH_ULP = 3.0
 
 
 @settings(max_examples=300)
-@given(finite)
+@given(exp_args)
 @example(0.0)
 @example(-0.0)
 @example(1.0)
@@ -53,6 +55,8 @@ TANH_ULP = 3.0
 @example(1e-300)
 @example(513.2802483300213)  # 1.106 ulp off with the former Cody-Waite/Taylor exp
 @example(-543.7150991736899)  # 1.086 ulp off with the former exp
+@example(-708.5785122056192)  # worst subnormal result found (0.750 * 2^-1074)
+@example(-0.8313357331846891)  # worst normal result found (0.512 ulp)
 def test_exp_error_bound(x):
     got = float(E.exp(np.array([x]))[0])
     ref = d_exp(x)
@@ -76,6 +80,7 @@ def test_exp_error_bound(x):
 @example(1.2832427769476629)  # 2.53 ulp off with the former log
 @example(0.7054019204115471)  # worst found by hill-climbing (0.83 ulp)
 @example(1.3980330228282958)
+@example(0.7001522648463226)
 def test_log_error_bound(x):
     got = float(E.log(np.array([x]))[0])
     ref = CTX.ln(decimal.Decimal(x))
@@ -99,6 +104,7 @@ def d_tanh(x: float) -> decimal.Decimal:
 @example(0.5)
 @example(5.171257782061723)  # worst found by hill-climbing (2.48 ulp)
 @example(0.5487789678778261)
+@example(-7.728994565387793)  # 2.50 ulp
 def test_tanh_error_bound(x):
     got = float(E.tanh(np.array([x]))[0])
     err = ulp_err(got, d_tanh(x))
@@ -115,6 +121,7 @@ def test_tanh_error_bound(x):
 @example(0.3975679469322352)  # 4.02 ulp off with the former exp(x) - 1
 @example(0.1723257583279731)  # worst found by hill-climbing (0.64 ulp)
 @example(-0.1332865781324298)
+@example(-0.13167834083605637)  # 0.644 ulp
 @example(-37.5)  # rounds to -1
 def test_expm1_error_bound(x):
     got = float(E.expm1(np.array([x]))[0])
