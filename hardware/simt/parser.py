@@ -615,7 +615,6 @@ _UNSUPPORTED_OPCODES = {
     "wmma": "warp matrix (wmma) instructions are not supported",
     "mma": "warp matrix (mma) instructions are not supported",
     "wgmma": "warpgroup matrix instructions are not supported",
-    "cp": "asynchronous copies (cp.async) are not supported",
     "trap": "trap is not supported",
 }
 
