@@ -6,6 +6,11 @@ grouping. Every function takes the same masking options (``scale``, ``causal``,
 ``query_padding_mask``) with the conventions of :mod:`refimpl.attention.reference`.
 Schedules return their stats object last.
 
+Special rows, the same in the reference and every schedule: a fully masked row (or one
+whose scores are all ``-inf``) gives output 0 and LSE ``-inf``; a row with a ``+inf``
+score (a float32 overflow of ``scale * q . k``) gives output NaN and LSE ``+inf``; a row
+with a NaN score gives NaN and NaN. No row's result depends on another row's data.
+
 Building blocks for other schedules (paged K/V, FlashAttention-3): :func:`prepare`
 validates inputs and options once; :func:`scores` gives the float32 scores of any tile;
 :func:`online_block_update` is the FlashAttention-2 inner step and :func:`finalize` its

@@ -17,6 +17,9 @@ from :mod:`refimpl.elementary` and ``e^(-inf - (-inf)) := 0``:
 - ``O_i = fl32((l_i a O_i + b matmul_f32(P~, V_j)) / l_new)`` (0 while ``l_new = 0``)
 - write ``O_i``, ``l_i = l_new``, ``m_i = m_new``
 
+A row holding a ``+inf`` or NaN score (``m~`` not finite) enters the product with
+``P~ = 0`` and its final ``O_i`` is NaN, as in :mod:`refimpl.attention.reference`.
+
 Block sizes from on-chip memory M (elements), paper line 1: ``B_c = ceil(M / 4d)``,
 ``B_r = min(ceil(M / 4d), d)``. Those are asymptotic choices: the working set
 ``B_r d + B_r d + B_c d + B_c d + B_r B_c + 2 B_r`` (Q_i, O_i, K_j, V_j, S_ij, l_i, m_i)
@@ -33,6 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl.attention.flash_v2 import check_block, tile_ranges
+from refimpl.attention.online import nonfinite_rows
 from refimpl.attention.problem import prepare
 from refimpl.attention.products import matmul_f32
 from refimpl.attention.scores import scores
@@ -130,7 +134,12 @@ def flash_v1(
             a = exp_diff(m_i, m_new).astype(np.float32).astype(np.float64)
             bb = exp_diff(m_t, m_new).astype(np.float32).astype(np.float64)
             l_new = (a * l_i + bb * l_t).astype(np.float32)
-            pv = matmul_f32(p_t, v_j).astype(np.float64)
+            # rows holding a +inf or NaN score have NaN probabilities; they take no part
+            # in the product (its error screen is per matrix, a NaN would reach other
+            # rows) and come out NaN below
+            bad = nonfinite_rows(m_t)
+            pv = matmul_f32(np.where(bad[..., None], np.float32(0), p_t) if bad.any()
+                            else p_t, v_j).astype(np.float64)
             num = (l_i * a)[..., None] * o_i + bb[..., None] * pv
             pos = l_new > 0
             den = np.where(pos, l_new, 1.0).astype(np.float64)[..., None]
@@ -140,4 +149,6 @@ def flash_v1(
             st.write("O", inst * r * dv)
             st.write("l", inst * r)
             st.write("m", inst * r)
+    # a row that saw a +inf or NaN score: NaN output (refimpl.attention.reference)
+    o[nonfinite_rows(m_hbm)] = np.nan
     return prob.restore(o), st

@@ -49,7 +49,9 @@ accumulation model for both GEMMs (e.g. ``"H100-FP16"``).
 
 Every step is a function of the inputs and options alone (deterministic ``exp``/``log``,
 order-fixed sums, modelled GEMMs), so the bytes are the same on every machine.
-Fully masked rows give 0 and LSE ``-inf`` (as everywhere in :mod:`refimpl.attention`).
+Fully masked rows give 0 and LSE ``-inf``; a row with a ``+inf`` score gives NaN
+output and LSE ``+inf``, one with a NaN score NaN and NaN (as everywhere in
+:mod:`refimpl.attention`).
 Quantisation uses every key of a tile, masked or not (the kernel quantises the tensors
 before the attention call). HBM traffic is counted in elements, as for FlashAttention-2
 (the per-tile scales are not counted).
@@ -64,7 +66,7 @@ Table 3: :func:`table3_experiment` reproduces the paper's numerical-error experi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Union
 
 import numpy as np
@@ -72,8 +74,9 @@ from numpy.typing import ArrayLike
 
 from refimpl import elementary, formats
 from refimpl.attention.flash_v2 import check_block, computed_tiles, flash_v2_core, tile_ranges
-from refimpl.attention.online import OnlineState, finalize
+from refimpl.attention.online import OnlineState, finalize, nonfinite_rows
 from refimpl.attention.problem import Problem, prepare
+from refimpl.attention.scores import scores_from_product
 from refimpl.attention.stats import ScheduleStats
 from refimpl.matmul import matmul, resolve_accumulation
 from refimpl.scaling import block_fp8_quantize, hadamard_transform, random_signs
@@ -261,15 +264,13 @@ def _tile_scores(
     # the key tile shares one scale; the descale folds into the softmax scale
     qk = (ops.q_scale[:, :, r0:r1] * ops.k_scale[:, :, c0:c0 + 1]).astype(np.float32)
     descale = (qk.astype(np.float64) * float(np.float32(prob.scale))).astype(np.float32)
-    s = (g * descale[..., None].astype(np.float64)).astype(np.float32).astype(np.float64)
-    # steps 3-5 of refimpl.attention.scores (softcap, masks, ALiBi), float32 pipeline
-    if prob.softcap is not None:
-        c = prob.softcap
-        s = (c * elementary.tanh(s / c)).astype(np.float32).astype(np.float64)
-    s = np.where(prob.visible(rows, cols)[:, None], s, -np.inf)
-    if prob.slopes is not None:
-        s = (s + prob.alibi_bias(rows, cols)).astype(np.float32).astype(np.float64)
-    return s.astype(np.float32)
+    with np.errstate(over="ignore"):  # overflow to +-inf is the documented result
+        s = (g * descale[..., None].astype(np.float64)).astype(np.float32)
+    # steps 3-5 of refimpl.attention.scores (softcap, masks, ALiBi with one rounding of
+    # the exact sum), by the same code: the scale is already applied, and step 2 with
+    # scale 1 is the identity (fl32(s * 1) = s, infinities included)
+    s, _, _ = scores_from_product(replace(prob, scale=1.0), s, rows, cols)
+    return s
 
 
 @dataclass(frozen=True)
@@ -299,6 +300,11 @@ def _update(
     p_mm = formats.round_to(p, opt.fmt).astype(np.float32) if opt.fp8 else p
     rowsum = fold_sum(p_mm if opt.p_rowsum == "quantized" else p, axis=-1).astype(np.float32)
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
+    # rows that saw a +inf or NaN score (NaN P) stay out of the product, whose
+    # accumulation model may mix rows; finalize makes them NaN
+    bad = nonfinite_rows(m_new)
+    if bad.any():
+        p_mm = np.where(bad[..., None], np.float32(0), p_mm)
     pv = matmul(p_mm, v, accumulate=opt.accumulate).astype(np.float64)
     pv = pv * v_scale.astype(np.float64)[..., None, None]  # exact: two float32 factors
     acc = (alpha[..., None].astype(np.float64) * state.acc + pv).astype(np.float32)

@@ -23,6 +23,14 @@ the code and the math do not have it); normalisation is delayed to :func:`finali
 ``out = fl32(acc / l)`` and ``LSE = fl32(m + ln l)``; rows that saw no visible key
 (``l = 0``) give ``out = 0`` and ``LSE = -inf``.
 
+Non-finite scores (see :mod:`refimpl.attention.reference`): a ``-inf`` score weighs
+nothing, like a masked key. A ``+inf`` score makes ``m = +inf`` and a NaN score makes
+``m`` NaN (``np.maximum`` keeps both for the rest of the row); ``p`` of such a row is
+NaN, so its probabilities are replaced by 0 in the product of step 6 (the product is
+the only step that mixes rows: its error screen is per matrix), and :func:`finalize`
+writes NaN output with LSE ``+inf`` (resp. NaN) for the row. Other rows are unaffected,
+byte for byte.
+
 A tile that the mask hides entirely leaves the state unchanged byte for byte (alpha = 1 or,
 before any visible key, 0 with l = acc = 0; p = +0; ``acc + (+-0)`` keeps acc, which is
 never -0 since it starts at +0), so skipping such a tile is the same as computing it: a
@@ -39,7 +47,7 @@ from refimpl import elementary
 from refimpl.attention.products import matmul_f32
 from refimpl.summation import fold_sum
 
-__all__ = ["OnlineState", "online_block_update", "online_step", "finalize"]
+__all__ = ["OnlineState", "online_block_update", "online_step", "finalize", "nonfinite_rows"]
 
 
 @dataclass(frozen=True)
@@ -126,13 +134,33 @@ def online_step(
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
     acc = state.acc.astype(np.float64)
     acc *= alpha.astype(np.float64)[..., None]
-    acc += product(p, p64)  # the float32 product, exactly converted
+    acc += product(*_product_operands(m_new, p, p64))  # float32 product, exactly converted
     if out is None:
         return OnlineState(m_new, l_new, acc.astype(np.float32))
     np.copyto(out.m, m_new)
     np.copyto(out.l, l_new)
     np.copyto(out.acc, acc, casting="same_kind")  # rounded to float32 once, as astype
     return out
+
+
+def nonfinite_rows(m: np.ndarray) -> np.ndarray:
+    """Rows whose running maximum ``m`` is ``+inf`` or NaN: a ``+inf`` or NaN score was
+    seen. Their result is fixed by :func:`finalize` (NaN output); ``-inf`` (no visible
+    key yet) is an ordinary row."""
+    return ~(m < np.inf)
+
+
+def _product_operands(m_new: np.ndarray, p: np.ndarray,
+                      p64: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, p64)`` for the product ``P V``, with the rows of :func:`nonfinite_rows` set
+    to 0. Their probabilities are NaN (``inf - inf``), and the product's error screen is
+    per matrix, not per row, so a NaN would reach the other rows' results; those rows'
+    accumulators are discarded by :func:`finalize` anyway. Rows stay independent."""
+    bad = nonfinite_rows(m_new)
+    if not bad.any():
+        return p, p64
+    return (np.where(bad[..., None], np.float32(0), p),
+            np.where(bad[..., None], 0.0, p64))
 
 
 def _with_extra_column(s: np.ndarray) -> np.ndarray:
@@ -167,9 +195,16 @@ def _fold_last(x: np.ndarray) -> np.ndarray:
 
 def finalize(state: OnlineState) -> tuple[np.ndarray, np.ndarray]:
     """Delayed normalisation: ``(fl32(acc / l), fl32(m + ln l))``; rows with ``l = 0``
-    give 0 and ``-inf``."""
+    give 0 and ``-inf``. Rows that saw a ``+inf`` score (``m = +inf``) give NaN output
+    and LSE ``+inf``; rows that saw a NaN score (``m`` NaN) give NaN and NaN (the
+    convention of :mod:`refimpl.attention.reference`)."""
     pos = state.l > 0
     l64 = np.where(pos, state.l, 1.0).astype(np.float64)
-    out = np.where(pos[..., None], state.acc / l64[..., None], 0.0).astype(np.float32)
-    lse = np.where(pos, state.m + elementary.log(l64), -np.inf).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        out = np.where(pos[..., None], state.acc / l64[..., None], 0.0).astype(np.float32)
+        lse = np.where(pos, state.m + elementary.log(l64), -np.inf).astype(np.float32)
+    bad = nonfinite_rows(state.m)
+    if bad.any():
+        out[bad] = np.nan
+        lse = np.where(bad, state.m, lse).astype(np.float32)  # +inf or NaN
     return out, lse

@@ -21,6 +21,12 @@ Conventions (the reference doc's, stated once here and used everywhere):
 - A fully masked row (all keys masked, a padded query row, ``Sq > Sk`` under bottom-right
   causal, ``Sk = 0``) has output exactly 0 and LSE ``-inf`` (FA3 and FlashInfer; FA2
   writes ``+inf``). ``-inf`` is the neutral element of :func:`merge_attention_states`.
+- Non-finite scores (a correctly rounded dot product, scale multiply or ALiBi sum
+  beyond float32's range, in the float32 pipeline): a ``-inf`` score weighs nothing,
+  like a masked key; a row holding a ``+inf`` score has output NaN and LSE ``+inf``,
+  a row holding a NaN score output NaN and LSE NaN (the special values of
+  :mod:`refimpl.softmax`). The overflow is visible, never silently turned into a
+  masked row, and no other row changes (rows are independent in every schedule).
 - LSE is the natural log-sum-exp of the final scores of a row (base e). With ALiBi the
   bias is ``-slope * |i + offset - j|`` in every mode, so the LSE includes it. For
   causal ALiBi, flash-attention's kernel adds ``+slope * j`` instead (it drops the
@@ -52,30 +58,36 @@ _CHUNK_SCORES = 1 << 19
 NAIVE_DTYPES = ("fp16", "bf16")
 
 
-def _softmax_rows(s: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
-    """P and natural LSE of score rows (last axis); empty rows give P = 0, LSE = -inf.
+def _softmax_rows(s: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """P, natural LSE and the non-finite-row mask of score rows (last axis); empty rows
+    give P = 0, LSE = -inf.
 
     ``e = exp(fl64(s - max))`` (the deterministic exp, within 0.52 ulp) and
     ``l = fold_sum(e)`` in float64; ``P = fl64(e / l)`` and
     ``LSE = fl64(max + ln l)``; when ``exact`` each is then rounded to float32:
     ``fl32(fl64(.))``. ``e`` and ``l`` are float64 approximations, so that double
     rounding is part of the definition (it fixes the bytes; it is not a correctly rounded
-    quotient of exact values). A row whose sum ``l`` is not positive (all ``e`` zero, or
-    NaN from a ``+inf`` score: ``inf - inf``) gives P = 0 and LSE = -inf.
+    quotient of exact values). A row whose sum ``l`` is zero (all scores ``-inf``)
+    gives P = 0 and LSE = -inf. A row holding ``+inf`` or NaN (``max`` is ``+inf`` or
+    NaN; flagged in the returned mask) gives P = 0, for the product with V only (so the
+    NaN cannot reach other rows), and LSE ``max`` (``+inf`` or NaN); its output is NaN.
     """
     s64 = s.astype(np.float64)
     if s64.shape[-1] == 0:
         m = np.full(s64.shape[:-1] + (1,), -np.inf)
     else:
         m = np.max(s64, axis=-1, keepdims=True)
-    e = exp_diff(s64, m)
+    bad = ~(m < np.inf)  # +inf or NaN
+    m_ok = np.where(bad, -np.inf, m)
+    e = exp_diff(np.where(bad, -np.inf, s64), m_ok)
     l = fold_sum(e, axis=-1, keepdims=True)
     pos = l > 0
     p = np.where(pos, e / np.where(pos, l, 1.0), 0.0)
-    lse = np.where(pos, m + elementary.log(np.where(pos, l, 1.0)), -np.inf)[..., 0]
+    lse = np.where(pos, m_ok + elementary.log(np.where(pos, l, 1.0)), -np.inf)
+    lse = np.where(bad, m, lse)[..., 0]
     if exact:
-        return p.astype(np.float32), lse.astype(np.float32)
-    return p, lse
+        return p.astype(np.float32), lse.astype(np.float32), bad[..., 0]
+    return p, lse, bad[..., 0]
 
 
 def _forward(prob: Problem, precision: str, keep: bool = False):
@@ -99,12 +111,14 @@ def _forward(prob: Problem, precision: str, keep: bool = False):
     for r0 in range(0, sq, rows_per):
         rows = np.arange(r0, min(sq, r0 + rows_per))
         s, _, _ = scores(prob, prob.q[:, :, rows], kq, rows, cols, precision=precision)
-        p, l_ = _softmax_rows(s, exact)
-        out[:, :, rows] = mm(p, vq)
+        p, l_, bad = _softmax_rows(s, exact)
+        o = mm(p, vq)
+        o[bad] = np.nan  # a row with a +inf or NaN score (the convention of attention())
+        out[:, :, rows] = o
         lse[:, :, rows] = l_
         if keep:
             s_all[:, :, rows] = s
-            p_all[:, :, rows] = p
+            p_all[:, :, rows] = np.where(bad[..., None], np.nan, p)
     return out, lse, s_all, p_all
 
 
@@ -146,13 +160,18 @@ def attention(
     (or its product with ``scale``, or the ALiBi sum) whose correctly rounded float32
     value overflows becomes ``+inf`` or ``-inf``, as IEEE rounding of an out-of-range
     value gives (float32 inputs can reach about 2^255 in a product). A ``-inf`` score
-    weighs nothing, like a masked key. A row holding a ``+inf`` score has
-    ``rowmax = +inf`` and ``inf - inf = NaN``, so ``l`` is NaN and the row comes out
-    as if fully masked: **output 0 and LSE -inf**, not an error and not NaN (check
-    ``|q| |k| scale`` below 2^128 if such rows matter). With ``precision="float64"`` the
-    same scores are finite (float64's range holds every product of float32 values):
-    the row's weight goes to its largest scores, e.g. output ``v_j`` for a single
-    dominating key ``j``, and LSE is that score (finite, possibly beyond float32).
+    weighs nothing, like a masked key (a row whose scores are all ``-inf`` is a fully
+    masked row). A row holding a ``+inf`` score gives **output NaN (every element) and
+    LSE +inf**, loudly, as :func:`refimpl.softmax.softmax` gives NaN probabilities and
+    log-sum-exp ``+inf`` for such a row (``e^x / sum e^x = inf / inf``); a row holding a
+    NaN score gives output NaN and LSE NaN. Only that row is affected: every other row's
+    bytes are those it has without the bad row. Every schedule (``flash_v1``,
+    ``flash_v2``, ``split_kv`` and :func:`merge_attention_states`, ``flash_v3``, paged
+    attention) follows this convention; the backward pass refuses an LSE of ``+inf``
+    or NaN. With ``precision="float64"`` the same scores are finite (float64's range
+    holds every product of float32 values): the row's weight goes to its largest
+    scores, e.g. output ``v_j`` for a single dominating key ``j``, and LSE is that score
+    (finite, possibly beyond float32).
 
     Args:
         q: (..., Hq, Sq, D); k: (..., Hkv, Sk, D); v: (..., Hkv, Sk, Dv); float32 values.
@@ -170,7 +189,8 @@ def attention(
         precision: ``"exact"`` (float32 result) or ``"float64"``.
     Returns:
         out (..., Hq, Sq, Dv), and LSE when ``return_lse``. Fully masked rows: out 0,
-        LSE ``-inf``.
+        LSE ``-inf``. Rows with a ``+inf`` score: out NaN, LSE ``+inf``; with a NaN
+        score: out NaN, LSE NaN.
     Raises:
         ValueError: shapes, head counts, non-finite or non-float32 inputs, bad options.
     """
@@ -262,6 +282,7 @@ def naive_attention(
         # sum, and so the softmax input, float32 (rounded once, not back to dtype)
         bias = prob.alibi_bias(rows, cols).astype(np.float32)
         s = (s.astype(np.float64) + bias).astype(np.float32)
-    p, _ = _softmax_rows(s, exact=True)
+    p, _, bad = _softmax_rows(s, exact=True)
     out = rd(matmul_f32(rd(p), rd(vq)))
+    out[bad] = np.nan
     return prob.restore(out)

@@ -48,7 +48,10 @@ def merge_attention_states(
     With ``M = max_s L_s``, ``w_s = e^(L_s - M)`` (0 for ``L_s = -inf``),
     ``Z = fold_sum_s w_s``: ``O = fl32(fold_sum_s((w_s / Z) O_s))`` and
     ``L = fl32(M + ln Z)``, in float64 with the deterministic exp/log. All parts empty:
-    ``O = 0``, ``L = -inf``.
+    ``O = 0``, ``L = -inf``. A row where some part has LSE NaN gives ``O`` NaN and
+    ``L`` NaN; otherwise, where some part has LSE ``+inf`` (it saw a ``+inf`` score),
+    ``O`` NaN and ``L = +inf`` (the convention of
+    :func:`refimpl.attention.attention`); other rows are not affected.
 
     Args:
         outs: (S, ..., Sq, Dv) or a sequence of S arrays (..., Sq, Dv).
@@ -68,12 +71,18 @@ def merge_attention_states(
             f"lses must have the shape of outs without the last axis: outs {o.shape}, "
             f"lses {l_.shape}"
         )
-    if np.isnan(l_).any() or np.isposinf(l_).any():
-        raise ValueError("lses must be finite or -inf (an empty part)")
     if o.shape[0] == 0:
         return (np.zeros(o.shape[1:], dtype=np.float32),
                 np.full(l_.shape[1:], -np.inf, dtype=np.float32))
-    m = np.max(l_, axis=0)
+    # a part that saw a +inf (NaN) score has LSE +inf (NaN) and NaN output: the row's
+    # result is NaN with LSE +inf (NaN if any part has NaN), as in one pass over the keys
+    # (np.max propagates NaN); such rows are left out of the weighted sum
+    m_all = np.max(l_, axis=0)
+    bad = ~(m_all < np.inf)
+    if bad.any():
+        l_ = np.where(bad[None], -np.inf, l_)
+        o = np.where(bad[None, ..., None], 0.0, o)
+    m = np.where(bad, -np.inf, m_all)
     w = exp_diff(l_, m[None])
     z = fold_sum(w, axis=0)
     pos = z > 0
@@ -81,6 +90,8 @@ def merge_attention_states(
     out = fold_sum((w / zs[None])[..., None] * o, axis=0)
     out = np.where(pos[..., None], out, 0.0)
     lse = np.where(pos, m + elementary.log(zs), -np.inf)
+    out = np.where(bad[..., None], np.nan, out)
+    lse = np.where(bad, m_all, lse)
     return out.astype(np.float32), lse.astype(np.float32)
 
 

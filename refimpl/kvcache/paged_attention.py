@@ -9,7 +9,9 @@ the page's filled slots (:func:`refimpl.attention.scores.scores`) and one
 :func:`refimpl.attention.online.finalize`. The key tiles are exactly the tiles
 ``flash_v2`` uses with ``B_c = block_size``, and a (query tile, page) pair hidden by the
 mask is skipped as ``flash_v2`` skips it, so the result equals
-``flash_v2(q, K, V, block=(block_q, block_size))`` on the gathered K/V bit for bit.
+``flash_v2(q, K, V, block=(block_q, block_size))`` on the gathered K/V bit for bit,
+including rows with a ``+inf`` score (NaN output, LSE ``+inf``, other rows unaffected:
+the convention of :mod:`refimpl.attention.reference`).
 """
 from __future__ import annotations
 

@@ -410,3 +410,58 @@ def test_incoherent_needs_a_power_of_two_head_dim():
         outlier_inputs((4, -1))
     with pytest.raises(ValueError, match="outlier_prob"):
         outlier_inputs((4,), outlier_prob=2.0)
+
+
+# ------------------------------------------------------------- ALiBi: one rounding
+#: 16519105 * 65 = 2^30 + 1: at distance 65 the bias is -(2^-25 + 2^-55)
+ALIBI_SLOPE = 16519105 * 2.0**-55
+
+
+@pytest.mark.parametrize("route", [
+    {"accumulate": Exact()},  # this module's loop with the exact GEMMs
+    {"p_offset": 1},  # this module's loop, P shifted
+    {},  # the shared flash_v2 code
+])
+@pytest.mark.parametrize("impl", ["plain", "fast"])
+def test_alibi_single_rounding(route, impl):
+    """Pinned counterexample to the double rounding fl32(fl64(s + bias)): q = 1, k_0 = 1,
+    scale 1, Sq = 1, Sk = 66, bottom-right, slope 16519105 * 2^-55. Score 0 is exactly
+    1 - 2^-25 - 2^-55, just below the midpoint 1 - 2^-25 between the float32 neighbours
+    1 - 2^-24 and 1, so it rounds to 1 - 2^-24 = 0.99999994; rounding to float64 first
+    gives the midpoint 1 - 2^-25 (2^-55 is below half an ulp), which then ties to even,
+    1.0. Keys 1.. have q.k = -2^20 (scores about -2^20, weight e^(-2^20) = 0), so the
+    row's LSE is score 0 exactly: LSE = fl32(s_0 + ln 1) = s_0."""
+    want = np.float32(1.0 - 2.0**-24)
+    assert want == np.float32(0.99999994)
+    exact = Fraction(1) - Fraction(1, 2**25) - Fraction(1, 2**55)
+    assert abs(Fraction(float(want)) - exact) < abs(Fraction(1) - exact)  # nearest
+    q = np.ones((1, 1, 1, 1), np.float32)
+    k = np.full((1, 1, 66, 1), -2.0**20, np.float32)
+    k[0, 0, 0, 0] = 1.0
+    v = np.zeros((1, 1, 66, 1), np.float32)
+    v[0, 0, 0, 0] = 1.0
+    out, lse, _ = flash_v3(q, k, v, scale=1.0, alibi_slopes=[ALIBI_SLOPE], block=(1, 64),
+                           implementation=impl, **route)
+    assert lse[0, 0, 0] == want
+    assert out[0, 0, 0, 0] == 1.0
+    o2, l2, _ = flash_v2(q, k, v, scale=1.0, alibi_slopes=[ALIBI_SLOPE], block=(1, 64))
+    assert np.array_equal(lse, l2) and np.array_equal(out, o2)
+    _, l_ref = attention(q, k, v, scale=1.0, alibi_slopes=[ALIBI_SLOPE], return_lse=True)
+    assert l_ref[0, 0, 0] == want
+
+
+def test_fp16_mode_loop_is_flash_v2_with_alibi_slopes_of_many_bits():
+    """flash_v3's own loop (fp8=False, exact GEMMs given as a model object) and
+    flash_v2 give the same bytes with ALiBi slopes of 24 significant bits (random ones;
+    the pinned double-rounding case is in test_alibi_single_rounding)."""
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal((2, 2, 19, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 70, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 70, 8)).astype(np.float32)
+    slopes = (rng.uniform(0.5, 1.0, (2, 2)) * 2.0**-3).astype(np.float32)
+    for opts in ({}, {"causal": True}, {"softcap": 1.5}):
+        o2, l2, _ = flash_v2(q, k, v, block=(8, 16), alibi_slopes=slopes, **opts)
+        for impl in ("plain", "fast"):
+            o3, l3, _ = flash_v3(q, k, v, block=(8, 16), alibi_slopes=slopes,
+                                 accumulate=Exact(), implementation=impl, **opts)
+            assert np.array_equal(o3, o2) and np.array_equal(l3, l2)

@@ -498,23 +498,39 @@ def test_public_block_step_reproduces_flash_v2_from_shuffled_pages():
 def test_scores_beyond_float32_range():
     """A dot product whose correctly rounded float32 value overflows is +-inf in the
     exact pipeline (documented in refimpl.attention.reference.attention): a -inf score
-    weighs nothing; a row with a +inf score comes out as if fully masked (out 0, LSE
-    -inf). In float64 the scores are finite and the limit softmax results."""
+    weighs nothing; a row with a +inf score gives NaN output and LSE +inf (as
+    refimpl.softmax does for a row holding +inf), loudly, and no other row changes.
+    In float64 the scores are finite and the limit softmax results."""
     k = np.array([[0.0, 1.0], [2.0**66, 0.0], [0.0, 2.0]], np.float32)[None, None]
     v = np.array([[1.0, 2.0], [3.0, 5.0], [7.0, 11.0]], np.float32)[None, None]
-    # row 0: scores (0, 2^130, 0); row 1: scores (1, -2^130, 2); row 2: finite
+    # row 0: scores (0, 2^130, 0); row 1: scores (1, -2^130, 2); row 2: (0.5, 0, 1)
     q = np.array([[2.0**64, 0.0], [-2.0**64, 1.0], [0.0, 0.5]], np.float32)[None, None]
     out, lse = attention(q, k, v, scale=1.0, return_lse=True)
-    assert np.array_equal(out[0, 0, 0], [0.0, 0.0]) and lse[0, 0, 0] == -np.inf
+    assert np.isnan(out[0, 0, 0]).all() and lse[0, 0, 0] == np.inf
     w0, w2 = math.e / (math.e + math.e**2), math.e**2 / (math.e + math.e**2)
     want = w0 * np.array([1.0, 2.0]) + w2 * np.array([7.0, 11.0])
     assert np.allclose(out[0, 0, 1], want, rtol=4 * U, atol=0)
     assert abs(lse[0, 0, 1] - math.log(math.e + math.e**2)) <= 4 * U * 2.5
-    assert np.all(np.isfinite(out[0, 0, 2]))
+    # row 2 by hand: weights e^0.5, 1, e over v (rounded to float32 at the end)
+    w = np.array([math.exp(0.5), 1.0, math.e]) / (math.exp(0.5) + 1.0 + math.e)
+    assert np.allclose(out[0, 0, 2], w @ np.array([[1.0, 2.0], [3.0, 5.0], [7.0, 11.0]]),
+                       rtol=4 * U, atol=0)
+    # the rows with finite scores do not depend on the +inf row
+    q_ok = q.copy()
+    q_ok[0, 0, 0] = 0.0
+    out_ok, lse_ok = attention(q_ok, k, v, scale=1.0, return_lse=True)
+    assert np.array_equal(out[0, 0, 1:], out_ok[0, 0, 1:])
+    assert np.array_equal(lse[0, 0, 1:], lse_ok[0, 0, 1:])
     out64, lse64 = attention(q, k, v, scale=1.0, return_lse=True, precision="float64")
     assert np.array_equal(out64[0, 0, 0], [3.0, 5.0]) and lse64[0, 0, 0] == 2.0**130
     assert np.allclose(out64[0, 0, 1], want, rtol=1e-14, atol=0)
     # the scale multiply overflowing gives the same +inf (S = 2^100 finite, scale 2^30)
     q2 = np.array([[2.0**34, 0.0]], np.float32)[None, None]
     out2, lse2 = attention(q2, k, v, scale=2.0**30, return_lse=True)
-    assert np.array_equal(out2[0, 0, 0], [0.0, 0.0]) and lse2[0, 0, 0] == -np.inf
+    assert np.isnan(out2[0, 0, 0]).all() and lse2[0, 0, 0] == np.inf
+    # a row whose every score overflows to -inf is a fully masked row: out 0, LSE -inf
+    q3 = np.array([[-2.0**64, 0.0]], np.float32)[None, None]
+    k3 = np.array([[2.0**66, 0.0], [2.0**65, 0.0]], np.float32)[None, None]
+    out3, lse3 = attention(q3, k3, v[:, :, :2], scale=1.0, return_lse=True)
+    assert np.array_equal(out3[0, 0, 0], [0.0, 0.0]) and not np.signbit(out3).any()
+    assert lse3[0, 0, 0] == -np.inf
