@@ -9,6 +9,11 @@ with ``P = e^(S - L)`` recomputed from the scores and the forward's LSE ``L``,
 - ``dQ = scale dS K``; ``dK = scale dS^T Q``. GQA: dK and dV of a key/value head sum
   over its query heads.
 
+Rows whose forward saw a ``+inf`` or NaN score (LSE ``+inf`` or NaN, output NaN; see
+:mod:`refimpl.attention.reference`) have no gradient: both functions refuse such an LSE
+(and non-finite ``o``/``dO``) with a ValueError naming the first bad index, rather than
+let one row's NaN spread to every ``dK`` and ``dV``.
+
 ``precision="exact"``: products correctly rounded to float32, every elementwise step
 rounded once to float32 (``dS_s = fl32(fl32(dS) * fl32(scale))`` feeds the products);
 in the reference, the GQA sums over query heads are part of one correctly rounded
@@ -43,8 +48,19 @@ def _grads_inputs(prob: Problem, o, do, lse, dt):
                             ("lse", lse, want_o[:-1])):
         if arr.shape != want:
             raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
-    if np.isnan(lse).any() or np.isposinf(lse).any():
-        raise ValueError("lse must be finite or -inf (fully masked row)")
+    # a forward row with a +inf (NaN) score has LSE +inf (NaN) and NaN output: it has no
+    # gradient, and its NaN would reach every dK and dV through the sums over rows
+    bad = np.isnan(lse) | np.isposinf(lse)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"lse must be finite or -inf (fully masked row); lse{list(idx)} = "
+            f"{lse[idx]}: the forward saw a +inf or NaN score in that row (its output is "
+            "NaN), which has no gradient")
+    for name, arr in (("o", o), ("do", do)):
+        if not np.isfinite(arr).all():
+            idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+            raise ValueError(f"{name} must be finite; {name}{list(idx)} = {arr[idx]}")
     flat = lambda x: x.reshape((b,) + x.shape[len(prob.batch_shape):])  # noqa: E731
     return flat(o).astype(dt), flat(do).astype(dt), flat(lse).astype(dt)
 

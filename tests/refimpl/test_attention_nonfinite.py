@@ -211,3 +211,20 @@ def test_softcap_caps_an_overflowed_score():
     o2, l2 = res["flash_v2"]
     for name in ("flash_v2_plain", "flash_v3", "flash_v3_loop", "paged"):
         assert np.array_equal(res[name][0], o2) and np.array_equal(res[name][1], l2), name
+
+
+def test_backward_refuses_rows_without_gradient():
+    """The forward's +inf row (LSE +inf, output NaN) has no gradient: both backward
+    functions say so (which argument, which index) instead of spreading NaN into dK
+    and dV."""
+    from refimpl.attention import attention_backward, flash_v2_backward
+
+    q, k, v = _inputs()
+    out, lse = attention(q, k, v, return_lse=True)
+    do = np.ones_like(out)
+    for f in (attention_backward, flash_v2_backward):
+        with pytest.raises(ValueError, match=r"lse\[0, 0, 1\] = inf"):
+            f(q, k, v, out, do, lse)
+        lse_ok = np.where(np.isfinite(lse), lse, 0.0)
+        with pytest.raises(ValueError, match=r"o must be finite; o\[0, 0, 1, 0\]"):
+            f(q, k, v, out, do, lse_ok)
