@@ -78,8 +78,11 @@ def _softmax_rows(s: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray, n
     else:
         m = np.max(s64, axis=-1, keepdims=True)
     bad = ~(m < np.inf)  # +inf or NaN
-    m_ok = np.where(bad, -np.inf, m)
-    e = exp_diff(np.where(bad, -np.inf, s64), m_ok)
+    m_ok = m
+    if bad.any():  # such rows are taken as empty here (copies only when they occur)
+        m_ok = np.where(bad, -np.inf, m)
+        s64 = np.where(bad, -np.inf, s64)
+    e = exp_diff(s64, m_ok)
     l = fold_sum(e, axis=-1, keepdims=True)
     pos = l > 0
     p = np.where(pos, e / np.where(pos, l, 1.0), 0.0)
