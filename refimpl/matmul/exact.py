@@ -13,12 +13,16 @@ roundTiesToEven, (-0) + (-0) = -0). The empty sum (k = 0) is +0.
 Two implementations, tested against each other:
 
 - :func:`exact_dot_reference`: plain, reads like the definition (Fraction arithmetic).
-- :func:`exact_matmul64`: the fast path used by :func:`refimpl.matmul.matmul`.
+- :func:`exact_matmul64`: the fast path, used by :func:`refimpl.matmul.matmul` for
+  outputs narrower than FP32 and for inputs with Inf or NaN.
 
 :func:`exact_product_fp32` is a lean FP32 entry to the same fast path for callers that
 multiply many tiles of validated, finite operands (the attention schedules): float64
 copies and the row/column norms of the screen are prepared once per tensor, and the
-screen is the monotone test described there (same guarantee, fewer passes).
+screen is the monotone test described there (same guarantee, fewer passes). FP32
+products of finite inputs in :func:`refimpl.matmul.matmul` take it too, with the
+per-output width W_ij (the bound below plus room for the screen's own roundings); its
+certified outputs are already the float32 answers.
 
 Why the fast path's bytes cannot depend on the BLAS kernel, thread count or CPU
 ------------------------------------------------------------------------------
@@ -84,6 +88,8 @@ _K_MAX = 1 << 40
 #: elements per screening block and per refinement chunk (cache-sized: memory bound)
 _SCREEN_ELEMS = 1 << 15
 _REFINE_ELEMS = 1 << 15
+#: elements of b gathered at once for the refinement (columns picked row by row)
+_GATHER_ELEMS = 1 << 20
 #: elements per screening block of the lean FP32 entry (fewer, fused passes)
 _LEAN_SCREEN_ELEMS = 1 << 17
 #: flagged products up to which the lean entry tries the fold-sum certificate first
@@ -415,10 +421,19 @@ def _refine(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.ndarray,
     vals_all = np.empty(bt.size, dtype=np.float64)
     # cache-sized chunks: the refinement is a dozen memory-bound passes
     step = max(1, _REFINE_ELEMS // max(k, 1))
+    # columns of b are gathered for many outputs at once (from the float32 copy when
+    # there is one): for a single matrix, picked from each row in turn (contiguous
+    # reads), then each chunk is transposed from runs of `step` adjacent values
+    group = max(1, _GATHER_ELEMS // max(k, 1) // step) * step
     for c0 in range(0, bt.size, step):
         cb_, ci, cj = bt[c0:c0 + step], ii[c0:c0 + step], jj[c0:c0 + step]
-        # columns of b are gathered from the float32 copy: half the strided traffic
-        ar, bc = a64[cb_, ci, :], b_src[cb_, :, cj].astype(np.float64)
+        if b_src.shape[0] == 1:
+            if c0 % group == 0:
+                cols = np.take(b_src[0], jj[c0:c0 + group], axis=1)  # (k, group)
+            bc = cols[:, c0 % group:c0 % group + step].T.astype(np.float64, order="C")
+        else:
+            bc = b_src[cb_, :, cj].astype(np.float64)
+        ar = a64[cb_, ci, :]
         p = ar * bc  # exact products, signed zeros included
         # (3) a fixed-order split sum with a tiny error bound
         t, e, err = _split_sum(p)
@@ -555,7 +570,7 @@ def _fold_certified(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def exact_product_fp32(
     a64: np.ndarray, b64: np.ndarray, ra: np.ndarray, cb: np.ndarray,
-    stats: ExactStats | None = None,
+    stats: ExactStats | None = None, *, per_output: bool = False,
 ) -> np.ndarray:
     """Correctly rounded FP32 product of prepared operands: the bytes of
     ``matmul(a, b)`` (accumulate "exact", out_format "fp32") without its checks.
@@ -574,7 +589,10 @@ def exact_product_fp32(
     rounds to it: RN32(s^) = RN32(s), and RN32(lo) is the answer. W_ij = fl(ra_i cb_j)
     qualifies (see :func:`_lean_scale`), and so does any larger value. The pass over
     all outputs uses one W per matrix, fl(max_i ra_i max_j cb_j) (a scalar: the
-    cheapest subtract/add-and-round passes). The few outputs it cannot certify are
+    cheapest subtract/add-and-round passes), or with ``per_output=True`` W_ij itself,
+    formed per cache-sized block of rows (one more pass, but as tight as the bound of
+    :func:`exact_matmul64`: the choice for operands whose rows or columns differ widely
+    in norm, as in :func:`refimpl.matmul.matmul`). The few outputs it cannot certify are
     summed again in the fixed order of :func:`refimpl.summation.fold_sum`, whose error
     is at most gamma_L sum |p|, L = ceil(log2 k), and tested the same way with that
     much smaller W (:func:`_fold_certified`); what still fails (true near-ties, and
@@ -583,7 +601,7 @@ def exact_product_fp32(
     Zero: a value comparison cannot tell -0 from +0, but both ends round to zero only
     if hi - lo <= 2^-149, impossible once W >= 2^-140 (then
     hi - lo >= 2 W (1 - u) - 2 u |s^|); below that, bit patterns are compared and
-    zeros flagged.
+    zeros flagged (W_ij >= fl(min_i ra_i min_j cb_j) when W is per output).
     """
     s = _float64_product(a64, b64)
     shape = s.shape
@@ -595,19 +613,29 @@ def exact_product_fp32(
     if s3.size:
         ra2 = np.broadcast_to(ra, shape[:-1]).reshape(nb, m_)
         cb2 = np.broadcast_to(cb, shape[:-2] + (n_,)).reshape(nb, n_)
-        w = (ra2.max(axis=-1) * cb2.max(axis=-1))[:, None, None]  # (nb, 1, 1)
-        tiny = not (w.min() >= 2.0**-140)
+        if per_output:
+            # fl is monotone: every fl(ra_i cb_j) >= fl(min ra * min cb)
+            tiny = not ((ra2.min(axis=-1) * cb2.min(axis=-1)).min() >= 2.0**-140)
+        else:
+            w = (ra2.max(axis=-1) * cb2.max(axis=-1))[:, None, None]  # (nb, 1, 1)
+            tiny = not (w.min() >= 2.0**-140)
         per = max(1, _LEAN_SCREEN_ELEMS // (m_ * n_))  # batch entries per block
         rows = m_ if m_ * n_ <= _LEAN_SCREEN_ELEMS else max(1, _LEAN_SCREEN_ELEMS // n_)
         hi = np.empty((min(per, nb), min(rows, m_), n_), dtype=np.float32)
+        wbuf = np.empty(hi.shape, dtype=np.float64) if per_output else None
         found = []
         with np.errstate(over="ignore"):
             for b0 in range(0, nb, per):
-                wb = w[b0:b0 + per]
-                if wb.shape[0] == 1:
-                    wb = wb[0, 0, 0]  # a scalar operand: the fastest loops
+                if not per_output:
+                    wb = w[b0:b0 + per]
+                    if wb.shape[0] == 1:
+                        wb = wb[0, 0, 0]  # a scalar operand: the fastest loops
                 for r0 in range(0, m_, rows):
                     blk = s3[b0:b0 + per, r0:r0 + rows]
+                    if per_output:
+                        wb = wbuf[:blk.shape[0], :blk.shape[1]]
+                        np.multiply(ra2[b0:b0 + per, r0:r0 + rows, None],
+                                    cb2[b0:b0 + per, None, :], out=wb)
                     # RN32(fl(s^ - W)) and RN32(fl(s^ + W)): float64 operations whose
                     # results are cast on output (no float64 temporaries)
                     yb = y[b0:b0 + per, r0:r0 + rows]
@@ -677,9 +705,31 @@ class Exact(Accumulation):
             return np.zeros(shape, dtype=np.float32)
         a = np.concatenate(state["a"], axis=-1)
         b = np.concatenate(state["b"], axis=-2)
-        x, _ = exact_matmul64(a, b, tgt)
-        return to_format(np.broadcast_to(x, shape), tgt)
+        return np.broadcast_to(self.run(a, b, tgt), shape)
 
     def run(self, a: np.ndarray, b: np.ndarray, tgt: Target) -> np.ndarray:
+        if tgt.is_fp32:
+            return _matmul_fp32(a, b)
         x, _ = exact_matmul64(a, b, tgt)
         return to_format(x, tgt)
+
+
+def _matmul_fp32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """RN32 of the exact product of stacks ``a`` (..., M, K), ``b`` (..., K, N) holding
+    float32 values (leading dimensions broadcast): the bytes of :func:`exact_matmul64`
+    rounded by ``to_format``, with fewer passes over the outputs when every input is
+    finite (the screen of :func:`exact_product_fp32` with the per-output W, whose
+    certified outputs are already the float32 answers)."""
+    a64 = np.asarray(a, dtype=np.float64)
+    b64 = np.asarray(b, dtype=np.float64)
+    k = a64.shape[-1]
+    if k >= _K_MAX:
+        raise ValueError(f"inner dimension {k} too large for the error bound (max 2^40)")
+    if not (np.isfinite(a64).all() and np.isfinite(b64).all()):
+        x, _ = exact_matmul64(a64, b64, FP32)
+        return to_format(x, FP32)
+    batch = np.broadcast_shapes(a64.shape[:-2], b64.shape[:-2])
+    a3 = np.broadcast_to(a64, batch + a64.shape[-2:])
+    b3 = np.broadcast_to(b64, batch + b64.shape[-2:])
+    return exact_product_fp32(a3, b3, exact_row_bounds(a64), exact_col_norms(b64),
+                              per_output=True)
