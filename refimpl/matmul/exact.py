@@ -92,8 +92,6 @@ _REFINE_ELEMS = 1 << 15
 _GATHER_ELEMS = 1 << 20
 #: elements per screening block of the lean FP32 entry (fewer, fused passes)
 _LEAN_SCREEN_ELEMS = 1 << 17
-#: flagged products up to which the lean entry tries the fold-sum certificate first
-_FOLD_ELEMS = 1 << 18
 #: flagged products beyond which exact BLAS sums are looked for first (integer-like data)
 _BULK_ELEMS = 1 << 24
 
@@ -410,15 +408,11 @@ def _exact_blas(a64: np.ndarray, b64: np.ndarray, s: np.ndarray, bt, ii, jj) -> 
     return exact
 
 
-def _refine(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.ndarray,
-            jj: np.ndarray, tgt: Target, stats: ExactStats,
-            recompute_all: bool = False) -> np.ndarray:
-    """Steps (3)-(4) of :func:`exact_matmul64` for the outputs (bt, ii, jj) of the stacks
-    ``a64`` (nb, M, K) and ``b_src`` (nb, K, N) (float32 or float64 holding finite values,
-    or zeros where the input was not finite): float64 values x with
-    ``to_format(x, tgt) == RN_tgt(exact)``, in the order of the indices."""
+def _factor_chunks(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.ndarray,
+                   jj: np.ndarray):
+    """Yield (start, rows of a, columns of b as rows) in float64 for cache-sized chunks
+    of the outputs (bt, ii, jj) of the stacks ``a64`` (nb, M, K), ``b_src`` (nb, K, N)."""
     k = a64.shape[-1]
-    vals_all = np.empty(bt.size, dtype=np.float64)
     # cache-sized chunks: the refinement is a dozen memory-bound passes
     step = max(1, _REFINE_ELEMS // max(k, 1))
     # columns of b are gathered for many outputs at once (from the float32 copy when
@@ -433,7 +427,20 @@ def _refine(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.ndarray,
             bc = cols[:, c0 % group:c0 % group + step].T.astype(np.float64, order="C")
         else:
             bc = b_src[cb_, :, cj].astype(np.float64)
-        ar = a64[cb_, ci, :]
+        yield c0, a64[cb_, ci, :], bc
+
+
+def _refine(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.ndarray,
+            jj: np.ndarray, tgt: Target, stats: ExactStats,
+            recompute_all: bool = False) -> np.ndarray:
+    """Steps (3)-(4) of :func:`exact_matmul64` for the outputs (bt, ii, jj) of the stacks
+    ``a64`` (nb, M, K) and ``b_src`` (nb, K, N) (float32 or float64 holding finite values,
+    or zeros where the input was not finite): float64 values x with
+    ``to_format(x, tgt) == RN_tgt(exact)``, in the order of the indices."""
+    k = a64.shape[-1]
+    vals_all = np.empty(bt.size, dtype=np.float64)
+    for c0, ar, bc in _factor_chunks(a64, b_src, bt, ii, jj):
+        step = ar.shape[0]
         p = ar * bc  # exact products, signed zeros included
         # (3) a fixed-order split sum with a tiny error bound
         t, e, err = _split_sum(p)
@@ -443,8 +450,11 @@ def _refine(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.ndarray,
         certain = ~_needs_recompute(t, bnd, tgt) & ~zero & (not recompute_all)
         vals = np.where(certain, t, 0.0)
         # exact zero: +0 unless every product is -0 (a BLAS may start its sum from +0)
-        neg_zero = zero & (k > 0) & np.all((p == 0) & np.signbit(p), axis=-1)
-        vals = np.where(neg_zero, -0.0, vals)
+        if k > 0 and zero.any():
+            pz = p[zero]
+            neg_zero = zero.copy()
+            neg_zero[zero] = np.all((pz == 0) & np.signbit(pz), axis=-1)
+            vals = np.where(neg_zero, -0.0, vals)
         # (4) what is left: exact integer accumulation
         redo = ~certain & ~zero
         if redo.any():
@@ -452,7 +462,7 @@ def _refine(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.ndarray,
             mb, eb = _significands(bc[redo])
             vals[redo] = _exact_sums(ma, ea, np.signbit(ar[redo]), mb, eb, np.signbit(bc[redo]))
             stats.recomputed += int(np.count_nonzero(redo))
-        stats.refined += int(cb_.size)
+        stats.refined += int(step)
         vals_all[c0:c0 + step] = vals
     return vals_all
 
@@ -597,7 +607,9 @@ def exact_product_fp32(
     is at most gamma_L sum |p|, L = ceil(log2 k), and tested the same way with that
     much smaller W (:func:`_fold_certified`); what still fails (true near-ties, and
     every zero, whose sign needs the products) goes through the refinement of
-    :func:`exact_matmul64` (steps 3-4).
+    :func:`exact_matmul64` (steps 3-4). When very many outputs are flagged
+    (integer-like data), the exact-BLAS-sum certificate of :func:`_exact_blas` is tried
+    instead of the fold sum.
     Zero: a value comparison cannot tell -0 from +0, but both ends round to zero only
     if hi - lo <= 2^-149, impossible once W >= 2^-140 (then
     hi - lo >= 2 W (1 - u) - 2 u |s^|); below that, bit patterns are compared and
@@ -658,8 +670,12 @@ def exact_product_fp32(
             jj = np.concatenate([f[2] for f in found])
             a3 = np.broadcast_to(a64, shape[:-2] + a64.shape[-2:]).reshape(nb, m_, k)
             b3 = np.broadcast_to(b64, shape[:-2] + b64.shape[-2:]).reshape(nb, k, n_)
-            if bt.size * k <= _FOLD_ELEMS:
-                ok, vals = _fold_certified(a3[bt, ii, :] * b3[bt, :, jj])
+            if bt.size * k <= _BULK_ELEMS:
+                ok = np.empty(bt.size, dtype=bool)
+                vals = np.empty(bt.size, dtype=np.float32)
+                for c0, ar, bc in _factor_chunks(a3, b3, bt, ii, jj):
+                    ok[c0:c0 + ar.shape[0]], vals[c0:c0 + ar.shape[0]] = \
+                        _fold_certified(ar * bc)
                 y[bt[ok], ii[ok], jj[ok]] = vals[ok]
                 bt, ii, jj = bt[~ok], ii[~ok], jj[~ok]
         if found and bt.size:
