@@ -84,6 +84,12 @@ def _flash_v2(inputs, p):
     return {"out": out, "lse": lse, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
 
 
+def _standard(inputs, p):
+    opts = _options(inputs, p)
+    out, st = A.standard_attention(inputs["q"], inputs["k"], inputs["v"], **opts)
+    return {"out": out, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
+
+
 def _flash_v1(inputs, p):
     opts = _options(inputs, p)
     out, st = A.flash_v1(inputs["q"], inputs["k"], inputs["v"],
@@ -142,6 +148,9 @@ OPERATIONS = [
               "o, lse, stats = refimpl.attention.flash_v3(q, k, v, block=, fp8=, "
               "block_quantization=, incoherent=, seed=); FP16 mode: out = o; FP8 mode: "
               "out, lse = the exact attention; fp8_model, fp8_model_lse = o, lse"),
+    Operation("attention.standard", _standard,
+              "out, stats = refimpl.attention.standard_attention(q, k, v, **options): "
+              "S and P through HBM (FlashAttention paper, Algorithm 0)"),
     Operation("attention.flash_v1", _flash_v1,
               "out, stats = refimpl.attention.flash_v1(q, k, v, sram_elements=, **options)"),
     Operation("attention.split_kv", _split_kv,
@@ -233,6 +242,9 @@ def cases() -> list[CaseSpec]:
     add("attention.flash_v2.window_padding", "attention.flash_v2",
         _attn_params(block=(8, 8), window=(3, 0)), _qkv(2, 2, 1, 24, 24, 8, padding=True),
         1, desc="FlashAttention-2, sliding window and key padding, MQA")
+    add("attention.standard.mha", "attention.standard", _attn_params(),
+        _qkv(1, 2, 2, 33, 33, 16), 1, tol={"out": OUT_TOL},
+        desc="standard attention with its Theta(N d + N^2) HBM accesses")
     add("attention.flash_v1.m256", "attention.flash_v1",
         _attn_params(sram_elements=256), _qkv(1, 2, 2, 33, 33, 16), 1,
         tol={"out": OUT_TOL}, desc="FlashAttention V1, M = 256 elements on chip")

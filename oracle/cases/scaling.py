@@ -77,6 +77,11 @@ def _delayed(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str
     return {"scales": np.array([d.update(a) for a in inputs["amax"]], np.float32)}
 
 
+def _qerror(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    e = Q.quantization_error(inputs["x"], inputs["q"])
+    return {"metrics": np.array([e.rmse, e.max_abs, e.sqnr_db], np.float64)}
+
+
 def _hadamard(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return {"y": Q.hadamard_transform(inputs["x"], size=p["size"], inverse=p["inverse"])}
 
@@ -88,6 +93,8 @@ OPERATIONS = [
     Operation("scaling.delayed_scaling", _delayed,
               "d = refimpl.scaling.DelayedScaling(fmt, margin, amax_history_len=, "
               "amax_compute_algo=); scales[t] = d.update(amax[t])"),
+    Operation("scaling.quantization_error", _qerror,
+              "metrics = [rmse, max_abs, sqnr_db] of refimpl.scaling.quantization_error(x, q)"),
     Operation("scaling.hadamard_transform", _hadamard,
               "y = refimpl.scaling.hadamard_transform(x, size=, inverse=) (TE's signs)"),
     Operation("scaling.mx_quantize", _mx,
@@ -263,6 +270,14 @@ def cases() -> list[CaseSpec]:
             level=1, variant={"choice": "amax_compute_algo", "option": algo},
             description="TransformerEngine delayed scaling: the scale of step t from the "
                         f"amax history window ({history} steps, {algo})"))
+    def mxfp4_pair(rng: CaseRandom) -> dict[str, np.ndarray]:
+        x = rng.normal((16, 64))
+        return {"x": x, "q": Q.mx_quantize(x, "e2m1").dequantize()}
+
+    out.append(CaseSpec(
+        "scaling.quantization_error.mxfp4", "scaling.quantization_error", {}, mxfp4_pair,
+        tolerance={"metrics": AllClose(1e-12, 0.0, "float64 sums in fixed order")},
+        level=1, description="RMSE, max abs error and SQNR (dB) of MXFP4 on N(0,1) data"))
     had_tol = {"y": AllClose(0.0, 4e-6, "exact 16-point transform, rounded once to "
                                       "float32 (inputs |x| < 4)")}
     for inverse in (False, True):

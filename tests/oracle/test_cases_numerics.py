@@ -142,3 +142,16 @@ def test_delayed_scaling_case_against_a_window_max() -> None:
     a = x["amax"]
     assert recent["scales"][8] == recent["scales"][6]          # zero amax keeps the scale
     assert recent["scales"][9] == np.float32(448.0) / a[9]
+
+
+def test_quantization_error_and_standard_attention_cases() -> None:
+    _, x, out = _built("scaling.quantization_error.mxfp4")
+    d = x["x"].astype(np.float64) - x["q"].astype(np.float64)
+    rmse, max_abs, sqnr = out["metrics"]
+    assert abs(rmse - np.sqrt(np.mean(d * d))) < 1e-12 and max_abs == np.abs(d).max()
+    assert abs(sqnr - 10 * np.log10((x["x"].astype(np.float64) ** 2).sum()
+                                    / (d * d).sum())) < 1e-9
+    _, x, out = _built("attention.standard.mha")
+    reads, writes = out["stats"][:2]
+    n, d_, heads = 33, 16, 2
+    assert reads + writes == heads * (4 * n * d_ + 4 * n * n)     # 4Nd + 4N^2 per head
