@@ -87,9 +87,7 @@ _K_SLICE = 1 << 14
 _K_MAX = 1 << 40
 #: elements per screening block and per refinement chunk (cache-sized: memory bound)
 _SCREEN_ELEMS = 1 << 15
-_REFINE_ELEMS = 1 << 15
-#: elements of b gathered at once for the refinement (columns picked row by row)
-_GATHER_ELEMS = 1 << 20
+_REFINE_ELEMS = 1 << 16
 #: elements per screening block of the lean FP32 entry (fewer, fused passes)
 _LEAN_SCREEN_ELEMS = 1 << 17
 #: flagged products beyond which exact BLAS sums are looked for first (integer-like data)
@@ -415,16 +413,12 @@ def _factor_chunks(a64: np.ndarray, b_src: np.ndarray, bt: np.ndarray, ii: np.nd
     k = a64.shape[-1]
     # cache-sized chunks: the refinement is a dozen memory-bound passes
     step = max(1, _REFINE_ELEMS // max(k, 1))
-    # columns of b are gathered for many outputs at once (from the float32 copy when
-    # there is one): for a single matrix, picked from each row in turn (contiguous
-    # reads), then each chunk is transposed from runs of `step` adjacent values
-    group = max(1, _GATHER_ELEMS // max(k, 1) // step) * step
     for c0 in range(0, bt.size, step):
         cb_, ci, cj = bt[c0:c0 + step], ii[c0:c0 + step], jj[c0:c0 + step]
         if b_src.shape[0] == 1:
-            if c0 % group == 0:
-                cols = np.take(b_src[0], jj[c0:c0 + group], axis=1)  # (k, group)
-            bc = cols[:, c0 % group:c0 % group + step].T.astype(np.float64, order="C")
+            # columns of a single matrix: picked from each row of b in turn (reads in
+            # memory order, fastest when jj is sorted), then transposed in cache
+            bc = np.take(b_src[0], cj, axis=1).T.astype(np.float64, order="C")
         else:
             bc = b_src[cb_, :, cj].astype(np.float64)
         yield c0, a64[cb_, ci, :], bc
@@ -668,6 +662,9 @@ def exact_product_fp32(
             bt = np.concatenate([f[0] for f in found])
             ii = np.concatenate([f[1] for f in found])
             jj = np.concatenate([f[2] for f in found])
+            # by matrix and column: the columns of b are then gathered in memory order
+            order = np.lexsort((jj, bt))
+            bt, ii, jj = bt[order], ii[order], jj[order]
             a3 = np.broadcast_to(a64, shape[:-2] + a64.shape[-2:]).reshape(nb, m_, k)
             b3 = np.broadcast_to(b64, shape[:-2] + b64.shape[-2:]).reshape(nb, k, n_)
             if bt.size * k <= _BULK_ELEMS:
