@@ -738,11 +738,14 @@ def _matmul_fp32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     k = a64.shape[-1]
     if k >= _K_MAX:
         raise ValueError(f"inner dimension {k} too large for the error bound (max 2^40)")
-    if not (np.isfinite(a64).all() and np.isfinite(b64).all()):
+    ra, cb = exact_row_bounds(a64), exact_col_norms(b64)
+    # the norms tell whether every input is finite: squares of finite float32 values
+    # are at most 2^256, so their sums (k < 2^40 terms) are finite, while an Inf or
+    # NaN makes its row's or column's norm Inf or NaN (squares are never negative)
+    if not (np.isfinite(ra).all() and np.isfinite(cb).all()):
         x, _ = exact_matmul64(a64, b64, FP32)
         return to_format(x, FP32)
     batch = np.broadcast_shapes(a64.shape[:-2], b64.shape[:-2])
     a3 = np.broadcast_to(a64, batch + a64.shape[-2:])
     b3 = np.broadcast_to(b64, batch + b64.shape[-2:])
-    return exact_product_fp32(a3, b3, exact_row_bounds(a64), exact_col_norms(b64),
-                              per_output=True)
+    return exact_product_fp32(a3, b3, ra, cb, per_output=True)
