@@ -718,7 +718,8 @@ class Exact(Accumulation):
             return np.zeros(shape, dtype=np.float32)
         a = np.concatenate(state["a"], axis=-1)
         b = np.concatenate(state["b"], axis=-2)
-        return np.broadcast_to(self.run(a, b, tgt), shape)
+        y = self.run(a, b, tgt)
+        return y if y.shape == tuple(shape) else np.broadcast_to(y, shape).copy()
 
     def run(self, a: np.ndarray, b: np.ndarray, tgt: Target) -> np.ndarray:
         if tgt.is_fp32:
