@@ -6,7 +6,9 @@
 sequence whose admission failed), the prompt tokens served from
   the prefix cache, the copy-on-write copies, the final block tables in FlashInfer's CSR
   form (``kv_indptr``, ``kv_indices``, ``kv_last_page_len``, int32), the statistics and
-  the K/V storage itself. Which physical block a request gets is a policy choice (here:
+  each live sequence's K/V as read through its block table (``k_gathered``, ``v_gathered``: the
+  sequences' rows concatenated in ``seq_ids`` order; slots no sequence holds are not
+  compared). Which physical block a request gets is a policy choice (here:
   vLLM's free queue, LRU eviction of freed cached blocks), so these cases are marked with
   the variant ``kv_block_order``.
 - ``kvcache.paged_attention``: attention of each live sequence's queries over its K/V read
@@ -70,15 +72,16 @@ def _replay(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]):
                 prompt = tokens[tok_pos:tok_pos + a].tolist()
                 tok_pos += a
                 extra = () if b < 0 else (int(b),)
+                kk, vv = take_kv(a)
+                if not cache.can_add(prompt, extra_keys=extra):
+                    # refused before anything changes: no free-queue reordering, no
+                    # prefix-cache counters (admission is all or nothing)
+                    status[i] = 1
+                    continue
                 n_cached = cache.add_sequence(seq, prompt, extra_keys=extra)
                 cached[i] = n_cached
-                kk, vv = take_kv(a)
-                try:
-                    made = cache.append(seq, kk[n_cached:], vv[n_cached:],
-                                        token_ids=prompt[n_cached:])
-                except K.OutOfBlocksError:
-                    cache.free(seq)          # admission failed: the request is not kept
-                    raise
+                made = cache.append(seq, kk[n_cached:], vv[n_cached:],
+                                    token_ids=prompt[n_cached:])
             elif code == 1:
                 kk, vv = take_kv(a)
                 made = cache.append(seq, kk, vv)
@@ -100,11 +103,15 @@ def _trace(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, 
     live = sorted(s for s in cache.sequences() if cache.length(s) > 0)
     indptr, indices, last = cache.to_csr(live)
     st = cache.stats()
+    empty = np.zeros((0, p["num_kv_heads"], p["head_dim"]), cache.kv.dtype)
     return {"status": status, "cached_tokens": cached, "copies": copies,
             "seq_ids": np.array(live, np.int64), "kv_indptr": indptr,
             "kv_indices": indices, "kv_last_page_len": last,
             "stats": np.array([getattr(st, n) for n in STATS], np.int64),
-            "kv": cache.kv.copy()}
+            # only the slots each live sequence holds: unwritten slots and stale data of
+            # a block's earlier use are not part of the cache's contract
+            "k_gathered": np.concatenate([cache.gather(s)[0] for s in live] or [empty]),
+            "v_gathered": np.concatenate([cache.gather(s)[1] for s in live] or [empty])}
 
 
 def _simulate(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:

@@ -77,14 +77,13 @@ def test_kv_trace_pages_hold_what_a_contiguous_model_holds(case_id: str) -> None
     live = sorted(s for s in seqs if seqs[s])
     assert out["seq_ids"].tolist() == live
     indptr, indices, last = out["kv_indptr"], out["kv_indices"], out["kv_last_page_len"]
+    rows = []
     for j, s in enumerate(live):
         pages = indices[indptr[j]:indptr[j + 1]]
         assert bs * (len(pages) - 1) + last[j] == len(seqs[s]) and 1 <= last[j] <= bs
-        for t, row in enumerate(seqs[s]):
-            page, off = pages[t // bs], t % bs
-            stored = (out["kv"][page, 0, off] if p["layout"] == "NHD"
-                      else out["kv"][page, 0, :, off])
-            assert np.array_equal(stored, inputs["k"][row])
+        rows += seqs[s]
+    assert np.array_equal(out["k_gathered"], inputs["k"][rows])
+    assert np.array_equal(out["v_gathered"], inputs["v"][rows])
 
 
 def test_simt_cases_against_numpy() -> None:
@@ -188,3 +187,31 @@ def test_more_gallery_cases_against_numpy() -> None:
     assert o[:, 0].tolist() == [bin(int(t)).count("1") for t in v]            # popc
     assert o[:, 1].tolist() == [32 - int(t).bit_length() for t in v]          # clz
     assert o[:, 2].tolist() == [int(f"{int(t):032b}"[::-1], 2) for t in v]    # brev
+
+
+def test_kv_trace_failed_admission_changes_nothing() -> None:
+    """A refused add (a prompt that hits cached blocks but needs more blocks than are
+    free) must leave the free queue as it was: the next sequence gets the same blocks
+    as in a trace without the refused add, and the prefix counters are untouched."""
+    from oracle.cases.kvcache import _replay
+
+    p = {"num_blocks": 4, "block_size": 4, "num_kv_heads": 1, "head_dim": 2,
+         "layout": "NHD", "prefix_caching": True}
+    rows = np.zeros((200, 1, 2), np.float32)
+
+    def run(ops, tokens):
+        inputs = {"ops": np.array(ops, np.int64), "tokens": np.array(tokens, np.int64),
+                  "k": rows, "v": rows}
+        return _replay(inputs, p)
+
+    a = list(range(9))                  # 3 blocks, the first 2 full and cached once freed
+    b = list(range(8)) + [90] * 12      # hits A's 2 cached blocks, needs 5 blocks in all
+    c = [50, 51, 52, 53]
+    c1, s1, _, _ = run([[0, 1, 9, -1], [3, 1, 0, 0], [0, 2, 20, -1], [0, 3, 4, -1]],
+                       a + b + c)
+    c0, s0, _, _ = run([[0, 1, 9, -1], [3, 1, 0, 0], [0, 3, 4, -1]], a + c)
+    assert s1.tolist() == [0, 0, 1, 0] and s0.tolist() == [0, 0, 0]
+    assert c1.block_table(3) == c0.block_table(3)
+    for name in ("prefix_query_tokens", "prefix_hit_tokens", "free_blocks",
+                 "cached_blocks"):
+        assert getattr(c1.stats(), name) == getattr(c0.stats(), name), name
