@@ -69,15 +69,17 @@ OPTIONS = [{}, {"causal": True}, {"alibi_slopes": [0.25, 0.5], "window": (4, 1)}
 NAMES = list(_schedules({}))
 
 
+# fp8 quantisation scales are per tile of Q: a huge query changes its tile's scale by
+# design, so the fp8 path is checked for NaN placement only (below)
+ISOLATED = [n for n in NAMES if n != "flash_v3_fp8"]
+
+
 @pytest.mark.parametrize("opts", OPTIONS, ids=["plain", "causal", "alibi_window"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", ISOLATED)
 def test_pos_inf_row_is_nan_and_isolated(name, opts):
     """Row POS (a +inf score): out NaN in every element, LSE +inf. Every other row:
     the same bytes as with row POS's query replaced by 0 (nothing of the bad row
     reaches them, in particular not through the error screen of the P V product)."""
-    if name == "flash_v3_fp8":
-        pytest.skip("fp8 quantisation scales are per tile of Q: a huge query changes "
-                    "its tile's scale by design (tested below for NaN placement only)")
     f = _schedules(opts)[name]
     out, lse = f(*_inputs())
     out_ok, lse_ok = f(*_inputs(bad=False))
