@@ -109,7 +109,7 @@ def test_corruption_edited_manifest(copy: Path, capsys) -> None:
 
 def test_corruption_pickled_array(copy: Path, capsys) -> None:
     p = copy / "formats.decode.e4m3" / "codes.npy"
-    np.save(p, np.array([1, "x", None], dtype=object), allow_pickle=True)
+    np.save(p, np.array([1, "x", None], dtype=object))  # np.save pickles object arrays by default
     m = json.loads((copy / "manifest.json").read_text())
     m["cases"][0]["inputs"]["codes"]["sha256"] = sha256(p.read_bytes())
     (copy / "manifest.json").write_bytes(finish_manifest(m))

@@ -244,7 +244,7 @@ def test_edited_data_with_consistent_hashes_fails_recomputation(golden: Path) ->
 
 def test_pickled_array_is_refused(golden: Path) -> None:
     p = _first_npy(golden, "x.npy")
-    np.save(p, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    np.save(p, np.array([{"a": 1}, None], dtype=object))  # np.save pickles object arrays by default
     data = p.read_bytes()
 
     def edit(m):
@@ -325,8 +325,7 @@ def test_check_relative_to_naive_and_variants(golden: Path, tmp_path: Path) -> N
 
 def test_check_rejects_pickled_results(golden: Path, tmp_path: Path) -> None:
     res = _results_from(golden, tmp_path / "res")
-    np.save(res / "demo.mean.wide" / "mean.npy", np.array([None] * 3, dtype=object),
-            allow_pickle=True)
+    np.save(res / "demo.mean.wide" / "mean.npy", np.array([None] * 3, dtype=object))  # np.save pickles object arrays by default
     rep = check(golden, res)
     assert any("pickled" in p.message for p in rep.problems)
 
