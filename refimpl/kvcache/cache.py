@@ -142,6 +142,15 @@ class PagedKVCache:
         except TypeError:
             raise TypeError(f"sequence id must be hashable, got {seq_id!r}") from None
 
+    def _check_new(self, seq_id: Hashable) -> None:
+        """Raise unless ``seq_id`` is hashable and not a live sequence."""
+        try:
+            live = seq_id in self._seqs
+        except TypeError:
+            raise TypeError(f"sequence id must be hashable, got {seq_id!r}") from None
+        if live:
+            raise ValueError(f"sequence {seq_id!r} already exists")
+
     def __contains__(self, seq_id: Hashable) -> bool:
         return seq_id in self._seqs
 
@@ -264,12 +273,7 @@ class PagedKVCache:
         blocks go back to the tail of the free queue and the prefix counters keep the
         query.
         """
-        try:
-            live = seq_id in self._seqs
-        except TypeError:
-            raise TypeError(f"sequence id must be hashable, got {seq_id!r}") from None
-        if live:
-            raise ValueError(f"sequence {seq_id!r} already exists")
+        self._check_new(seq_id)
         toks = [] if prompt_tokens is None else check_token_ids(prompt_tokens)
         extra = check_extra_keys(extra_keys)  # validated before any change
         hits = self._match_prefix(toks, extra)
@@ -391,12 +395,7 @@ class PagedKVCache:
         """New sequence ``child_id`` sharing every block of ``parent_id`` (counts + 1;
         no data is copied; the first append to a shared partial block copies it)."""
         parent = self._get(parent_id)
-        try:
-            live = child_id in self._seqs
-        except TypeError:
-            raise TypeError(f"sequence id must be hashable, got {child_id!r}") from None
-        if live:
-            raise ValueError(f"sequence {child_id!r} already exists")
+        self._check_new(child_id)
         for block in parent.table:
             self.pool.touch(block)
         self._seqs[child_id] = _Sequence(
