@@ -16,6 +16,7 @@ Atomics (``atom``/``red``) are counted in ``atomic_requests`` only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -170,6 +171,19 @@ def _patterns(addrs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarr
 _WEIGHTS = np.random.default_rng(20240607).integers(1, 2**61, 64, dtype=np.int64)
 
 
+def _report(cache: dict, analyse: Any, row: np.ndarray, width: int) -> Any:
+    """``analyse(addresses, width, active)`` of one pattern from :func:`_patterns`
+    (inactive lanes are -1), memoised in ``cache`` up to ``_CACHE_LIMIT`` entries."""
+    key = (width, row.tobytes())
+    rep = cache.get(key)
+    if rep is None:
+        act = row >= 0
+        rep = analyse(np.where(act, row, 0), width, act)
+        if len(cache) < _CACHE_LIMIT:
+            cache[key] = rep
+    return rep
+
+
 class MemoryCounters:
     """Memory statistics of warp-level accesses, computed through :mod:`hardware.memory`.
 
@@ -195,13 +209,7 @@ class MemoryCounters:
             return ()
         req = sec = nbytes = 0
         for row, c in zip(*pats):
-            key = (width, row.tobytes())
-            rep = _SECTOR_CACHE.get(key)
-            if rep is None:
-                act = row >= 0
-                rep = hwmem.coalesce(np.where(act, row, 0), width, act)
-                if len(_SECTOR_CACHE) < _CACHE_LIMIT:
-                    _SECTOR_CACHE[key] = rep
+            rep = _report(_SECTOR_CACHE, hwmem.coalesce, row, width)
             req += rep.requests * int(c)
             sec += rep.sectors * int(c)
             nbytes += rep.bytes_requested * int(c)
@@ -221,13 +229,7 @@ class MemoryCounters:
             return ()
         req = waves = conflicts = 0
         for row, c in zip(*pats):
-            key = (width, row.tobytes())
-            rep = _BANK_CACHE.get(key)
-            if rep is None:
-                act = row >= 0
-                rep = hwmem.bank_conflicts(np.where(act, row, 0), width, act)
-                if len(_BANK_CACHE) < _CACHE_LIMIT:
-                    _BANK_CACHE[key] = rep
+            rep = _report(_BANK_CACHE, hwmem.bank_conflicts, row, width)
             req += int(c)
             waves += rep.wavefronts * int(c)
             conflicts += rep.conflicts * int(c)
