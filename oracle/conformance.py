@@ -87,6 +87,29 @@ def _fail(t: _Target, x: Any, expected: Any, got: Any, out_fmt: str | None,
     return ConformanceError(msg, x, expected, got)
 
 
+def _search(strategy: Any, body: Callable[[Any], None], max_examples: int) -> None:
+    """Run ``body`` on examples drawn from ``strategy`` (derandomised, no database) and
+    re-raise the ConformanceError of the example hypothesis shrank to, unwrapped."""
+    from hypothesis import HealthCheck, given, settings
+
+    failure: list[ConformanceError] = []
+
+    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(strategy)
+    def prop(v: Any) -> None:
+        try:
+            body(v)
+        except ConformanceError as exc:
+            failure[:] = [exc]
+            raise
+
+    try:
+        prop()
+    except ConformanceError:
+        raise failure[-1] from None
+
+
 def _run(t: _Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.ndarray],
          actual: Callable[[np.ndarray], np.ndarray], out_fmt: str | None,
          strategy: Any, max_examples: int) -> None:
@@ -104,26 +127,14 @@ def _run(t: _Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.ndarr
                              f"{c.failures} failures")
     if strategy is None or max_examples <= 0:
         return
-    from hypothesis import HealthCheck, given, settings
 
-    last: list[Any] = []
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(strategy)
-    def prop(v: Any) -> None:
+    def one(v: Any) -> None:
         x = np.asarray([v], dtype=inputs.dtype)
         w, g = expect(x), actual(x)
         if not tol.compare(g, w, format=out_fmt).ok:
-            last[:] = [x[0], w[0], g[0]]
-            raise AssertionError("mismatch")
+            raise _fail(t, x[0], w[0], g[0], out_fmt, "hypothesis, shrunk")
 
-    try:
-        prop()
-    except AssertionError:
-        if not last:
-            raise
-        raise _fail(t, *last, out_fmt, "hypothesis, shrunk") from None
+    _search(strategy, one, max_examples)
 
 
 def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
@@ -275,24 +286,8 @@ def check_mx_quantize(fn: Callable, elem: Any = "e4m3", *, scale_rule: str = "fl
     kinds = [k for k in BLOCK_KINDS if inf_block or k not in ("nan", "inf")]
     if max_examples <= 0:
         return
-    from hypothesis import HealthCheck, given, settings
-
-    failure: list[ConformanceError] = []
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(mx_blocks(elem_name, block_size=block_size, max_blocks=2, rows=1, kinds=kinds))
-    def prop(x: np.ndarray) -> None:
-        try:
-            one(x, "hypothesis, shrunk")
-        except ConformanceError as exc:
-            failure[:] = [exc]
-            raise
-
-    try:
-        prop()
-    except ConformanceError:
-        raise failure[-1] from None
+    _search(mx_blocks(elem_name, block_size=block_size, max_blocks=2, rows=1, kinds=kinds),
+            lambda x: one(x, "hypothesis, shrunk"), max_examples)
 
 
 def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 30,
@@ -334,27 +329,16 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
         one(a, b, f"sweep, shape {m}x{k}x{nn}")
     if max_examples <= 0:
         return
-    from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    failure: list[ConformanceError] = []
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(st.integers(1, 8), st.integers(1, 200), st.integers(1, 8), st.integers(0, 2**31))
-    def prop(m: int, k: int, n: int, seed: int) -> None:
+    def drawn(shape_seed: tuple[int, int, int, int]) -> None:
+        m, k, n, seed = shape_seed
         ops = _operands(max(m, 3), k, n, fmt)(CaseRandom(seed, "conformance.matmul"))
         a, b = ((decode(ops[x], fmt) if fmt else ops[x]) for x in ("a", "b"))
-        try:
-            one(a, b, "hypothesis, shrunk")
-        except ConformanceError as exc:
-            failure[:] = [exc]
-            raise
+        one(a, b, "hypothesis, shrunk")
 
-    try:
-        prop()
-    except ConformanceError:
-        raise failure[-1] from None
+    _search(st.tuples(st.integers(1, 8), st.integers(1, 200), st.integers(1, 8),
+                      st.integers(0, 2**31)), drawn, max_examples)
 
 
 def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
@@ -394,24 +378,8 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
                 f"fails the {factor}x-naive-{dtype} rule ({phase}):\n  inputs   {shapes}\n"
                 f"  {c.summary()}{where}", x, want, got)
 
-    from hypothesis import HealthCheck, given, settings
-
-    failure: list[ConformanceError] = []
-
-    @settings(max_examples=max(1, max_examples), deadline=None, database=None,
-              derandomize=True, suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(attention_inputs(masks=masks))
-    def prop(x: dict[str, Any]) -> None:
-        try:
-            one(x, "hypothesis, shrunk")
-        except ConformanceError as exc:
-            failure[:] = [exc]
-            raise
-
-    try:
-        prop()
-    except ConformanceError:
-        raise failure[-1] from None
+    _search(attention_inputs(masks=masks), lambda x: one(x, "hypothesis, shrunk"),
+            max(1, max_examples))
 
 
 #: ``python -m oracle conform TARGET``: target -> check
