@@ -46,6 +46,15 @@ def rne_sat(a: float, name: str) -> int:
     return mag | (0x80 if math.copysign(1.0, a) < 0 else 0)
 
 
+MAGNITUDES = {name: {c: v for v, c in tab} for name, tab in TABLES.items()}
+
+
+def value(code: int, name: str) -> float:
+    """The value of an FP8 code, from the enumerated table."""
+    mag = MAGNITUDES[name][code & 0x7F]
+    return float(-mag if code & 0x80 else mag)
+
+
 def ref_tile(vals, name, power_of_two):
     fmax = 448 if name == "e4m3" else 57344
     amax = max(F32(max(abs(F32(v)) for v in vals)), F32(1e-4))
@@ -72,15 +81,18 @@ def test_matches_reference(name, power_of_two, data):
     x = (np.array(vals, np.float64).reshape(rows, cols) * 2.0 ** k).astype(F32)
     q = block_fp8_quantize(x, block=(r, c), fmt=name, power_of_two=power_of_two)
     assert q.scales.shape == (-(-rows // r), -(-cols // c))
+    dq = q.dequantize()
+    assert dq.dtype == F32 and dq.shape == x.shape
     for ti in range(q.scales.shape[0]):
         for tj in range(q.scales.shape[1]):
             tile = x[r * ti:r * (ti + 1), c * tj:c * (tj + 1)]
             s, codes = ref_tile([float(v) for v in tile.ravel()], name, power_of_two)
             assert q.scales[ti, tj] == s
             assert q.codes[r * ti:r * (ti + 1), c * tj:c * (tj + 1)].ravel().tolist() == codes
-    # dequantised values: decode(code) * s, one float32 rounding
-    dq = q.dequantize()
-    assert dq.dtype == F32 and dq.shape == x.shape
+            # dequantised values: decode(code) * s, one float32 rounding (the float64
+            # product of an FP8 value and a float32 is exact)
+            got = dq[r * ti:r * (ti + 1), c * tj:c * (tj + 1)].ravel().tolist()
+            assert got == [float(F32(value(code, name) * float(s))) for code in codes]
 
 
 def test_pinned_values():
