@@ -259,12 +259,15 @@ def test_matches_fraction_reference(name, rule, x):
        policy=st.sampled_from(["nan", "max", "exponent"]),
        mode=st.sampled_from(["nearest_even", "nearest_away", "toward_zero", "toward_negative"]))
 def test_matches_plain_package_reference(name, x, rule, policy, mode):
-    """The vectorised quantiser against the package's own plain per-block definition."""
+    """The vectorised quantiser against the package's own plain per-block definition,
+    and that definition against the independent Fraction reference of this file."""
     q = mx_quantize(x, name, scale_rule=rule, inf_block=policy, rounding=mode)
     for r in range(x.shape[0]):
         for j in range(x.shape[1] // 32):
-            scale, codes = quantize_block(x[r, 32 * j:32 * (j + 1)].tolist(), name,
-                                          scale_rule=rule, rounding=mode, inf_block=policy)
+            block = x[r, 32 * j:32 * (j + 1)].tolist()
+            scale, codes = quantize_block(block, name, scale_rule=rule, rounding=mode,
+                                          inf_block=policy)
+            assert (scale, codes) == ref_block(block, name, rule, policy, mode=mode)
             assert int(q.scales[r, j]) == scale
             assert q.codes[r, 32 * j:32 * (j + 1)].tolist() == codes
 
