@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl.attention.flash_v2 import check_block, tile_ranges
-from refimpl.attention.online import nonfinite_rows
+from refimpl.attention.online import nonfinite_rows, product_operand
 from refimpl.attention.problem import prepare
 from refimpl.attention.products import matmul_f32
 from refimpl.attention.scores import scores
@@ -137,9 +137,7 @@ def flash_v1(
             # rows holding a +inf or NaN score have NaN probabilities; they take no part
             # in the product (its error screen is per matrix, a NaN would reach other
             # rows) and come out NaN below
-            bad = nonfinite_rows(m_t)
-            pv = matmul_f32(np.where(bad[..., None], np.float32(0), p_t) if bad.any()
-                            else p_t, v_j).astype(np.float64)
+            pv = matmul_f32(product_operand(p_t, m_t), v_j).astype(np.float64)
             num = (l_i * a)[..., None] * o_i + bb[..., None] * pv
             pos = l_new > 0
             den = np.where(pos, l_new, 1.0).astype(np.float64)[..., None]

@@ -74,7 +74,7 @@ from numpy.typing import ArrayLike
 
 from refimpl import elementary, formats
 from refimpl.attention.flash_v2 import check_block, computed_tiles, flash_v2_core, tile_ranges
-from refimpl.attention.online import OnlineState, finalize, nonfinite_rows
+from refimpl.attention.online import OnlineState, finalize, product_operand
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.scores import scores_from_product
 from refimpl.attention.stats import ScheduleStats
@@ -302,10 +302,7 @@ def _update(
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
     # rows that saw a +inf or NaN score (NaN P) stay out of the product, whose
     # accumulation model may mix rows; finalize makes them NaN
-    bad = nonfinite_rows(m_new)
-    if bad.any():
-        p_mm = np.where(bad[..., None], np.float32(0), p_mm)
-    pv = matmul(p_mm, v, accumulate=opt.accumulate).astype(np.float64)
+    pv = matmul(product_operand(p_mm, m_new), v, accumulate=opt.accumulate).astype(np.float64)
     pv = pv * v_scale.astype(np.float64)[..., None, None]  # exact: two float32 factors
     acc = (alpha[..., None].astype(np.float64) * state.acc + pv).astype(np.float32)
     return OnlineState(m_new, l_new, acc)

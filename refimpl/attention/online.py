@@ -47,7 +47,8 @@ from refimpl import elementary
 from refimpl.attention.products import matmul_f32
 from refimpl.summation import fold_sum
 
-__all__ = ["OnlineState", "online_block_update", "online_step", "finalize", "nonfinite_rows"]
+__all__ = ["OnlineState", "online_block_update", "online_step", "finalize", "nonfinite_rows",
+           "product_operand"]
 
 
 @dataclass(frozen=True)
@@ -150,17 +151,23 @@ def nonfinite_rows(m: np.ndarray) -> np.ndarray:
     return ~(m < np.inf)
 
 
+def product_operand(p: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Probabilities ``p`` (..., r, c) for the product ``P V``, with the rows of
+    :func:`nonfinite_rows` of their maximum ``m`` (..., r) set to 0 (``p`` itself when
+    there are none). Those rows' probabilities are NaN (``inf - inf``), and the
+    product's error screen (or accumulation model) is per matrix, not per row, so a NaN
+    would reach the other rows' results; those rows' outputs are set to NaN afterwards
+    anyway. Rows stay independent."""
+    bad = nonfinite_rows(m)
+    if not bad.any():
+        return p
+    return np.where(bad[..., None], p.dtype.type(0), p)
+
+
 def _product_operands(m_new: np.ndarray, p: np.ndarray,
                       p64: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(p, p64)`` for the product ``P V``, with the rows of :func:`nonfinite_rows` set
-    to 0. Their probabilities are NaN (``inf - inf``), and the product's error screen is
-    per matrix, not per row, so a NaN would reach the other rows' results; those rows'
-    accumulators are discarded by :func:`finalize` anyway. Rows stay independent."""
-    bad = nonfinite_rows(m_new)
-    if not bad.any():
-        return p, p64
-    return (np.where(bad[..., None], np.float32(0), p),
-            np.where(bad[..., None], 0.0, p64))
+    """``(p, p64)`` for the product ``P V``, each through :func:`product_operand`."""
+    return product_operand(p, m_new), product_operand(p64, m_new)
 
 
 def _with_extra_column(s: np.ndarray) -> np.ndarray:
