@@ -360,10 +360,9 @@ def nvfp4_quantize(
             ds = (bamax / _FP4_MAX) / gscale
             ds = np.minimum(np.maximum(ds, _E4M3_MIN_NORMAL), _E4M3_MAX)
         ds = np.where(nan_block, _F32(0), ds)
-        sf_codes = formats.encode(ds.astype(_F32), formats.E4M3)
-        sf_codes = np.where(nan_block, np.uint8(_E4M3_NAN), sf_codes).astype(np.uint8)
-        finite_codes = np.where(nan_block, 0, sf_codes).astype(np.uint8)
+        finite_codes = formats.encode(ds.astype(_F32), formats.E4M3)  # NaN blocks: 0x00
         sf = formats.decode(finite_codes, formats.E4M3).astype(_F32)
+        sf_codes = np.where(nan_block, np.uint8(_E4M3_NAN), finite_codes).astype(np.uint8)
         sfx = sf[..., None] if blk[0] == 1 else sf[..., None, None]
         if rule == "te":
             enc = np.minimum(gscale / sfx, _FLT_MAX)
