@@ -171,13 +171,17 @@ class DelayedScaling:
         """The window of observed amaxes, oldest first (float32)."""
         return np.array(self._history, dtype=_F32)
 
-    def reduced_amax(self) -> np.float32:
-        if not self._history:
+    def _reduce(self, history: List[np.float32]) -> np.float32:
+        """The window's amax by ``amax_compute_algo`` (0 for an empty window)."""
+        if not history:
             return _F32(0.0)
         if self.amax_compute_algo == "most_recent":
-            return self._history[-1]
-        h = np.array(self._history, dtype=_F32)
-        return _F32(np.max(h))
+            return history[-1]
+        return _F32(np.max(np.array(history, dtype=_F32)))
+
+    def reduced_amax(self) -> np.float32:
+        """The amax the current window reduces to (0 before any update)."""
+        return self._reduce(self._history)
 
     def update(self, amax: Any) -> np.float32:
         """Record one amax and return the new scale."""
@@ -185,8 +189,7 @@ class DelayedScaling:
         if a < 0:
             raise ValueError(f"amax: expected a non-negative number, got {amax!r}")
         history = (self._history + [a])[-self.amax_history_len:]
-        red = _F32(np.max(history)) if self.amax_compute_algo == "max" else history[-1]
-        new = _scale_or_none(red, self.fmt, self.margin, False)
+        new = _scale_or_none(self._reduce(history), self.fmt, self.margin, False)
         self._history = history
         if new is not None:
             self._scale = new

@@ -58,16 +58,19 @@ def test_quantize_and_dequantize():
 
 def test_delayed_scaling_history():
     d = DelayedScaling(amax_history_len=3)
-    assert d.scale == 1.0
+    assert d.scale == 1.0 and d.reduced_amax() == 0.0
     assert d.update(4.0) == 112.0
     assert d.update(2.0) == 112.0  # max of [4, 2]
     d.update(1.0)
     assert d.update(1.0) == 224.0  # 4 has left the window: max of [2, 1, 1]
-    assert d.amax_history.tolist() == [2.0, 1.0, 1.0]
+    assert d.amax_history.tolist() == [2.0, 1.0, 1.0] and d.reduced_amax() == 2.0
     assert d.update(0.0) == 448.0  # 2 has left too: max of [1, 1, 0]
     r = DelayedScaling(amax_history_len=3, amax_compute_algo="most_recent", margin=1)
     r.update(4.0)
     assert r.scale == 56.0
+    r.update(1.0)
+    assert r.reduced_amax() == 1.0 and r.scale == 224.0  # the latest only
+    r.update(4.0)
     assert r.update(0.0) == 56.0  # zero amax keeps the previous scale
     assert r.update(np.nan) == 56.0
     before_scale, before_hist = r.scale, r.amax_history
