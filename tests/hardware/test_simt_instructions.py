@@ -760,6 +760,40 @@ def test_cvt_f16x2_packs_first_operand_high():
     np.testing.assert_array_equal(got, (hi << 16) | lo)
 
 
+# hand-encoded (OCP FP8: E4M3 bias 7, max 448 = 0x7E; E5M2 bias 15, max 57344 = 0x7B):
+# 1.0625 and 1.1875 (E4M3), 1.125 and 1.375 (E5M2) are ties to even; 2**-9 and 2**-16
+# are the smallest subnormals; .satfinite clamps +-1000 / +-1e6 to +-max
+_FP8X2_CASES = {
+    "e4m3x2": ([1.0, -2.0, 1000.0, 1.0625], [0.5, 2.0**-9, -1000.0, 1.1875],
+               [0x38, 0xC0, 0x7E, 0x38], [0x30, 0x01, 0xFE, 0x3A]),
+    "e5m2x2": ([1.0, -2.0, 1e6, 1.125], [0.5, 2.0**-16, -1e6, 1.375],
+               [0x3C, 0xC0, 0x7B, 0x3C], [0x38, 0x01, 0xFB, 0x3E]),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(_FP8X2_CASES))
+@pytest.mark.parametrize("relu", [False, True])
+def test_cvt_fp8x2_packs_first_operand_high(fmt, relu):
+    a, b, hi, lo = _FP8X2_CASES[fmt]
+    if relu:  # negative inputs become +0 before encoding
+        hi = [0 if x < 0 else h for x, h in zip(a, hi)]
+        lo = [0 if x < 0 else h for x, h in zip(b, lo)]
+    text = f"cvt.rn.satfinite{'.relu' if relu else ''}.{fmt}.f32 {{d}}, {{a}}, {{b}}"
+    got = run_instruction(text, [np.float32(a).view(np.uint32), np.float32(b).view(np.uint32)],
+                          np.uint16)
+    assert got.tolist() == [(h << 8) | lo_ for h, lo_ in zip(hi, lo)]
+
+
+def test_cvt_f16x2_relu():
+    a = np.float32([-1.0, 2.0, np.nan])
+    b = np.float32([3.0, -0.5, -7.0])
+    got = run_instruction("cvt.rn.relu.f16x2.f32 {d}, {a}, {b}",
+                          [a.view(np.uint32), b.view(np.uint32)], np.uint32)
+    # PTX .relu: negative -> +0, NaN stays NaN (canonical f16 NaN 0x7FFF)
+    assert got.tolist() == [(0x0000 << 16) | 0x4200, (0x4000 << 16) | 0x0000,
+                            (0x7FFF << 16) | 0x0000]
+
+
 @pytest.mark.parametrize("text", ["ex2.approx.f16 {d}, {a}", "setp.lt.f16x2 %p1, {a}, {b}",
                                   "min.xorsign.abs.f16 {d}, {a}, {b}", "div.rn.f16 {d}, {a}, {b}"])
 def test_unsupported_half_forms_are_refused(text):
