@@ -52,6 +52,5 @@ def value_table(fmt: FormatLike) -> ValueTable:
     classes[values == 0] = "zero"
     classes[np.isinf(values)] = "inf"
     classes[np.isnan(values)] = "nan"
-    for arr in (classes,):
-        arr.setflags(write=False)
+    classes.setflags(write=False)
     return ValueTable(f, codes.astype(f.code_dtype), values, classes)
