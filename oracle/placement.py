@@ -10,7 +10,8 @@ overflow tie) and beyond, zeros, infinities and NaNs.
 :func:`target_codes` picks the target codes to place inputs around (every code of a
 format of 8 bits or fewer; TestFloat's special exponents crossed with special
 significands otherwise), :func:`sharp_inputs` builds the placed inputs, and
-:func:`random_inputs` draws source values whose exponents span the target's range.
+:func:`random_inputs` draws source values whose exponents span the target's range
+(:func:`random_span`).
 The case registry, :mod:`oracle.strategies` and :mod:`oracle.conformance` share them.
 """
 from __future__ import annotations
@@ -105,10 +106,11 @@ def sharp_inputs(fmt, dtype: type = np.float32, *, exhaustive: bool | None = Non
     return out
 
 
-def random_inputs(fmt, rng: CaseRandom, n: int, dtype: type = np.float32) -> np.ndarray:
-    """``n`` source values with random significands and exponents spread from three
-    binades below the target's smallest subnormal to two above its largest value, random
-    signs. Built exactly with ``ldexp`` (no libm)."""
+def random_span(fmt, dtype: type = np.float32) -> tuple[int, int, int]:
+    """``(source significand bits, lowest exponent, highest exponent)`` for random
+    source values of ``dtype`` placed around ``fmt``: from three binades below the
+    target's smallest subnormal to two above its largest value, clipped to the binades
+    ``dtype`` can hold."""
     f = _fmt(fmt)
     dt = np.dtype(dtype)
     src_man = {2: 10, 4: 23, 8: 52}[dt.itemsize]
@@ -118,8 +120,16 @@ def random_inputs(fmt, rng: CaseRandom, n: int, dtype: type = np.float32) -> np.
         lo, hi = max(lo, -24), min(hi, 15)
     elif dt.itemsize == 4:
         lo, hi = max(lo, -149), min(hi, 127)
+    return src_man, lo, hi
+
+
+def random_inputs(fmt, rng: CaseRandom, n: int, dtype: type = np.float32) -> np.ndarray:
+    """``n`` source values with random significands and exponents spread over
+    :func:`random_span`, random signs. Built exactly with ``ldexp`` (no libm)."""
+    dt = np.dtype(dtype)
+    src_man, lo, hi = random_span(fmt, dt)
     e = rng.integers(lo, hi + 1, n)
-    m = rng.integers(0, 1 << min(src_man, 52), n).astype(np.float64) * 2.0 ** -min(src_man, 52)
+    m = rng.integers(0, 1 << src_man, n).astype(np.float64) * 2.0 ** -src_man
     sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0)
     with np.errstate(over="ignore", under="ignore"):
         return (sign * np.ldexp(1.0 + m, e.astype(np.int32))).astype(dt)

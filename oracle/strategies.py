@@ -86,13 +86,7 @@ def codes(fmt: Any, *, shape: int | tuple[int, ...] | None = None
 
 
 def _random_near(f, dtype: np.dtype) -> st.SearchStrategy[float]:
-    src_man = {2: 10, 4: 23, 8: 52}[dtype.itemsize]
-    lo = f.emin - f.man_bits - 3
-    hi = f.emax + 2
-    if dtype.itemsize == 2:
-        lo, hi = max(lo, -24), min(hi, 15)
-    elif dtype.itemsize == 4:
-        lo, hi = max(lo, -149), min(hi, 127)
+    src_man, lo, hi = placement.random_span(f, dtype)
 
     def build(e: int, m: int, neg: bool) -> Any:
         with np.errstate(over="ignore", under="ignore"):
