@@ -1173,28 +1173,35 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", i2i)
 
 
+def _cvt_pack2(inst: Instruction, ctx: Any, fmt: str, satf: bool, width: int) -> Op:
+    """d = encode(a) in the upper half of the ``width``-bit d, encode(b) in the lower,
+    both rounded to nearest even from .f32 (after .relu when given)."""
+    relu = "relu" in inst.parts
+    ga = getter(inst.operands[1], TYPES["f32"], ctx, inst)
+    gb = getter(inst.operands[2], TYPES["f32"], ctx, inst)
+    put = setter(inst.operands[0], TYPES[f"b{width}"], ctx, inst)
+    u = np.uint16 if width == 16 else np.uint32
+    shift = u(width // 2)
+
+    def fn(ix: Any, ex: Any) -> None:
+        a = np.atleast_1d(np.asarray(ga(ix), np.float32))
+        b = np.atleast_1d(np.asarray(gb(ix), np.float32))
+        if relu:  # PTX: negative results clamp to +0; NaN stays NaN
+            a = np.where(a < 0, np.float32(0), a)
+            b = np.where(b < 0, np.float32(0), b)
+        hi = _encode(a, fmt, "rn", satf).astype(u)
+        lo = _encode(b, fmt, "rn", satf).astype(u)
+        put(ix, (hi << shift) | lo)
+    return Op(inst, "alu", fn)
+
+
 def _cvt_fp8x2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
     """cvt.rn.satfinite{.relu}.e4m3x2.f32 d, a, b: a -> high byte, b -> low byte."""
     if sname != "f32" or _mode(inst, "") != "rn" or "satfinite" not in inst.parts:
         raise _unsupported(inst, "FP8x2 conversion needs .rn.satfinite from .f32")
     if len(inst.operands) != 3:
         raise _unsupported(inst, "FP8x2 conversion from f16x2 is not supported")
-    relu = "relu" in inst.parts
-    fmt = _LOWP[dname]
-    ga = getter(inst.operands[1], TYPES["f32"], ctx, inst)
-    gb = getter(inst.operands[2], TYPES["f32"], ctx, inst)
-    put = setter(inst.operands[0], TYPES["b16"], ctx, inst)
-
-    def fn(ix: Any, ex: Any) -> None:
-        a = np.atleast_1d(np.asarray(ga(ix), np.float32))
-        b = np.atleast_1d(np.asarray(gb(ix), np.float32))
-        if relu:
-            a = np.where(a < 0, np.float32(0), a)
-            b = np.where(b < 0, np.float32(0), b)
-        hi = _encode(a, fmt, "rn", True).astype(np.uint16)
-        lo = _encode(b, fmt, "rn", True).astype(np.uint16)
-        put(ix, (hi << np.uint16(8)) | lo)
-    return Op(inst, "alu", fn)
+    return _cvt_pack2(inst, ctx, _LOWP[dname], True, 16)
 
 
 def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
@@ -1203,22 +1210,7 @@ def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
     if sname != "f32" or mode != "rn" or len(inst.operands) != 3:
         raise _unsupported(inst, f"{dname} conversion needs .rn and two .f32 sources")
     fmt = "fp16" if dname == "f16x2" else "bf16"
-    relu = "relu" in inst.parts
-    satf = "satfinite" in inst.parts
-    ga = getter(inst.operands[1], TYPES["f32"], ctx, inst)
-    gb = getter(inst.operands[2], TYPES["f32"], ctx, inst)
-    put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
-
-    def fn(ix: Any, ex: Any) -> None:
-        a = np.atleast_1d(np.asarray(ga(ix), np.float32))
-        b = np.atleast_1d(np.asarray(gb(ix), np.float32))
-        if relu:  # PTX: negative results clamp to +0; NaN stays NaN
-            a = np.where(a < 0, np.float32(0), a)
-            b = np.where(b < 0, np.float32(0), b)
-        hi = _encode(a, fmt, "rn", satf).astype(np.uint32)
-        lo = _encode(b, fmt, "rn", satf).astype(np.uint32)
-        put(ix, (hi << np.uint32(16)) | lo)
-    return Op(inst, "alu", fn)
+    return _cvt_pack2(inst, ctx, fmt, "satfinite" in inst.parts, 32)
 
 
 def _cvt_from_fp8x2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
