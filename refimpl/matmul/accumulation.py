@@ -38,6 +38,34 @@ class Accumulation:
         return self.finish(self.update(self.begin(shape, tgt), a, b))
 
 
+class WholeK(Accumulation):
+    """A model whose order spans all of k: streaming keeps the k slices and
+    :meth:`finish_k` forms the outputs from all of them at the end (the same result
+    however k is split). An empty stream (no ``update``) gives +0."""
+
+    def begin(self, shape: tuple[int, ...], tgt: Target) -> dict:
+        return {"shape": shape, "tgt": tgt, "a": [], "b": []}
+
+    def update(self, state: dict, a: np.ndarray, b: np.ndarray) -> dict:
+        state["a"].append(a)
+        state["b"].append(b)
+        return state
+
+    def finish(self, state: dict) -> np.ndarray:
+        shape = tuple(state["shape"])
+        if not state["a"]:
+            return np.zeros(shape, dtype=np.float32)
+        a = np.concatenate(state["a"], axis=-1)
+        b = np.concatenate(state["b"], axis=-2)
+        return self.finish_k(a, b, state["tgt"], shape)
+
+    def finish_k(self, a: np.ndarray, b: np.ndarray, tgt: Target,
+                 shape: tuple[int, ...]) -> np.ndarray:
+        """The float32 outputs of shape ``shape`` from all of k: a (..., M, K),
+        b (..., K, N)."""
+        raise NotImplementedError
+
+
 def round_in(x: np.ndarray, tgt: Target, rounding: str = "nearest_even") -> np.ndarray:
     """Round float64 ``x`` (exact or rounded to odd) to ``tgt`` and hand it back as
     float64, for arithmetic that continues in the target format."""

@@ -74,7 +74,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from refimpl.matmul.accumulation import Accumulation
+from refimpl.matmul.accumulation import WholeK
 from refimpl.matmul.rounding import FP32, Target, to_format
 from refimpl.summation import fold_sum
 
@@ -688,7 +688,7 @@ def exact_product_fp32(
     return y.reshape(shape)
 
 
-class Exact(Accumulation):
+class Exact(WholeK):
     """Correctly rounded accumulation: exact sum of exact products, rounded once (RNE).
 
     The default model of :func:`refimpl.matmul.matmul`. Streaming keeps the k slices
@@ -704,22 +704,10 @@ class Exact(Accumulation):
     def __hash__(self) -> int:
         return hash("Exact")
 
-    def begin(self, shape: tuple[int, ...], tgt: Target) -> dict:
-        return {"shape": shape, "tgt": tgt, "a": [], "b": []}
-
-    def update(self, state: dict, a: np.ndarray, b: np.ndarray) -> dict:
-        state["a"].append(a)
-        state["b"].append(b)
-        return state
-
-    def finish(self, state: dict) -> np.ndarray:
-        shape, tgt = state["shape"], state["tgt"]
-        if not state["a"]:
-            return np.zeros(shape, dtype=np.float32)
-        a = np.concatenate(state["a"], axis=-1)
-        b = np.concatenate(state["b"], axis=-2)
+    def finish_k(self, a: np.ndarray, b: np.ndarray, tgt: Target,
+                 shape: tuple[int, ...]) -> np.ndarray:
         y = self.run(a, b, tgt)
-        return y if y.shape == tuple(shape) else np.broadcast_to(y, shape).copy()
+        return y if y.shape == shape else np.broadcast_to(y, shape).copy()
 
     def run(self, a: np.ndarray, b: np.ndarray, tgt: Target) -> np.ndarray:
         if tgt.is_fp32:

@@ -19,7 +19,7 @@ from typing import Optional, Union
 
 import numpy as np
 
-from refimpl.matmul.accumulation import Accumulation, round_in
+from refimpl.matmul.accumulation import Accumulation, WholeK, round_in
 from refimpl.matmul.rounding import Target, add_round_to_odd, target
 
 
@@ -69,7 +69,7 @@ class Sequential(Accumulation):
 
 
 @dataclass(frozen=True)
-class Pairwise(Accumulation):
+class Pairwise(WholeK):
     """Pairwise (tree) summation of the products rounded to the output format.
 
     The tree, level by level: the leaves are fl(a_k b_k), k = 1..K in order; at each level
@@ -80,20 +80,8 @@ class Pairwise(Accumulation):
     the k slices and builds the tree at the end (the same tree however k is split).
     """
 
-    def begin(self, shape: tuple[int, ...], tgt: Target) -> dict:
-        return {"tgt": tgt, "shape": shape, "a": [], "b": []}
-
-    def update(self, state: dict, a: np.ndarray, b: np.ndarray) -> dict:
-        state["a"].append(a)
-        state["b"].append(b)
-        return state
-
-    def finish(self, state: dict) -> np.ndarray:
-        tgt, shape = state["tgt"], state["shape"]
-        if not state["a"]:
-            return np.zeros(shape, dtype=np.float32)
-        a = np.concatenate(state["a"], axis=-1)
-        b = np.concatenate(state["b"], axis=-2)
+    def finish_k(self, a: np.ndarray, b: np.ndarray, tgt: Target,
+                 shape: tuple[int, ...]) -> np.ndarray:
         if a.shape[-1] == 0:
             return np.zeros(shape, dtype=np.float32)
         # the products along a leading axis: (K, ..., M, N); rows in blocks bound memory
