@@ -600,7 +600,6 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
     warp_block = wave.warp_block
 
     def pop_check(ws: np.ndarray) -> None:
-        nonlocal max_depth
         cand = ws[tp[ws] == toprpc[ws]]
         for w in cand.tolist():
             s = stacks[w]
