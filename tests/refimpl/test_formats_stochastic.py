@@ -70,9 +70,16 @@ def test_reproducible_and_bit_width_from_dtype() -> None:
     b = F.encode(x, "e4m3", rounding="stochastic", random_bits=(r8.astype(np.int64), 8))
     assert np.array_equal(a, b)
     assert np.array_equal(a, F.encode(x, "e4m3", rounding="stochastic", random_bits=r8))
-    # R = 0 never rounds away (toward zero); R = 2^N - 1 rounds away unless exact
+    # R = 0 never rounds away (toward zero); R = 2^N - 1 rounds away exactly when the
+    # dropped fraction v has floor(v * 2^N) >= 1
+    tz = F.encode(x, "e4m3", rounding="toward_zero")
     z = F.encode(x, "e4m3", rounding="stochastic", random_bits=np.zeros(1, np.uint8))
-    assert np.array_equal(z, F.encode(x, "e4m3", rounding="toward_zero"))
+    assert np.array_equal(z, tz)
+    top = F.encode(x, "e4m3", rounding="stochastic", random_bits=np.full(1, 255, np.uint8))
+    for xi, c, t in zip(x.tolist(), tz.tolist(), top.tolist()):
+        lo, q = _grid(F.E4M3, c & 0x7F)
+        v = (abs(Fraction(xi)) - lo) / q
+        assert t == (c + 1 if v * 256 >= 1 else c), (xi, c, t)
 
 
 def test_broadcast_and_errors() -> None:
