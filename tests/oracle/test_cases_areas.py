@@ -110,6 +110,7 @@ def test_paged_attention_case_against_numpy() -> None:
     rows = {0: list(range(0, 13)) + list(range(39, 42)),
             2: list(range(0, 13)) + list(range(34, 39)),
             3: list(range(42, 51))}
+    want_all = np.zeros(out["out"].shape, np.float64)
     for b, s in enumerate((0, 2, 3)):
         k, v = x["k"][rows[s]].astype(np.float64), x["v"][rows[s]].astype(np.float64)
         n = len(rows[s])
@@ -121,8 +122,9 @@ def test_paged_attention_case_against_numpy() -> None:
             p = np.exp(sc - sc.max(-1, keepdims=True))
             want = p / p.sum(-1, keepdims=True) @ v[:, h // 2]
             assert np.abs(out["out"][b, h] - want).max() < 1e-5
+            want_all[b, h] = want
     tol = spec.tolerance["out"].resolve(out)
-    assert tol.compare(out["out"], out["out"]).ok
+    assert tol.compare(want_all.astype(np.float32), out["out"]).ok   # the float64 model passes
 
 
 def test_pipeline_case_orders_schedules_as_the_paper() -> None:
