@@ -187,7 +187,7 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
         group = qtiles[g0:g0 + per]
         r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
         q64 = prob.q[:, :, r0:r1].astype(np.float64)  # this group's query rows
-        q_norms = np.sqrt(np.einsum("bhsd,bhsd->bhs", q64, q64))  # columns of Q^T
+        q_norms = exact_col_norms(np.swapaxes(q64, -1, -2))  # columns of Q^T
         state = OnlineState(
             np.full((b, hq, r1 - r0), -np.inf, dtype=np.float32),
             np.zeros((b, hq, r1 - r0), dtype=np.float32),
