@@ -471,7 +471,9 @@ def test_approx_within_documented_error():
 
 
 def _shfl_ref(vals, mode, b, c):
-    """PTX ISA shfl.sync pseudocode for one warp (all lanes active)."""
+    """PTX ISA 9.7.9.6 shfl.sync pseudocode for one warp (all lanes active):
+    bval = b[4:0], cval = c[4:0], segmask = c[12:8]."""
+    b &= 0x1F
     out, valid = [], []
     for lane in range(32):
         seg = (c >> 8) & 0x1F
@@ -509,6 +511,47 @@ def test_shfl_sync_segments(mode, width, b):
         ref, ok = _shfl_ref(vals[32 * w: 32 * w + 32].tolist(), mode, b, c)
         assert got[32 * w: 32 * w + 32].tolist() == ref
         assert valid[32 * w: 32 * w + 32].tolist() == [int(o) for o in ok]
+
+
+_SHFL_PTX = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p0, .param .u64 p1)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [p0];
+    ld.param.u64 %rd2, [p1];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    shfl.sync.MODE.b32 %r3|%p1, %r2, BVAL, CVAL, -1;
+    selp.u32 %r4, 65536, 0, %p1;
+    or.b32 %r5, %r3, %r4;
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r5;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode,b,c", [
+    ("down", 32, 31), ("down", 33, 31), ("up", 34, 0), ("bfly", 35, 31), ("idx", 37, 31),
+    ("down", 40, 0x181F), ("up", 65, 0x1800), ("bfly", 0x7FFFFFFF, 0x1C1F),
+    ("idx", 0xFFFFFFE3, 0x1C1F)])
+def test_shfl_lane_operand_uses_low_five_bits(mode, b, c):
+    x = np.arange(32, dtype=np.uint32) * 10 + 1
+    ptx = _SHFL_PTX.replace("MODE", mode).replace("BVAL", str(b)).replace("CVAL", str(c))
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(128)
+    load_ptx(ptx).launch("k", 1, 32, [px, po], mem)
+    got = mem.from_device(po, np.uint32, 32)
+    ref, ok = _shfl_ref(x.tolist(), mode, b, c)
+    np.testing.assert_array_equal(got, np.array([v | (o << 16) for v, o in zip(ref, ok)],
+                                                np.uint32))
 
 
 def test_vote_and_activemask_under_divergence():

@@ -248,69 +248,6 @@ def test_early_return_before_syncthreads():
 
 # ---------------------------------------------------------- single-instruction PTX
 
-_SHFL_PTX = """
-.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry k(.param .u64 p0, .param .u64 p1)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<8>;
-    ld.param.u64 %rd1, [p0];
-    ld.param.u64 %rd2, [p1];
-    mov.u32 %r1, %tid.x;
-    mul.wide.u32 %rd3, %r1, 4;
-    add.s64 %rd4, %rd1, %rd3;
-    ld.global.u32 %r2, [%rd4];
-    shfl.sync.MODE.b32 %r3|%p1, %r2, BVAL, CVAL, -1;
-    selp.u32 %r4, 65536, 0, %p1;
-    or.b32 %r5, %r3, %r4;
-    add.s64 %rd5, %rd2, %rd3;
-    st.global.u32 [%rd5], %r5;
-    ret;
-}
-"""
-
-
-def _shfl_reference(x, mode: str, b: int, c: int) -> list[int]:
-    """PTX ISA 9.7.9.6 (shfl.sync), semantics pseudocode: bval = b[4:0], cval = c[4:0],
-    segmask = c[12:8]."""
-    bval, cval, seg = b & 31, c & 31, (c >> 8) & 31
-    out = []
-    for lane in range(32):
-        max_lane = (lane & seg) | (cval & ~seg)
-        min_lane = lane & seg
-        if mode == "up":
-            j = lane - bval
-            ok = j >= max_lane
-        elif mode == "down":
-            j = lane + bval
-            ok = j <= max_lane
-        elif mode == "bfly":
-            j = lane ^ bval
-            ok = j <= max_lane
-        else:
-            j = min_lane | (bval & ~seg)
-            ok = j <= max_lane
-        out.append(int(x[j if ok else lane]) | (ok << 16))
-    return out
-
-
-@pytest.mark.parametrize("mode,b,c", [
-    ("down", 32, 31), ("down", 33, 31), ("up", 34, 0), ("bfly", 35, 31), ("idx", 37, 31),
-    ("down", 40, 0x181F), ("up", 65, 0x1800), ("bfly", 0x7FFFFFFF, 0x1C1F),
-    ("idx", 0xFFFFFFE3, 0x1C1F)])
-def test_shfl_lane_operand_uses_low_five_bits(mode, b, c):
-    x = np.arange(32, dtype=np.uint32) * 10 + 1
-    ptx = _SHFL_PTX.replace("MODE", mode).replace("BVAL", str(b)).replace("CVAL", str(c))
-    mem = GlobalMemory()
-    px, po = mem.to_device(x), mem.alloc(128)
-    load_ptx(ptx).launch("k", 1, 32, [px, po], mem)
-    got = mem.from_device(po, np.uint32, 32)
-    _bits_equal(got, np.array(_shfl_reference(x, mode, b, c), np.uint32))
-
-
 _UNARY_PTX = """
 .version 9.0
 .target sm_90
