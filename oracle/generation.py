@@ -90,20 +90,26 @@ def _text_lines(spec: CaseSpec, arrays: dict[str, np.ndarray]) -> bytes:
     return (head + body).encode("ascii")
 
 
+def _definition(spec: CaseSpec) -> dict[str, Any]:
+    """The manifest fields a case's definition fixes, in the order written: operation,
+    parameters (JSON-safe, canonical), variant and description."""
+    return {"operation": spec.operation,
+            "params": json.loads(fmt.canonical_json(dict(spec.params))),
+            "variant": dict(spec.variant) if spec.variant else None,
+            "description": spec.description}
+
+
 def build_case(spec: CaseSpec, reg: Registry, seed: int,
                text: bool = False) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Build one case: its manifest entry and its files (relative path -> bytes)."""
     op = reg.operations[spec.operation]
-    params = json.loads(fmt.canonical_json(dict(spec.params)))  # JSON-safe, canonical
+    definition = _definition(spec)
     with np.errstate(all="ignore"):   # overflow to Inf etc. is part of what is pinned
         inputs = spec.build(CaseRandom(seed, spec.id))
-        outputs = op.compute(inputs, params)
+        outputs = op.compute(inputs, definition["params"])
     files: dict[str, bytes] = {}
-    entry: dict[str, Any] = {
-        "id": spec.id, "operation": spec.operation, "params": params,
-        "variant": dict(spec.variant) if spec.variant else None,
-        "description": spec.description, "inputs": {}, "expected": {}, "reference": {},
-    }
+    entry: dict[str, Any] = {"id": spec.id, **definition,
+                             "inputs": {}, "expected": {}, "reference": {}}
     unknown = (set(spec.tolerance) | set(spec.reference)) - set(outputs)
     clash = set(inputs) & set(outputs)
     if unknown or clash:
@@ -145,11 +151,7 @@ def definition_differences(entry: dict[str, Any], spec: CaseSpec, text: bool) ->
     (operation, parameters, variant, description, formats, tolerances, which outputs are
     reference arrays, text form); empty when they agree."""
     diffs = []
-    params = json.loads(fmt.canonical_json(dict(spec.params)))
-    want = {"operation": spec.operation, "params": params,
-            "variant": dict(spec.variant) if spec.variant else None,
-            "description": spec.description}
-    for key, value in want.items():
+    for key, value in _definition(spec).items():
         if entry.get(key) != value:
             diffs.append(f"{key} is {entry.get(key)!r}, the definition says {value!r}")
     if set(entry["reference"]) != set(spec.reference):
