@@ -1440,14 +1440,12 @@ def c_ld(inst: Instruction, ctx: Any) -> Op:
     _nops(inst, 2)
     space = _space(inst)
     n = _vec_width(inst)
-    if "volatile" in inst.parts or "acquire" in inst.parts:
-        pass  # ordering qualifiers: this interpreter is sequentially consistent
+    # .volatile/.acquire (ordering) need nothing: this interpreter is sequentially consistent
     dst = inst.operands[0]
     items = list(dst.items) if isinstance(dst, Vec) else [dst]
     if len(items) != n:
         raise _unsupported(inst, f"destination has {len(items)} elements, .v{n} expected")
-    st = t if t.kind != "pred" else None
-    if st is None:
+    if t.kind == "pred":
         raise _unsupported(inst, "ld of .pred")
     puts = [setter(x, t, ctx, inst) for x in items]
     if space == "param":
