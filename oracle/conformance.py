@@ -299,9 +299,8 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
     gamma_K * sum|a_ik b_kj| of the exact value."""
     from refimpl.matmul import matmul
 
-    from oracle.cases.matmul import _bounds, _operands
+    from oracle.cases.matmul import _bounds, _operands, _values
     from oracle.random_stream import CaseRandom
-    from refimpl.formats import decode
 
     def one(a: np.ndarray, b: np.ndarray, phase: str) -> None:
         c = matmul(a, b)
@@ -325,7 +324,7 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
     fmt = None if in_format in (None, "fp32") else in_format
     for n, (m, k, nn) in enumerate(((4, 8, 4), (8, 64, 8), (16, 300, 8))):
         ops = _operands(m, k, nn, fmt)(CaseRandom(n, "conformance.matmul"))
-        a, b = ((decode(ops[x], fmt) if fmt else ops[x]) for x in ("a", "b"))
+        a, b = _values(ops["a"], fmt), _values(ops["b"], fmt)
         one(a, b, f"sweep, shape {m}x{k}x{nn}")
     if max_examples <= 0:
         return
@@ -334,7 +333,7 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
     def drawn(shape_seed: tuple[int, int, int, int]) -> None:
         m, k, n, seed = shape_seed
         ops = _operands(max(m, 3), k, n, fmt)(CaseRandom(seed, "conformance.matmul"))
-        a, b = ((decode(ops[x], fmt) if fmt else ops[x]) for x in ("a", "b"))
+        a, b = _values(ops["a"], fmt), _values(ops["b"], fmt)
         one(a, b, "hypothesis, shrunk")
 
     _search(st.tuples(st.integers(1, 8), st.integers(1, 200), st.integers(1, 8),
