@@ -245,6 +245,10 @@ class Wave:
     def count(self, ix: Any) -> int:
         return self.T if isinstance(ix, slice) else len(ix)
 
+    def _thread_ids(self, ix: Any) -> np.ndarray:
+        """The thread indices ``ix`` selects (``ix`` is a slice of all or an index array)."""
+        return np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+
     # ------------------------------------------------------------ error reporting
     def _where(self, thread: int, inst: Instruction) -> str:
         b = self.block_ids[int(self.thread_block[thread])]
@@ -272,7 +276,7 @@ class Wave:
     # ------------------------------------------------------------ memory
     def _split(self, ix: Any, ex: Exec, addr: np.ndarray) -> list[tuple[str, Any, Exec, np.ndarray]]:
         """Classify generic addresses into spaces (PTX ISA 6.4.1)."""
-        ixa = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+        ixa = self._thread_ids(ix)
         sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + WINDOW_SIZE)
         lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
         gl = ~(sh | lo)
@@ -374,7 +378,7 @@ class Wave:
         return v
 
     def _full(self, ix: Any, addr: Any) -> np.ndarray:
-        cnt = self.T if isinstance(ix, slice) else len(ix)
+        cnt = self.count(ix)
         a = np.asarray(addr, dtype=np.int64)
         if a.ndim == 0 or a.shape[0] != cnt:
             a = np.broadcast_to(a, (cnt,))
@@ -389,7 +393,7 @@ class Wave:
                 sp, six, sex, sa = parts[0]
                 return self.load(sp, six, sex, sa, elem, n, inst)
             out = np.zeros((addr.shape[0], n), dtype=elem)
-            full = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+            full = self._thread_ids(ix)
             for sp, six, sex, sa in parts:
                 out[np.searchsorted(full, six)] = self.load(sp, six, sex, sa, elem, n, inst)
             return out
@@ -407,7 +411,7 @@ class Wave:
             vals = np.broadcast_to(vals, (cnt, vals.shape[1]))
         if space == "generic":
             parts = self._split(ix, ex, addr)
-            full = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+            full = self._thread_ids(ix)
             for sp, six, sex, sa in parts:
                 if six is ix:
                     self.store(sp, six, sex, sa, vals, inst)
@@ -426,13 +430,13 @@ class Wave:
 
     def atomic(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, op: str, t: PtxType,
                srcs: list[np.ndarray], inst: Instruction) -> np.ndarray:
-        cnt = self.T if isinstance(ix, slice) else len(ix)
+        cnt = self.count(ix)
         addr = np.broadcast_to(np.asarray(addr, np.int64), (cnt,))
         srcs = [np.broadcast_to(s, (cnt,)) for s in srcs]
         if space == "generic":
             parts = self._split(ix, ex, addr)
             out = np.zeros(cnt, dtype=t.dtype)
-            full = np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+            full = self._thread_ids(ix)
             for sp, six, sex, sa in parts:
                 if six is ix:
                     return self.atomic(sp, six, sex, sa, op, t, srcs, inst)
