@@ -187,3 +187,20 @@ def test_conform_cli_other_targets(capsys) -> None:
                  "test_conformance:_np_sdpa", "--max-examples", "5"]) == 0
     assert main(["conform", "formats.encode", "--impl", "test_conformance:brute_e4m3"]) == 2
     assert "needs --format" in capsys.readouterr().err
+
+
+def test_hypothesis_phase_finds_what_the_sweep_cannot() -> None:
+    """Wrong only for float32 inputs whose low four significand bits are 0101: no placed
+    input (values, ties, their float32 neighbours) has them, random ones often do."""
+    def wrong_off_grid(x):
+        x = np.asarray(x, dtype=np.float32)
+        codes = brute_e4m3(x)
+        odd = (x.view(np.uint32) & 0xF) == 0x5
+        return np.where(odd, codes ^ np.uint8(1), codes).astype(np.uint8)
+
+    check_encoder(wrong_off_grid, "e4m3", max_examples=0)        # the sweep passes
+    with pytest.raises(ConformanceError, match="hypothesis, shrunk") as info:
+        check_encoder(wrong_off_grid, "e4m3", max_examples=200)
+    x = np.float32(info.value.input)
+    assert int(x.view(np.uint32)) & 0xF == 0x5
+    assert int(info.value.got) == int(info.value.expected) ^ 1
