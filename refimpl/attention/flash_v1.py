@@ -40,15 +40,11 @@ from refimpl.attention.online import nonfinite_rows, product_operand
 from refimpl.attention.problem import prepare
 from refimpl.attention.products import matmul_f32
 from refimpl.attention.scores import scores
-from refimpl.attention.stats import ScheduleStats
+from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
 
 __all__ = ["flash_v1", "v1_block_sizes"]
-
-
-def _working_set(br: int, bc: int, d: int, dv: int) -> int:
-    return br * d + br * dv + bc * d + bc * dv + br * bc + 2 * br
 
 
 def v1_block_sizes(sram_elements: int, d: int, dv: Optional[int] = None) -> tuple[int, int]:
@@ -60,7 +56,7 @@ def v1_block_sizes(sram_elements: int, d: int, dv: Optional[int] = None) -> tupl
         raise ValueError(f"sram_elements must be a positive integer, got {m!r}")
     bc = math.ceil(m / (4 * d))
     br = min(bc, d)
-    while _working_set(br, bc, d, dv) > m:
+    while forward_working_set(br, bc, d, dv) > m:
         if br > 1:
             br = (br + 1) // 2
         elif bc > 1:
@@ -68,7 +64,7 @@ def v1_block_sizes(sram_elements: int, d: int, dv: Optional[int] = None) -> tupl
         else:
             raise ValueError(
                 f"sram_elements={m} is too small for d={d}: one query row and one key "
-                f"need {_working_set(1, 1, d, dv)} elements"
+                f"need {forward_working_set(1, 1, d, dv)} elements"
             )
     return br, bc
 
@@ -103,7 +99,7 @@ def flash_v1(
     inst = b * hq
     st = ScheduleStats()
     if sq and sk:
-        st.sram(_working_set(min(br, sq), min(bc, sk), d, dv))
+        st.sram(forward_working_set(min(br, sq), min(bc, sk), d, dv))
     # HBM state (line 2)
     o = np.zeros((b, hq, sq, dv), dtype=np.float32)
     l_hbm = np.zeros((b, hq, sq), dtype=np.float32)

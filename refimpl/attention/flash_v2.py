@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike
 from refimpl.attention.online import OnlineState, finalize, online_block_update, online_step
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.scores import scores, scores_from_product
-from refimpl.attention.stats import ScheduleStats
+from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.matmul.exact import exact_col_norms, exact_product_fp32, exact_row_bounds
 
 __all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
@@ -66,11 +66,6 @@ def tile_ranges(n: int, size: int, start: int = 0) -> list[np.ndarray]:
     return [np.arange(a, min(n, a + size)) for a in range(start, n, size)]
 
 
-def _instance_sram(r: int, c: int, d: int, dv: int) -> int:
-    # Q_i, acc (O_i), K_j, V_j, S/P tile, m and l
-    return r * d + r * dv + c * d + c * dv + r * c + 2 * r
-
-
 def computed_tiles(
     prob: Problem, qtiles: list[np.ndarray], ktiles: list[np.ndarray]
 ) -> np.ndarray:
@@ -84,6 +79,31 @@ def computed_tiles(
             for i, rows in enumerate(qtiles):
                 comp[:, i, j] = vis[:, rows].any(axis=1)
     return comp
+
+
+def forward_stats(
+    prob: Problem, qtiles: list[np.ndarray], ktiles: list[np.ndarray], comp: np.ndarray,
+    r: int, c: int,
+) -> ScheduleStats:
+    """HBM traffic as FlashAttention-2 counts it (elements; one Q read per query tile, K
+    and V per computed tile pair, O and LSE written once) and the on-chip working set
+    of an ``r``-row query tile and a ``c``-key tile (none without query tiles)."""
+    b, hq, _, _, _, d = prob.shape
+    dv = prob.v.shape[-1]
+    st = ScheduleStats()
+    if qtiles:
+        st.sram(forward_working_set(r, c, d, dv))
+    for i, rows in enumerate(qtiles):
+        st.read("Q", b * hq * rows.size * d)
+        st.write("O", b * hq * rows.size * dv)
+        st.write("LSE", b * hq * rows.size)
+        for j, cols in enumerate(ktiles):
+            n = int(comp[:, i, j].sum()) * hq
+            st.blocks_computed += n
+            st.blocks_skipped += b * hq - n
+            st.read("K", n * cols.size * d)
+            st.read("V", n * cols.size * dv)
+    return st
 
 
 def flash_v2_core(
@@ -101,20 +121,8 @@ def flash_v2_core(
     kq, vq = prob.kv_for_q_heads()
     qtiles = tile_ranges(sq, br)
     ktiles = tile_ranges(k1, bc, k0)
-    st = ScheduleStats()
-    if qtiles:
-        st.sram(_instance_sram(min(br, sq), min(bc, max(0, k1 - k0)), d, dv))
     comp = computed_tiles(prob, qtiles, ktiles)
-    for i, rows in enumerate(qtiles):
-        st.read("Q", b * hq * rows.size * d)
-        st.write("O", b * hq * rows.size * dv)
-        st.write("LSE", b * hq * rows.size)
-        for j, cols in enumerate(ktiles):
-            n = int(comp[:, i, j].sum()) * hq
-            st.blocks_computed += n
-            st.blocks_skipped += b * hq - n
-            st.read("K", n * cols.size * d)
-            st.read("V", n * cols.size * dv)
+    st = forward_stats(prob, qtiles, ktiles, comp, min(br, sq), min(bc, max(0, k1 - k0)))
     if implementation == "plain":
         out, lse = _plain(prob, kq, vq, qtiles, ktiles, comp)
     elif implementation == "fast":

@@ -73,7 +73,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl import elementary, formats
-from refimpl.attention.flash_v2 import check_block, computed_tiles, flash_v2_core, tile_ranges
+from refimpl.attention.flash_v2 import (
+    check_block, computed_tiles, flash_v2_core, forward_stats, tile_ranges,
+)
 from refimpl.attention.online import OnlineState, finalize, product_operand
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.scores import scores_from_product
@@ -374,29 +376,6 @@ def _fast(prob, ops, qtiles, ktiles, comp, opt, br):
     return out, lse
 
 
-def _stats(prob: Problem, qtiles, ktiles, comp, br: int, bc: int) -> ScheduleStats:
-    """HBM traffic as FlashAttention-2 counts it (elements; one Q read per query tile, K
-    and V per computed tile pair, O and LSE written once); on-chip working set: Q_i,
-    acc, K_j, V_j, the S/P tile, m and l."""
-    b, hq, _, sq, sk, d = prob.shape
-    dv = prob.v.shape[-1]
-    st = ScheduleStats()
-    if qtiles:
-        r, c = min(br, sq), min(bc, sk)
-        st.sram(r * d + r * dv + c * d + c * dv + r * c + 2 * r)
-    for i, rows in enumerate(qtiles):
-        st.read("Q", b * hq * rows.size * d)
-        st.write("O", b * hq * rows.size * dv)
-        st.write("LSE", b * hq * rows.size)
-        for j, cols in enumerate(ktiles):
-            n = int(comp[:, i, j].sum()) * hq
-            st.blocks_computed += n
-            st.blocks_skipped += b * hq - n
-            st.read("K", n * cols.size * d)
-            st.read("V", n * cols.size * dv)
-    return st
-
-
 # --------------------------------------------------------------------------- public
 def flash_v3(
     q: ArrayLike,
@@ -492,7 +471,7 @@ def flash_v3(
             out, lse = _plain(prob, ops, qtiles, ktiles, comp, opt)
         else:
             out, lse = _fast(prob, ops, qtiles, ktiles, comp, opt, br)
-        st = _stats(prob, qtiles, ktiles, comp, br, bc)
+        st = forward_stats(prob, qtiles, ktiles, comp, min(br, sq), min(bc, sk))
     if return_lse:
         return prob.restore(out), prob.restore(lse), st
     return prob.restore(out), st

@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["ScheduleStats"]
+__all__ = ["ScheduleStats", "forward_working_set"]
+
+
+def forward_working_set(r: int, c: int, d: int, dv: int) -> int:
+    """On-chip elements of one forward instance with an ``r``-row query tile and a
+    ``c``-key tile: Q_i (r x d), the output accumulator (r x dv), K_j (c x d), V_j
+    (c x dv), the S/P tile (r x c) and the row statistics m and l (FlashAttention
+    Algorithm 1 and 2)."""
+    return r * d + r * dv + c * d + c * dv + r * c + 2 * r
 
 
 @dataclass

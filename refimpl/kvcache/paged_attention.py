@@ -25,7 +25,7 @@ from refimpl.attention.flash_v2 import DEFAULT_BLOCK
 from refimpl.attention.online import OnlineState, finalize, online_block_update
 from refimpl.attention.problem import prepare
 from refimpl.attention.scores import scores
-from refimpl.attention.stats import ScheduleStats
+from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.kvcache.cache import PagedKVCache
 
 __all__ = ["paged_attention"]
@@ -123,9 +123,8 @@ def paged_attention(
             c = min(bs, length - i * bs)
             pages.append((np.arange(i * bs, i * bs + c), block, c))
         if sq:
-            # flash_v2's on-chip working set: Q_i, acc, K_j, V_j, S/P, m, l
-            r, kc = min(block_q, sq), min(bs, length)
-            stats.sram(r * d * 2 + kc * d * 2 + r * kc + 2 * r)
+            # flash_v2's on-chip working set
+            stats.sram(forward_working_set(min(block_q, sq), min(bs, length), d, d))
         for r0 in range(0, sq, block_q):
             rows = np.arange(r0, min(sq, r0 + block_q))
             q_i = prob.q[:, :, rows]
