@@ -301,6 +301,7 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
 
     from oracle.cases.matmul import _bounds, _operands, _values
     from oracle.random_stream import CaseRandom
+    from oracle.tolerance import Interval
 
     def one(a: np.ndarray, b: np.ndarray, phase: str) -> None:
         c = matmul(a, b)
@@ -309,8 +310,7 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
         if got.shape != c.shape:
             raise ConformanceError(f"the product has shape {got.shape}, expected {c.shape}")
         got = got.astype(np.float32)
-        with np.errstate(invalid="ignore"):
-            bad = ~((got >= lo) & (got <= hi)) & ~(np.isnan(got) & np.isnan(c))
+        bad = Interval(lo, hi).compare(got, c).mismatch    # NaN bounds: NaN expected
         if bad.any():
             i, j = (int(v) for v in np.argwhere(bad)[0])
             raise ConformanceError(
