@@ -193,8 +193,8 @@ def test_schedules_agree_with_reference(p):
     target(ulp_error(os_, exact, v), label="split_kv ulp vs exact")
     o0, st0 = standard_attention(q, k, v, **opts)
     assert np.array_equal(o0, exact)
-    for st_ in (st1, st2, sts):
-        assert st_.peak_sram_elements >= 0 and st_.hbm_accesses > 0
+    for st_ in (st1, st2, sts):      # peak on-chip sizes are pinned in test_attention_io
+        assert st_.hbm_accesses > 0
 
 
 # ---------------------------------------------------------------- sharp cases
