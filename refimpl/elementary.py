@@ -49,13 +49,14 @@ NaN propagates everywhere.
 from __future__ import annotations
 
 import decimal
+import threading
 from fractions import Fraction
 from math import factorial
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["exp", "expm1", "log", "tanh", "LN2"]
+__all__ = ["exp", "exp_f32", "expm1", "log", "tanh", "LN2"]
 
 
 def _decimal_ln2() -> decimal.Decimal:
@@ -113,8 +114,8 @@ _FAST_MIN = -708.3
 _FAST_MAX = 709.0
 
 
-def _horner(coef: list[float], x: np.ndarray) -> np.ndarray:
-    p = x * coef[-1]
+def _horner(coef: list[float], x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    p = np.multiply(x, coef[-1], out=out)
     p += coef[-2]
     for c in reversed(coef[:-2]):
         p *= x
@@ -128,13 +129,43 @@ _SHIFTER = 1.5 * 2.0**52
 _SHIFTER_BITS = np.array(_SHIFTER).view(np.int64)
 
 
-#: elements per chunk: an elementwise pipeline of ~30 passes runs faster when its
+#: elements per chunk: an elementwise pipeline of ~25 passes runs faster when its
 #: temporaries stay in cache, but each pass also has a fixed cost (the results do not
 #: depend on the chunking)
-_CHUNK = 1 << 15
+_CHUNK = 1 << 16
 
 
-def exp(x: ArrayLike) -> np.ndarray:
+class _Workspace:
+    """Scratch arrays for the exp pipeline on up to ``n`` elements: three float64 and two
+    int64 arrays and a bool mask. Fresh temporaries would cost more than the arithmetic
+    (a new allocation is new memory, touched for the first time), so the pipeline writes
+    into these; one workspace per thread (:func:`_workspace`)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.f = np.empty((3, n))
+        self.i = np.empty((2, n), dtype=np.int64)
+        self.mask = np.empty(n, dtype=bool)
+
+
+_local = threading.local()
+
+
+def _workspace(n: int) -> _Workspace:
+    """This thread's workspace with room for ``n`` elements."""
+    ws = getattr(_local, "ws", None)
+    if ws is None or ws.n < n:
+        ws = _local.ws = _Workspace(max(n, _CHUNK))
+    return ws
+
+
+def _chunk_step(n: int) -> int:
+    """Length of the equal chunks (at most :data:`_CHUNK`) that ``n`` elements are cut
+    into (1 for none)."""
+    return max(1, -(-n // max(1, -(-n // _CHUNK))))
+
+
+def exp(x: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
     """``e**x`` in float64, bit-reproducible.
 
     Error (module docstring, tested): at most 0.52 ulp for normal results; below the
@@ -142,76 +173,116 @@ def exp(x: ArrayLike) -> np.ndarray:
 
     Args:
         x: values (converted to float64).
+        out: optional float64 array of the shape of ``x`` for the result (may be ``x``
+            itself); saves an allocation in loops.
     Returns:
-        float64 array of the shape of ``x``.
+        float64 array of the shape of ``x`` (``out`` when given).
     """
-    return _elementwise(_exp, np.asarray(x, dtype=np.float64))
+    return _elementwise(_exp_into, np.asarray(x, dtype=np.float64), out)
 
 
-def _elementwise(fn, x: np.ndarray) -> np.ndarray:
-    """``fn`` (elementwise on 1-D float64 arrays) applied to float64 ``x`` in cache-sized
-    chunks. An array stored with its last two axes swapped (a transposed tile) is
-    processed as it lies in memory, without a copy; the result has the layout of ``x``.
-    The values do not depend on the chunking or the layout: every operation is
-    elementwise."""
+def _elementwise(fn, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``fn(x_chunk, out_chunk, workspace)`` (elementwise on 1-D float64 arrays) applied
+    to float64 ``x`` in cache-sized chunks, written to ``out`` (new when None). An array
+    stored with its last two axes swapped (a transposed tile) is processed as it lies in
+    memory, without a copy; a new result has the layout of ``x``. The values do not
+    depend on the chunking or the layout: every operation is elementwise."""
+    if out is not None and (out.shape != x.shape or out.dtype != np.float64):
+        raise ValueError(f"out must be a float64 array of shape {x.shape}, got "
+                         f"{out.dtype} {out.shape}")
     if x.ndim >= 2 and not x.flags.c_contiguous and np.swapaxes(x, -1, -2).flags.c_contiguous:
-        return np.swapaxes(_elementwise(fn, np.swapaxes(x, -1, -2)), -1, -2)
+        if out is None or np.swapaxes(out, -1, -2).flags.c_contiguous:
+            o = None if out is None else np.swapaxes(out, -1, -2)
+            return np.swapaxes(_elementwise(fn, np.swapaxes(x, -1, -2), o), -1, -2)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    target = out
+    if out is None or not out.flags.c_contiguous:
+        out = np.empty(x.shape)
     flat = x.reshape(-1)
-    if flat.size <= _CHUNK:
-        return fn(flat).reshape(x.shape)
-    out = np.empty_like(flat)
-    step = -(-flat.size // -(-flat.size // _CHUNK))  # equal chunks of at most _CHUNK
+    oflat = out.reshape(-1)
+    ws = _workspace(min(flat.size, _CHUNK))
+    step = _chunk_step(flat.size)
     for i in range(0, flat.size, step):
-        out[i:i + step] = fn(flat[i:i + step])
-    return out.reshape(x.shape)
+        fn(flat[i:i + step], oflat[i:i + step], ws)
+    if target is not None and target is not out:
+        np.copyto(target, out)
+        return target
+    return out
 
 
-def _exp_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _exp_parts(x: np.ndarray, ws: _Workspace | None = None,
+               t_hi: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """``e^x = 2^m (t_hi + s)`` for x in [-746, 709.79] (no NaN): returns
     ``(m, t_hi, s, t)`` with m int64, ``t_hi = _T_HI[j]`` and ``s ~= t (e^r - 1) + t_lo``;
-    ``t`` is the float64 array that held ``k`` (free for reuse)."""
-    t = x * _INV_L
+    ``t`` is a float64 scratch array (free for reuse). With a workspace ``ws`` the
+    results live in its arrays (and ``t_hi`` in the array given, which may be ``x``'s
+    own memory only if ``x`` is not needed afterwards: it is read before)."""
+    n = x.size
+    if ws is None:
+        ws = _Workspace(n)
+    t, r, q = ws.f[0, :n], ws.f[1, :n], ws.f[2, :n]
+    j, m = ws.i[0, :n], ws.i[1, :n]
+    np.multiply(x, _INV_L, out=t)
     t += _SHIFTER
     bits = t.view(np.int64)
-    j = bits & (_N - 1)  # (k + 2^51) mod N = k mod N
-    m = bits - _SHIFTER_BITS  # k
+    np.bitwise_and(bits, _N - 1, out=j)  # (k + 2^51) mod N = k mod N
+    np.subtract(bits, _SHIFTER_BITS, out=m)  # k
     m >>= _N_BITS  # floor(k / N)
     t -= _SHIFTER  # k as float64
     # r = x - k ln2/N: x - k*_L_HI is exact (k*_L_HI has <= 53 bits and the difference
     # is below 2^-8 with at most 53 bits), then one rounding with the low part
-    r = np.multiply(t, _L_HI)
+    np.multiply(t, _L_HI, out=r)
     np.subtract(x, r, out=r)
     t *= _L_LO
     r -= t
-    q = _horner(_EXPR_COEF, r)
+    _horner(_EXPR_COEF, r, out=q)
     q *= r  # e^r - 1
-    t_hi = np.take(_T_HI, j)
+    # j is in [0, N): mode="wrap" only skips the bounds check (the same elements)
+    t_hi = np.take(_T_HI, j, out=t_hi, mode="wrap")
     q *= t_hi
-    q += np.take(_T_LO, j)
+    q += np.take(_T_LO, j, out=t, mode="wrap")
     return m, t_hi, q, t
 
 
+def _returning(fn):
+    """An ``fn(x) -> result`` as the ``fn(x, out, workspace)`` of :func:`_elementwise`."""
+    def into(x: np.ndarray, out: np.ndarray, ws: _Workspace) -> None:
+        out[...] = fn(x)
+    return into
+
+
 def _exp(x: np.ndarray) -> np.ndarray:
+    """``e^x`` of a 1-D float64 array (a new array)."""
+    out = np.empty_like(x)
+    _exp_into(x, out, _workspace(x.size))
+    return out
+
+
+def _exp_into(x: np.ndarray, out: np.ndarray, ws: _Workspace) -> None:
+    """``out = e^x`` for 1-D float64 ``x`` (at most ``ws.n`` elements; ``out`` may be
+    ``x``)."""
     lo = np.min(x) if x.size else 0.0
     hi = np.max(x) if x.size else 0.0
     if lo >= _FAST_MIN and hi <= _FAST_MAX:  # False when x holds a NaN
-        m, y, s, _ = _exp_parts(x)
+        m, y, s, _ = _exp_parts(x, ws, out)
         y += s
         m += 1023
         m <<= 52
         y *= m.view(np.float64)  # 2^m is normal and so is the result: exact
-        return y
+        return
     # Clipping maps -inf to a value whose result rounds to 0 and +inf to one that
     # overflows to +inf; NaN passes through the clip and is restored at the end.
-    xc = np.maximum(x, _EXP_MIN)
+    n = x.size
+    nan = np.isnan(x, out=ws.mask[:n])
+    xc = np.maximum(x, _EXP_MIN, out=out)
     np.minimum(xc, _EXP_MAX, out=xc)
-    nan = np.isnan(xc)
     xc[nan] = 0.0
-    m, y, s, _ = _exp_parts(xc)
+    m, y, s, _ = _exp_parts(xc, ws, out)
     y += s
     # 2^m as two normal powers of two: the first multiply is exact, the second rounds
     # once (to a subnormal, to zero or to +inf)
-    m1 = m >> 1
+    m1 = np.right_shift(m, 1, out=ws.i[0, :n])  # the table index is no longer needed
     m -= m1
     m1 += 1023
     m1 <<= 52
@@ -221,13 +292,217 @@ def _exp(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         y *= m.view(np.float64)
     y[nan] = np.nan
-    return y
+
+
+# ----------------------------------------------------------------------------------
+# exp rounded once to binary32
+# ----------------------------------------------------------------------------------
+# e^x = 2^(k/N) e^r, k = rint(x N / ln 2), N = 128, from one table of 2^(k/N) for
+# k in [_F_KLO, _F_KLO + 2^15), indexed by k mod 2^15 (the low bits of the shifted k).
+_F_BITS = 15
+_F_KLO = -160 * _N  # x >= -110.1 gives k >= -20330
+_F_TABLE = np.ldexp(np.take(_T_HI, np.arange(_F_KLO, _F_KLO + (1 << _F_BITS)) % _N),
+                    np.arange(_F_KLO, _F_KLO + (1 << _F_BITS)) // _N)
+_F_TABLE = np.roll(_F_TABLE, _F_KLO % (1 << _F_BITS))  # entry i holds k = i (mod 2^15)
+#: below this e^x < 2^-150 (rounds to +0 in binary32): arguments are raised to it
+#: (to this minus shift ln 2 for a result scaled by 2^shift)
+_F_XLO = -104.5
+#: above this the table does not reach (k >= _F_KLO + 2^15); such x take the slow path
+_F_XHI = 66.0
+#: the scalings 2^shift that exp_f32 accepts
+_F_SHIFTS = range(-64, 9)
+#: ln 2 / N rounded to binary64 (only the accuracy of r depends on it, see exp_f32)
+_F_L = float(_LN2_DEC / _N)
+#: 1/6 and 1/24 rounded: e^r - 1 = r + r^2/2 + r^3/6 + r^4/24 + ...
+_F_C3 = float(Fraction(1, 6))
+_F_C4 = float(Fraction(1, 24))
+#: relative width of the screen: above the error of the fast evaluation (2^-45.6)
+_F_EPS = 2.0**-44
+#: relative width for the second screen: above 0.52 ulp of exp plus one rounding
+_F_EPS2 = 2.0**-51
+
+
+class _F32Workspace:
+    """Scratch arrays of :func:`exp_f32` for up to ``n`` elements."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.f = np.empty((4, n))
+        self.j = np.empty(n, dtype=np.int64)
+        self.hi = np.empty(n, dtype=np.float32)
+        self.flag = np.empty(n, dtype=bool)
+
+
+def _f32_workspace(n: int) -> _F32Workspace:
+    ws = getattr(_local, "f32ws", None)
+    if ws is None or ws.n < n:
+        ws = _local.f32ws = _F32Workspace(max(n, _CHUNK))
+    return ws
+
+
+def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> np.ndarray:
+    """``RN32(2**shift * e**x)``: e to the power of each float64 ``x`` (times a power of
+    two), correctly rounded to binary32 (round to nearest, ties to even; IEEE 754-2019
+    sections 4.3.1 and 9.2).
+
+    A correctly rounded function has one answer, whatever computes it, so any
+    implementation can reproduce these bytes (e^x is never a binary32 midpoint: for
+    x != 0 it is transcendental, Lindemann-Weierstrass). Special values: ``-inf`` and
+    every x with e^x < 2^-150 give +0, ``+inf`` and overflow give ``+inf``, NaN gives
+    NaN.
+
+    Method: a fast evaluation ``y`` in float64 (k and r as in :func:`exp`, with a
+    single-word ln2/N, the table ``2^(k/N)`` for all k over x in [-110.1, 66], and the
+    quartic ``r + r^2/2 + r^3/6 + r^4/24``) has relative error below 2^-45.6: the
+    reduction ``r = fl(x - fl(k L))`` is off by at most ``|k| 2^-61 + 2^-47 <
+    2^-45.8`` (|k| < 2^14.4, |L - ln2/N| <= 2^-61, |k L| < 2^7, and the subtraction
+    is exact by Sterbenz's lemma), the truncation ``r^5/120`` is below 2^-49.5 for
+    |r| <= 0.00271, the table and the last operations add a few 2^-53. With
+    ``eps = 2^-44``, ``lo = fl(y (1 - eps)) <= e^x <= fl(y (1 + eps)) = hi``;
+    rounding is monotone, so where ``RN32(lo) == RN32(hi)`` that is the answer.
+    Elsewhere (about one element in 10^5 or 10^6, and arguments beyond 66 or NaN) :func:`exp` (within 0.52 ulp of binary64) is
+    screened the same way with ``eps = 2^-51``, and what still straddles a rounding
+    boundary (about 2^-27 of those) is settled with ``decimal`` arithmetic at
+    increasing precision (exact rational bounds, see :func:`_exp_f32_decimal`).
+
+    Args:
+        x: values (converted to float64).
+        out: optional float32 array of the shape of ``x`` for the result.
+        shift: the power of two the result is scaled by, -64..8 (default 0); the scaling
+            is exact before the one rounding.
+    Returns:
+        float32 array of the shape of ``x`` (``out`` when given).
+    """
+    if not isinstance(shift, (int, np.integer)) or isinstance(shift, bool) \
+            or shift not in _F_SHIFTS:
+        raise ValueError(f"shift must be an integer in [-64, 8], got {shift!r}")
+    shift = int(shift)
+    x = np.asarray(x, dtype=np.float64)
+    if out is None:
+        out = np.empty_like(x, dtype=np.float32)  # the memory layout of x
+    elif out.shape != x.shape or out.dtype != np.float32:
+        raise ValueError(f"out must be a float32 array of shape {x.shape}, got "
+                         f"{out.dtype} {out.shape}")
+    if x.ndim >= 2 and not x.flags.c_contiguous and np.swapaxes(x, -1, -2).flags.c_contiguous \
+            and np.swapaxes(out, -1, -2).flags.c_contiguous:
+        exp_f32(np.swapaxes(x, -1, -2), np.swapaxes(out, -1, -2), shift=shift)
+        return out
+    xc = np.ascontiguousarray(x)
+    target = out
+    if not out.flags.c_contiguous:
+        out = np.empty(x.shape, dtype=np.float32)
+    flat, oflat = xc.reshape(-1), out.reshape(-1)
+    ws = _f32_workspace(min(flat.size, _CHUNK))
+    step = _chunk_step(flat.size)
+    for i in range(0, flat.size, step):
+        _exp_f32_into(flat[i:i + step], oflat[i:i + step], ws, shift)
+    if target is not out:
+        np.copyto(target, out)
+    return target
+
+
+def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int) -> None:
+    n = x.size
+    if n == 0:
+        return
+    xc, t, r, q = ws.f[0, :n], ws.f[1, :n], ws.f[2, :n], ws.f[3, :n]
+    j, hi, flag = ws.j[:n], ws.hi[:n], ws.flag[:n]
+    top = np.max(x)
+    xlo = _F_XLO - shift * LN2 if shift > 0 else _F_XLO
+    if not np.min(x) >= xlo:  # -inf and everything below round to +0 anyway
+        np.maximum(x, xlo, out=xc)
+    else:
+        xc = x
+    if not top <= _F_XHI:  # beyond the table (or NaN): the slow path for those
+        xc = np.minimum(xc, _F_XHI, out=ws.f[0, :n])
+    np.multiply(xc, _INV_L, out=t)
+    t += _SHIFTER
+    np.bitwise_and(t.view(np.int64), (1 << _F_BITS) - 1, out=j)  # k mod 2^15
+    t -= _SHIFTER  # k
+    t *= _F_L
+    np.subtract(xc, t, out=r)  # r = x - k ln2/N, |r| <= 0.00271
+    np.multiply(r, _F_C4, out=q)
+    q += _F_C3
+    q *= r
+    q += 0.5
+    q *= r
+    q += 1.0
+    q *= r  # e^r - 1
+    np.take(_F_TABLE, j, out=t, mode="wrap")  # 2^(k/N)
+    q *= t
+    q += t  # y = 2^(k/N) + 2^(k/N) (e^r - 1)
+    if shift:
+        q *= 2.0**shift  # exact: y is far from the ends of the binary64 range
+    with np.errstate(over="ignore"):
+        np.multiply(q, 1.0 - _F_EPS, out=t)
+        np.copyto(out, t, casting="same_kind")
+        np.multiply(q, 1.0 + _F_EPS, out=t)
+        np.copyto(hi, t, casting="same_kind")
+    np.not_equal(out, hi, out=flag)
+    if not top <= _F_XHI:
+        flag |= x > _F_XHI
+        flag |= np.isnan(x)
+    if flag.any():
+        idx = np.flatnonzero(flag)
+        out[idx] = _exp_f32_slow(x[idx], shift)
+
+
+def _exp_f32_slow(x: np.ndarray, shift: int) -> np.ndarray:
+    """``RN32(2^shift e^x)`` from :func:`exp` with its own screen, and decimal
+    arithmetic for what that cannot settle."""
+    with np.errstate(over="ignore"):
+        y = _exp(x) * 2.0**shift  # exact unless it overflows (then RN32 is +inf too)
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo = (y * (1.0 - _F_EPS2)).astype(np.float32)
+        hi = (y * (1.0 + _F_EPS2)).astype(np.float32)
+    out = lo
+    for i in np.flatnonzero((lo != hi) & ~np.isnan(x)):
+        out[i] = _exp_f32_decimal(float(x[i]), shift)
+    return out
+
+
+def _rn32(v: Fraction) -> np.float32:
+    """A positive rational rounded to binary32 (ties to even), +inf past the range."""
+    e = v.numerator.bit_length() - v.denominator.bit_length()
+    if Fraction(2) ** e > v:
+        e -= 1  # 2^e <= v < 2^(e+1)
+    quantum = Fraction(2) ** (max(e, -126) - 23)
+    q, rem = divmod(v, quantum)
+    if rem > quantum / 2 or (rem == quantum / 2 and q % 2 == 1):
+        q += 1
+    value = q * quantum
+    if value >= Fraction(2) ** 128:
+        return np.float32(np.inf)
+    return np.float32(float(value))  # exact: value is a binary32 number
+
+
+def _exp_f32_decimal(x: float, shift: int = 0) -> np.float32:
+    """``RN32(2^shift e^x)`` by ``decimal``: ``Decimal.exp`` is correctly rounded to the
+    context's precision, so e^x lies within half a unit of its last digit; when both
+    ends of that interval round to the same binary32 value, that is the answer.
+    Otherwise the precision is doubled (e^x is never a midpoint, so this ends)."""
+    if x + shift * LN2 > 89.0:  # e^89 > 2^128
+        return np.float32(np.inf)
+    if x + shift * LN2 < -104.0:  # e^-104 < 2^-150
+        return np.float32(0.0)
+    prec = 40
+    while True:
+        with decimal.localcontext() as ctx:
+            ctx.prec = prec
+            ctx.Emax, ctx.Emin = 10**6, -10**6
+            v = decimal.Decimal(x).exp()
+        half = Fraction(1, 2) * Fraction(10) ** (v.adjusted() - prec + 1)
+        scale = Fraction(2) ** shift
+        a, b = _rn32((Fraction(v) - half) * scale), _rn32((Fraction(v) + half) * scale)
+        if a == b:
+            return a
+        prec *= 2
 
 
 def expm1(x: ArrayLike) -> np.ndarray:
     """``e**x - 1`` in float64 without cancellation near 0, bit-reproducible; error
     at most 0.7 ulp (module docstring; tested)."""
-    return _elementwise(_expm1, np.asarray(x, dtype=np.float64))
+    return _elementwise(_returning(_expm1), np.asarray(x, dtype=np.float64))
 
 
 def _expm1(x: np.ndarray) -> np.ndarray:
@@ -297,7 +572,7 @@ def log(x: ArrayLike) -> np.ndarray:
 
 def tanh(x: ArrayLike) -> np.ndarray:
     """Hyperbolic tangent in float64, bit-reproducible; at most 3 ulp (tested)."""
-    return _elementwise(_tanh, np.asarray(x, dtype=np.float64))
+    return _elementwise(_returning(_tanh), np.asarray(x, dtype=np.float64))
 
 
 def _tanh(x: np.ndarray) -> np.ndarray:
