@@ -69,6 +69,7 @@ that one final round-to-nearest-even to the target is correct (see ``rounding``)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -92,6 +93,8 @@ _REFINE_ELEMS = 1 << 16
 _LEAN_SCREEN_ELEMS = 1 << 17
 #: flagged products beyond which exact BLAS sums are looked for first (integer-like data)
 _BULK_ELEMS = 1 << 24
+#: flagged products up to which resolve_fp32 gathers the factors directly
+_FEW_ELEMS = 1 << 14
 
 
 @dataclass
@@ -551,6 +554,25 @@ def exact_col_norms(b64: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("...kj,...kj->...j", b64, b64))
 
 
+def _fold_rows(p: np.ndarray) -> np.ndarray:
+    """:func:`refimpl.summation.fold_sum` over the last axis of a 2-D float64 array (the
+    same additions in the same order), halving in place in one scratch array."""
+    rows, n = p.shape
+    if n <= 1:
+        return p[:, 0].copy() if n else np.zeros(rows)
+    h = (n + 1) // 2
+    buf = np.empty((rows, h))
+    np.add(p[:, :n - h], p[:, h:n], out=buf[:, :n - h])
+    if n - h < h:  # odd: the middle element passes through
+        buf[:, h - 1] = p[:, h - 1]
+    n = h
+    while n > 1:
+        h = (n + 1) // 2
+        buf[:, :n - h] += buf[:, h:n]
+        n = h
+    return buf[:, 0]
+
+
 def _fold_certified(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(certified, RN32 values) for rows of exact float64 products ``p`` (n x k).
 
@@ -562,7 +584,7 @@ def _fold_certified(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     RN32(fl(t - W)) == RN32(fl(t + W)), non-zero, is RN32(s).
     """
     k = p.shape[-1]
-    t = fold_sum(p, axis=-1)
+    t = _fold_rows(p)
     u1 = np.sum(np.abs(p), axis=-1)
     w = u1 * ((max(k - 1, 0).bit_length() + 3) * _U * (1.0 + (k + 4) * _U))
     with np.errstate(over="ignore"):
@@ -570,6 +592,23 @@ def _fold_certified(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         hi32 = (t + w).astype(np.float32)
     ok = (lo32.view(np.uint32) == hi32.view(np.uint32)) & (lo32 != 0)
     return ok, lo32
+
+
+def _fsum_fp32(p: np.ndarray) -> tuple[bool, np.float32]:
+    """(certified, RN32 value) of the sum of the exact float64 products ``p`` (1-D):
+    ``math.fsum`` returns the exact sum rounded once to binary64 (Shewchuk's algorithm),
+    and rounding that to binary32 gives RN32 of the exact sum unless it is itself a
+    binary32 midpoint (a double-rounding tie), zero (the sign of an exact zero needs the
+    products) or near the overflow threshold; those are left uncertified."""
+    v = math.fsum(p.tolist())
+    if v == 0 or not abs(v) < 2.0**127:
+        return False, np.float32(0)
+    y = np.float32(v)
+    if float(y) != v:
+        other = np.nextafter(y, np.float32(np.inf if v > float(y) else -np.inf))
+        if (float(y) + float(other)) / 2 == v:  # exact: two binary32 values
+            return False, y
+    return True, y
 
 
 def exact_product_fp32(
@@ -622,70 +661,109 @@ def exact_product_fp32(
         if per_output:
             # fl is monotone: every fl(ra_i cb_j) >= fl(min ra * min cb)
             tiny = not ((ra2.min(axis=-1) * cb2.min(axis=-1)).min() >= 2.0**-140)
+            w = None
         else:
-            w = (ra2.max(axis=-1) * cb2.max(axis=-1))[:, None, None]  # (nb, 1, 1)
-            tiny = not (w.min() >= 2.0**-140)
+            w, tiny = screen_width(ra2, cb2)
         per = max(1, _LEAN_SCREEN_ELEMS // (m_ * n_))  # batch entries per block
         rows = m_ if m_ * n_ <= _LEAN_SCREEN_ELEMS else max(1, _LEAN_SCREEN_ELEMS // n_)
         hi = np.empty((min(per, nb), min(rows, m_), n_), dtype=np.float32)
         wbuf = np.empty(hi.shape, dtype=np.float64) if per_output else None
         found = []
-        with np.errstate(over="ignore"):
-            for b0 in range(0, nb, per):
-                if not per_output:
-                    wb = w[b0:b0 + per]
-                    if wb.shape[0] == 1:
-                        wb = wb[0, 0, 0]  # a scalar operand: the fastest loops
-                for r0 in range(0, m_, rows):
-                    blk = s3[b0:b0 + per, r0:r0 + rows]
-                    if per_output:
-                        wb = wbuf[:blk.shape[0], :blk.shape[1]]
-                        np.multiply(ra2[b0:b0 + per, r0:r0 + rows, None],
-                                    cb2[b0:b0 + per, None, :], out=wb)
-                    # RN32(fl(s^ - W)) and RN32(fl(s^ + W)): float64 operations whose
-                    # results are cast on output (no float64 temporaries)
-                    yb = y[b0:b0 + per, r0:r0 + rows]
-                    hb = hi[:blk.shape[0], :blk.shape[1]]
-                    np.subtract(blk, wb, out=yb, casting="same_kind")
-                    np.add(blk, wb, out=hb, casting="same_kind")
-                    if tiny:
-                        flag = yb.view(np.uint32) != hb.view(np.uint32)
-                        flag |= yb == 0
-                    else:
-                        flag = yb != hb
-                    flat = np.flatnonzero(flag)
-                    if flat.size:
-                        fr, fj = np.divmod(flat, blk.shape[2])
-                        fb, fi = np.divmod(fr, blk.shape[1])
-                        found.append((fb + b0, fi + r0, fj))
+        for b0 in range(0, nb, per):
+            if not per_output:
+                wb = w[b0:b0 + per]
+                if wb.shape[0] == 1:
+                    wb = wb[0, 0, 0]  # a scalar operand: the fastest loops
+            for r0 in range(0, m_, rows):
+                blk = s3[b0:b0 + per, r0:r0 + rows]
+                if per_output:
+                    wb = wbuf[:blk.shape[0], :blk.shape[1]]
+                    np.multiply(ra2[b0:b0 + per, r0:r0 + rows, None],
+                                cb2[b0:b0 + per, None, :], out=wb)
+                flag = screen_fp32(blk, wb, y[b0:b0 + per, r0:r0 + rows],
+                                   hi[:blk.shape[0], :blk.shape[1]], tiny)
+                flat = np.flatnonzero(flag)
+                if flat.size:
+                    fr, fj = np.divmod(flat, blk.shape[2])
+                    fb, fi = np.divmod(fr, blk.shape[1])
+                    found.append((fb + b0, fi + r0, fj))
         if found:
             bt = np.concatenate([f[0] for f in found])
             ii = np.concatenate([f[1] for f in found])
             jj = np.concatenate([f[2] for f in found])
-            # by matrix and column: the columns of b are then gathered in memory order
-            order = np.lexsort((jj, bt))
-            bt, ii, jj = bt[order], ii[order], jj[order]
             a3 = np.broadcast_to(a64, shape[:-2] + a64.shape[-2:]).reshape(nb, m_, k)
             b3 = np.broadcast_to(b64, shape[:-2] + b64.shape[-2:]).reshape(nb, k, n_)
-            if bt.size * k <= _BULK_ELEMS:
-                ok = np.empty(bt.size, dtype=bool)
-                vals = np.empty(bt.size, dtype=np.float32)
-                for c0, ar, bc in _factor_chunks(a3, b3, bt, ii, jj):
-                    ok[c0:c0 + ar.shape[0]], vals[c0:c0 + ar.shape[0]] = \
-                        _fold_certified(ar * bc)
-                y[bt[ok], ii[ok], jj[ok]] = vals[ok]
-                bt, ii, jj = bt[~ok], ii[~ok], jj[~ok]
-        if found and bt.size:
-            st = ExactStats() if stats is None else stats
-            if bt.size * k > _BULK_ELEMS:
-                done = _exact_blas(a3, b3, s3, bt, ii, jj)
-                y[bt[done], ii[done], jj[done]] = s3[bt[done], ii[done], jj[done]]
-                bt, ii, jj = bt[~done], ii[~done], jj[~done]
-            with np.errstate(over="ignore"):
-                y[bt, ii, jj] = _refine(a3, b3, bt, ii, jj, FP32, st)
+            y[bt, ii, jj] = resolve_fp32(a3, b3, s3, bt, ii, jj, stats)
     if stats is not None:
         stats.outputs += s.size
     return y.reshape(shape)
+
+
+def screen_width(ra2: np.ndarray, cb2: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The one screen width per matrix of :func:`exact_product_fp32`:
+    ``W = fl(max_i ra_i max_j cb_j)`` as (nb, 1, 1), and whether some W is below
+    2^-140 (then zeros must be told apart by their bits, see :func:`screen_fp32`), for
+    row bounds ``ra2`` (nb, M) and column norms ``cb2`` (nb, N)."""
+    w = (ra2.max(axis=-1, initial=0.0) * cb2.max(axis=-1, initial=0.0))[:, None, None]
+    return w, not (w.min(initial=np.inf) >= 2.0**-140)
+
+
+def screen_fp32(blk: np.ndarray, w, y: np.ndarray, hi: np.ndarray,
+                tiny: bool) -> np.ndarray:
+    """The screen of :func:`exact_product_fp32` on a block of float64 BLAS sums ``blk``
+    with width ``w`` (a scalar or broadcastable array): writes ``RN32(fl(s^ - W))`` to
+    ``y`` and ``RN32(fl(s^ + W))`` to ``hi`` (float32 arrays of the block's shape) and
+    returns the mask of the outputs it cannot certify; elsewhere ``y`` is the answer.
+    ``tiny``: some W is below 2^-140, so bit patterns are compared and zeros flagged."""
+    # float64 operations whose results are cast on output (no float64 temporaries)
+    with np.errstate(over="ignore"):
+        np.subtract(blk, w, out=y, casting="same_kind")
+        np.add(blk, w, out=hi, casting="same_kind")
+    if tiny:
+        flag = y.view(np.uint32) != hi.view(np.uint32)
+        flag |= y == 0
+        return flag
+    return y != hi
+
+
+def resolve_fp32(a3: np.ndarray, b3: np.ndarray, s3: np.ndarray, bt: np.ndarray,
+                 ii: np.ndarray, jj: np.ndarray,
+                 stats: ExactStats | None = None) -> np.ndarray:
+    """Correctly rounded FP32 values of the outputs ``(bt, ii, jj)`` (in that order) of
+    the products of the stacks ``a3`` (nb, M, K) and ``b3`` (nb, K, N) (float64 holding
+    finite float32 values) that the screen of :func:`exact_product_fp32` flagged;
+    ``s3`` (nb, M, N) holds their float64 BLAS sums (exact zeros may be given their sign
+    in place). The steps after the screen in :func:`exact_product_fp32`."""
+    k = a3.shape[-1]
+    vals = np.empty(bt.size, dtype=np.float32)
+    todo = np.arange(bt.size)
+    if bt.size * k <= _FEW_ELEMS:  # a few outputs: their factors gathered directly
+        p = a3[bt, ii, :] * b3[bt, :, jj]
+        ok, v = _fold_certified(p)
+        for i in np.flatnonzero(~ok):
+            ok[i], v[i] = _fsum_fp32(p[i])
+    elif bt.size * k <= _BULK_ELEMS:
+        # by matrix and column: the columns of b are then gathered in memory order
+        order = np.lexsort((jj, bt))
+        ok = np.empty(bt.size, dtype=bool)
+        v = np.empty(bt.size, dtype=np.float32)
+        for c0, ar, bc in _factor_chunks(a3, b3, bt[order], ii[order], jj[order]):
+            sl = order[c0:c0 + ar.shape[0]]
+            ok[sl], v[sl] = _fold_certified(ar * bc)
+    else:
+        ok = np.zeros(bt.size, dtype=bool)
+        v = vals
+    vals[ok] = v[ok]
+    bt, ii, jj, todo = bt[~ok], ii[~ok], jj[~ok], todo[~ok]
+    if bt.size:
+        st = ExactStats() if stats is None else stats
+        if bt.size * k > _BULK_ELEMS:
+            done = _exact_blas(a3, b3, s3, bt, ii, jj)
+            vals[todo[done]] = s3[bt[done], ii[done], jj[done]]
+            bt, ii, jj, todo = bt[~done], ii[~done], jj[~done], todo[~done]
+        with np.errstate(over="ignore"):
+            vals[todo] = _refine(a3, b3, bt, ii, jj, FP32, st)
+    return vals
 
 
 class Exact(WholeK):
