@@ -27,7 +27,7 @@ from refimpl.summation import fold_sum
 
 __all__ = [
     "SoftmaxState", "merge", "softmax", "logsumexp", "online_softmax", "online_state",
-    "exp_diff",
+    "exp_diff", "exp_diff_f32",
 ]
 
 
@@ -49,6 +49,18 @@ def exp_diff(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         d = a - b
     return elementary.exp(d)
+
+
+def exp_diff_f32(a: ArrayLike, b: ArrayLike, *, shift: int = 0) -> np.ndarray:
+    """``RN32(2^shift e^(fl64(a - b)))`` with ``e^(-inf - (-inf)) := 0``, as
+    :func:`exp_diff` but correctly rounded to float32 once
+    (:func:`refimpl.elementary.exp_f32`)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    b = np.where(np.isneginf(b), 0.0, b)
+    with np.errstate(invalid="ignore"):
+        d = a - b
+    return elementary.exp_f32(d, shift=shift)
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ from refimpl.attention.scores import scores_from_product
 from refimpl.attention.stats import ScheduleStats
 from refimpl.matmul import matmul, resolve_accumulation
 from refimpl.scaling import block_fp8_quantize, hadamard_transform, random_signs
-from refimpl.softmax import exp_diff
+from refimpl.softmax import exp_diff_f32
 from refimpl.summation import fold_sum
 
 __all__ = [
@@ -297,8 +297,8 @@ def _update(
     if s.shape[-1] == 0:
         return state
     m_new = np.maximum(state.m, np.max(s, axis=-1))
-    alpha = exp_diff(state.m, m_new).astype(np.float32)
-    p = np.ldexp(exp_diff(s, m_new[..., None]), opt.p_offset).astype(np.float32)
+    alpha = exp_diff_f32(state.m, m_new)
+    p = exp_diff_f32(s, m_new[..., None], shift=opt.p_offset)
     p_mm = formats.round_to(p, opt.fmt).astype(np.float32) if opt.fp8 else p
     rowsum = fold_sum(p_mm if opt.p_rowsum == "quantized" else p, axis=-1).astype(np.float32)
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)

@@ -7,12 +7,14 @@ built elsewhere on top of it (paged K/V, FA3) obtains identical bytes by calling
 
 The step, for score tile ``s`` (float32, ``-inf`` where masked), value tile ``v`` and the
 on-chip state ``(m, l, acc)`` (float32), each numbered line rounded once to float32
-after evaluation in float64 (``exp`` from :mod:`refimpl.elementary`;
-``e^(-inf - (-inf)) := 0``):
+after evaluation in float64 (``e^(-inf - (-inf)) := 0``):
 
 1. ``m_new = max(m, rowmax(s))`` (exact)
-2. ``alpha = fl32(e^(m - m_new))``
-3. ``p = fl32(e^(s - m_new))``
+2. ``alpha = RN32(e^(fl64(m - m_new)))``
+3. ``p = RN32(e^(fl64(s - m_new)))``
+
+where ``RN32(e^x)`` is the exponential correctly rounded to float32
+(:func:`refimpl.elementary.exp_f32`): one answer, whatever computes it.
 4. ``rowsum = fl32(fold_sum(p))`` (:func:`refimpl.summation.fold_sum` over the tile)
 5. ``l_new = fl32(alpha * l + rowsum)``
 6. ``acc_new = fl32(alpha * acc + matmul_f32(p, v))`` (the product correctly rounded)
@@ -127,9 +129,9 @@ def online_step(
     d[..., c] = state.m
     with np.errstate(invalid="ignore"):
         d -= m64[..., None]
-    e = elementary.exp(d)  # keeps the memory layout of d
-    alpha = e[..., c].astype(np.float32)
-    p = e[..., :c].astype(np.float32)
+    e = elementary.exp_f32(d)  # keeps the memory layout of d
+    alpha = e[..., c]
+    p = e[..., :c]
     p64 = p.astype(np.float64)
     rowsum = _fold_last(p64).astype(np.float32)
     l_new = (alpha.astype(np.float64) * state.l + rowsum).astype(np.float32)
