@@ -37,11 +37,13 @@ from typing import Optional, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.online import OnlineState, finalize, online_block_update, online_step
+from refimpl import elementary
+from refimpl._blas import ProductThread
+from refimpl.attention.online import OnlineState, finalize, nonfinite_rows, online_block_update
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.stats import ScheduleStats, forward_working_set
-from refimpl.matmul.exact import exact_col_norms, exact_product_fp32, exact_row_bounds
+from refimpl.matmul.exact import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
 
 __all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
            "DEFAULT_BLOCK"]
@@ -111,9 +113,11 @@ def flash_v2_core(
     block: tuple[int, int],
     key_range: Optional[tuple[int, int]] = None,
     implementation: str = "fast",
+    threads: Optional[int] = None,
 ) -> tuple[np.ndarray, np.ndarray, ScheduleStats]:
     """FlashAttention-2 forward on the flattened problem over keys ``key_range`` (default
-    all): returns out (B, Hq, Sq, Dv), LSE (B, Hq, Sq) (both float32) and the stats."""
+    all): returns out (B, Hq, Sq, Dv), LSE (B, Hq, Sq) (both float32) and the stats.
+    ``threads``: as :func:`flash_v2` (the fast implementation only)."""
     br, bc = check_block(block)
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
@@ -169,71 +173,267 @@ def _batch_entry(prob: Problem, bi: int) -> Problem:
 #: query rows run in lock-step by the fast implementation (bounds its temporaries to
 #: about this many rows times B_c; any grouping gives the same bytes)
 _LOCKSTEP_ROWS = 1024
+#: elements (instances x keys x query rows) per part of the elementwise passes: big
+#: enough that NumPy's per-call cost is small, small enough for the part's temporaries
+#: to stay near the core
+_PART_ELEMS = 1 << 17
+#: query rows per part at least
+_MIN_PART_ROWS = 64
+
+
+class _Scratch:
+    """Scratch arrays of the fast path, grown on demand and reused (fresh temporaries
+    cost more than the arithmetic on them: new memory is touched for the first time)."""
+
+    def __init__(self) -> None:
+        self.bufs: dict[tuple[str, int], np.ndarray] = {}
+
+    def get(self, dtype: type, i: int, shape: tuple[int, ...]) -> np.ndarray:
+        """A C-contiguous array of ``shape`` in buffer ``i`` of ``dtype``."""
+        key = (np.dtype(dtype).str, i)
+        size = int(np.prod(shape))
+        buf = self.bufs.get(key)
+        if buf is None or buf.size < size:
+            buf = self.bufs[key] = np.empty(size, dtype=dtype)
+        return buf[:size].reshape(shape)
+
+
+def _parts(nbh: int, o0: int, o1: int, c: int, whole_instances: bool) -> list[tuple]:
+    """Parts ``(h0, h1, p0, p1)`` (instances h0:h1, query rows p0:p1 of the group) of
+    about :data:`_PART_ELEMS` elements of a ``c``-key tile (``whole_instances``: every
+    part has all instances)."""
+    w = o1 - o0
+    wc = min(w, max(_MIN_PART_ROWS, _PART_ELEMS // max(1, nbh * c)))
+    hg = nbh if whole_instances else max(1, min(nbh, _PART_ELEMS // max(1, c * wc)))
+    return [(h0, min(nbh, h0 + hg), p0, min(o1, p0 + wc))
+            for h0 in range(0, nbh, hg) for p0 in range(o0, o1, wc)]
+
+
+def _fold_keys(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """:func:`refimpl.summation.fold_sum` over axis 1 of float64 ``x`` (n, c, w) (the
+    same additions in the same order), with ``buf`` (n, ceil(c/2), w) as scratch."""
+    c = x.shape[1]
+    if c == 1:
+        return x[:, 0]
+    h = (c + 1) // 2
+    np.add(x[:, :c - h], x[:, h:c], out=buf[:, :c - h])
+    if c - h < h:  # odd: the middle element passes through
+        buf[:, h - 1] = x[:, h - 1]
+    n = h
+    while n > 1:
+        h = (n + 1) // 2
+        buf[:, :n - h] += buf[:, h:n]
+        n = h
+    return buf[:, 0]
+
+
+def _screen_into(blk, w, y, hi, tiny, a3, b3, s3, col0):
+    """The product screen of :func:`refimpl.matmul.exact.exact_product_fp32` on a
+    block ``blk`` (instances, rows, columns ``col0:`` of ``s3``) of the float64 BLAS
+    product ``s3`` of ``a3`` and ``b3``: the correctly rounded float32 values into
+    ``y``."""
+    flag = screen_fp32(blk, w, y, hi, tiny)
+    if flag.any():
+        fb, fi, fj = np.unravel_index(np.flatnonzero(flag), flag.shape)
+        y[fb, fi, fj] = resolve_fp32(a3, b3, s3, fb, fi, fj + col0)
+
+
+#: multiply-adds of the products below which the fast path does not overlap them
+#: with the elementwise work (a helper thread costs more than it saves)
+_OVERLAP_MIN_WORK = 1 << 26
 
 
 def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
-    """Groups of query tiles in lock-step per key tile; rows of tiles that skip a key tile
-    keep their state. Same bytes as :func:`_plain` (every step is row-local).
+    """Groups of query tiles in lock-step per key tile. Same bytes as :func:`_plain`:
+    every step is row-local, and a tile the mask hides entirely leaves a row's state as
+    it is (see :mod:`refimpl.attention.online`), so rows whose tile skips a key tile may
+    be computed with the others.
 
-    The correctly rounded products use operands prepared once per query group and key
-    tile (float64 copies and the norms of the product screen, see
-    :func:`refimpl.matmul.exact.exact_product_fp32`), never more than a group of rows
-    and a tile at a time. They are formed transposed, ``S^T = K_j Q^T`` and
-    ``(P V_j)^T = V_j^T P^T``, so that the score tile and the accumulator lie key-major
-    and feature-major in memory: the row operations of the online softmax (row max,
-    ``s - m``, ``alpha * acc``) then run along contiguous memory. A dot product's
-    correct rounding does not depend on the orientation: the same bytes as
-    :func:`refimpl.attention.products.matmul_f32`."""
-    b, hq, _, sq, _, _ = prob.shape
+    Per group of rows and key tile: the two correctly rounded products are formed
+    transposed, ``S^T = K_j Q^T`` and ``(P V_j)^T = V_j^T P^T``, by float64 BLAS on
+    operands prepared once (their error screen is that of
+    :func:`refimpl.matmul.exact.exact_product_fp32`), so that the score tile and the
+    accumulator lie key-major and feature-major in memory and the row operations of the
+    online softmax run along contiguous memory. The elementwise work (the product
+    screens, the score pipeline, the operations of
+    :func:`refimpl.attention.online.online_step`) runs in parts of query rows, in
+    reused scratch arrays. On a machine with several cores the products run on a helper
+    thread (:class:`refimpl._blas.ProductThread`) one tile ahead: ``S_{j+1}`` and
+    ``P_j V_j`` are formed while the softmax of tile j and the accumulator update of
+    tile j - 1 run (double buffers); the order of every operation on every value is the
+    same."""
+    b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
+    nbh = b * hq
     out = np.zeros((b, hq, sq, dv), dtype=np.float32)
     lse = np.full((b, hq, sq), -np.inf, dtype=np.float32)
     if not ktiles or sq == 0:
         return out, lse
-    per = max(1, _LOCKSTEP_ROWS // br)
-    for g0 in range(0, len(qtiles), per):
-        group = qtiles[g0:g0 + per]
-        r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
-        q64 = prob.q[:, :, r0:r1].astype(np.float64)  # this group's query rows
-        q_norms = exact_col_norms(np.swapaxes(q64, -1, -2))  # columns of Q^T
-        state = OnlineState(
-            np.full((b, hq, r1 - r0), -np.inf, dtype=np.float32),
-            np.zeros((b, hq, r1 - r0), dtype=np.float32),
-            np.swapaxes(np.zeros((b, hq, dv, r1 - r0), dtype=np.float32), -1, -2),
-        )
-        tile_of_row = (np.arange(r0, r1) // br) - g0
-        for j, cols in enumerate(ktiles):
-            comp_j = comp[:, g0:g0 + per, j]  # (B, tiles in group)
-            live = np.flatnonzero(comp_j.any(axis=0))
-            if live.size == 0:
-                continue
-            a0, a1 = int(group[live[0]][0]), int(group[live[-1]][-1]) + 1
-            rows = np.arange(a0, a1)
-            c0, c1 = int(cols[0]), int(cols[-1]) + 1
-            k_j = kq[:, :, c0:c1].astype(np.float64)
-            qk_t = exact_product_fp32(k_j, np.swapaxes(q64[:, :, a0 - r0:a1 - r0], -1, -2),
-                                      exact_row_bounds(k_j), q_norms[:, :, a0 - r0:a1 - r0])
-            s, _, _ = scores_from_product(prob, np.swapaxes(qk_t, -1, -2), rows, cols)
-            v_t = np.swapaxes(vq[:, :, c0:c1].astype(np.float64), -1, -2)  # (B, H, Dv, c)
-            v_rows = exact_row_bounds(v_t)
-
-            def product(p, p64, v_t=v_t, v_rows=v_rows):
-                p_t = np.swapaxes(p64, -1, -2)  # (B, H, c, r)
-                pv_t = exact_product_fp32(v_t, p_t, v_rows, exact_col_norms(p_t))
-                return np.swapaxes(pv_t, -1, -2)
-
-            sl = slice(a0 - r0, a1 - r0)
-            sub = OnlineState(state.m[:, :, sl], state.l[:, :, sl], state.acc[:, :, sl])
-            keep = comp_j[:, tile_of_row[sl]]  # (B, rows)
-            everywhere = bool(keep.all())
-            new = online_step(sub, s, product, out=sub if everywhere else None)
-            if not everywhere:
-                new = sub.where(keep[:, None, :], new)
-                state.m[:, :, sl] = new.m
-                state.l[:, :, sl] = new.l
-                state.acc[:, :, sl] = new.acc
-        out[:, :, r0:r1], lse[:, :, r0:r1] = finalize(state)
+    work = int(comp.sum()) * hq * br * max(t.size for t in ktiles) * (d + dv)
+    with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
+        ctx = _FastContext(prob, kq, vq, ktiles, blas)
+        per = max(1, _LOCKSTEP_ROWS // br)
+        for g0 in range(0, len(qtiles), per):
+            group = qtiles[g0:g0 + per]
+            r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
+            o, l_out = ctx.group(group, r0, r1, comp[:, g0:g0 + per])
+            out[:, :, r0:r1] = o.reshape(b, hq, r1 - r0, dv)
+            lse[:, :, r0:r1] = l_out.reshape(b, hq, r1 - r0)
     return out, lse
+
+
+class _FastContext:
+    """The fast path's operands, buffers and steps (see :func:`_fast`)."""
+
+    def __init__(self, prob, kq, vq, ktiles, blas) -> None:
+        b, hq, _, sq, sk, d = prob.shape
+        self.prob, self.ktiles, self.blas = prob, ktiles, blas
+        self.b, self.hq, self.nbh, self.dv = b, hq, b * hq, prob.v.shape[-1]
+        self.plain_scores = not (prob.has_mask or prob.softcap is not None
+                                 or prob.slopes is not None)
+        self.scale32 = np.float32(prob.scale)
+        self.q3 = prob.q.reshape(self.nbh, sq, d)
+        self.k3 = kq.reshape(self.nbh, sk, d)
+        self.v3 = vq.reshape(self.nbh, sk, self.dv)
+        self.cmax = max(t.size for t in ktiles)
+        self.sc = _Scratch()
+
+    def group(self, group, r0, r1, comp_g):
+        """Out and LSE (instances, rows) of query rows r0:r1 (the tiles ``group``)."""
+        nbh, dv, cmax, sc = self.nbh, self.dv, self.cmax, self.sc
+        n = r1 - r0
+        self.r0 = r0
+        self.q_t = np.ascontiguousarray(np.swapaxes(self.q3[:, r0:r1], 1, 2), dtype=np.float64)
+        self.q_norms = exact_col_norms(self.q_t)  # columns of Q^T
+        self.m = np.full((nbh, n), -np.inf, dtype=np.float32)
+        self.l_ = np.zeros((nbh, n), dtype=np.float32)
+        self.acc_t = np.zeros((nbh, dv, n), dtype=np.float32)
+        # double buffers: tile j + 1's product is formed while tile j is read
+        self.alpha = [np.empty((nbh, n)) for _ in range(2)]
+        self.rsum = [np.empty((nbh, n)) for _ in range(2)]
+        self.s_t = [sc.get(np.float64, 10 + i, (nbh, cmax, n)) for i in range(2)]
+        self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax, n)) for i in range(2)]
+        self.pv_t = [sc.get(np.float64, 14 + i, (nbh, dv, n)) for i in range(2)]
+        tiles = []
+        for j, cols in enumerate(self.ktiles):
+            live = np.flatnonzero(comp_g[:, :, j].any(axis=0))
+            if live.size:
+                o0 = int(group[live[0]][0]) - r0
+                o1 = int(group[live[-1]][-1]) + 1 - r0
+                tiles.append((cols, o0, o1))
+        blas = self.blas
+        pending = []
+        try:
+            qk = blas.submit(lambda t=tiles[0]: self.qk_product(t, 0)) if tiles else None
+            pv_prev = None
+            for i, tile in enumerate(tiles):
+                k_j = blas.wait(qk)
+                if i + 1 < len(tiles):
+                    qk = blas.submit(lambda t=tiles[i + 1], i=i: self.qk_product(t, (i + 1) % 2))
+                    pending.append(qk)
+                self.softmax_step(tile, i % 2, k_j)
+                pv = blas.submit(lambda t=tile, i=i: self.pv_product(t, i % 2))
+                pending.append(pv)
+                if pv_prev is not None:
+                    self.acc_step(*blas.wait(pv_prev))
+                pv_prev = pv
+            if pv_prev is not None:
+                self.acc_step(*blas.wait(pv_prev))
+        finally:
+            for f in pending:  # nothing may still write to the buffers
+                f.exception()
+        return finalize(OnlineState(self.m, self.l_, np.swapaxes(self.acc_t, 1, 2)))
+
+    def qk_product(self, tile, buf):
+        """``S^T = K_j Q^T`` in float64 into ``s_t[buf]``; returns the float64 ``K_j``."""
+        cols, o0, o1 = tile
+        c0, c = int(cols[0]), cols.size
+        k_j = self.k3[:, c0:c0 + c].astype(np.float64)
+        np.matmul(k_j, self.q_t[:, :, o0:o1], out=self.s_t[buf][:, :c, o0:o1])
+        return k_j
+
+    def pv_product(self, tile, buf):
+        """``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``."""
+        cols, o0, o1 = tile
+        c0, c = int(cols[0]), cols.size
+        v_t = np.ascontiguousarray(np.swapaxes(self.v3[:, c0:c0 + c], 1, 2), dtype=np.float64)
+        np.matmul(v_t, self.p_t[buf][:, :c, o0:o1], out=self.pv_t[buf][:, :, o0:o1])
+        return tile, buf, v_t
+
+    def softmax_step(self, tile, buf, k_j):
+        """Screen of ``S^T``, the score pipeline and steps 1-5 of the online step."""
+        cols, o0, o1 = tile
+        c = cols.size
+        prob, sc, b, hq = self.prob, self.sc, self.b, self.hq
+        s_t, p_t = self.s_t[buf], self.p_t[buf]
+        m, l_, alpha, rsum = self.m, self.l_, self.alpha[buf], self.rsum[buf]
+        w_s, tiny_s = screen_width(exact_row_bounds(k_j), self.q_norms[:, o0:o1])
+        for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, self.dv), not self.plain_scores):
+            hs, ps = slice(h0, h1), slice(p0, p1)
+            nh, wc = h1 - h0, p1 - p0
+            y = sc.get(np.float32, 0, (nh, c, wc))
+            _screen_into(s_t[hs, :c, ps], _w_of(w_s, hs), y, sc.get(np.float32, 1, (nh, c, wc)),
+                         tiny_s, k_j[hs], self.q_t[hs, :, o0:o1], s_t[hs, :c, o0:o1], p0 - o0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                if self.plain_scores:
+                    np.multiply(y, self.scale32, out=y)  # fl32(S * fl32(scale))
+                    s_part = y
+                else:
+                    s4, _, _ = scores_from_product(
+                        prob, np.swapaxes(y.reshape(b, hq, c, wc), -1, -2),
+                        np.arange(self.r0 + p0, self.r0 + p1), cols)
+                    s_part = np.swapaxes(s4, -1, -2).reshape(nh, c, wc)
+                # the operations of refimpl.attention.online.online_step
+                m_old = m[hs, ps]
+                m_new = np.maximum(m_old, np.max(s_part, axis=1))
+                m64 = m_new.astype(np.float64)
+                m64[np.isneginf(m_new)] = 0.0
+                e = sc.get(np.float64, 0, (nh, c + 1, wc))
+                np.subtract(s_part, m64[:, None, :], out=e[:, :c])
+                np.subtract(m_old, m64, out=e[:, c])
+                e32 = elementary.exp_f32(e, out=sc.get(np.float32, 1, (nh, c + 1, wc)))
+                p64 = p_t[hs, :c, ps]
+                np.copyto(p64, e32[:, :c])  # exact
+                bad = nonfinite_rows(m_new)
+                if bad.any():  # product_operand: their probabilities take no part
+                    bb, bj = np.nonzero(bad)
+                    p64[bb, :, bj] = 0.0
+                rowsum = _fold_keys(p64, sc.get(np.float64, 1, (nh, (c + 1) // 2, wc)))
+                l_[hs, ps] = (e32[:, c].astype(np.float64) * l_[hs, ps]
+                              + rowsum.astype(np.float32)).astype(np.float32)
+                alpha[hs, ps] = e32[:, c]
+                rsum[hs, ps] = rowsum
+                m[hs, ps] = m_new
+
+    def acc_step(self, tile, buf, v_t):
+        """Step 6: ``acc = fl32(fl64(alpha acc) + RN32(P V_j))``. The screen of
+        ``P V_j`` bounds ``||p||_2 <= sqrt(sum p)`` (0 <= p <= 1; the fold sum is within
+        7u of ``sum p``)."""
+        cols, o0, o1 = tile
+        c, dv, sc = cols.size, self.dv, self.sc
+        pv_t, p_live = self.pv_t[buf], self.p_t[buf][:, :c, o0:o1]
+        alpha = self.alpha[buf]
+        p_norms = np.sqrt(self.rsum[buf][:, o0:o1] * (1.0 + 2.0**-40))
+        w_v, tiny_v = screen_width(exact_row_bounds(v_t), p_norms)
+        for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, dv), not self.plain_scores):
+            hs, ps = slice(h0, h1), slice(p0, p1)
+            nh, wc = h1 - h0, p1 - p0
+            y = sc.get(np.float32, 0, (nh, dv, wc))
+            _screen_into(pv_t[hs, :, ps], _w_of(w_v, hs), y, sc.get(np.float32, 1, (nh, dv, wc)),
+                         tiny_v, v_t[hs], p_live[hs], pv_t[hs, :, o0:o1], p0 - o0)
+            t = sc.get(np.float64, 0, (nh, dv, wc))
+            acc = self.acc_t[hs, :, ps]
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.multiply(acc, alpha[hs, None, ps], out=t)  # exact
+                t += y
+            np.copyto(acc, t, casting="same_kind")
+
+
+def _w_of(w: np.ndarray, hs: slice):
+    """The screen width of instances ``hs``: a scalar for one instance (the fastest
+    loops), else (instances, 1, 1)."""
+    w = w[hs]
+    return w[0, 0, 0] if w.shape[0] == 1 else w
 
 
 def flash_v2(
@@ -252,6 +452,7 @@ def flash_v2(
     query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = True,
     implementation: str = "fast",
+    threads: Optional[int] = None,
 ) -> Union[tuple[np.ndarray, np.ndarray, ScheduleStats], tuple[np.ndarray, ScheduleStats]]:
     """FlashAttention-2 forward (see the module docstring for the exact arithmetic).
 
@@ -261,6 +462,9 @@ def flash_v2(
         return_lse: return the natural LSE the algorithm writes for the backward pass
             (default True).
         implementation: ``"fast"`` (default) or ``"plain"``; same bytes.
+        threads: threads for the elementwise work of the fast implementation (default
+            None: the CPUs available to the process, at most 8); the bytes do not
+            depend on it.
     Returns:
         ``(out, lse, stats)`` or, without ``return_lse``, ``(out, stats)``. Stats per
         instance: Q_i read once per query tile; K_j and V_j read once per computed tile
@@ -271,7 +475,7 @@ def flash_v2(
         window=window, softcap=softcap, alibi_slopes=alibi_slopes,
         key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask,
     )
-    out, lse, st = flash_v2_core(prob, block, implementation=implementation)
+    out, lse, st = flash_v2_core(prob, block, implementation=implementation, threads=threads)
     if return_lse:
         return prob.restore(out), prob.restore(lse), st
     return prob.restore(out), st
