@@ -1,0 +1,282 @@
+"""The fast path of ``flash_v2`` with its float64 products on the helper thread
+(:class:`refimpl._blas.ProductThread`): the same bytes as the plain schedule and as the
+fast path without the overlap; the BLAS thread count and the user count are restored,
+also when a step raises."""
+from __future__ import annotations
+
+import importlib
+import math
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from refimpl import _blas
+from refimpl._blas import ProductThread
+from refimpl.attention import flash_v2
+
+fv2 = importlib.import_module("refimpl.attention.flash_v2")  # the module, not the function
+
+NEVER = 1 << 62  # a work threshold no problem reaches: no overlap
+
+
+def overlap_possible() -> bool:
+    """Whether ProductThread can overlap on this machine (OpenBLAS controls found and
+    two or more cores)."""
+    with ProductThread() as pt:
+        return pt.overlap
+
+
+def blas_threads():
+    controls = _blas._state["controls"]
+    return None if controls is None else controls[0]()
+
+
+@st.composite
+def problems(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    batch = draw(st.sampled_from([(), (2,)]))
+    hkv = draw(st.integers(1, 2))
+    hq = hkv * draw(st.integers(1, 2))  # GQA when the factor is 2
+    sq = draw(st.integers(1, 20))
+    sk = draw(st.integers(1, 20))
+    d = draw(st.sampled_from([1, 8, 64]))
+    q = rng.standard_normal(batch + (hq, sq, d)).astype(np.float32)
+    k = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)
+    v = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)
+    opts = {}
+    if draw(st.booleans()):
+        opts["causal"] = True
+        opts["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
+    if draw(st.booleans()):
+        opts["window"] = (draw(st.one_of(st.none(), st.integers(0, 5))),
+                          draw(st.one_of(st.none(), st.integers(0, 5))))
+    if draw(st.booleans()):
+        opts["softcap"] = draw(st.sampled_from([1.0, 5.0, 30.0]))
+    if draw(st.booleans()):
+        opts["alibi_slopes"] = (2.0 ** -rng.integers(1, 8, hq)).astype(np.float32)
+    if draw(st.booleans()):
+        opts["key_padding_mask"] = rng.random(batch + (sk,)) < 0.8
+    if draw(st.booleans()):
+        opts["query_padding_mask"] = rng.random(batch + (sq,)) < 0.8
+    if draw(st.booleans()):
+        # every logit about 1e4 larger: an extra coordinate 100 * 100 with scale 1
+        q = np.concatenate([q * np.float32(1 / math.sqrt(d)),
+                            np.full(batch + (hq, sq, 1), 100.0, np.float32)], axis=-1)
+        k = np.concatenate([k, np.full(batch + (hkv, sk, 1), 100.0, np.float32)], axis=-1)
+        v = np.concatenate([v, np.zeros(batch + (hkv, sk, 1), np.float32)], axis=-1)
+        opts["scale"] = 1.0
+    block = (draw(st.integers(1, 7)), draw(st.integers(1, 7)))  # rarely dividing 1..20
+    return q, k, v, opts, block
+
+
+def same(a, b) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+class RecordingProductThread(ProductThread):
+    """ProductThread that records whether each use overlapped."""
+    seen: list = []
+
+    def __enter__(self):
+        pt = super().__enter__()
+        RecordingProductThread.seen.append(pt.overlap)
+        return pt
+
+
+@settings(max_examples=60)
+@given(problems())
+def test_overlap_gives_plain_bytes(p):
+    q, k, v, opts, block = p
+    mp = pytest.MonkeyPatch()
+    RecordingProductThread.seen = []
+    try:
+        mp.setattr(fv2, "ProductThread", RecordingProductThread)
+        mp.setattr(fv2, "_OVERLAP_MIN_WORK", NEVER)
+        o_seq, l_seq, st_seq = flash_v2(q, k, v, block=block, **opts)
+        mp.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+        o_ov, l_ov, st_ov = flash_v2(q, k, v, block=block, **opts)
+    finally:
+        mp.undo()
+    assert RecordingProductThread.seen[0] is False
+    assert RecordingProductThread.seen[1] is overlap_possible()
+    o_pl, l_pl, st_pl = flash_v2(q, k, v, block=block, implementation="plain", **opts)
+    assert same(o_ov, o_pl) and same(l_ov, l_pl)
+    assert same(o_ov, o_seq) and same(l_ov, l_seq)
+    assert st_ov == st_pl == st_seq
+    assert _blas._state["users"] == 0
+
+
+def test_overlap_really_uses_the_helper_thread(monkeypatch):
+    """With the threshold at 0 the products run on the helper thread (where it can),
+    OpenBLAS is held to one thread meanwhile, and the count is restored after."""
+    before = blas_threads()
+    seen = {"qk": set(), "pv": set(), "threads_in_step": set()}
+    orig_qk, orig_pv = fv2._FastContext.qk_product, fv2._FastContext.pv_product
+    orig_soft = fv2._FastContext.softmax_step
+
+    def qk(self, *args):
+        seen["qk"].add(threading.current_thread().name)
+        return orig_qk(self, *args)
+
+    def pv(self, *args):
+        seen["pv"].add(threading.current_thread().name)
+        return orig_pv(self, *args)
+
+    def soft(self, *args):
+        seen["threads_in_step"].add(blas_threads())
+        return orig_soft(self, *args)
+
+    monkeypatch.setattr(fv2._FastContext, "qk_product", qk)
+    monkeypatch.setattr(fv2._FastContext, "pv_product", pv)
+    monkeypatch.setattr(fv2._FastContext, "softmax_step", soft)
+    monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((2, 3, 30, 16)).astype(np.float32) for _ in range(3))
+    opts = dict(block=(5, 7), causal=True, softcap=5.0)
+    got = flash_v2(q, k, v, **opts)
+    want = flash_v2(q, k, v, implementation="plain", **opts)
+    assert same(got[0], want[0]) and same(got[1], want[1])
+    main = threading.current_thread().name
+    if overlap_possible():
+        assert seen["qk"] and main not in seen["qk"]
+        assert seen["pv"] and main not in seen["pv"]
+        assert seen["threads_in_step"] == {1}
+    else:
+        assert seen["qk"] == {main} and seen["pv"] == {main}
+    assert blas_threads() == before
+    assert _blas._state["users"] == 0
+
+
+@pytest.mark.parametrize("where", ["softmax_step", "acc_step", "pv_product", "qk_product"])
+def test_thread_count_restored_when_a_step_raises(monkeypatch, where):
+    if blas_threads() is None:
+        overlap_possible()  # the controls are looked up on first use
+    before = blas_threads()
+    calls = {"n": 0}
+    orig = getattr(fv2._FastContext, where)
+
+    def boom(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 2:  # after the pipeline is under way
+            raise RuntimeError("injected")
+        return orig(self, *args)
+
+    monkeypatch.setattr(fv2._FastContext, where, boom)
+    monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((2, 24, 8)).astype(np.float32) for _ in range(3))
+    with pytest.raises(RuntimeError, match="injected"):
+        flash_v2(q, k, v, block=(4, 4))
+    assert calls["n"] >= 2  # the helper may have started the next product
+    if before is not None:
+        assert blas_threads() == before
+    assert _blas._state["users"] == 0
+    assert _blas._state["saved"] is None
+    # the next call works and gives the plain bytes
+    monkeypatch.setattr(fv2._FastContext, where, orig)
+    got = flash_v2(q, k, v, block=(4, 4))
+    want = flash_v2(q, k, v, block=(4, 4), implementation="plain")
+    assert same(got[0], want[0]) and same(got[1], want[1])
+    if before is not None:
+        assert blas_threads() == before
+
+
+def test_thread_count_restored_with_another_setting(monkeypatch):
+    """A thread count other than the default is what comes back."""
+    overlap_possible()
+    controls = _blas._state["controls"]
+    if controls is None:
+        pytest.skip("the OpenBLAS thread count cannot be read here")
+    before = controls[0]()
+    try:
+        controls[1](2 if before != 2 else 3)
+        setting = controls[0]()
+        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+        rng = np.random.default_rng(9)
+        q, k, v = (rng.standard_normal((1, 16, 8)).astype(np.float32) for _ in range(3))
+        flash_v2(q, k, v, block=(4, 4))
+        assert controls[0]() == setting
+    finally:
+        controls[1](before)
+
+
+def test_nested_product_threads_restore_once():
+    """Two overlapping users: the count is set to one by the first and restored by the
+    last."""
+    overlap_possible()
+    before = blas_threads()
+    with ProductThread() as a:
+        with ProductThread() as b:
+            if a.overlap:
+                assert b.overlap and _blas._state["users"] == 2
+                assert blas_threads() == 1
+        if a.overlap:
+            assert _blas._state["users"] == 1 and blas_threads() == 1
+    assert _blas._state["users"] == 0
+    assert blas_threads() == before
+
+
+def test_disabled_product_thread_runs_at_once_on_caller():
+    main = threading.current_thread()
+    ran = []
+    with ProductThread(enabled=False) as pt:
+        assert not pt.overlap
+        assert _blas._state["users"] == 0
+        fut = pt.submit(lambda: ran.append(threading.current_thread()) or 42)
+        assert ran == [main]  # already run, before wait
+        assert fut.done()
+        assert pt.wait(fut) == 42
+
+        def fail():
+            raise ZeroDivisionError("inside")
+
+        bad = pt.submit(fail)  # does not raise here
+        assert bad.done()
+        with pytest.raises(ZeroDivisionError, match="inside"):
+            pt.wait(bad)
+
+
+def test_enabled_product_thread_reports_exceptions_through_wait():
+    with ProductThread() as pt:
+        def fail():
+            raise KeyError("helper")
+
+        fut = pt.submit(fail)
+        with pytest.raises(KeyError, match="helper"):
+            pt.wait(fut)
+        assert pt.wait(pt.submit(lambda: threading.current_thread().name)) is not None
+        name = pt.wait(pt.submit(lambda: threading.current_thread().name))
+        if pt.overlap:
+            assert name != threading.current_thread().name
+        else:
+            assert name == threading.current_thread().name
+    assert _blas._state["users"] == 0
+
+
+@pytest.mark.parametrize("lockstep, part", [(1024, 1 << 17), (32, 1 << 9)])
+def test_overlap_larger_problem_many_tiles_groups_and_parts(monkeypatch, lockstep, part):
+    """Many key tiles per group (both double buffers in turn), several lock-step groups
+    and several parts per tile; masks and softcap take the general score path."""
+    rng = np.random.default_rng(10)
+    q = rng.standard_normal((2, 4, 150, 64)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 170, 64)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 170, 64)).astype(np.float32)
+    kpm = rng.random((2, 170)) < 0.9
+    for opts in (dict(block=(16, 24)),
+                 dict(block=(16, 24), causal=True, window=(60, None), softcap=20.0,
+                      key_padding_mask=kpm, alibi_slopes=np.array([0.5, 0.25, 0.125, 1.0]))):
+        want = flash_v2(q, k, v, implementation="plain", **opts)
+        monkeypatch.setattr(fv2, "_LOCKSTEP_ROWS", lockstep)
+        monkeypatch.setattr(fv2, "_PART_ELEMS", part)
+        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+        got = flash_v2(q, k, v, **opts)
+        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", NEVER)
+        seq = flash_v2(q, k, v, **opts)
+        monkeypatch.undo()
+        assert same(got[0], want[0]) and same(got[1], want[1])
+        assert same(seq[0], want[0]) and same(seq[1], want[1])
+    assert _blas._state["users"] == 0
