@@ -193,7 +193,8 @@ def _elementwise(fn, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray
     if x.ndim >= 2 and not x.flags.c_contiguous and np.swapaxes(x, -1, -2).flags.c_contiguous:
         if out is None or np.swapaxes(out, -1, -2).flags.c_contiguous:
             o = None if out is None else np.swapaxes(out, -1, -2)
-            return np.swapaxes(_elementwise(fn, np.swapaxes(x, -1, -2), o), -1, -2)
+            res = np.swapaxes(_elementwise(fn, np.swapaxes(x, -1, -2), o), -1, -2)
+            return res if out is None else out
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     target = out

@@ -31,7 +31,7 @@ from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.products import matmul_f32, matmul_f64
 from refimpl.attention.scores import PRECISIONS, scores
 from refimpl.attention.stats import ScheduleStats
-from refimpl.softmax import exp_diff
+from refimpl.softmax import exp_diff, exp_diff_f32
 from refimpl.summation import fold_sum
 
 __all__ = ["attention_backward", "flash_v2_backward"]
@@ -66,9 +66,14 @@ def _grads_inputs(prob: Problem, o, do, lse, dt):
 
 
 def _probs(s, lse, dt):
+    """``P = e^(S - L)``: correctly rounded to float32 for the float32 pipeline
+    (:func:`refimpl.softmax.exp_diff_f32`), in float64 for the float64 one; rows with
+    ``L = -inf`` (no visible key) give 0."""
+    if dt == np.float32:
+        p = exp_diff_f32(s, lse[..., None])
+        return np.where(np.isneginf(lse)[..., None], np.float32(0), p)
     p = exp_diff(s, lse[..., None])
-    p = np.where(np.isneginf(lse)[..., None], 0.0, p)
-    return p.astype(dt)
+    return np.where(np.isneginf(lse)[..., None], 0.0, p)
 
 
 def _rowdot(do, o, dt):
@@ -153,7 +158,7 @@ def flash_v2_backward(
     INNER loop over query tiles i in increasing order, skipping tiles the mask hides
     (load Q_i, O_i, dO_i, dQ_i, L_i, D_i as the paper writes):
 
-    - ``S = scores(Q_i, K_j)``; ``P = fl32(e^(S - L_i))``
+    - ``S = scores(Q_i, K_j)``; ``P = RN32(e^(fl64(S - L_i)))`` (:func:`refimpl.elementary.exp_f32`)
     - ``dV_j = fl32(dV_j + matmul_f32(P^T, dO_i))``
     - ``dP = matmul_f32(dO_i, V_j^T)``; ``dS = fl32(P (dP - D_i))`` (softcap factor
       ``fl32(dS (1 - tanh^2))``); ``dS_s = fl32(dS fl32(scale))``

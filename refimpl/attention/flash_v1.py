@@ -7,8 +7,9 @@ query tiles i; ``O``, ``l`` and ``m`` live in HBM and make a round trip for ever
 among them the source chapter this project started from, describe V1 with the query loop
 outermost; that is the FlashAttention-2 order. This module follows the paper.)
 
-Per pair (i, j), with ``fl32`` one rounding to float32 of a float64 evaluation, ``exp``
-from :mod:`refimpl.elementary` and ``e^(-inf - (-inf)) := 0``:
+Per pair (i, j), with ``fl32`` one rounding to float32 of a float64 evaluation (of the
+exact value for ``e^x``: :func:`refimpl.elementary.exp_f32` of the float64 difference)
+and ``e^(-inf - (-inf)) := 0``:
 
 - ``S = scores(Q_i, K_j)`` (:func:`refimpl.attention.scores.scores`, float32)
 - ``m~ = rowmax(S)``; ``P~ = fl32(e^(S - m~))``; ``l~ = fl32(fold_sum(P~))``
@@ -41,7 +42,7 @@ from refimpl.attention.problem import prepare
 from refimpl.attention.products import matmul_f32
 from refimpl.attention.scores import scores
 from refimpl.attention.stats import ScheduleStats, forward_working_set
-from refimpl.softmax import exp_diff
+from refimpl.softmax import exp_diff_f32
 from refimpl.summation import fold_sum
 
 __all__ = ["flash_v1", "v1_block_sizes"]
@@ -124,11 +125,11 @@ def flash_v1(
             m_i = m_hbm[:, :, rows]
             s, _, _ = scores(prob, q_i, k_j, rows, cols)
             m_t = np.max(s, axis=-1)
-            p_t = exp_diff(s, m_t[..., None]).astype(np.float32)
+            p_t = exp_diff_f32(s, m_t[..., None])
             l_t = fold_sum(p_t, axis=-1).astype(np.float32)
             m_new = np.maximum(m_i, m_t)
-            a = exp_diff(m_i, m_new).astype(np.float32).astype(np.float64)
-            bb = exp_diff(m_t, m_new).astype(np.float32).astype(np.float64)
+            a = exp_diff_f32(m_i, m_new).astype(np.float64)
+            bb = exp_diff_f32(m_t, m_new).astype(np.float64)
             l_new = (a * l_i + bb * l_t).astype(np.float32)
             # rows holding a +inf or NaN score have NaN probabilities; they take no part
             # in the product (its error screen is per matrix, a NaN would reach other

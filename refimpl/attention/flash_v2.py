@@ -327,11 +327,11 @@ class _FastContext:
             qk = blas.submit(lambda t=tiles[0]: self.qk_product(t, 0)) if tiles else None
             pv_prev = None
             for i, tile in enumerate(tiles):
-                k_j = blas.wait(qk)
+                k_j, k_bounds = blas.wait(qk)
                 if i + 1 < len(tiles):
                     qk = blas.submit(lambda t=tiles[i + 1], i=i: self.qk_product(t, (i + 1) % 2))
                     pending.append(qk)
-                self.softmax_step(tile, i % 2, k_j)
+                self.softmax_step(tile, i % 2, k_j, k_bounds)
                 pv = blas.submit(lambda t=tile, i=i: self.pv_product(t, i % 2))
                 pending.append(pv)
                 if pv_prev is not None:
@@ -345,12 +345,13 @@ class _FastContext:
         return finalize(OnlineState(self.m, self.l_, np.swapaxes(self.acc_t, 1, 2)))
 
     def qk_product(self, tile, buf):
-        """``S^T = K_j Q^T`` in float64 into ``s_t[buf]``; returns the float64 ``K_j``."""
+        """``S^T = K_j Q^T`` in float64 into ``s_t[buf]``; returns the float64 ``K_j``
+        and its row bounds for the screen."""
         cols, o0, o1 = tile
         c0, c = int(cols[0]), cols.size
         k_j = self.k3[:, c0:c0 + c].astype(np.float64)
         np.matmul(k_j, self.q_t[:, :, o0:o1], out=self.s_t[buf][:, :c, o0:o1])
-        return k_j
+        return k_j, exact_row_bounds(k_j)
 
     def pv_product(self, tile, buf):
         """``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``."""
@@ -358,16 +359,16 @@ class _FastContext:
         c0, c = int(cols[0]), cols.size
         v_t = np.ascontiguousarray(np.swapaxes(self.v3[:, c0:c0 + c], 1, 2), dtype=np.float64)
         np.matmul(v_t, self.p_t[buf][:, :c, o0:o1], out=self.pv_t[buf][:, :, o0:o1])
-        return tile, buf, v_t
+        return tile, buf, v_t, exact_row_bounds(v_t)
 
-    def softmax_step(self, tile, buf, k_j):
+    def softmax_step(self, tile, buf, k_j, k_bounds):
         """Screen of ``S^T``, the score pipeline and steps 1-5 of the online step."""
         cols, o0, o1 = tile
         c = cols.size
         prob, sc, b, hq = self.prob, self.sc, self.b, self.hq
         s_t, p_t = self.s_t[buf], self.p_t[buf]
         m, l_, alpha, rsum = self.m, self.l_, self.alpha[buf], self.rsum[buf]
-        w_s, tiny_s = screen_width(exact_row_bounds(k_j), self.q_norms[:, o0:o1])
+        w_s, tiny_s = screen_width(k_bounds, self.q_norms[:, o0:o1])
         for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, self.dv), not self.plain_scores):
             hs, ps = slice(h0, h1), slice(p0, p1)
             nh, wc = h1 - h0, p1 - p0
@@ -405,28 +406,47 @@ class _FastContext:
                 rsum[hs, ps] = rowsum
                 m[hs, ps] = m_new
 
-    def acc_step(self, tile, buf, v_t):
+    def acc_step(self, tile, buf, v_t, v_bounds):
         """Step 6: ``acc = fl32(fl64(alpha acc) + RN32(P V_j))``. The screen of
         ``P V_j`` bounds ``||p||_2 <= sqrt(sum p)`` (0 <= p <= 1; the fold sum is within
-        7u of ``sum p``)."""
+        7u of ``sum p``). The update is monotone in ``RN32(P V_j)``, which lies between
+        ``lo = RN32(s^ - W)`` and ``hi = RN32(s^ + W)``: where the updates with ``lo``
+        and with ``hi`` give the same bits, that is the result; elsewhere the product is
+        resolved. (With a width below 2^-140, the product is screened first, as in
+        :func:`refimpl.matmul.exact.exact_product_fp32`, for the sign of zeros.)"""
         cols, o0, o1 = tile
         c, dv, sc = cols.size, self.dv, self.sc
         pv_t, p_live = self.pv_t[buf], self.p_t[buf][:, :c, o0:o1]
         alpha = self.alpha[buf]
         p_norms = np.sqrt(self.rsum[buf][:, o0:o1] * (1.0 + 2.0**-40))
-        w_v, tiny_v = screen_width(exact_row_bounds(v_t), p_norms)
+        w_v, tiny_v = screen_width(v_bounds, p_norms)
         for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, dv), not self.plain_scores):
             hs, ps = slice(h0, h1), slice(p0, p1)
             nh, wc = h1 - h0, p1 - p0
-            y = sc.get(np.float32, 0, (nh, dv, wc))
-            _screen_into(pv_t[hs, :, ps], _w_of(w_v, hs), y, sc.get(np.float32, 1, (nh, dv, wc)),
-                         tiny_v, v_t[hs], p_live[hs], pv_t[hs, :, o0:o1], p0 - o0)
+            w = _w_of(w_v, hs)
+            blk = pv_t[hs, :, ps]
+            lo = sc.get(np.float32, 0, (nh, dv, wc))
+            hi = sc.get(np.float32, 1, (nh, dv, wc))
             t = sc.get(np.float64, 0, (nh, dv, wc))
             acc = self.acc_t[hs, :, ps]
+            if tiny_v:
+                _screen_into(blk, w, lo, hi, True, v_t[hs], p_live[hs], pv_t[hs, :, o0:o1],
+                             p0 - o0)
+                np.copyto(hi, lo)
+            else:
+                with np.errstate(over="ignore"):
+                    np.subtract(blk, w, out=lo, casting="same_kind")
+                    np.add(blk, w, out=hi, casting="same_kind")
             with np.errstate(over="ignore", invalid="ignore"):
                 np.multiply(acc, alpha[hs, None, ps], out=t)  # exact
-                t += y
-            np.copyto(acc, t, casting="same_kind")
+                np.add(t, lo, out=acc, casting="same_kind")
+                np.add(t, hi, out=hi, casting="same_kind")
+            flag = acc.view(np.uint32) != hi.view(np.uint32)
+            if flag.any():
+                fb, fi, fj = np.unravel_index(np.flatnonzero(flag), flag.shape)
+                y = resolve_fp32(v_t[hs], p_live[hs], pv_t[hs, :, o0:o1], fb, fi, fj + (p0 - o0))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    acc[fb, fi, fj] = (t[fb, fi, fj] + y.astype(np.float64)).astype(np.float32)
 
 
 def _w_of(w: np.ndarray, hs: slice):

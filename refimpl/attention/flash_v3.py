@@ -36,7 +36,8 @@ accumulation model for both GEMMs (e.g. ``"H100-FP16"``).
    ALiBi exactly as :mod:`refimpl.attention.scores` steps 3-5.
 4. Online softmax in FP32 as :mod:`refimpl.attention.online`, except that the
    exponentials are shifted by ``p_offset`` binades so P uses the range of E4M3:
-   ``P = fl32(2^p_offset e^(S - m_new))`` in ``[0, 2^p_offset]``. FA3's FP8 kernel
+   ``P = RN32(2^p_offset e^(fl64(S - m_new)))`` in ``[0, 2^p_offset]`` (one correct
+   rounding, :func:`refimpl.elementary.exp_f32`). FA3's FP8 kernel
    (``hopper/softmax.h``, ``Max_offset = 8``) computes ``exp2(x log2(e) - (m log2(e) - 8))``,
    so P lies in ``[0, 256]``, below E4M3's 448, and values down to ``2^-17`` of the row
    maximum survive instead of ``2^-9``. ``rowsum`` adds the FP32 P before quantisation

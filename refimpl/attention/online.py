@@ -118,7 +118,7 @@ def online_step(
         np.copyto(out.acc, state.acc)
         return out
     m_new = np.maximum(state.m, np.max(s, axis=-1))
-    # alpha = fl32(exp_diff(m, m_new)) and p = fl32(exp_diff(s, m_new)), the same float64
+    # alpha = RN32(e^(m - m_new)) and p = RN32(e^(s - m_new)), from the same float64
     # differences formed in place in one array (m as an extra key column, so that one
     # exp call serves both; m_new = -inf only where the whole row is -inf, and then
     # subtracting 0 gives e^(-inf) = 0)
