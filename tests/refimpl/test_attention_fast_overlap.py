@@ -44,9 +44,14 @@ def problems(draw):
     sq = draw(st.integers(1, 20))
     sk = draw(st.integers(1, 20))
     d = draw(st.sampled_from([1, 8, 64]))
-    q = rng.standard_normal(batch + (hq, sq, d)).astype(np.float32)
-    k = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)
-    v = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)
+    if draw(st.booleans()):
+        q = rng.standard_normal(batch + (hq, sq, d)).astype(np.float32)
+        k = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)
+        v = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)
+    else:  # integer-like data: exact ties and equal logits in the products
+        q = (rng.integers(-2, 3, batch + (hq, sq, d)) * 0.5).astype(np.float32)
+        k = rng.integers(-2, 3, batch + (hkv, sk, d)).astype(np.float32)
+        v = (rng.integers(-8, 9, batch + (hkv, sk, d)) * 2.0**-3).astype(np.float32)
     opts = {}
     if draw(st.booleans()):
         opts["causal"] = True
