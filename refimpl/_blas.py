@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 import numpy  # noqa: F401  loads the BLAS that is looked for
 
-__all__ = ["ProductThread"]
+__all__ = ["ProductThread", "product_thread_available"]
 
 _GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
             "openblas_get_num_threads64_", "openblas_get_num_threads")
@@ -67,6 +67,18 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def product_thread_available() -> bool:
+    """Whether :class:`ProductThread` can overlap products here (two or more cores and
+    an OpenBLAS whose thread count can be set)."""
+    if _cores() < 2:
+        return False
+    with _lock:
+        if not _state["searched"]:
+            _state["controls"] = _find_controls()
+            _state["searched"] = True
+        return _state["controls"] is not None
 
 
 class ProductThread:

@@ -312,6 +312,7 @@ class _FastContext:
         self.alpha = [np.empty((nbh, n)) for _ in range(2)]
         self.rsum = [np.empty((nbh, n)) for _ in range(2)]
         self.s_t = [sc.get(np.float64, 10 + i, (nbh, cmax, n)) for i in range(2)]
+        self.fold_buf = np.empty((nbh, (cmax + 1) // 2, n))  # the product thread's
         self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax, n)) for i in range(2)]
         self.pv_t = [sc.get(np.float64, 14 + i, (nbh, dv, n)) for i in range(2)]
         tiles = []
@@ -354,20 +355,25 @@ class _FastContext:
         return k_j, exact_row_bounds(k_j)
 
     def pv_product(self, tile, buf):
-        """``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``."""
+        """Step 4, the row sums ``fold_sum(p)`` into ``rsum[buf]``, and
+        ``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``; returns what
+        :meth:`acc_step` needs."""
         cols, o0, o1 = tile
         c0, c = int(cols[0]), cols.size
         v_t = np.ascontiguousarray(np.swapaxes(self.v3[:, c0:c0 + c], 1, 2), dtype=np.float64)
-        np.matmul(v_t, self.p_t[buf][:, :c, o0:o1], out=self.pv_t[buf][:, :, o0:o1])
+        p_live = self.p_t[buf][:, :c, o0:o1]
+        self.rsum[buf][:, o0:o1] = _fold_keys(p_live, self.fold_buf[:, :(c + 1) // 2, :o1 - o0])
+        np.matmul(v_t, p_live, out=self.pv_t[buf][:, :, o0:o1])
         return tile, buf, v_t, exact_row_bounds(v_t)
 
     def softmax_step(self, tile, buf, k_j, k_bounds):
-        """Screen of ``S^T``, the score pipeline and steps 1-5 of the online step."""
+        """Screen of ``S^T``, the score pipeline and steps 1-3 of the online step (the
+        probabilities into ``p_t[buf]``, alpha into ``alpha[buf]``)."""
         cols, o0, o1 = tile
         c = cols.size
         prob, sc, b, hq = self.prob, self.sc, self.b, self.hq
         s_t, p_t = self.s_t[buf], self.p_t[buf]
-        m, l_, alpha, rsum = self.m, self.l_, self.alpha[buf], self.rsum[buf]
+        m, alpha = self.m, self.alpha[buf]
         w_s, tiny_s = screen_width(k_bounds, self.q_norms[:, o0:o1])
         for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, self.dv), not self.plain_scores):
             hs, ps = slice(h0, h1), slice(p0, p1)
@@ -390,7 +396,8 @@ class _FastContext:
                 m64 = m_new.astype(np.float64)
                 m64[np.isneginf(m_new)] = 0.0
                 e = sc.get(np.float64, 0, (nh, c + 1, wc))
-                np.subtract(s_part, m64[:, None, :], out=e[:, :c])
+                np.copyto(e[:, :c], s_part)  # exact; then same-type operations only
+                np.subtract(e[:, :c], m64[:, None, :], out=e[:, :c])
                 np.subtract(m_old, m64, out=e[:, c])
                 e32 = elementary.exp_f32(e, out=sc.get(np.float32, 1, (nh, c + 1, wc)))
                 p64 = p_t[hs, :c, ps]
@@ -399,15 +406,12 @@ class _FastContext:
                 if bad.any():  # product_operand: their probabilities take no part
                     bb, bj = np.nonzero(bad)
                     p64[bb, :, bj] = 0.0
-                rowsum = _fold_keys(p64, sc.get(np.float64, 1, (nh, (c + 1) // 2, wc)))
-                l_[hs, ps] = (e32[:, c].astype(np.float64) * l_[hs, ps]
-                              + rowsum.astype(np.float32)).astype(np.float32)
                 alpha[hs, ps] = e32[:, c]
-                rsum[hs, ps] = rowsum
                 m[hs, ps] = m_new
 
     def acc_step(self, tile, buf, v_t, v_bounds):
-        """Step 6: ``acc = fl32(fl64(alpha acc) + RN32(P V_j))``. The screen of
+        """Step 5, ``l = fl32(alpha l + fl32(rowsum))``, and step 6,
+        ``acc = fl32(fl64(alpha acc) + RN32(P V_j))``. The screen of
         ``P V_j`` bounds ``||p||_2 <= sqrt(sum p)`` (0 <= p <= 1; the fold sum is within
         7u of ``sum p``). The update is monotone in ``RN32(P V_j)``, which lies between
         ``lo = RN32(s^ - W)`` and ``hi = RN32(s^ + W)``: where the updates with ``lo``
@@ -418,7 +422,10 @@ class _FastContext:
         c, dv, sc = cols.size, self.dv, self.sc
         pv_t, p_live = self.pv_t[buf], self.p_t[buf][:, :c, o0:o1]
         alpha = self.alpha[buf]
-        p_norms = np.sqrt(self.rsum[buf][:, o0:o1] * (1.0 + 2.0**-40))
+        rowsum = self.rsum[buf][:, o0:o1]
+        self.l_[:, o0:o1] = (alpha[:, o0:o1] * self.l_[:, o0:o1]
+                             + rowsum.astype(np.float32)).astype(np.float32)
+        p_norms = np.sqrt(rowsum * (1.0 + 2.0**-40))
         w_v, tiny_v = screen_width(v_bounds, p_norms)
         for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, dv), not self.plain_scores):
             hs, ps = slice(h0, h1), slice(p0, p1)
