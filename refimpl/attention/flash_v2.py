@@ -113,11 +113,9 @@ def flash_v2_core(
     block: tuple[int, int],
     key_range: Optional[tuple[int, int]] = None,
     implementation: str = "fast",
-    threads: Optional[int] = None,
 ) -> tuple[np.ndarray, np.ndarray, ScheduleStats]:
     """FlashAttention-2 forward on the flattened problem over keys ``key_range`` (default
-    all): returns out (B, Hq, Sq, Dv), LSE (B, Hq, Sq) (both float32) and the stats.
-    ``threads``: as :func:`flash_v2` (the fast implementation only)."""
+    all): returns out (B, Hq, Sq, Dv), LSE (B, Hq, Sq) (both float32) and the stats."""
     br, bc = check_block(block)
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
@@ -479,7 +477,6 @@ def flash_v2(
     query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = True,
     implementation: str = "fast",
-    threads: Optional[int] = None,
 ) -> Union[tuple[np.ndarray, np.ndarray, ScheduleStats], tuple[np.ndarray, ScheduleStats]]:
     """FlashAttention-2 forward (see the module docstring for the exact arithmetic).
 
@@ -489,9 +486,6 @@ def flash_v2(
         return_lse: return the natural LSE the algorithm writes for the backward pass
             (default True).
         implementation: ``"fast"`` (default) or ``"plain"``; same bytes.
-        threads: threads for the elementwise work of the fast implementation (default
-            None: the CPUs available to the process, at most 8); the bytes do not
-            depend on it.
     Returns:
         ``(out, lse, stats)`` or, without ``return_lse``, ``(out, stats)``. Stats per
         instance: Q_i read once per query tile; K_j and V_j read once per computed tile
@@ -502,7 +496,7 @@ def flash_v2(
         window=window, softcap=softcap, alibi_slopes=alibi_slopes,
         key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask,
     )
-    out, lse, st = flash_v2_core(prob, block, implementation=implementation, threads=threads)
+    out, lse, st = flash_v2_core(prob, block, implementation=implementation)
     if return_lse:
         return prob.restore(out), prob.restore(lse), st
     return prob.restore(out), st
