@@ -395,8 +395,9 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     flat, oflat = xc.reshape(-1), out.reshape(-1)
     ws = _f32_workspace(min(flat.size, _CHUNK))
     step = _chunk_step(flat.size)
-    for i in range(0, flat.size, step):
-        _exp_f32_into(flat[i:i + step], oflat[i:i + step], ws, shift)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(0, flat.size, step):
+            _exp_f32_into(flat[i:i + step], oflat[i:i + step], ws, shift)
     if target is not out:
         np.copyto(target, out)
     return target
@@ -408,9 +409,9 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int)
         return
     xc, t, r, q = ws.f[0, :n], ws.f[1, :n], ws.f[2, :n], ws.f[3, :n]
     j, hi, flag = ws.j[:n], ws.hi[:n], ws.flag[:n]
-    top = np.max(x)
+    top = x.max()
     xlo = _F_XLO - shift * LN2 if shift > 0 else _F_XLO
-    if not np.min(x) >= xlo:  # -inf and everything below round to +0 anyway
+    if not x.min() >= xlo:  # -inf and everything below round to +0 anyway
         np.maximum(x, xlo, out=xc)
     else:
         xc = x
@@ -434,11 +435,11 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int)
     q += t  # y = 2^(k/N) + 2^(k/N) (e^r - 1)
     if shift:
         q *= 2.0**shift  # exact: y is far from the ends of the binary64 range
-    with np.errstate(over="ignore"):
-        np.multiply(q, 1.0 - _F_EPS, out=t)
-        np.copyto(out, t, casting="same_kind")
-        np.multiply(q, 1.0 + _F_EPS, out=t)
-        np.copyto(hi, t, casting="same_kind")
+    # (the caller has set errstate: overflow to +inf is the answer there)
+    np.multiply(q, 1.0 - _F_EPS, out=t)
+    np.copyto(out, t, casting="same_kind")
+    np.multiply(q, 1.0 + _F_EPS, out=t)
+    np.copyto(hi, t, casting="same_kind")
     np.not_equal(out, hi, out=flag)
     if not top <= _F_XHI:
         flag |= x > _F_XHI

@@ -32,6 +32,7 @@ range; :func:`computed_tiles` gives the skip decisions.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Union
 
 import numpy as np
@@ -93,18 +94,21 @@ def forward_stats(
     b, hq, _, _, _, d = prob.shape
     dv = prob.v.shape[-1]
     st = ScheduleStats()
-    if qtiles:
-        st.sram(forward_working_set(r, c, d, dv))
-    for i, rows in enumerate(qtiles):
-        st.read("Q", b * hq * rows.size * d)
-        st.write("O", b * hq * rows.size * dv)
-        st.write("LSE", b * hq * rows.size)
-        for j, cols in enumerate(ktiles):
-            n = int(comp[:, i, j].sum()) * hq
-            st.blocks_computed += n
-            st.blocks_skipped += b * hq - n
-            st.read("K", n * cols.size * d)
-            st.read("V", n * cols.size * dv)
+    if not qtiles:
+        return st
+    st.sram(forward_working_set(r, c, d, dv))
+    rows = sum(t.size for t in qtiles)
+    st.read("Q", b * hq * rows * d)
+    st.write("O", b * hq * rows * dv)
+    st.write("LSE", b * hq * rows)
+    if ktiles:
+        # instances computing each key tile, over all query tiles
+        n_j = comp.sum(axis=(0, 1), dtype=np.int64) * hq
+        keys = int(np.dot(n_j, [t.size for t in ktiles]))
+        st.blocks_computed = int(n_j.sum())
+        st.blocks_skipped = len(qtiles) * len(ktiles) * b * hq - st.blocks_computed
+        st.read("K", keys * d)
+        st.read("V", keys * dv)
     return st
 
 
@@ -189,7 +193,7 @@ class _Scratch:
     def get(self, dtype: type, i: int, shape: tuple[int, ...]) -> np.ndarray:
         """A C-contiguous array of ``shape`` in buffer ``i`` of ``dtype``."""
         key = (np.dtype(dtype).str, i)
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         buf = self.bufs.get(key)
         if buf is None or buf.size < size:
             buf = self.bufs[key] = np.empty(size, dtype=dtype)
@@ -390,7 +394,7 @@ class _FastContext:
                     s_part = np.swapaxes(s4, -1, -2).reshape(nh, c, wc)
                 # the operations of refimpl.attention.online.online_step
                 m_old = m[hs, ps]
-                m_new = np.maximum(m_old, np.max(s_part, axis=1))
+                m_new = np.maximum(m_old, s_part.max(axis=1))
                 m64 = m_new.astype(np.float64)
                 m64[np.isneginf(m_new)] = 0.0
                 e = sc.get(np.float64, 0, (nh, c + 1, wc))
@@ -434,15 +438,14 @@ class _FastContext:
             hi = sc.get(np.float32, 1, (nh, dv, wc))
             t = sc.get(np.float64, 0, (nh, dv, wc))
             acc = self.acc_t[hs, :, ps]
-            if tiny_v:
-                _screen_into(blk, w, lo, hi, True, v_t[hs], p_live[hs], pv_t[hs, :, o0:o1],
-                             p0 - o0)
-                np.copyto(hi, lo)
-            else:
-                with np.errstate(over="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):
+                if tiny_v:
+                    _screen_into(blk, w, lo, hi, True, v_t[hs], p_live[hs],
+                                 pv_t[hs, :, o0:o1], p0 - o0)
+                    np.copyto(hi, lo)
+                else:
                     np.subtract(blk, w, out=lo, casting="same_kind")
                     np.add(blk, w, out=hi, casting="same_kind")
-            with np.errstate(over="ignore", invalid="ignore"):
                 np.multiply(acc, alpha[hs, None, ps], out=t)  # exact
                 np.add(t, lo, out=acc, casting="same_kind")
                 np.add(t, hi, out=hi, casting="same_kind")

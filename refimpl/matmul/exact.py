@@ -740,6 +740,8 @@ def resolve_fp32(a3: np.ndarray, b3: np.ndarray, s3: np.ndarray, bt: np.ndarray,
     if bt.size * k <= _FEW_ELEMS:  # a few outputs: their factors gathered directly
         p = a3[bt, ii, :] * b3[bt, :, jj]
         ok, v = _fold_certified(p)
+        if ok.all():
+            return v
         for i in np.flatnonzero(~ok):
             ok[i], v[i] = _fsum_fp32(p[i])
     elif bt.size * k <= _BULK_ELEMS:
