@@ -27,7 +27,8 @@ granularity of the online rescaling).
 
 Two implementations, tested against each other byte for byte: a plain one with the
 paper's two loops, and a fast one that runs groups of query tiles in lock-step per key
-tile. Reuse: :func:`flash_v2_core` runs the forward on a prepared problem and a key
+tile, in reused scratch arrays, with its float64 products on a helper thread one tile
+ahead where that helps (:func:`_fast`). Reuse: :func:`flash_v2_core` runs the forward on a prepared problem and a key
 range; :func:`computed_tiles` gives the skip decisions.
 """
 from __future__ import annotations
