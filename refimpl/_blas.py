@@ -8,6 +8,10 @@ side by side instead of one after the other. Where the BLAS thread count cannot 
 (another BLAS, another platform) or there is one core, the products run on the calling
 thread, as before.
 
+While a :class:`ProductThread` is active, OpenBLAS runs every product of the process on
+one thread (the count it had is restored when the last one ends); other threads of the
+caller that use BLAS meanwhile run slower, never differently.
+
 Nothing here changes a result: the products are exact float64 sums certified (or
 resolved) afterwards (see :mod:`refimpl.matmul.exact`), so their bytes do not depend on
 the BLAS kernel, its thread count or which thread calls it.
@@ -32,6 +36,7 @@ _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads
 _lock = threading.Lock()
 _state = {"users": 0, "saved": None, "controls": None, "searched": False}
 _executor: Optional[ThreadPoolExecutor] = None
+_executor_pid = 0  # a forked child has no helper thread: it makes its own
 
 
 def _find_controls() -> Optional[tuple[Callable[[], int], Callable[[int], None]]]:
@@ -92,7 +97,7 @@ class ProductThread:
         self._enabled = enabled
 
     def __enter__(self) -> "ProductThread":
-        global _executor
+        global _executor, _executor_pid
         if not self._enabled or _cores() < 2:
             return self
         with _lock:
@@ -106,8 +111,9 @@ class ProductThread:
                 _state["saved"] = controls[0]()
                 controls[1](1)
             _state["users"] += 1
-            if _executor is None:
+            if _executor is None or _executor_pid != os.getpid():
                 _executor = ThreadPoolExecutor(1, thread_name_prefix="refimpl-blas")
+                _executor_pid = os.getpid()
         self.overlap = True
         return self
 

@@ -285,3 +285,36 @@ def test_overlap_larger_problem_many_tiles_groups_and_parts(monkeypatch, lockste
         assert same(got[0], want[0]) and same(got[1], want[1])
         assert same(seq[0], want[0]) and same(seq[1], want[1])
     assert _blas._state["users"] == 0
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_overlap_works_in_a_forked_child(monkeypatch):
+    """A child forked after the helper thread started has no such thread: it must make
+    its own (a pool that still counts the parent's thread would never run the work)."""
+    import os
+
+    monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((2, 40, 8)).astype(np.float32) for _ in range(3))
+    want = flash_v2(q, k, v, block=(8, 8), implementation="plain")[0]
+    flash_v2(q, k, v, block=(8, 8))  # the parent's helper thread exists now
+    pid = os.fork()
+    if pid == 0:  # child: report through the exit status only
+        code = 1
+        try:
+            got = flash_v2(q, k, v, block=(8, 8))[0]
+            code = 0 if got.tobytes() == want.tobytes() else 2
+        finally:
+            os._exit(code)
+    done = threading.Event()
+    status = {}
+
+    def wait():
+        status["code"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        done.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    if not done.wait(60):
+        os.kill(pid, 9)
+        pytest.fail("the forked child did not finish: its product pool never ran")
+    assert status["code"] == 0
