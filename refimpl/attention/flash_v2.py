@@ -296,8 +296,12 @@ class _FastContext:
                                  or prob.slopes is not None)
         self.scale32 = np.float32(prob.scale)
         self.q3 = prob.q.reshape(self.nbh, sq, d)
-        self.k3 = kq.reshape(self.nbh, sk, d)
-        self.v3 = vq.reshape(self.nbh, sk, self.dv)
+        # K and V^T in float64 once (O(N d) memory); the screen bounds of every key tile
+        # (row norms of K_j and of V_j^T, sums in any order: exact_row_bounds's factor
+        # covers their rounding)
+        self.k64 = kq.reshape(self.nbh, sk, d).astype(np.float64)
+        self.v64_t = np.swapaxes(vq.reshape(self.nbh, sk, self.dv), 1, 2).astype(np.float64)
+        self.k_bounds = exact_row_bounds(self.k64)  # (nbh, sk): rows of K
         self.cmax = max(t.size for t in ktiles)
         self.sc = _Scratch()
 
@@ -353,9 +357,9 @@ class _FastContext:
         and its row bounds for the screen."""
         cols, o0, o1 = tile
         c0, c = int(cols[0]), cols.size
-        k_j = self.k3[:, c0:c0 + c].astype(np.float64)
+        k_j = self.k64[:, c0:c0 + c]
         np.matmul(k_j, self.q_t[:, :, o0:o1], out=self.s_t[buf][:, :c, o0:o1])
-        return k_j, exact_row_bounds(k_j)
+        return k_j, self.k_bounds[:, c0:c0 + c]
 
     def pv_product(self, tile, buf):
         """Step 4, the row sums ``fold_sum(p)`` into ``rsum[buf]``, and
@@ -363,7 +367,7 @@ class _FastContext:
         :meth:`acc_step` needs."""
         cols, o0, o1 = tile
         c0, c = int(cols[0]), cols.size
-        v_t = np.ascontiguousarray(np.swapaxes(self.v3[:, c0:c0 + c], 1, 2), dtype=np.float64)
+        v_t = self.v64_t[:, :, c0:c0 + c]
         p_live = self.p_t[buf][:, :c, o0:o1]
         self.rsum[buf][:, o0:o1] = _fold_keys(p_live, self.fold_buf[:, :(c + 1) // 2, :o1 - o0])
         np.matmul(v_t, p_live, out=self.pv_t[buf][:, :, o0:o1])
