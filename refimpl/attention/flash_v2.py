@@ -173,8 +173,9 @@ def _batch_entry(prob: Problem, bi: int) -> Problem:
     )
 
 
-#: query rows run in lock-step by the fast implementation (bounds its temporaries to
-#: about this many rows times B_c; any grouping gives the same bytes)
+#: query rows (times instances) run in lock-step by the fast implementation: bounds its
+#: scratch arrays to about this many rows times B_c (at least one query tile of every
+#: instance); any grouping gives the same bytes
 _LOCKSTEP_ROWS = 1024
 #: elements (instances x keys x query rows) per part of the elementwise passes: big
 #: enough that NumPy's per-call cost is small, small enough for the part's temporaries
@@ -275,7 +276,8 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     work = int(comp.sum()) * hq * br * max(t.size for t in ktiles) * (d + dv)
     with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
         ctx = _FastContext(prob, kq, vq, ktiles, blas)
-        per = max(1, _LOCKSTEP_ROWS // br)
+        # query tiles per group: about _LOCKSTEP_ROWS rows over all instances together
+        per = max(1, _LOCKSTEP_ROWS // (br * nbh))
         for g0 in range(0, len(qtiles), per):
             group = qtiles[g0:g0 + per]
             r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
