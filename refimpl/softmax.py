@@ -41,26 +41,25 @@ def exp_diff(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     Used wherever a running maximum ``b >= a`` rescales a term: when both are ``-inf`` the
     term it scales is empty, and 0 is the neutral choice.
     """
+    return elementary.exp(_diff(a, b))
+
+
+def _diff(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """``fl64(a - b)``, with 0 subtracted where ``b = -inf``: b = -inf implies a = -inf
+    (b is a maximum over a's values), so that gives e^(-inf) = 0, and only b (usually
+    one value per row) needs the test."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    # b = -inf implies a = -inf (b is a maximum over a's values): subtracting 0 instead
-    # gives e^(-inf) = 0, and only b (usually one value per row) needs the test.
     b = np.where(np.isneginf(b), 0.0, b)
     with np.errstate(invalid="ignore"):
-        d = a - b
-    return elementary.exp(d)
+        return a - b
 
 
 def exp_diff_f32(a: ArrayLike, b: ArrayLike, *, shift: int = 0) -> np.ndarray:
     """``RN32(2^shift e^(fl64(a - b)))`` with ``e^(-inf - (-inf)) := 0``, as
     :func:`exp_diff` but correctly rounded to float32 once
     (:func:`refimpl.elementary.exp_f32`)."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    b = np.where(np.isneginf(b), 0.0, b)
-    with np.errstate(invalid="ignore"):
-        d = a - b
-    return elementary.exp_f32(d, shift=shift)
+    return elementary.exp_f32(_diff(a, b), shift=shift)
 
 
 @dataclass(frozen=True)

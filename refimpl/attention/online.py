@@ -12,12 +12,12 @@ after evaluation in float64 (``e^(-inf - (-inf)) := 0``):
 1. ``m_new = max(m, rowmax(s))`` (exact)
 2. ``alpha = RN32(e^(fl64(m - m_new)))``
 3. ``p = RN32(e^(fl64(s - m_new)))``
-
-where ``RN32(e^x)`` is the exponential correctly rounded to float32
-(:func:`refimpl.elementary.exp_f32`): one answer, whatever computes it.
 4. ``rowsum = fl32(fold_sum(p))`` (:func:`refimpl.summation.fold_sum` over the tile)
 5. ``l_new = fl32(alpha * l + rowsum)``
 6. ``acc_new = fl32(alpha * acc + matmul_f32(p, v))`` (the product correctly rounded)
+
+where ``RN32(e^x)`` is the exponential correctly rounded to float32
+(:func:`refimpl.elementary.exp_f32`): one answer, whatever computes it.
 
 FlashAttention-2 (Dao 2023, Algorithm 1 lines 8-10): the rescale is
 ``diag(e^(m_old - m_new)) O`` (the published pseudo-code's ``^-1`` on this factor is a typo;

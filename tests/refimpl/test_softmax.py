@@ -126,3 +126,34 @@ def test_axis(axis):
 def test_bad_block():
     with pytest.raises(ValueError, match="block"):
         online_state(np.zeros(3), block=0)
+
+
+def _rn32_nearest(value: decimal.Decimal) -> float:
+    """The float32 nearest a positive decimal well inside the normal range (a 40-digit
+    value is never within 10^-30 of a float32 midpoint in these cases; checked below)."""
+    lo = np.float32(float(value))
+    cands = [np.nextafter(lo, np.float32(-np.inf)), lo, np.nextafter(lo, np.float32(np.inf))]
+    dist = [abs(decimal.Decimal(float(c)) - value) for c in cands]
+    best = min(range(3), key=dist.__getitem__)
+    assert sorted(dist)[1] - dist[best] > decimal.Decimal(10) ** -30 * value
+    return float(cands[best])
+
+
+@settings(max_examples=60)
+@given(st.floats(-60, 60, width=32), st.floats(-60, 60, width=32), st.integers(0, 8))
+@example(1.0, 1.0, 0)
+@example(-3.5, 2.25, 8)
+def test_exp_diff_f32_is_the_rounded_exponential_of_the_difference(a, b, shift):
+    from refimpl.softmax import exp_diff_f32
+
+    d = decimal.Decimal(float(np.float64(a) - np.float64(b)))  # fl64(a - b), as defined
+    want = _rn32_nearest(CTX.exp(d) * 2**shift)
+    got = exp_diff_f32(np.float32(a), np.float32(b), shift=shift)
+    assert got.dtype == np.float32 and float(got) == want
+
+
+def test_exp_diff_f32_empty_terms_weigh_zero():
+    from refimpl.softmax import exp_diff_f32
+
+    got = exp_diff_f32(np.array([-np.inf, -np.inf, 0.0]), np.array([-np.inf, 0.0, 0.0]))
+    assert got.tolist() == [0.0, 0.0, 1.0] and not np.signbit(got).any()
