@@ -420,13 +420,9 @@ class _FastContext:
 
     def acc_step(self, tile, buf, v_t, v_bounds):
         """Step 5, ``l = fl32(alpha l + fl32(rowsum))``, and step 6,
-        ``acc = fl32(fl64(alpha acc) + RN32(P V_j))``. The screen of
-        ``P V_j`` bounds ``||p||_2 <= sqrt(sum p)`` (0 <= p <= 1; the fold sum is within
-        7u of ``sum p``). The update is monotone in ``RN32(P V_j)``, which lies between
-        ``lo = RN32(s^ - W)`` and ``hi = RN32(s^ + W)``: where the updates with ``lo``
-        and with ``hi`` give the same bits, that is the result; elsewhere the product is
-        resolved. (With a width below 2^-140, the product is screened first, as in
-        :func:`refimpl.matmul.exact.exact_product_fp32`, for the sign of zeros.)"""
+        ``acc = fl32(fl64(alpha acc) + RN32(P V_j))``. The screen of ``P V_j`` bounds
+        ``||p||_2 <= sqrt(sum p)`` (0 <= p <= 1; the fold sum is within 7u of
+        ``sum p``)."""
         cols, o0, o1 = tile
         c, dv, sc = cols.size, self.dv, self.sc
         pv_t, p_live = self.pv_t[buf], self.p_t[buf][:, :c, o0:o1]
@@ -441,27 +437,14 @@ class _FastContext:
             nh, wc = h1 - h0, p1 - p0
             w = _w_of(w_v, hs)
             blk = pv_t[hs, :, ps]
-            lo = sc.get(np.float32, 0, (nh, dv, wc))
-            hi = sc.get(np.float32, 1, (nh, dv, wc))
+            y = sc.get(np.float32, 0, (nh, dv, wc))  # RN32(P V_j)
             t = sc.get(np.float64, 0, (nh, dv, wc))
             acc = self.acc_t[hs, :, ps]
             with np.errstate(over="ignore", invalid="ignore"):
-                if tiny_v:
-                    _screen_into(blk, w, lo, hi, True, v_t[hs], p_live[hs],
-                                 pv_t[hs, :, o0:o1], p0 - o0)
-                    np.copyto(hi, lo)
-                else:
-                    np.subtract(blk, w, out=lo, casting="same_kind")
-                    np.add(blk, w, out=hi, casting="same_kind")
+                _screen_into(blk, w, y, sc.get(np.float32, 1, (nh, dv, wc)), tiny_v, v_t[hs],
+                             p_live[hs], pv_t[hs, :, o0:o1], p0 - o0)
                 np.multiply(acc, alpha[hs, None, ps], out=t)  # exact
-                np.add(t, lo, out=acc, casting="same_kind")
-                np.add(t, hi, out=hi, casting="same_kind")
-            flag = acc.view(np.uint32) != hi.view(np.uint32)
-            if flag.any():
-                fb, fi, fj = np.unravel_index(np.flatnonzero(flag), flag.shape)
-                y = resolve_fp32(v_t[hs], p_live[hs], pv_t[hs, :, o0:o1], fb, fi, fj + (p0 - o0))
-                with np.errstate(over="ignore", invalid="ignore"):
-                    acc[fb, fi, fj] = (t[fb, fi, fj] + y.astype(np.float64)).astype(np.float32)
+                np.add(t, y, out=acc, casting="same_kind")
 
 
 def _w_of(w: np.ndarray, hs: slice):
