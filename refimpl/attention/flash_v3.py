@@ -315,10 +315,7 @@ def _finalize(state: OnlineState, p_offset: int) -> tuple[np.ndarray, np.ndarray
     """``O = fl32(acc / l)``; ``LSE = fl32(m + ln(l 2^-p_offset))``. Any row with a
     visible key has ``l >= 2^p_offset`` (its maximum contributes ``2^p_offset``), so
     ``l 2^-p_offset`` is exact in float32."""
-    out, lse = finalize(state)
-    if p_offset:
-        _, lse = finalize(OnlineState(state.m, np.ldexp(state.l, -p_offset), state.acc))
-    return out, lse
+    return finalize(state, lse_shift=p_offset)
 
 
 # --------------------------------------------------------------------------- the loops

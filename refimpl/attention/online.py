@@ -202,16 +202,20 @@ def _fold_last(x: np.ndarray) -> np.ndarray:
     return y[..., 0]
 
 
-def finalize(state: OnlineState) -> tuple[np.ndarray, np.ndarray]:
+def finalize(state: OnlineState, *, lse_shift: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Delayed normalisation: ``(fl32(acc / l), fl32(m + ln l))``; rows with ``l = 0``
     give 0 and ``-inf``. Rows that saw a ``+inf`` score (``m = +inf``) give NaN output
     and LSE ``+inf``; rows that saw a NaN score (``m`` NaN) give NaN and NaN (the
-    convention of :mod:`refimpl.attention.reference`)."""
+    convention of :mod:`refimpl.attention.reference`).
+
+    ``lse_shift``: the LSE is ``fl32(m + ln(l 2^-lse_shift))`` (for probabilities that
+    were scaled by ``2^lse_shift``; the scaling is exact)."""
     pos = state.l > 0
     l64 = np.where(pos, state.l, 1.0).astype(np.float64)
     with np.errstate(invalid="ignore"):
         out = np.where(pos[..., None], state.acc / l64[..., None], 0.0).astype(np.float32)
-        lse = np.where(pos, state.m + elementary.log(l64), -np.inf).astype(np.float32)
+        l_lse = np.ldexp(l64, -lse_shift) if lse_shift else l64
+        lse = np.where(pos, state.m + elementary.log(l_lse), -np.inf).astype(np.float32)
     bad = nonfinite_rows(state.m)
     if bad.any():
         out[bad] = np.nan
