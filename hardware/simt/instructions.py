@@ -1716,7 +1716,7 @@ def c_vote(inst: Instruction, ctx: Any) -> Op:
     if mode is None or len(inst.operands) != 3:
         raise _unsupported(inst, "malformed vote.sync")
     gp = getter(inst.operands[1], TYPES["pred"], ctx, inst)
-    gm = getter(inst.operands[2], TYPES["u32"], ctx, inst)
+    getter(inst.operands[2], TYPES["u32"], ctx, inst)  # the member mask: its form checked
     if mode == "ballot":
         put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
     else:

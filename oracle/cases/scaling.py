@@ -282,7 +282,7 @@ def cases() -> list[CaseSpec]:
                                       "float32 (inputs |x| < 4)")}
     for inverse in (False, True):
         out.append(CaseSpec(
-            f"scaling.hadamard16" + (".inverse" if inverse else ""),
+            "scaling.hadamard16" + (".inverse" if inverse else ""),
             "scaling.hadamard_transform", {"size": 16, "inverse": inverse},
             lambda r: {"x": r.normal((8, 64))}, tolerance=had_tol, level=1,
             description="NVFP4 random Hadamard transform: 16-point Sylvester Hadamard "

@@ -123,7 +123,6 @@ def flash_v2_core(
     all): returns out (B, Hq, Sq, Dv), LSE (B, Hq, Sq) (both float32) and the stats."""
     br, bc = check_block(block)
     b, hq, _, sq, sk, d = prob.shape
-    dv = prob.v.shape[-1]
     k0, k1 = (0, sk) if key_range is None else key_range
     kq, vq = prob.kv_for_q_heads()
     qtiles = tile_ranges(sq, br)

@@ -47,7 +47,6 @@ import numpy as np
 
 from refimpl import elementary
 from refimpl.attention.products import matmul_f32
-from refimpl.summation import fold_sum
 
 __all__ = ["OnlineState", "online_block_update", "online_step", "finalize", "nonfinite_rows",
            "product_operand"]

@@ -77,7 +77,6 @@ import numpy as np
 
 from refimpl.matmul.accumulation import WholeK
 from refimpl.matmul.rounding import FP32, Target, to_format
-from refimpl.summation import fold_sum
 
 _U = 2.0**-53
 _LIMB = 24

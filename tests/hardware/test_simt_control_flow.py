@@ -92,7 +92,7 @@ class _Gen:
     def bit_pred(self, a: str, bit: int) -> str:
         p = self.pred()
         self.lines.append(f"shr.u32 %r4, {a}, {bit};")
-        self.lines.append(f"and.b32 %r4, %r4, 1;")
+        self.lines.append("and.b32 %r4, %r4, 1;")
         self.lines.append(f"setp.ne.u32 {p}, %r4, 0;")
         return p
 
