@@ -80,10 +80,15 @@ def product_thread_available() -> bool:
     if _cores() < 2:
         return False
     with _lock:
-        if not _state["searched"]:
-            _state["controls"] = _find_controls()
-            _state["searched"] = True
-        return _state["controls"] is not None
+        return _controls() is not None
+
+
+def _controls():
+    """The (get, set) pair, looked up once (the caller holds ``_lock``)."""
+    if not _state["searched"]:
+        _state["controls"] = _find_controls()
+        _state["searched"] = True
+    return _state["controls"]
 
 
 class ProductThread:
@@ -101,10 +106,7 @@ class ProductThread:
         if not self._enabled or _cores() < 2:
             return self
         with _lock:
-            if not _state["searched"]:
-                _state["controls"] = _find_controls()
-                _state["searched"] = True
-            controls = _state["controls"]
+            controls = _controls()
             if controls is None:
                 return self
             if _state["users"] == 0:

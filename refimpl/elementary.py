@@ -181,28 +181,33 @@ def exp(x: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
     return _elementwise(_exp_into, np.asarray(x, dtype=np.float64), out)
 
 
-def _elementwise(fn, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``fn(x_chunk, out_chunk, workspace)`` (elementwise on 1-D float64 arrays) applied
-    to float64 ``x`` in cache-sized chunks, written to ``out`` (new when None). An array
-    stored with its last two axes swapped (a transposed tile) is processed as it lies in
-    memory, without a copy; a new result has the layout of ``x``. The values do not
-    depend on the chunking or the layout: every operation is elementwise."""
-    if out is not None and (out.shape != x.shape or out.dtype != np.float64):
-        raise ValueError(f"out must be a float64 array of shape {x.shape}, got "
+def _elementwise(fn, x: np.ndarray, out: np.ndarray | None = None, *,
+                 dtype: type = np.float64, workspace=None) -> np.ndarray:
+    """``fn(x_chunk, out_chunk, workspace)`` (elementwise on 1-D arrays: float64 in,
+    ``dtype`` out) applied to float64 ``x`` in cache-sized chunks, written to ``out``
+    (new when None), with the scratch arrays of ``workspace(n)`` (default
+    :func:`_workspace`). An array stored with its last two axes swapped (a transposed
+    tile) is processed as it lies in memory, without a copy; a new result has the layout
+    of ``x``. The values do not depend on the chunking or the layout: every operation is
+    elementwise."""
+    dtype = np.dtype(dtype)
+    if out is not None and (out.shape != x.shape or out.dtype != dtype):
+        raise ValueError(f"out must be a {dtype} array of shape {x.shape}, got "
                          f"{out.dtype} {out.shape}")
     if x.ndim >= 2 and not x.flags.c_contiguous and np.swapaxes(x, -1, -2).flags.c_contiguous:
         if out is None or np.swapaxes(out, -1, -2).flags.c_contiguous:
             o = None if out is None else np.swapaxes(out, -1, -2)
-            res = np.swapaxes(_elementwise(fn, np.swapaxes(x, -1, -2), o), -1, -2)
+            res = np.swapaxes(_elementwise(fn, np.swapaxes(x, -1, -2), o, dtype=dtype,
+                                           workspace=workspace), -1, -2)
             return res if out is None else out
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     target = out
     if out is None or not out.flags.c_contiguous:
-        out = np.empty(x.shape)
+        out = np.empty(x.shape, dtype=dtype)
     flat = x.reshape(-1)
     oflat = out.reshape(-1)
-    ws = _workspace(min(flat.size, _CHUNK))
+    ws = (workspace or _workspace)(min(flat.size, _CHUNK))
     step = _chunk_step(flat.size)
     for i in range(0, flat.size, step):
         fn(flat[i:i + step], oflat[i:i + step], ws)
@@ -379,28 +384,9 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
         raise ValueError(f"shift must be an integer in [-64, 8], got {shift!r}")
     shift = int(shift)
     x = np.asarray(x, dtype=np.float64)
-    if out is None:
-        out = np.empty_like(x, dtype=np.float32)  # the memory layout of x
-    elif out.shape != x.shape or out.dtype != np.float32:
-        raise ValueError(f"out must be a float32 array of shape {x.shape}, got "
-                         f"{out.dtype} {out.shape}")
-    if x.ndim >= 2 and not x.flags.c_contiguous and np.swapaxes(x, -1, -2).flags.c_contiguous \
-            and np.swapaxes(out, -1, -2).flags.c_contiguous:
-        exp_f32(np.swapaxes(x, -1, -2), np.swapaxes(out, -1, -2), shift=shift)
-        return out
-    xc = np.ascontiguousarray(x)
-    target = out
-    if not out.flags.c_contiguous:
-        out = np.empty(x.shape, dtype=np.float32)
-    flat, oflat = xc.reshape(-1), out.reshape(-1)
-    ws = _f32_workspace(min(flat.size, _CHUNK))
-    step = _chunk_step(flat.size)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for i in range(0, flat.size, step):
-            _exp_f32_into(flat[i:i + step], oflat[i:i + step], ws, shift)
-    if target is not out:
-        np.copyto(target, out)
-    return target
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow gives +inf, the answer
+        return _elementwise(lambda xc, oc, ws: _exp_f32_into(xc, oc, ws, shift), x, out,
+                            dtype=np.float32, workspace=_f32_workspace)
 
 
 def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int) -> None:

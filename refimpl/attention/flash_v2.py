@@ -46,6 +46,7 @@ from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.matmul.exact import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
+from refimpl.summation import fold_sum_axis1
 
 __all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
            "DEFAULT_BLOCK"]
@@ -212,24 +213,6 @@ def _parts(nbh: int, o0: int, o1: int, c: int, whole_instances: bool) -> list[tu
             for h0 in range(0, nbh, hg) for p0 in range(o0, o1, wc)]
 
 
-def _fold_keys(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
-    """:func:`refimpl.summation.fold_sum` over axis 1 of float64 ``x`` (n, c, w) (the
-    same additions in the same order), with ``buf`` (n, ceil(c/2), w) as scratch."""
-    c = x.shape[1]
-    if c == 1:
-        return x[:, 0]
-    h = (c + 1) // 2
-    np.add(x[:, :c - h], x[:, h:c], out=buf[:, :c - h])
-    if c - h < h:  # odd: the middle element passes through
-        buf[:, h - 1] = x[:, h - 1]
-    n = h
-    while n > 1:
-        h = (n + 1) // 2
-        buf[:, :n - h] += buf[:, h:n]
-        n = h
-    return buf[:, 0]
-
-
 def _screen_into(blk, w, y, hi, tiny, a3, b3, s3, col0):
     """The product screen of :func:`refimpl.matmul.exact.exact_product_fp32` on a
     block ``blk`` (instances, rows, columns ``col0:`` of ``s3``) of the float64 BLAS
@@ -370,7 +353,7 @@ class _FastContext:
         c0, c = int(cols[0]), cols.size
         v_t = self.v64_t[:, :, c0:c0 + c]
         p_live = self.p_t[buf][:, :c, o0:o1]
-        self.rsum[buf][:, o0:o1] = _fold_keys(p_live, self.fold_buf[:, :(c + 1) // 2, :o1 - o0])
+        self.rsum[buf][:, o0:o1] = fold_sum_axis1(p_live, self.fold_buf[:, :(c + 1) // 2, :o1 - o0])
         np.matmul(v_t, p_live, out=self.pv_t[buf][:, :, o0:o1])
         return tile, buf, v_t, exact_row_bounds(v_t)
 

@@ -77,6 +77,7 @@ import numpy as np
 
 from refimpl.matmul.accumulation import WholeK
 from refimpl.matmul.rounding import FP32, Target, to_format
+from refimpl.summation import fold_sum_axis1
 
 _U = 2.0**-53
 _LIMB = 24
@@ -553,25 +554,6 @@ def exact_col_norms(b64: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("...kj,...kj->...j", b64, b64))
 
 
-def _fold_rows(p: np.ndarray) -> np.ndarray:
-    """:func:`refimpl.summation.fold_sum` over the last axis of a 2-D float64 array (the
-    same additions in the same order), halving in place in one scratch array."""
-    rows, n = p.shape
-    if n <= 1:
-        return p[:, 0].copy() if n else np.zeros(rows)
-    h = (n + 1) // 2
-    buf = np.empty((rows, h))
-    np.add(p[:, :n - h], p[:, h:n], out=buf[:, :n - h])
-    if n - h < h:  # odd: the middle element passes through
-        buf[:, h - 1] = p[:, h - 1]
-    n = h
-    while n > 1:
-        h = (n + 1) // 2
-        buf[:, :n - h] += buf[:, h:n]
-        n = h
-    return buf[:, 0]
-
-
 def _fold_certified(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(certified, RN32 values) for rows of exact float64 products ``p`` (n x k).
 
@@ -583,7 +565,7 @@ def _fold_certified(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     RN32(fl(t - W)) == RN32(fl(t + W)), non-zero, is RN32(s).
     """
     k = p.shape[-1]
-    t = _fold_rows(p)
+    t = fold_sum_axis1(p[:, :, None])[:, 0]
     u1 = np.sum(np.abs(p), axis=-1)
     w = u1 * ((max(k - 1, 0).bit_length() + 3) * _U * (1.0 + (k + 4) * _U))
     with np.errstate(over="ignore"):

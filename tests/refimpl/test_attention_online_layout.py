@@ -14,7 +14,7 @@ from refimpl import elementary
 from refimpl.attention import OnlineState, online_block_update
 from refimpl.attention.online import _fold_last, online_step
 from refimpl.attention.products import matmul_f32
-from refimpl.summation import fold_sum
+from refimpl.summation import fold_sum, fold_sum_axis1
 
 
 def key_major(x: np.ndarray) -> np.ndarray:
@@ -32,6 +32,22 @@ def test_fold_last_is_fold_sum(n, rows, seed):
     for arr in (x, key_major(x)):
         want = fold_sum(arr, axis=-1)
         got = _fold_last(arr)
+        assert got.shape == want.shape
+        assert np.ascontiguousarray(got).tobytes() == want.tobytes()
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 300), st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32 - 1))
+def test_fold_sum_axis1_is_fold_sum(c, n, w, seed):
+    """The in-place fold of the fast path and of the product resolution: the additions
+    of fold_sum, the same bytes, with and without a given scratch array."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, w)) * 10.0 ** rng.integers(-8, 8, (n, c, w))
+    if c:
+        x[0, :, 0] = -0.0  # an all -0 column keeps its sign
+    want = fold_sum(x, axis=1)
+    for buf in (None, np.full((n, (c + 1) // 2 + 2, w + 3), np.nan)[:, :(c + 1) // 2, :w]):
+        got = fold_sum_axis1(x, buf)
         assert got.shape == want.shape
         assert np.ascontiguousarray(got).tobytes() == want.tobytes()
 
