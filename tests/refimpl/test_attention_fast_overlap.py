@@ -253,7 +253,7 @@ def test_enabled_product_thread_reports_exceptions_through_wait():
         fut = pt.submit(fail)
         with pytest.raises(KeyError, match="helper"):
             pt.wait(fut)
-        assert pt.wait(pt.submit(lambda: threading.current_thread().name)) is not None
+        # the helper still serves work after an exception
         name = pt.wait(pt.submit(lambda: threading.current_thread().name))
         if pt.overlap:
             assert name != threading.current_thread().name
