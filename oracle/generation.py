@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, Any, Iterator, Sequence
+from typing import IO, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -47,10 +47,19 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-def select(reg: Registry, suite: str, only: str | None) -> list[CaseSpec]:
+def select(reg: Registry, suite: str, only: str | None,
+           variants: Mapping[str, str] | None = None) -> list[CaseSpec]:
     """Cases of ``suite`` whose id matches ``only`` (a glob such as ``formats.*``; a
-    pattern without wildcards matches ids containing it)."""
+    pattern without wildcards matches ids containing it) and that are not marked with
+    another option of a choice in ``variants`` (choice -> option; an unknown choice or
+    option is a ValueError listing the known ones)."""
     cases = reg.cases(suite)
+    if variants:
+        from oracle.variants import validate
+
+        validate(variants, reg.variant_options())
+        cases = [c for c in cases if not any(
+            ch in variants and variants[ch] != o for ch, o in fmt.variant_pairs(c.variant))]
     if only:
         if any(ch in only for ch in "*?["):
             cases = [c for c in cases if fnmatch.fnmatchcase(c.id, only)]
@@ -90,12 +99,22 @@ def _text_lines(spec: CaseSpec, arrays: dict[str, np.ndarray]) -> bytes:
     return (head + body).encode("ascii")
 
 
+def _variant_json(variant: Any) -> Any:
+    """A case's variant as written in the manifest: null, one ``{choice, option}``
+    object, or a list of them."""
+    if not variant:
+        return None
+    if isinstance(variant, Mapping):
+        return dict(variant)
+    return [dict(v) for v in variant]
+
+
 def _definition(spec: CaseSpec) -> dict[str, Any]:
     """The manifest fields a case's definition fixes, in the order written: operation,
     parameters (JSON-safe, canonical), variant and description."""
     return {"operation": spec.operation,
             "params": json.loads(fmt.canonical_json(dict(spec.params))),
-            "variant": dict(spec.variant) if spec.variant else None,
+            "variant": _variant_json(spec.variant),
             "description": spec.description}
 
 
@@ -201,10 +220,10 @@ _WORK: dict[str, Any] = {}
 
 
 def _init_worker(suite: str, only: str | None, shard: tuple[int, int] | None, seed: int,
-                 text: bool) -> None:
+                 text: bool, variants: Mapping[str, str] | None = None) -> None:
     if not _WORK:
         reg = default_registry()
-        cases = select(reg, suite, only)
+        cases = select(reg, suite, only, variants)
         _WORK.update(cases=cases[shard_slice(len(cases), shard)], registry=reg, seed=seed,
                      text=text)
 
@@ -271,8 +290,9 @@ def _write(out: Path, files: dict[str, bytes]) -> None:
 
 
 def header(reg: Registry, suite: str, seed: int, only: str | None,
-           shard: tuple[int, int] | None, text: bool) -> dict[str, Any]:
-    return {
+           shard: tuple[int, int] | None, text: bool,
+           variants: Mapping[str, str] | None = None) -> dict[str, Any]:
+    m = {
         "schema": fmt.SCHEMA,
         "schema_version": fmt.SCHEMA_VERSION,
         "oracle_version": __version__,
@@ -284,12 +304,16 @@ def header(reg: Registry, suite: str, seed: int, only: str | None,
         },
         "cases": [],
     }
+    if variants:
+        m["generation"]["variants"] = dict(sorted(variants.items()))
+    return m
 
 
 def generate(out: str | Path, *, suite: str = "default", only: str | None = None,
              seed: int = DEFAULT_SEED, jobs: int = 1, shard: tuple[int, int] | None = None,
              text: bool = False, registry: Registry | None = None,
-             progress: IO[str] | None = sys.stderr) -> dict[str, Any]:
+             progress: IO[str] | None = sys.stderr,
+             variants: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Write a suite to ``out`` and return its manifest.
 
     Args:
@@ -301,25 +325,29 @@ def generate(out: str | Path, *, suite: str = "default", only: str | None = None
         text: also write TestFloat-style hex lines for scalar-format cases.
         registry: the case registry (default: this version's).
         progress: stream for progress lines (None for silence).
+        variants: choice -> option: leave out the cases marked with another option of
+            a named choice (an unknown choice or option is a ValueError).
     """
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     reg = registry or default_registry()
-    cases = select(reg, suite, only)
-    if only and not cases:
-        raise ValueError(f"--only {only!r} matches no case of the {suite} suite")
+    cases = select(reg, suite, only, variants)
+    if (only or variants) and not cases:
+        raise ValueError(f"--only {only!r} with --variant {dict(variants or {})} selects "
+                         f"no case of the {suite} suite")
     cases = cases[shard_slice(len(cases), shard)]
     with _staged(Path(out)) as stage:
         return _generate_into(stage, reg, cases, suite, only, seed, jobs, shard, text,
-                              registry is None, progress)
+                              registry is None, progress, variants)
 
 
 def _generate_into(out: Path, reg: Registry, cases: list[CaseSpec], suite: str,
                    only: str | None, seed: int, jobs: int, shard: tuple[int, int] | None,
-                   text: bool, default: bool, progress: IO[str] | None) -> dict[str, Any]:
-    manifest = header(reg, suite, seed, only, shard, text)
+                   text: bool, default: bool, progress: IO[str] | None,
+                   variants: Mapping[str, str] | None = None) -> dict[str, Any]:
+    manifest = header(reg, suite, seed, only, shard, text, variants)
     entries: list[dict[str, Any] | None] = [None] * len(cases)
     t0 = last = time.monotonic()
 
@@ -350,7 +378,8 @@ def _generate_into(out: Path, reg: Registry, cases: list[CaseSpec], suite: str,
                                  "method")
             with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
                                      initializer=_init_worker,
-                                     initargs=(suite, only, shard, seed, text)) as pool:
+                                     initargs=(suite, only, shard, seed, text,
+                                               dict(variants or {}))) as pool:
                 futures = [pool.submit(_work, i) for i in range(len(cases))]
                 for done, fut in enumerate(as_completed(futures), 1):
                     i, entries[i], files = fut.result()

@@ -9,7 +9,8 @@ A suite is a directory::
 ``manifest.json`` (schema ``gpu-numerics-oracle/suite``, version 1) holds the oracle
 version, the versions of the specifications implemented, the generation parameters and
 seed, and for every case its id, operation, parameters, variant (for an
-implementation-defined choice), and for every array its file, sha256, dtype, shape and,
+implementation-defined choice: ``{"choice": C, "option": O}``, or a list of such objects
+when the answer depends on several choices), and for every array its file, sha256, dtype, shape and,
 for low-precision data, the format whose unsigned codes it holds. Every expected output
 carries a typed tolerance (:mod:`oracle.tolerance`). ``content_sha256`` is the SHA-256 of
 the canonical JSON of everything else, so an edit by hand is detected. There are no
@@ -46,6 +47,25 @@ DTYPES = frozenset({"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int1
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 CASE_ID = re.compile(r"^[a-z0-9][a-z0-9._=+-]{0,150}$")
 ARRAY_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+
+
+def variant_pairs(variant: Any) -> list[tuple[str, str]]:
+    """The (choice, option) pairs of a case's variant field: none for ``None``, one for
+    ``{"choice", "option"}``, one per item for a list of such objects."""
+    if variant is None:
+        return []
+    items = [variant] if isinstance(variant, Mapping) else list(variant)
+    return [(str(v["choice"]), str(v["option"])) for v in items]
+
+
+def _valid_variant(v: Any) -> bool:
+    def one(x: Any) -> bool:
+        return (isinstance(x, dict) and set(x) == {"choice", "option"}
+                and all(isinstance(y, str) for y in x.values()))
+    if v is None or one(v):
+        return True
+    return (isinstance(v, list) and len(v) > 1 and all(one(x) for x in v)
+            and len({x["choice"] for x in v}) == len(v))
 
 
 class SuiteError(Exception):
@@ -220,7 +240,8 @@ def validate_manifest(m: Any, operations: Mapping[str, Any] | None = None) -> li
     return problems
 
 
-#: generation parameters and their types
+#: generation parameters and their types (plus ``variants``, choice -> option, present
+#: only when ``generate --variant`` left cases out)
 GENERATION = {"suite": (str,), "seed": (int,), "only": (str, type(None)),
               "shard": (str, type(None)), "text": (bool,), "sources_sha256": (str,)}
 
@@ -231,9 +252,14 @@ def _check_header(m: dict[str, Any]) -> list[str]:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in sv.items()):
         problems.append("manifest.json: spec_versions must map names to version strings")
     gen = m["generation"]
-    if set(gen) != set(GENERATION):
+    if set(gen) - {"variants"} != set(GENERATION):
         problems.append(f"manifest.json: generation must have exactly the fields "
-                        f"{sorted(GENERATION)}")
+                        f"{sorted(GENERATION)} (and optionally variants)")
+    elif "variants" in gen and not (
+            isinstance(gen["variants"], dict) and gen["variants"]
+            and all(isinstance(k, str) and isinstance(v, str)
+                    for k, v in gen["variants"].items())):
+        problems.append("manifest.json: generation.variants must map choices to options")
     else:
         for key, types in GENERATION.items():
             v = gen[key]
@@ -271,9 +297,9 @@ def _validate_case(case: Any, i: int, seen: set[str],
     if not isinstance(case["description"], str):
         problems.append(f"{where}: description must be a string")
     v = case["variant"]
-    if v is not None and not (isinstance(v, dict) and set(v) == {"choice", "option"}
-                              and all(isinstance(x, str) for x in v.values())):
-        problems.append(f"{where}: variant must be null or {{choice, option}}")
+    if not _valid_variant(v):
+        problems.append(f"{where}: variant must be null, {{choice, option}} or a list of "
+                        "them with distinct choices")
     names: set[str] = set()
     for group in ("inputs", "expected", "reference"):
         arrays = case[group]
@@ -357,7 +383,7 @@ class Case:
     reference: dict[str, np.ndarray]
     tolerance: dict[str, tol.Tolerance]
     formats: dict[str, str]
-    variant: dict[str, str] | None = None
+    variant: dict[str, str] | list[dict[str, str]] | None = None
     description: str = ""
     files: dict[str, str] = field(default_factory=dict)
 
@@ -407,14 +433,15 @@ class Suite:
                variants: Mapping[str, str] | None = None) -> list[Case]:
         """Cases whose id matches ``only`` (a glob, or a substring without wildcards) and
         that are not marked with another option of a choice in ``variants``
-        (choice -> the option the caller implements)."""
+        (choice -> the option the caller implements). A case marked with several
+        choices is kept only when none of them is selected with another option."""
         out = []
         for case in self.cases:
             if only and not (fnmatch.fnmatchcase(case.id, only)
                              if any(ch in only for ch in "*?[") else only in case.id):
                 continue
-            if case.variant and variants and case.variant["choice"] in variants \
-                    and variants[case.variant["choice"]] != case.variant["option"]:
+            if variants and any(c in variants and variants[c] != o
+                                for c, o in variant_pairs(case.variant)):
                 continue
             out.append(case)
         return out

@@ -115,7 +115,7 @@ def verify(root: str | Path, *, registry: Registry | None = None,
 
         try:
             shard = parse_shard(gen["shard"])
-            chosen = select(reg, gen["suite"], gen["only"])
+            chosen = select(reg, gen["suite"], gen["only"], gen.get("variants"))
             want_ids = [c.id for c in chosen[shard_slice(len(chosen), shard)]]
         except (ValueError, KeyError) as exc:
             want_ids = None
@@ -125,7 +125,9 @@ def verify(root: str | Path, *, registry: Registry | None = None,
         if want_ids is not None and got_ids != want_ids:
             report.problems.append(Problem("-", fmt.MANIFEST, (
                 f"the case list ({len(got_ids)} cases) is not what suite={gen['suite']!r}, "
-                f"only={gen['only']!r}, shard={gen['shard']!r} select ({len(want_ids)} "
+                f"only={gen['only']!r}, shard={gen['shard']!r}"
+                + (f", variants={gen['variants']!r}" if gen.get("variants") else "")
+                + f" select ({len(want_ids)} "
                 "cases): cases added, removed or reordered by hand?")))
     for n, entry in enumerate(m["cases"], 1):
         spec = specs.get(entry["id"]) if same_sources else None
@@ -224,17 +226,25 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     Args:
         only: restrict to case ids matching this glob (or containing it).
         variants: choice -> option; cases marked with another option of a selected
-            choice are skipped.
+            choice are skipped. A choice or option that neither the suite nor this
+            oracle version marks any case with is a ValueError (never a silent skip).
         strict: a missing result file is a failure (default: listed as missing).
         rows_per_output: failing elements tabulated per output.
 
     Raises:
         SuiteError: the golden suite itself fails validation or its hashes.
+        ValueError: an unknown variant choice or option.
     """
     suite = fmt.load(root)
     results = Path(results)
     if not results.is_dir():
         raise FileNotFoundError(f"--results {results}: not a directory")
+    if variants:
+        from oracle.cases import registry
+        from oracle.variants import known, validate
+
+        validate(variants, known((c.variant for c in suite.cases),
+                                 (s.variant for s in registry().all_cases)))
     report = CheckReport()
     chosen = suite.select(only)
     kept = {c.id for c in suite.select(only, variants)}

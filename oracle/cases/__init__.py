@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from oracle.random_stream import CaseRandom
-from oracle.suite import CASE_ID
+from oracle.suite import CASE_ID, _valid_variant as valid_variant
 from oracle.tolerance import Tolerance
 
 #: areas of this version, in suite order (each is ``oracle.cases.<name>``)
@@ -62,7 +62,8 @@ class CaseSpec:
             low-precision result, interval bounds); implementations do not produce them.
         level: 0 smoke, 1 default, 2 full (a suite includes every level up to its own).
         variant: for an implementation-defined choice, ``{"choice": ..., "option": ...}``
-            so a consumer can select the variant it implements.
+            so a consumer can select the variant it implements; a tuple of such mappings
+            (distinct choices) when the answer depends on several choices.
         text: (input, output) pair written as TestFloat-style hex lines with ``--text``.
         description: one line for people reading the manifest.
     """
@@ -75,7 +76,7 @@ class CaseSpec:
     formats: Mapping[str, str] = field(default_factory=dict)
     reference: tuple[str, ...] = ()
     level: int = 1
-    variant: Mapping[str, str] | None = None
+    variant: Mapping[str, str] | Sequence[Mapping[str, str]] | None = None
     text: tuple[str, str] | None = None
     description: str = ""
 
@@ -85,8 +86,10 @@ class CaseSpec:
                              f"(pattern {CASE_ID.pattern})")
         if self.level not in SUITES.values():
             raise ValueError(f"case {self.id}: level must be one of {sorted(SUITES.values())}")
-        if self.variant is not None and set(self.variant) != {"choice", "option"}:
-            raise ValueError(f"case {self.id}: variant needs exactly 'choice' and 'option'")
+        if not valid_variant(self.variant if isinstance(self.variant, Mapping) or
+                             self.variant is None else [dict(v) for v in self.variant]):
+            raise ValueError(f"case {self.id}: variant needs exactly 'choice' and 'option' "
+                             "(or a tuple of such mappings with distinct choices)")
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,13 @@ class Registry:
         for area in self.areas:
             out.update(area.specs)
         return dict(sorted(out.items()))
+
+    def variant_options(self) -> dict[str, tuple[str, ...]]:
+        """Every implementation-defined choice marked by a case of any suite, with its
+        options in registry order (what ``--variant CHOICE=OPTION`` accepts)."""
+        from oracle.variants import known
+
+        return known(spec.variant for spec in self.all_cases)
 
     def cases(self, suite: str = "default") -> list[CaseSpec]:
         """The cases of a named suite, in registry order."""

@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory of result .npy files named like the expected ones")
     parser.add_argument("--only", metavar="PATTERN", help="only case ids matching PATTERN")
     parser.add_argument("--variant", action="append", default=[], metavar="CHOICE=OPTION",
-                        help="skip cases of CHOICE marked with another option (repeatable)")
+                        help="skip cases of CHOICE marked with another option (repeatable; an "
+                             "unknown CHOICE or OPTION is an error)")
     parser.add_argument("--strict", action="store_true",
                         help="a missing result file is a failure")
     parser.add_argument("--rows", type=int, default=5,
@@ -31,12 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    variants = {}
-    for v in args.variant:
-        if "=" not in v:
-            raise ValueError(f"--variant must be CHOICE=OPTION, got {v!r}")
-        k, _, o = v.partition("=")
-        variants[k] = o
+    from oracle import variants as V
+
+    variants = V.parse(args.variant)
     try:
         report = check(args.dir, args.results, only=args.only, variants=variants,
                        strict=args.strict, rows_per_output=args.rows)

@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "scalar-format cases")
     parser.add_argument("--merge", nargs="+", metavar="SHARD_DIR",
                         help="instead of generating, concatenate shard suites into --out")
+    parser.add_argument("--variant", action="append", default=[], metavar="CHOICE=OPTION",
+                        help="leave out the cases of CHOICE marked with another option "
+                             "(repeatable; an unknown CHOICE or OPTION is an error)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -45,10 +48,13 @@ def _list(args: argparse.Namespace) -> int:
     from oracle.cases import registry
     from oracle.generation import select, shard_slice
 
-    cases = select(registry(), args.suite, args.only)
+    from oracle import variants as V
+    from oracle.suite import variant_pairs
+
+    cases = select(registry(), args.suite, args.only, V.parse(args.variant))
     cases = cases[shard_slice(len(cases), parse_shard(args.shard))]
-    rows = [(c.id, c.operation, f"{c.variant['choice']}={c.variant['option']}"
-             if c.variant else "") for c in cases]
+    rows = [(c.id, c.operation, ", ".join(f"{ch}={o}" for ch, o in variant_pairs(c.variant)))
+            for c in cases]
     print(tabulate(rows, headers=["case", "operation", "variant"]))
     print(f"{len(rows)} cases in the {args.suite} suite")
     return 0
@@ -59,13 +65,19 @@ def run(args: argparse.Namespace) -> int:
         return _list(args)
     if not args.out:
         raise ValueError("--out DIR is required (or --list)")
+    from oracle import variants as V
+
+    variants = V.parse(args.variant)
     if args.merge:
+        if variants:
+            raise ValueError("--variant selects cases to generate; it does not apply to "
+                             "--merge")
         m = merge(args.merge, args.out)
         print(f"merged {len(args.merge)} shards: {len(m['cases'])} cases in {args.out}")
         return 0
     m = generate(args.out, suite=args.suite, only=args.only, seed=args.seed,
                  jobs=args.jobs, shard=parse_shard(args.shard), text=args.text,
-                 progress=None if args.quiet else sys.stderr)
+                 progress=None if args.quiet else sys.stderr, variants=variants)
     files = sum(len(c["inputs"]) + len(c["expected"]) + len(c["reference"])
                 + (1 if c.get("text") else 0) for c in m["cases"])
     print(f"wrote {len(m['cases'])} cases ({files} files) to {args.out}")
