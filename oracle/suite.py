@@ -330,6 +330,10 @@ def _validate_case(case: Any, i: int, seen: set[str],
                 if ref not in case["reference"]:
                     problems.append(f"{where}: expected.{name}: tolerance refers to "
                                     f"{ref!r}, which is not a reference array of the case")
+            for ref in t.output_references():
+                if ref not in case["expected"] or ref == name:
+                    problems.append(f"{where}: expected.{name}: tolerance refers to "
+                                    f"{ref!r}, which is not another expected output")
     text = case.get("text")
     if text is not None:
         if not (isinstance(text, dict) and set(text) == {"file", "sha256"}

@@ -15,13 +15,19 @@ WebGPU CTS acceptance intervals):
 - ``allclose(rtol, atol, order)``: ``|got - expected| <= atol + rtol * |expected|``, only
   for results that depend on an implementation's reduction order; ``order`` names the
   order the golden value used.
+- ``exact_unless_nan_scale(scales, block_size, axis, scale_format)``: block-scaled
+  element codes. Bitwise equality, except that the elements of a block whose (expected)
+  scale is NaN (E8M0 0xFF) are don't-care: OCP MX v1.0 section 5.2 makes every element
+  of such a block NaN whatever its code, so no reader can use them and libraries write
+  different codes there.
 - ``relative_to_naive(factor, naive, atol)``: FlashAttention's rule. The largest error
   of the result against the exact reference is at most ``factor`` times the largest
   error of the naive low-precision computation (shipped as ``naive``) plus ``atol``.
 
 Tolerances are frozen dataclasses serialised to JSON in a suite's manifest; array-valued
-fields (``lo``, ``hi``, ``naive``) are stored there as the names of other outputs of the
-same case and resolved when the case is loaded.
+fields (``lo``, ``hi``, ``naive``, ``scales``) are stored there as the names of other
+outputs of the same case and resolved when the case is loaded (``lo``, ``hi``, ``naive``
+name reference arrays; ``scales`` names an expected output, read from the golden side).
 """
 from __future__ import annotations
 
@@ -35,9 +41,10 @@ import numpy as np
 ArrayRef = Union[np.ndarray, str]
 
 __all__ = [
-    "Tolerance", "Exact", "ExactNaNClass", "Ulp", "Interval", "AllClose",
-    "RelativeToNaive", "Comparison", "exact", "exact_nan_class", "ulp", "interval",
-    "allclose", "relative_to_naive", "from_json", "compare", "assert_matches",
+    "Tolerance", "Exact", "ExactNaNClass", "ExactUnlessNaNScale", "Ulp", "Interval",
+    "AllClose", "RelativeToNaive", "Comparison", "exact", "exact_nan_class",
+    "exact_unless_nan_scale", "ulp", "interval", "allclose", "relative_to_naive",
+    "from_json", "compare", "assert_matches",
 ]
 
 
@@ -251,9 +258,17 @@ class Tolerance:
         return out
 
     def references(self) -> tuple[str, ...]:
-        """Names of other outputs this tolerance reads (interval bounds, naive result)."""
+        """Names of the reference arrays this tolerance reads (interval bounds, naive
+        result)."""
         return tuple(getattr(self, f.name) for f in fields(self)
-                     if f.metadata.get("array") and isinstance(getattr(self, f.name), str))
+                     if f.metadata.get("array") and not f.metadata.get("output")
+                     and isinstance(getattr(self, f.name), str))
+
+    def output_references(self) -> tuple[str, ...]:
+        """Names of expected outputs this tolerance reads (golden side), e.g. the block
+        scales of ``exact_unless_nan_scale``."""
+        return tuple(getattr(self, f.name) for f in fields(self)
+                     if f.metadata.get("output") and isinstance(getattr(self, f.name), str))
 
     def resolve(self, outputs: Mapping[str, np.ndarray]) -> "Tolerance":
         """Replace output names in array fields by the arrays themselves."""
@@ -284,7 +299,7 @@ class Tolerance:
                     return Comparison(False, self, problem=(
                         f"{self.kind} tolerance field {f.name!r} still names output {v!r};"
                         " resolve it against the case's outputs first"))
-                if np.shape(v) not in ((), expected.shape):
+                if not self._array_shape_ok(f.name, np.shape(v), expected.shape):
                     return Comparison(False, self, problem=(
                         f"{self.kind} tolerance field {f.name!r} has shape {np.shape(v)},"
                         f" expected {expected.shape}"))
@@ -292,6 +307,10 @@ class Tolerance:
 
     def _needs_same_dtype(self) -> bool:
         return False
+
+    def _array_shape_ok(self, name: str, shape: tuple[int, ...],
+                        expected: tuple[int, ...]) -> bool:
+        return shape in ((), expected)
 
     def _compare(self, actual: np.ndarray, expected: np.ndarray,
                  fmt: str | None) -> Comparison:  # pragma: no cover - abstract
@@ -333,6 +352,69 @@ class ExactNaNClass(Tolerance):
     def _compare(self, actual, expected, fmt):
         both_nan = _isnan(actual, fmt) & _isnan(expected, fmt)
         mismatch = (_bits(actual) != _bits(expected)) & ~both_nan
+        steps = _steps_apart(actual, expected, fmt)
+        return _result(self, mismatch, np.where(mismatch, steps, 0.0))
+
+
+@dataclass(frozen=True)
+class ExactUnlessNaNScale(Tolerance):
+    """Block-scaled element codes: bitwise equality (dtype included), except in the
+    blocks whose expected scale is NaN, where any element code is accepted.
+
+    Special values: OCP MX v1.0 section 5.2: when the shared scale X is NaN, every
+    element of the block decodes to NaN regardless of its code, so those codes carry no
+    information and are don't-care. Blocks with a finite scale compare bitwise (a
+    ``-0`` code differs from ``+0``).
+
+    Args:
+        scales: the block scales, or the name of the case's expected scales output
+            (one scale per ``block_size`` consecutive elements along ``axis``; the last
+            block may be short).
+        block_size: elements per scale (32 in OCP MX).
+        axis: the axis the blocks run along.
+        scale_format: the format of the scale codes (``e8m0``); a float array of
+            scales is used as it is.
+    """
+
+    scales: ArrayRef = field(default="scales", metadata={"array": True, "output": True})
+    block_size: int = 32
+    axis: int = -1
+    scale_format: str = "e8m0"
+    kind: ClassVar[str] = "exact_unless_nan_scale"
+    error_label: ClassVar[str] = "steps apart"
+
+    def __post_init__(self) -> None:
+        for name in ("block_size", "axis"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"exact_unless_nan_scale: {name} must be an int, got {v!r}")
+        if self.block_size < 1:
+            raise ValueError(f"exact_unless_nan_scale: block_size must be >= 1, got "
+                             f"{self.block_size}")
+
+    def _needs_same_dtype(self) -> bool:
+        return True
+
+    def _array_shape_ok(self, name, shape, expected):
+        if not expected:
+            return False
+        ax = self.axis if self.axis >= 0 else self.axis + len(expected)
+        if not 0 <= ax < len(expected):
+            return False
+        want = list(expected)
+        want[ax] = -(-expected[ax] // self.block_size)
+        return shape == tuple(want)
+
+    def dont_care(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Boolean mask of the elements (of an array of ``shape``) under a NaN scale."""
+        s = np.asarray(self.scales)
+        nan = _isnan(s, self.scale_format if s.dtype.kind == "u" else None)
+        ax = self.axis if self.axis >= 0 else self.axis + len(shape)
+        mask = np.repeat(nan, self.block_size, axis=ax)
+        return np.take(mask, np.arange(shape[ax]), axis=ax)
+
+    def _compare(self, actual, expected, fmt):
+        mismatch = (_bits(actual) != _bits(expected)) & ~self.dont_care(expected.shape)
         steps = _steps_apart(actual, expected, fmt)
         return _result(self, mismatch, np.where(mismatch, steps, 0.0))
 
@@ -461,6 +543,11 @@ def exact_nan_class() -> ExactNaNClass:
     return ExactNaNClass()
 
 
+def exact_unless_nan_scale(scales: ArrayRef = "scales", block_size: int = 32,
+                           axis: int = -1, scale_format: str = "e8m0") -> ExactUnlessNaNScale:
+    return ExactUnlessNaNScale(scales, block_size, axis, scale_format)
+
+
 def ulp(n: float, format: str = "fp32") -> Ulp:
     return Ulp(n, format)
 
@@ -478,7 +565,8 @@ def relative_to_naive(factor: float, naive: ArrayRef, atol: float = 0.0) -> Rela
 
 
 KINDS: dict[str, type[Tolerance]] = {
-    cls.kind: cls for cls in (Exact, ExactNaNClass, Ulp, Interval, AllClose, RelativeToNaive)
+    cls.kind: cls for cls in (Exact, ExactNaNClass, ExactUnlessNaNScale, Ulp, Interval,
+                              AllClose, RelativeToNaive)
 }
 
 def from_json(obj: Any) -> Tolerance:
@@ -501,11 +589,13 @@ def from_json(obj: Any) -> Tolerance:
         if f.metadata.get("array"):
             if not isinstance(v, str):
                 raise ValueError(f"{cls.kind}.{name} must name an output, got {v!r}")
-        elif name in ("format", "order"):
+        elif name in ("format", "order", "scale_format"):
             if not isinstance(v, str):
                 raise ValueError(f"{cls.kind}.{name} must be a string, got {v!r}")
         elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise ValueError(f"{cls.kind}.{name} must be a finite number, got {v!r}")
+        elif f.type in ("int", int) and not isinstance(v, int):
+            raise ValueError(f"{cls.kind}.{name} must be an integer, got {v!r}")
         kwargs[name] = v
     return cls(**kwargs)
 

@@ -11,7 +11,12 @@ zero (with -0.0), amax exactly a power of two and one float32 ulp below (7.99999
 tiny, float32-subnormal amax, near-float32-max amax (scale clamp at 2^127), the E4M3
 957/960 clipping case, values already representable, then random blocks. Blocks holding
 NaN or Inf are separate cases, because what they become is an implementation-defined
-choice (variant ``mx_inf_block``). The scale rule is a named choice too (variant
+choice (variant ``mx_inf_block``). The ``tiny_amax`` cases (every floating-point element
+format under every scale rule, MXINT8 under floor) hold one block per power of two of amax from 2^-137 to 2^-119: there the scale
+is clamped to code 0x00 (2^-127), and an implementation that stores 0x00 but divides by
+the float32 normal minimum 2^-126 (a bug of a widely used MX library) halves every
+element. Element codes in blocks whose scale is NaN are don't-care (tolerance
+``exact_unless_nan_scale``). The scale rule is a named choice too (variant
 ``mx_scale_rule``: floor is OCP MX v1.0; ceil, even, rceil are in use), as is the NVFP4
 rule (variant ``nvfp4_scale_rule``: TransformerEngine or torchao).
 
@@ -26,7 +31,7 @@ import numpy as np
 
 from oracle.cases import Area, CaseSpec, Operation
 from oracle.random_stream import CaseRandom
-from oracle.tolerance import AllClose, ExactNaNClass
+from oracle.tolerance import AllClose, ExactNaNClass, ExactUnlessNaNScale
 from refimpl import formats as F
 from refimpl import scaling as Q
 
@@ -34,6 +39,15 @@ SPECS = {"OCP MX": "1.0", "NVFP4": "NVIDIA Blackwell / TransformerEngine referen
          "Block FP8": "DeepSeek-V3 technical report (arXiv 2412.19437)"}
 
 VALUES_TOL = {"dequantized": ExactNaNClass()}
+#: MX: element codes under a NaN scale are don't-care (every element of such a block
+#: decodes to NaN, OCP MX v1.0 section 5.2); the rest is exact
+MX_TOL = {"codes": ExactUnlessNaNScale("scales", 32, -1, "e8m0"),
+          "dequantized": ExactNaNClass()}
+#: block maxima (as powers of two) of the tiny-amax blocks: the scale exponent a rule
+#: picks is clamped at -127 (code 0x00) for every element format somewhere in this range,
+#: and the elements are still non-zero at its low end (E5M2's subnormals reach 2^-16,
+#: E4M3's 2^-9, E2M1's 2^-1 below 2^-127 * their max)
+TINY_AMAX_EXPONENTS = tuple(range(-137, -118))
 
 
 def _mx(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -143,9 +157,23 @@ def special_blocks(rng: CaseRandom, size: int, elem: str) -> list[np.ndarray]:
     return blocks
 
 
-def _mx_input(elem: str, size: int, n_random: int, nonfinite: bool = False):
+def tiny_amax_blocks(rng: CaseRandom, size: int) -> list[np.ndarray]:
+    """One float32 block per exponent of :data:`TINY_AMAX_EXPONENTS`: random elements of
+    magnitude below 2^(e+1) with one at +-1.5 * 2^e, so floor(log2(amax)) = e."""
+    blocks = []
+    for e in TINY_AMAX_EXPONENTS:
+        m = np.clip(rng.normal(size).astype(np.float64), -1.96875, 1.96875)
+        m[int(rng.integers(0, size))] = 1.5 if rng.integers(0, 2) else -1.5
+        blocks.append(np.ldexp(m, e).astype(np.float32))
+    return blocks
+
+
+def _mx_input(elem: str, size: int, n_random: int, nonfinite: bool = False,
+              tiny: bool = False):
     def build(rng: CaseRandom) -> dict[str, np.ndarray]:
-        if nonfinite:
+        if tiny:
+            rows = tiny_amax_blocks(rng, size)
+        elif nonfinite:
             rows = []
             for v in (np.nan, np.inf, -np.inf):
                 b = np.ldexp(rng.normal(size).astype(np.float64), 2).astype(np.float32)
@@ -162,22 +190,23 @@ def _mx_input(elem: str, size: int, n_random: int, nonfinite: bool = False):
 
 
 def _mx_case(elem: str, rule: str, level: int, *, inf_block: str = "nan",
-             nonfinite: bool = False) -> CaseSpec:
+             nonfinite: bool = False, tiny: bool = False) -> CaseSpec:
     formats = {"scales": "e8m0"}
     if elem != "int8":
         formats["codes"] = elem
-    suffix = f".inf_block={inf_block}" if nonfinite else ""
+    suffix = f".inf_block={inf_block}" if nonfinite else (".tiny_amax" if tiny else "")
     variant = ({"choice": "mx_inf_block", "option": inf_block} if nonfinite
                else {"choice": "mx_scale_rule", "option": rule})
     return CaseSpec(
         f"scaling.mx.{elem}.{rule}{suffix}", "scaling.mx_quantize",
         {"elem": elem, "block_size": 32, "axis": -1, "scale_rule": rule,
          "inf_block": inf_block},
-        _mx_input(elem, 32, 6, nonfinite), tolerance=VALUES_TOL, formats=formats,
+        _mx_input(elem, 32, 6, nonfinite, tiny), tolerance=MX_TOL, formats=formats,
         level=level, variant=variant,
         description=f"MX {elem} elements, scale rule {rule}; one 32-element block per row"
                     + ("; blocks holding NaN, +Inf, -Inf" if nonfinite else
-                       "; special blocks first, then random ones")
+                       "; amax 2^-137 .. 2^-119, scale clamped to 0x00 = 2^-127" if tiny
+                       else "; special blocks first, then random ones")
                     + ("; MXINT8 codes are two's complement bytes" if elem == "int8" else ""))
 
 
@@ -220,6 +249,10 @@ def cases() -> list[CaseSpec]:
     for policy in ("nan", "max", "exponent"):
         out.append(_mx_case("e4m3", "floor", 1, inf_block=policy, nonfinite=True))
     out.append(_mx_case("e2m1", "floor", 2, inf_block="max", nonfinite=True))
+    for elem in ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1"):
+        for rule in Q.SCALE_RULES:
+            out.append(_mx_case(elem, rule, 1, tiny=True))
+    out.append(_mx_case("int8", "floor", 1, tiny=True))
     for elem, level in (("e4m3", 1), ("e2m1", 1), ("e5m2", 2)):
         formats = {"a_codes": elem, "b_codes": elem, "a_scales": "e8m0", "b_scales": "e8m0"}
         out.append(CaseSpec(f"scaling.mx_matmul.{elem}.8x64x8", "scaling.mx_matmul",
