@@ -5,9 +5,22 @@
   the wider ones. Decoded NaNs compare as one class (the payload is not specified).
 - ``formats.encode``: conversions from float32 (and float64 for the double-rounding trap,
   float16) with inputs placed relative to the target format, for each rounding mode and
-  saturation setting; stochastic rounding with its random bits as an input. NaN into a
-  format without NaN (E2M1, E2M3, E3M2) and E8M0's tie rule are implementation-defined:
-  those cases are marked as variants.
+  saturation setting; stochastic rounding with its random bits as an input. What the
+  specifications leave open is a named variant, its option written into the case's
+  parameters, the general cases free of it:
+
+  - ``nan_to_e2m1`` / ``nan_to_e2m3`` / ``nan_to_e3m2`` (parameter ``nan``): what a NaN
+    becomes in a format without NaN, its sign included: ``zero`` (+0 for either sign,
+    TransformerEngine; the default), ``signed_zero`` (the zero of the NaN's sign),
+    ``0x8`` (ml_dtypes' E2M1 code, -0 even for +NaN), ``0x3`` (torchao, E2M1).
+  - ``e8m0_tie``: E8M0's tie rule (``nearest_even`` on the exponent, the default, or
+    ``up`` as ml_dtypes and RCEIL).
+  - ``e8m0_zero`` (parameter ``e8m0_zero``): E8M0 has no zero. ``min`` (default: code
+    0x00 = 2^-127, the nearest value; PyTorch's cast and ONNX's saturating cast) or
+    ``nan`` (0xFF; ONNX's non-saturating cast).
+  - ``e8m0_negative`` (parameter ``e8m0_negative``): E8M0 has no sign. ``nan`` (default:
+    0xFF, no value describes a negative number) or ``magnitude`` (the code of ``|x|``:
+    PyTorch's cast reads the exponent bits and drops the sign).
 - ``formats.round_to``: decode(encode(x)) as float32, for fake-quantisation users.
 
 Specs: IEEE 754-2019, OCP OFP8 rev 1.0, OCP MX v1.0 section 5, IEEE P3109 interim report
@@ -40,9 +53,13 @@ DETERMINISTIC = ("nearest_even", "nearest_away", "toward_zero", "toward_positive
 #: formats with every rounding mode in the default suite (the rest: nearest-even only)
 ALL_MODES_DEFAULT = ("e4m3", "e5m2", "e2m1", "bf16", "fp16")
 NO_NAN = ("e3m2", "e2m3", "e2m1")
-#: NaN -> format-without-NaN policies in use (reference doc: TE 0x0, ml_dtypes 0x8,
-#: torchao 0x3 for E2M1): the option name is the code written
-NAN_OPTIONS = {"zero": "zero", "0x8": 0x8, "0x3": 0x3}
+#: NaN -> format-without-NaN policies in use (TE +0 for either sign, ml_dtypes 0x8,
+#: torchao 0x3 for E2M1, or the zero of the NaN's sign): option name -> ``nan=`` value
+NAN_OPTIONS = {"zero": "zero", "0x8": 0x8, "0x3": 0x3, "signed_zero": "signed_zero"}
+#: E8M0 of zero and of negative inputs (the MX spec gives E8M0 neither): option names,
+#: the default first
+E8M0_ZERO = ("min", "nan")
+E8M0_NEGATIVE = ("nan", "magnitude")
 
 
 def _encode(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -50,7 +67,32 @@ def _encode(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str,
                           "nan": p.get("nan")}
     if p["rounding"] == "stochastic":
         kw["random_bits"] = (inputs["random_bits"], int(p["random_bits"]))
-    return {"codes": F.encode(inputs["x"], p["format"], **kw)}
+    codes = F.encode(inputs["x"], p["format"], **kw)
+    zero, negative = p.get("e8m0_zero", E8M0_ZERO[0]), p.get("e8m0_negative",
+                                                               E8M0_NEGATIVE[0])
+    if (zero, negative) != (E8M0_ZERO[0], E8M0_NEGATIVE[0]):
+        codes = _e8m0_conventions(np.asarray(inputs["x"]), codes, p, kw, zero, negative)
+    return {"codes": codes}
+
+
+def _e8m0_conventions(x: np.ndarray, codes: np.ndarray, p: Mapping[str, Any],
+                      kw: dict[str, Any], zero: str, negative: str) -> np.ndarray:
+    """E8M0 of zero (``e8m0_zero``) and of negative numbers (``e8m0_negative``) under
+    the non-default options; ``refimpl.formats.encode`` gives the defaults (0x00 and
+    0xFF)."""
+    if F.get(p["format"]).name != "e8m0":
+        raise ValueError(f"e8m0_zero / e8m0_negative apply to e8m0 only, not "
+                         f"{p['format']!r}")
+    if zero not in E8M0_ZERO or negative not in E8M0_NEGATIVE:
+        raise ValueError(f"e8m0_zero must be one of {E8M0_ZERO}, e8m0_negative one of "
+                         f"{E8M0_NEGATIVE}; got {zero!r}, {negative!r}")
+    codes = codes.copy()
+    if negative == "magnitude":
+        neg = x < 0
+        codes[neg] = F.encode(-x[neg], p["format"], **kw)
+    if zero == "nan":
+        codes[x == 0] = F.get(p["format"]).nan_code()
+    return codes
 
 
 def _decode(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -88,6 +130,10 @@ _DT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 
 
 def _drop_nan(x: np.ndarray, fmt: str) -> np.ndarray:
+    """The inputs of a general case: without NaN for a format without NaN, and for
+    E8M0 without zeros and finite negative numbers (their codes are variants)."""
+    if F.get(fmt).name == "e8m0":
+        x = x[~((x == 0) | ((x < 0) & np.isfinite(x)))]
     return x if F.get(fmt).has_nan else x[~np.isnan(x)]
 
 
@@ -175,6 +221,25 @@ def _e8m0_case(rounding: str, level: int) -> CaseSpec:
         variant = {"choice": "e8m0_tie", "option": rounding}
     spec = _encode_case("e8m0", rounding, False, level=level)
     return replace(spec, variant=variant)
+
+
+def _e8m0_variant_case(choice: str, option: str) -> CaseSpec:
+    """E8M0 of zero or of negative numbers, nearest-even, inputs free of E8M0 ties."""
+    if choice == "e8m0_zero":
+        values = [0.0, -0.0, 1.0, 0.5, 2.0 ** -127, 2.0 ** 127, 2.0 ** -126]
+    else:
+        values = [-1.0, -0.5, -3.5, -2.0 ** -127, -2.0 ** 127, -3.0e38, -2.0 ** -140,
+                  1.0, 4.0]
+
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        return {"x": np.array(values, dtype=np.float32)}
+
+    spec = _encode_case("e8m0", "nearest_even", False, build=build,
+                        variant={"choice": choice, "option": option},
+                        suffix=f".{choice[5:]}={option}")
+    what = "zero" if choice == "e8m0_zero" else "negative numbers"
+    return replace(spec, params={**spec.params, choice: option},
+                   description=f"f32 -> e8m0 of {what}: option {option!r} of {choice}")
 
 
 def _round_to_case(fmt: str, level: int) -> CaseSpec:
@@ -284,6 +349,9 @@ def cases() -> list[CaseSpec]:
         for option in NAN_OPTIONS:
             if option != "0x3" or fmt == "e2m1":
                 out.append(_nan_variant_case(fmt, option))
+    for choice, options in (("e8m0_zero", E8M0_ZERO), ("e8m0_negative", E8M0_NEGATIVE)):
+        for option in options:
+            out.append(_e8m0_variant_case(choice, option))
     # fake quantisation
     for fmt in ("e4m3", "e5m2", "e2m1", "bf16", "fp16"):
         out.append(_round_to_case(fmt, 1))

@@ -269,7 +269,7 @@ def _table(
 def _nan_error(fmt: Format, flat_index: int, shape: Tuple[int, ...]) -> ValueError:
     return ValueError(
         f"NaN input at index {index_of(flat_index, shape)} cannot be encoded in format "
-        f"{fmt.name!r}, which has no NaN (pass nan='zero' or an int code to choose one)"
+        f"{fmt.name!r}, which has no NaN (pass nan='zero', 'signed_zero' or an int code to choose one)"
     )
 
 
@@ -297,7 +297,8 @@ def encode(
             ``"stochastic"``; ``"up"`` (ties toward +Inf) for E8M0.
         saturate: clamp overflow and +-Inf to +-max finite (OCP SATFINITE).
         nan: NaN-input policy: None (default: the format's NaN, or an error when it has
-            none), ``"error"``, ``"nan"``, ``"zero"`` or an int code.
+            none), ``"error"``, ``"nan"``, ``"zero"`` (+0 for every NaN),
+            ``"signed_zero"`` (the zero of the NaN's sign) or an int code.
         random_bits: stochastic rounding only: an unsigned integer array broadcastable to
             ``x`` (N = its dtype width) or a tuple ``(array, N)``; element i rounds away
             from zero when ``floor(v_i * 2^N) + R_i >= 2^N`` (IEEE P3109).

@@ -32,7 +32,7 @@ _ALIASES = {"floor": "toward_negative", "ceil": "toward_positive"}
 _UNSIGNED_ALIASES = {"up": "nearest_away"}
 
 #: NaN-input policies accepted by ``encode(..., nan=...)``.
-NAN_POLICIES = ("error", "nan", "zero")
+NAN_POLICIES = ("error", "nan", "zero", "signed_zero")
 
 RandomBits = Union[None, np.ndarray, Tuple[Any, int]]
 
@@ -86,7 +86,9 @@ def resolve_nan(nan: Optional[Union[str, int]], fmt: Format) -> NanPolicy:
       ``"error"`` when the format has no NaN (E2M1, E2M3, E3M2).
     - ``"error"``: any NaN input raises ``ValueError``.
     - ``"nan"``: the format's NaN code (an error for a format without NaN).
-    - ``"zero"``: the +0 code (what TransformerEngine emits for NaN -> FP4).
+    - ``"zero"``: the +0 code for every NaN (what TransformerEngine emits for NaN -> FP4).
+    - ``"signed_zero"``: the zero of the NaN's sign (+0 for a NaN with the sign bit
+      clear, -0 with it set); +0 for both in a format without negative zero.
     - an int: that code for every NaN (ml_dtypes gives 0x8 for NaN -> E2M1, torchao 0x3).
 
     Raises:
@@ -109,11 +111,13 @@ def resolve_nan(nan: Optional[Union[str, int]], fmt: Format) -> NanPolicy:
     if nan == "nan":
         if not fmt.has_nan:
             raise ValueError(
-                f"format {fmt.name!r} has no NaN; choose nan='error', 'zero' or an int code"
+                f"format {fmt.name!r} has no NaN; choose nan='error', 'zero', 'signed_zero' or an int code"
             )
         return NanPolicy(False, fmt.nan_code(False), fmt.nan_code(True))
     if nan == "zero":
         return NanPolicy(False, 0, 0)
+    if nan == "signed_zero":
+        return NanPolicy(False, 0, fmt.sign_mask if fmt.has_negative_zero else 0)
     raise ValueError(
         f"unknown nan policy {nan!r}; expected None, {', '.join(map(repr, NAN_POLICIES))} "
         "or an int code"
