@@ -21,9 +21,16 @@ FlashAttention-3 (Shah et al. 2024): the FP16 path has the same rule; in the FP8
 processing), so an FP8 kernel may be at most 2x as wrong as that model (variant ``fa3_fp8_quantization``: tensor, block, block with
 incoherent processing).
 
-Implementation-defined choices are variants: ``causal_alignment`` (bottom_right as in
-flash-attention >= 2.1 and FlashInfer, or top_left as PyTorch SDPA's is_causal) when
-Sq != Sk, and ``lse_of_empty_row`` (-inf here and in FA3/FlashInfer; FA2 writes +inf).
+Implementation-defined choices are variants: ``causal_alignment`` (bottom_right, the
+default, as in flash-attention >= 2.1 and FlashInfer, or top_left as PyTorch SDPA's
+is_causal), carried by every case whose answer depends on it (a causal mask, a window or
+ALiBi with Sq != Sk or with padding: with padding, bottom_right aligns to each batch
+entry's numbers of valid queries and keys), the option written into its parameters; and
+``lse_of_empty_row`` (-inf here and in FA3/FlashInfer; FA2 writes +inf).
+
+``attention.attention.long_kv.bf16.d128`` is the size production kernels are tested at:
+head size 128, 1024 keys, a causal chunk of 128 queries, against the BF16 naive
+computation.
 
 Sources: Dao et al. 2022 (arXiv 2205.14135); Dao 2023 (arXiv 2307.08691);
 Flash-Decoding; flash-attention's tests (the 2x rule).
@@ -195,6 +202,9 @@ def _attn_params(naive: str = "fp16", **opts: Any) -> dict[str, Any]:
 
 
 _TOL = {"out": OUT_TOL, "lse": LSE_TOL}
+#: the default causal alignment, written into the params of every case that depends on it
+ALIGN = "bottom_right"
+ALIGN_VARIANT = {"choice": "causal_alignment", "option": ALIGN}
 
 
 def cases() -> list[CaseSpec]:
@@ -215,14 +225,17 @@ def cases() -> list[CaseSpec]:
                 variant={"choice": "causal_alignment", "option": align},
                 desc=f"GQA 4/2 heads, causal ({align}), Sq={sq}, Sk={sk}")
     add("attention.attention.window_padding", "attention.attention",
-        _attn_params(window=(3, 0)), _qkv(2, 2, 1, 24, 24, 8, padding=True), 1,
+        _attn_params(window=(3, 0), causal_alignment=ALIGN),
+        _qkv(2, 2, 1, 24, 24, 8, padding=True), 1, variant=ALIGN_VARIANT,
         desc="sliding window (3, 0), key padding mask, MQA")
     add("attention.attention.empty_rows", "attention.attention",
-        _attn_params(causal=True), _qkv(2, 2, 2, 9, 6, 8, empty_batch=True), 1,
-        variant={"choice": "lse_of_empty_row", "option": "-inf"},
+        _attn_params(causal=True, causal_alignment=ALIGN),
+        _qkv(2, 2, 2, 9, 6, 8, empty_batch=True), 1,
+        variant=({"choice": "lse_of_empty_row", "option": "-inf"}, ALIGN_VARIANT),
         desc="fully masked rows (Sq > Sk bottom-right, all keys padded): out 0, LSE -inf")
     add("attention.attention.softcap_alibi", "attention.attention",
-        _attn_params(naive="bf16", softcap=5.0), _qkv(1, 4, 4, 20, 31, 16, alibi=True), 1,
+        _attn_params(naive="bf16", softcap=5.0, causal_alignment=ALIGN),
+        _qkv(1, 4, 4, 20, 31, 16, alibi=True), 1, variant=ALIGN_VARIANT,
         desc="softcap 5 and ALiBi slopes 2^-h, BF16 naive reference")
     add("attention.attention.large_logits", "attention.attention",
         _attn_params(scale=16.0), _qkv(1, 1, 1, 16, 48, 8), 1,
@@ -231,17 +244,24 @@ def cases() -> list[CaseSpec]:
         _qkv(2, 8, 2, 1, 100, 64), 1, desc="decode: Sq = 1, Sk = 100, D = 64, GQA 8/2")
     add("attention.attention.long", "attention.attention", _attn_params(causal=True),
         _qkv(1, 2, 2, 200, 200, 64), 2, desc="causal 200 x 200, D = 64")
+    add("attention.attention.long_kv.bf16.d128", "attention.attention",
+        _attn_params(naive="bf16", causal=True, causal_alignment=ALIGN),
+        _qkv(1, 2, 1, 128, 1024, 128), 1, variant=ALIGN_VARIANT,
+        desc="head size 128, 1024 keys, causal chunk of the last 128 queries, GQA 2/1, "
+             "BF16 naive reference")
 
     # schedules
     add("attention.flash_v2.mha.16x16", "attention.flash_v2",
         _attn_params(block=(16, 16)), _qkv(1, 2, 2, 33, 33, 16), 0,
         desc="FlashAttention-2, 16 x 16 tiles, ragged edges")
     add("attention.flash_v2.causal.8x32", "attention.flash_v2",
-        _attn_params(block=(8, 32), causal=True), _qkv(2, 4, 2, 40, 70, 16), 1,
+        _attn_params(block=(8, 32), causal=True, causal_alignment=ALIGN),
+        _qkv(2, 4, 2, 40, 70, 16), 1, variant=ALIGN_VARIANT,
         desc="FlashAttention-2, causal block skipping, GQA")
     add("attention.flash_v2.window_padding", "attention.flash_v2",
-        _attn_params(block=(8, 8), window=(3, 0)), _qkv(2, 2, 1, 24, 24, 8, padding=True),
-        1, desc="FlashAttention-2, sliding window and key padding, MQA")
+        _attn_params(block=(8, 8), window=(3, 0), causal_alignment=ALIGN),
+        _qkv(2, 2, 1, 24, 24, 8, padding=True), 1, variant=ALIGN_VARIANT,
+        desc="FlashAttention-2, sliding window and key padding, MQA")
     add("attention.standard.mha", "attention.standard", _attn_params(),
         _qkv(1, 2, 2, 33, 33, 16), 1, tol={"out": OUT_TOL},
         desc="standard attention with its Theta(N d + N^2) HBM accesses")
@@ -294,10 +314,12 @@ def cases() -> list[CaseSpec]:
         return x
 
     grads = {"dq": GRAD_TOL, "dk": GRAD_TOL, "dv": GRAD_TOL}
-    add("attention.backward.causal", "attention.backward", {"causal": True},
-        backward_inputs, 1, tol=grads, ref=(), desc="reference gradients, causal, MQA")
+    add("attention.backward.causal", "attention.backward",
+        {"causal": True, "causal_alignment": ALIGN}, backward_inputs, 1, tol=grads, ref=(),
+        variant=ALIGN_VARIANT, desc="reference gradients, causal, MQA")
     add("attention.flash_v2_backward.causal.4x8", "attention.flash_v2_backward",
-        {"causal": True, "block": [4, 8]}, backward_inputs, 1, tol=grads, ref=(),
+        {"causal": True, "causal_alignment": ALIGN, "block": [4, 8]}, backward_inputs, 1,
+        tol=grads, ref=(), variant=ALIGN_VARIANT,
         desc="FlashAttention-2 backward schedule (K/V outer, dQ accumulated in query-tile "
              "order), causal, MQA")
     return out

@@ -13,7 +13,8 @@ sequence whose admission failed), the prompt tokens served from
   the variant ``kv_block_order``.
 - ``kvcache.paged_attention``: attention of each live sequence's queries over its K/V read
   through the page table (FlashAttention's 2x-naive rule; does not depend on which
-  physical blocks hold the data, so no variant).
+  physical blocks hold the data; the causal mask does depend on the alignment, so the
+  case carries the variant ``causal_alignment``, bottom_right written into its params).
 - ``kvcache.simulate``: a request trace replayed under contiguous and paged reservation.
 
 Trace encoding (``ops``, int64 rows ``[opcode, seq, a, b]``): 0 = add sequence ``seq``
@@ -136,7 +137,8 @@ def _paged_attention(inputs: Mapping[str, np.ndarray],
     if status.any():
         raise ValueError("paged-attention traces must apply every operation")
     live = sorted(s for s in cache.sequences() if cache.length(s) > 0)
-    opts = {"causal": p["causal"]}
+    opts = {"causal": p["causal"],
+            "causal_alignment": p.get("causal_alignment", "bottom_right")}
     out, lse, _ = K.paged_attention(inputs["q"], cache, live, block_q=p["block_q"], **opts)
     from refimpl.attention import naive_attention
 
@@ -154,7 +156,8 @@ OPERATIONS = [
               "num_kv_heads, head_dim, layout=, enable_prefix_caching=)"),
     Operation("kvcache.paged_attention", _paged_attention,
               "replay ops, then refimpl.kvcache.paged_attention(q, cache, live sequences, "
-              "block_q=, causal=); naive: FP16 naive attention of each gathered sequence"),
+              "block_q=, causal=, causal_alignment=); naive: FP16 naive attention of each "
+              "gathered sequence"),
     Operation("kvcache.simulate", _simulate,
               "refimpl.kvcache.simulate(trace, policy) for contiguous and paged"),
 ]
@@ -245,12 +248,15 @@ def cases() -> list[CaseSpec]:
     out.append(CaseSpec(
         "kvcache.paged_attention.decode_and_prefill", "kvcache.paged_attention",
         {"num_blocks": 32, "block_size": 8, "num_kv_heads": 2, "head_dim": 16,
-         "layout": "NHD", "prefix_caching": False, "block_q": 4, "causal": True},
+         "layout": "NHD", "prefix_caching": False, "block_q": 4, "causal": True,
+         "causal_alignment": "bottom_right"},
         _paged_attention_input, tolerance={"out": RelativeToNaive(2.0, "naive", 1e-5),
                                            "lse": AllClose(1e-5, 1e-5, LSE_ORDER)},
         reference=("naive",), level=1,
+        variant={"choice": "causal_alignment", "option": "bottom_right"},
         description="3 sequences (one forked, copy-on-write, ragged last pages), 3 queries "
-                    "each, GQA 4/2, causal, read through the page table"))
+                    "each, GQA 4/2, causal (bottom-right: the queries are each sequence's "
+                    "last tokens), read through the page table"))
     frac_tol = {f"{p}_fractions": Ulp(8, "fp64") for p in ("contiguous", "paged")}
     out.append(CaseSpec("kvcache.simulate.sharegpt200", "kvcache.simulate",
                         {"memory_slots": 16 * 2048, "max_len": 2048, "block_size": 16},
