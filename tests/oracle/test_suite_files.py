@@ -318,8 +318,10 @@ def test_check_relative_to_naive_and_variants(golden: Path, tmp_path: Path) -> N
     assert [pr.case for pr in rep.problems] == ["demo.mean.normal"]
     np.save(p, case.expected["mean"])
     (res / "demo.to_fp16.normal" / "codes.npy").unlink()
-    rep = check(golden, res, variants={"demo_choice": "b"})
-    assert rep.ok and rep.skipped == 1 and rep.missing == []
+    with pytest.raises(ValueError, match="allowed: a"):   # no case follows option b
+        check(golden, res, variants={"demo_choice": "b"})
+    rep = check(golden, res, variants={"demo_choice": "a"})
+    assert rep.ok and rep.skipped == 0 and rep.missing == ["demo.to_fp16.normal/codes.npy"]
     assert check(golden, res, strict=True).problems
 
 
