@@ -23,6 +23,7 @@ from oracle.tolerance import (
     AllClose,
     Exact,
     ExactNaNClass,
+    ExactUnlessNaNScale,
     Interval,
     RelativeToNaive,
     Tolerance,
@@ -31,6 +32,7 @@ from oracle.tolerance import (
     assert_matches,
     exact,
     exact_nan_class,
+    exact_unless_nan_scale,
     interval,
     relative_to_naive,
     ulp,
@@ -41,4 +43,5 @@ __all__ = [
     "__version__", "generate", "verify", "check", "load", "Suite", "Case", "SuiteError", "assert_matches", "Tolerance",
     "Exact", "ExactNaNClass", "Ulp", "Interval", "AllClose", "RelativeToNaive", "exact",
     "exact_nan_class", "ulp", "interval", "allclose", "relative_to_naive",
+    "ExactUnlessNaNScale", "exact_unless_nan_scale",
 ]

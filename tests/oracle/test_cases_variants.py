@@ -254,3 +254,42 @@ def test_variant_errors_through_python_m_oracle(command: list[str]) -> None:
         assert "known choices:" in r.stderr and "causal_alignment" in r.stderr
     else:
         assert "allowed: bottom_right, top_left" in r.stderr
+
+
+def test_manifest_variant_forms() -> None:
+    from oracle.generation import build_case, header
+    from oracle.suite import validate_manifest
+
+    reg = registry()
+    (spec,) = [c for c in reg.all_cases if c.id == "attention.attention.empty_rows"]
+    entry, _ = build_case(spec, reg, 1)
+    assert entry["variant"] == [{"choice": "lse_of_empty_row", "option": "-inf"},
+                                {"choice": "causal_alignment", "option": "bottom_right"}]
+    m = header(reg, "default", 1, None, None, False)
+    m["cases"], m["content_sha256"] = [entry], "0" * 64
+
+    def variant_problems(v) -> list[str]:
+        entry["variant"] = v
+        return [p for p in validate_manifest(m) if "variant" in p]
+
+    assert not variant_problems(entry["variant"])
+    assert not variant_problems({"choice": "a", "option": "b"})
+    assert not variant_problems(None)
+    for bad in ([{"choice": "a", "option": "b"}],                        # a list of one
+                [{"choice": "a", "option": "b"}, {"choice": "a", "option": "c"}],
+                [{"choice": "a", "option": "b"}, {"choice": "c"}],
+                {"choice": "a", "option": 1}, "a=b", []):
+        assert variant_problems(bad), bad
+
+
+def test_casespec_refuses_a_malformed_variant() -> None:
+    from oracle.cases import CaseSpec
+
+    def spec(v):
+        return CaseSpec("demo.x", "formats.decode", {}, lambda r: {}, variant=v)
+
+    assert spec(({"choice": "a", "option": "b"}, {"choice": "c", "option": "d"})).variant
+    for bad in (({"choice": "a", "option": "b"}, {"choice": "a", "option": "d"}),
+                {"choice": "a"}, ({"choice": "a", "option": "b"},)):
+        with pytest.raises(ValueError, match="variant"):
+            spec(bad)
