@@ -12,13 +12,13 @@ tiny, float32-subnormal amax, near-float32-max amax (scale clamp at 2^127), the 
 957/960 clipping case, values already representable, then random blocks. Blocks holding
 NaN or Inf are separate cases, because what they become is an implementation-defined
 choice (variant ``mx_inf_block``). The ``tiny_amax`` cases (every floating-point element
-format under every scale rule, MXINT8 under floor) hold one block per power of two of amax from 2^-137 to 2^-119: there the scale
-is clamped to code 0x00 (2^-127), and an implementation that stores 0x00 but divides by
-the float32 normal minimum 2^-126 (a bug of a widely used MX library) halves every
-element. Element codes in blocks whose scale is NaN are don't-care (tolerance
-``exact_unless_nan_scale``). The scale rule is a named choice too (variant
-``mx_scale_rule``: floor is OCP MX v1.0; ceil, even, rceil are in use), as is the NVFP4
-rule (variant ``nvfp4_scale_rule``: TransformerEngine or torchao).
+format under every scale rule, MXINT8 under floor) hold one block per power of two of
+amax from 2^-137 to 2^-119: there the scale is clamped to code 0x00 (2^-127), and an
+implementation that stores 0x00 but divides by the float32 normal minimum 2^-126 (a bug
+of a widely used MX library) halves every element. Element codes in blocks whose scale
+is NaN are don't-care (tolerance ``exact_unless_nan_scale``). The scale rule is a named
+choice too (variant ``mx_scale_rule``: floor is OCP MX v1.0; ceil, even, rceil are in
+use), as is the NVFP4 rule (variant ``nvfp4_scale_rule``: TransformerEngine or torchao).
 
 Sources: OCP MX v1.0 sections 5-6; NVIDIA NVFP4 / TransformerEngine reference formulas;
 DeepSeek-V3 technical report (block FP8).

@@ -269,7 +269,8 @@ def _table(
 def _nan_error(fmt: Format, flat_index: int, shape: Tuple[int, ...]) -> ValueError:
     return ValueError(
         f"NaN input at index {index_of(flat_index, shape)} cannot be encoded in format "
-        f"{fmt.name!r}, which has no NaN (pass nan='zero', 'signed_zero' or an int code to choose one)"
+        f"{fmt.name!r}, which has no NaN (pass nan='zero', 'signed_zero' or an int code "
+        "to choose one)"
     )
 
 

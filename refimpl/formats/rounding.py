@@ -111,7 +111,8 @@ def resolve_nan(nan: Optional[Union[str, int]], fmt: Format) -> NanPolicy:
     if nan == "nan":
         if not fmt.has_nan:
             raise ValueError(
-                f"format {fmt.name!r} has no NaN; choose nan='error', 'zero', 'signed_zero' or an int code"
+                f"format {fmt.name!r} has no NaN; choose nan='error', 'zero', 'signed_zero' "
+                "or an int code"
             )
         return NanPolicy(False, fmt.nan_code(False), fmt.nan_code(True))
     if nan == "zero":
