@@ -344,10 +344,13 @@ def _check_replaceable(real: Path, out: Path) -> None:
 def _remove_tree(path: Path) -> None:
     """Remove a directory tree this tool wrote, making read-only folders writable first
     (a read-only entry must not leave half a tree behind). Never follows links."""
+    top = os.path.abspath(path)
+
     def onerror(func: Any, p: str, exc_info: Any) -> None:
-        parent = os.path.dirname(p)
+        parent = os.path.dirname(os.path.abspath(p))
         try:
-            os.chmod(parent, 0o700)
+            if _within(parent, top):       # never change permissions outside the tree
+                os.chmod(parent, 0o700)
             if os.path.isdir(p) and not os.path.islink(p):
                 os.chmod(p, 0o700)
                 shutil.rmtree(p, onerror=None)

@@ -20,15 +20,17 @@ estimate from the input shapes:
 operation                       limits
 ==============================  =========================================================
 hardware.pipeline.simulate      seq_len in [1, 2**17], head_dim in [1, 1024],
-                                block items in [1, 1024], stages in [1, 16],
-                                at most 8 schedules
+                                block items in [1, 1024], seq_len / block item <= 4096,
+                                stages in [1, 16], at most 8 schedules
 simt.gallery_run                grid items >= 1 with product <= 1024, block items >= 1
                                 with product <= 1024 (CUDA's threads per block),
                                 grid x block threads <= 2**16, dynamic_shared <= 2**18,
-                                every ``count`` and ``int`` argument in [-2**20, 2**20]
+                                every ``count`` argument in [0, 2**20], every ``int``
+                                argument in [-2**16, 2**16]
 kvcache.simulate                memory_slots <= 2**20, max_len <= 2**16, block_size in
-                                [1, 4096]; trace values at most 2**16, at most 4096
-                                requests
+                                [1, 4096]; at most 4096 requests (trace rows),
+                                trace values at most 2**16, prompt and output tokens
+                                together at most 2**21
 kvcache.trace / paged_attention num_blocks <= 2**16, block_size in [1, 4096],
                                 head_dim <= 1024, num_kv_heads <= 256
 attention.*, kvcache.paged_*    elements of q times keys per head <= 2**31
@@ -161,12 +163,22 @@ def _simt_args(params: Mapping[str, Any], out: list[str]) -> None:
         if threads > 2 ** 16:
             out.append(f"params.grid x params.block = {threads} threads, over the limit "
                        f"of {2 ** 16}")
-    for i, a in enumerate(params.get("args") or []):
+    args = params.get("args")
+    for i, a in enumerate(args if isinstance(args, list) else []):
         if isinstance(a, dict):
-            for k in ("count", "int"):
-                if k in a and not (_number(a[k]) and abs(a[k]) <= 2 ** 20):
+            for k, lo, hi in (("count", 0, 2 ** 20), ("int", -2 ** 16, 2 ** 16)):
+                if k in a and not (_number(a[k]) and lo <= a[k] <= hi):
                     out.append(f"params.args[{i}].{k} = {a[k]!r} is outside the limit "
-                               f"+-{2 ** 20}")
+                               f"[{lo}, {hi}]")
+
+
+def _pipeline_tiles(params: Mapping[str, Any], out: list[str]) -> None:
+    n, block = params.get("seq_len"), params.get("block")
+    if _number(n) and isinstance(block, list) and all(_number(b) and b >= 1 for b in block):
+        for b in block:
+            if n / b > 4096:
+                out.append(f"params.seq_len / params.block = {n} / {b} is over the limit "
+                           "of 4096 blocks")
 
 
 def problems(operation: str, params: Any,
@@ -183,6 +195,8 @@ def problems(operation: str, params: Any,
     _named(operation, params, out)
     if operation == "simt.gallery_run":
         _simt_args(params, out)
+    if operation == "hardware.pipeline.simulate":
+        _pipeline_tiles(params, out)
     shapes = {k: tuple(np.shape(v)) if not isinstance(v, tuple) else v
               for k, v in inputs.items()}
     total = sum(math.prod(s) for s in shapes.values())
@@ -210,4 +224,6 @@ def problems(operation: str, params: Any,
             out.append(f"trace of shape {list(t.shape)}: at most 4096 requests (rows)")
         elif t.size and not np.all(np.abs(t.astype(np.float64)) <= 2 ** 16):
             out.append(f"trace values must be at most {2 ** 16} in magnitude")
+        elif t.shape[1] >= 3 and float(np.sum(t[:, 1:3], dtype=np.float64)) > 2 ** 21:
+            out.append(f"trace asks for more than {2 ** 21} prompt and output tokens")
     return out

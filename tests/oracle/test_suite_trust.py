@@ -557,10 +557,44 @@ def test_limits_are_documented_for_every_operation() -> None:
 def test_the_full_suite_is_inside_the_limits() -> None:
     from oracle import limits
     from oracle.cases import registry
-    import json as _json
-    for spec in registry().all_cases:
-        params = _json.loads(fmt.canonical_json(dict(spec.params)))
-        assert limits.problems(spec.operation, params, {}) == [], spec.id
+    from oracle.random_stream import CaseRandom
+    for spec in registry().cases("full"):
+        params = json.loads(fmt.canonical_json(dict(spec.params)))
+        with np.errstate(all="ignore"):
+            inputs = spec.build(CaseRandom(1, spec.id))
+        assert limits.problems(spec.operation, params, inputs) == [], spec.id
+
+
+@pytest.mark.parametrize("op,params,inputs,word", [
+    ("hardware.pipeline.simulate", {"seq_len": 2 ** 17, "block": [16, 64]}, {}, "4096"),
+    ("simt.gallery_run", {"grid": [1024, 2], "block": [32]}, {}, "grid"),
+    ("simt.gallery_run", {"grid": [512], "block": [256]}, {}, "threads"),
+    ("simt.gallery_run", {"args": [{"int": 2 ** 17}]}, {}, "args[0].int"),
+    ("kvcache.simulate", {}, {"trace": np.full((10, 3), 2.0 ** 17)}, "trace"),
+    ("matmul.matmul", {}, {"a": np.zeros((2 ** 10, 2 ** 10), np.uint8),
+                           "b": np.zeros((2 ** 10, 2 ** 11), np.uint8)}, "work"),
+    ("attention.attention", {}, {"q": (1, 8, 2 ** 12, 128), "k": (1, 8, 2 ** 12, 128)},
+     "work"),
+    ("formats.encode", {"x": [[[[[1]]]]]}, {}, "nested"),
+    ("formats.encode", {"x": list(range(65))}, {}, "items"),
+    ("formats.encode", {"x": "y" * 201}, {}, "string"),
+    ("formats.encode", {}, {"x": (2 ** 24 + 1,)}, "elements"),
+])
+def test_each_limit_refuses(op: str, params: dict, inputs: dict, word: str) -> None:
+    from oracle import limits
+    found = limits.problems(op, params, inputs)
+    assert found and any(word in f for f in found), found
+
+
+@pytest.mark.parametrize("op,params,inputs", [
+    ("hardware.pipeline.simulate", {"seq_len": 2 ** 17, "block": [32, 64]}, {}),
+    ("simt.gallery_run", {"grid": [1024], "block": [64], "args": [{"int": 2 ** 16}]}, {}),
+    ("matmul.matmul", {}, {"a": (2 ** 10, 2 ** 10), "b": (2 ** 10, 2 ** 10)}),
+    ("attention.attention", {}, {"q": (1, 2, 2 ** 12, 64), "k": (1, 2, 2 ** 12, 64)}),
+])
+def test_limits_accept_their_bounds(op: str, params: dict, inputs: dict) -> None:
+    from oracle import limits
+    assert limits.problems(op, params, inputs) == []
 
 
 # --- no silent pass --------------------------------------------------------------------
