@@ -236,7 +236,8 @@ _DEFER: dict[str, Any] = {"defer": 0, "pending": None}
 def _signals_raise() -> Iterator[None]:
     """While writing, SIGINT and SIGTERM raise :class:`Interrupted` (so the clean-up in
     ``finally`` blocks runs); the previous handlers are restored afterwards. Handlers can
-    only be set in the main thread; elsewhere nothing changes."""
+    only be set in the main thread; elsewhere nothing changes. An ignored signal stays
+    ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -247,7 +248,9 @@ def _signals_raise() -> Iterator[None]:
             return
         raise Interrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in _SIGNALS}
+    # a signal the process ignores (e.g. SIGINT under nohup) stays ignored
+    previous = {s: signal.signal(s, handler) for s in _SIGNALS
+                if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
     finally:
@@ -385,7 +388,8 @@ def _staged(out: Path, sources: Sequence[Path] = ()) -> Iterator[Path]:
             yield stage
             with _signals_deferred():
                 if os.path.isdir(real):
-                    aside = Path(tmp.replace(".partial-", ".old-"))
+                    aside = real.parent / os.path.basename(tmp).replace(".partial-",
+                                                                         ".old-", 1)
                     os.rename(real, aside)
                 try:
                     os.rename(stage, real)

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"ok: {summary}")
         return 0
     # one line per failing output (with its failure count) or other problem
-    for p in report.problems[:_LISTED]:
+    problems = sorted(report.problems, key=lambda p: p.case != "-")   # suite-wide first
+    for p in problems[:_LISTED]:
         print(f"{p.case}: {p.file}: {p.message}")
     if len(report.problems) > _LISTED:
         print(f"... and {len(report.problems) - _LISTED} more")

@@ -280,7 +280,8 @@ def test_keyboard_interrupt_removes_the_stage(golden: Path) -> None:
 
 
 SLOW_GEN = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # even in a background job
     from pathlib import Path
     import numpy as np
     from oracle.cases import Area, CaseSpec, Operation, Registry
