@@ -18,6 +18,13 @@ timestamps: the same generation parameters give the same bytes.
 Arrays are ``.npy`` version 1.0, little-endian, C order; low-precision values travel as
 unsigned integer codes plus the format's name, never as extension dtypes. Every array is
 read with ``allow_pickle=False`` after its sha256 has been checked.
+
+One path policy (:func:`checked_path`) covers every file a manifest or a results folder
+names, for loading, ``verify``, ``check`` and ``generate --merge``: a plain regular file
+inside its root, no symbolic link anywhere below the root, never a FIFO, socket, device
+or directory; anything else is a problem and is never opened. A file's size is compared
+with what the manifest's dtype and shape give before it is read. The manifest is strict
+JSON: no ``NaN``/``Infinity``, nesting at most :data:`MAX_JSON_DEPTH` deep.
 """
 from __future__ import annotations
 
