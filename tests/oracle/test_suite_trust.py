@@ -224,6 +224,25 @@ def test_old_suite_with_read_only_entries_is_replaced(golden: Path) -> None:
     assert sorted(p.name for p in golden.parent.iterdir()) == ["g"]
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
+def test_a_removal_refused_once_is_retried_after_chmod(golden: Path, monkeypatch) -> None:
+    """As root, read-only folders do not refuse removal: simulate the refusal a normal
+    user meets, once per file, and check the previous suite is still removed whole."""
+    real_unlink, refused = os.unlink, set()
+
+    def unlink(path, *a, **k):
+        if ".old-" in str(k.get("dir_fd") and os.readlink(f"/proc/self/fd/{k['dir_fd']}")
+                          or path) and str(path) not in refused:
+            refused.add(str(path))
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_unlink(path, *a, **k)
+    monkeypatch.setattr(os, "unlink", unlink)
+    _gen(golden)
+    monkeypatch.undo()
+    assert refused and _problems(golden) == []
+    assert sorted(p.name for p in golden.parent.iterdir()) == ["g"]
+
+
 def test_failed_swap_keeps_the_old_suite(golden: Path, monkeypatch) -> None:
     before = _tree(golden)
     real = os.rename
