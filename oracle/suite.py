@@ -281,7 +281,7 @@ def parse_array(data: bytes, where: str) -> np.ndarray:
     if dtype.hasobject:
         raise SuiteError(f"{where}: holds a pickled object array; refused "
                          "(suites never contain pickles)")
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(int(n) for n in shape)     # exact: no int64 wrap-around
     body = len(data) - buf.tell()
     if body != count * dtype.itemsize:
         raise SuiteError(f"{where}: truncated or padded: {body} data bytes, expected "

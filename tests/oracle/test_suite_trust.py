@@ -733,6 +733,14 @@ def test_truncated_results_are_clean_problems(golden: Path, tmp_path: Path, caps
     assert "truncated" in out
 
 
+def test_a_header_whose_element_count_wraps_int64_is_truncated() -> None:
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "|u1", "fortran_order": False,
+                                               "shape": (2 ** 32, 2 ** 32)})
+    with pytest.raises(fmt.SuiteError, match="truncated"):   # 2**64 bytes, not 0
+        fmt.parse_array(buf.getvalue(), "result x.npy")
+
+
 # --- check reports -----------------------------------------------------------------------
 
 def test_check_never_prints_a_file_outside_the_results(golden: Path, tmp_path: Path,
