@@ -13,9 +13,12 @@ from __future__ import annotations
 import fnmatch
 import json
 import multiprocessing
+import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -234,52 +237,194 @@ def _work(index: int) -> tuple[int, dict[str, Any], dict[str, bytes]]:
     return index, entry, files
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived while a suite was being written: the partial suite has
+    been removed and the previous one (if any) is intact. ``signum`` is the signal."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: while ``defer`` > 0 a signal is recorded in ``pending`` and raised when it drops to 0
+_DEFER: dict[str, Any] = {"defer": 0, "pending": None}
+
+
 @contextmanager
-def _staged(out: Path) -> Iterator[Path]:
-    """Write into a hidden sibling directory; on success replace ``out``'s previous suite
-    with it, on failure remove it, so ``out`` never holds half a suite."""
-    _prepare_out(out, clear=False)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+def _signals_raise() -> Iterator[None]:
+    """While writing, SIGINT and SIGTERM raise :class:`Interrupted` (so the clean-up in
+    ``finally`` blocks runs); the previous handlers are restored afterwards. Handlers can
+    only be set in the main thread; elsewhere nothing changes. An ignored signal stays
+    ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if _DEFER["defer"]:
+            _DEFER["pending"] = signum
+            return
+        raise Interrupted(signum)
+
+    # a signal the process ignores (e.g. SIGINT under nohup) stays ignored
+    previous = {s: signal.signal(s, handler) for s in _SIGNALS
+                if signal.getsignal(s) is not signal.SIG_IGN}
     try:
-        yield stage
-        _prepare_out(out, clear=True)
-        for child in sorted(stage.iterdir()):
-            child.rename(out / child.name)
+        yield
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
-def _prepare_out(out: Path, clear: bool = True) -> None:
-    """Check that ``out`` is absent, empty or a previous suite (a directory holding
-    anything else is refused, and nothing is removed); with ``clear``, create it or
-    remove the previous suite."""
-    if out.exists() and not out.is_dir():
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Run a critical section (the swap, the clean-up) to its end: a SIGINT or SIGTERM
+    arriving meanwhile is raised as :class:`Interrupted` when the section ends."""
+    _DEFER["defer"] += 1
+    try:
+        yield
+    finally:
+        _DEFER["defer"] -= 1
+        pending = _DEFER["pending"]
+        if pending is not None and not _DEFER["defer"]:
+            _DEFER["pending"] = None
+            raise Interrupted(pending)
+
+
+def _within(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
+
+
+def _plan_out(out: Path, sources: Sequence[Path] = ()) -> Path:
+    """Check, before any work, that a suite can be written to ``out`` and swapped in by
+    rename; return the directory that will be replaced (``out`` with links resolved:
+    a symlinked ``out`` keeps its link and the suite is written where it points).
+
+    Refused (ValueError, nothing touched): a filesystem root or mount point; the
+    working directory or one of its parents; a directory holding or inside a
+    ``sources`` directory; a path that exists and is not a directory, or lies under a
+    file; an unwritable parent; an existing directory that is neither empty nor a
+    suite written by this tool (a valid manifest, only the folders and files it lists,
+    no links, FIFOs or devices)."""
+    real = os.path.realpath(out)
+    if os.path.dirname(real) == real:
+        raise ValueError(f"--out {out}: is a filesystem root; refusing to replace it")
+    cwd = os.path.realpath(os.getcwd())
+    if _within(cwd, real):
+        raise ValueError(f"--out {out}: is the working directory or one of its parents; "
+                         "a suite is swapped in by rename, which would move it away")
+    for src in sources:
+        rs = os.path.realpath(src)
+        if _within(rs, real) or _within(real, rs):
+            raise ValueError(f"--out {out}: overlaps the input {src}")
+    if os.path.lexists(real) and not os.path.isdir(real):
         raise ValueError(f"--out {out}: exists and is not a directory")
-    if clear:
-        out.mkdir(parents=True, exist_ok=True)
-    children = list(out.iterdir()) if out.is_dir() else []
+    ancestor = os.path.dirname(real)
+    while not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise ValueError(f"--out {out}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: {ancestor} is not writable")
+    if os.path.isdir(real):
+        if os.path.ismount(real):
+            raise ValueError(f"--out {out}: is a mount point, which cannot be replaced by "
+                             "rename; use a folder inside it")
+        if os.stat(real).st_dev != os.stat(os.path.dirname(real)).st_dev:
+            raise ValueError(f"--out {out}: lies on another device than its parent "
+                             "(cannot be swapped by rename)")
+        _check_replaceable(Path(real), out)
+    return Path(real)
+
+
+def _check_replaceable(real: Path, out: Path) -> None:
+    """An existing ``out`` may be replaced only when empty or a suite this tool wrote."""
+    try:
+        children = sorted(os.listdir(real))
+    except OSError as exc:
+        raise ValueError(f"--out {out}: cannot be listed ({exc.strerror})") from None
     if not children:
         return
-    if not (out / fmt.MANIFEST).is_file():
-        raise ValueError(f"--out {out}: directory is not empty and holds no suite; "
-                         "refusing to write into it")
-    def ours(child: Path) -> bool:
-        return child.name == fmt.MANIFEST or (
-            child.is_dir() and bool(fmt.CASE_ID.match(child.name)) and all(
-                f.is_file() and f.suffix in (".npy", ".txt") for f in child.iterdir()))
+    try:
+        m = fmt.read_manifest(real)
+    except fmt.SuiteError as exc:
+        raise ValueError(f"--out {out}: is not empty and not a suite written by this tool "
+                         f"({exc}); refusing to replace it") from None
+    structure, _ = fmt.manifest_problems(m)
+    if structure:
+        raise ValueError(f"--out {out}: is not empty and not a suite written by this tool "
+                         f"(its manifest.json: {structure[0]}); refusing to replace it")
+    foreign = fmt.unexpected_entries(real, fmt.listed_files(m))
+    if foreign:
+        shown = "; ".join(f"{rel} {what}" for rel, what in foreign[:5])
+        raise ValueError(f"--out {out}: holds entries that are not part of its suite "
+                         f"({shown}{' ...' if len(foreign) > 5 else ''}); refusing to "
+                         "replace it (links are never followed)")
 
-    foreign = sorted(c.name for c in children if not ours(c))
-    if foreign:   # checked before anything is removed: a refusal changes nothing
-        raise ValueError(f"--out {out}: holds files that are not part of a suite "
-                         f"({', '.join(foreign[:5])}); refusing to overwrite")
-    if not clear:
-        return
-    for child in children:
-        if child.is_dir():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+
+def _remove_tree(path: Path) -> None:
+    """Remove a directory tree this tool wrote, making read-only folders writable first
+    (a read-only entry must not leave half a tree behind). Never follows links."""
+    top = os.path.abspath(path)
+
+    def onerror(func: Any, p: str, exc_info: Any) -> None:
+        parent = os.path.dirname(os.path.abspath(p))
+        try:
+            if _within(parent, top):       # never change permissions outside the tree
+                os.chmod(parent, 0o700)
+            if os.path.isdir(p) and not os.path.islink(p):
+                os.chmod(p, 0o700)
+                shutil.rmtree(p, onerror=None)
+            else:
+                func(p)
+        except OSError:
+            pass
+
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=onerror)
+
+
+@contextmanager
+def _staged(out: Path, sources: Sequence[Path] = ()) -> Iterator[Path]:
+    """Write into a fresh hidden sibling directory and swap it in by rename when the
+    block succeeds; on any failure, SIGINT or SIGTERM the stage is removed and ``out``
+    is left as it was. Every refusal happens before the block runs."""
+    real = _plan_out(out, sources)
+    real.parent.mkdir(parents=True, exist_ok=True)
+    with _signals_raise():
+        tmp = tempfile.mkdtemp(prefix=f".{real.name}.partial-", dir=real.parent)
+        stage = Path(tmp + "w")
+        try:
+            os.rename(tmp, stage)       # the swap is by rename: prove it works here
+        except OSError as exc:
+            os.rmdir(tmp)
+            raise ValueError(f"--out {out}: cannot rename inside {real.parent} "
+                             f"({exc.strerror or exc}); a suite is swapped in by rename, "
+                             "so it must be written where renaming works") from None
+        aside = None
+        try:
+            yield stage
+            with _signals_deferred():
+                if os.path.isdir(real):
+                    aside = real.parent / os.path.basename(tmp).replace(".partial-",
+                                                                         ".old-", 1)
+                    os.rename(real, aside)
+                try:
+                    os.rename(stage, real)
+                except BaseException:
+                    if aside is not None:
+                        os.rename(aside, real)
+                        aside = None
+                    raise
+                if aside is not None:
+                    _remove_tree(aside)
+                    if os.path.lexists(aside):
+                        print(f"warning: the previous suite could not be removed entirely: "
+                              f"{aside}", file=sys.stderr)
+        finally:
+            with _signals_deferred():
+                _remove_tree(stage)
 
 
 def _write(out: Path, files: dict[str, bytes]) -> None:
@@ -381,10 +526,14 @@ def _generate_into(out: Path, reg: Registry, cases: list[CaseSpec], suite: str,
                                      initargs=(suite, only, shard, seed, text,
                                                dict(variants or {}))) as pool:
                 futures = [pool.submit(_work, i) for i in range(len(cases))]
-                for done, fut in enumerate(as_completed(futures), 1):
-                    i, entries[i], files = fut.result()
-                    _write(out, files)
-                    report(done, cases[i].id)
+                try:
+                    for done, fut in enumerate(as_completed(futures), 1):
+                        i, entries[i], files = fut.result()
+                        _write(out, files)
+                        report(done, cases[i].id)
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
     finally:
         _WORK.clear()
     manifest["cases"] = entries
@@ -395,13 +544,26 @@ def _generate_into(out: Path, reg: Registry, cases: list[CaseSpec], suite: str,
 
 def merge(shards: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
     """Concatenate the suites written by ``--shard 1/N`` ... ``N/N`` into ``out``: the
-    result is byte-for-byte the unsharded suite."""
+    result is byte-for-byte the unsharded suite.
+
+    Every shard is checked as ``verify`` checks a suite's files (without
+    recomputation): a valid manifest, no entry the manifest does not list, no link,
+    FIFO or device, every file of the recorded size and sha256.
+
+    Raises:
+        ValueError: the shards do not form one set, or ``out`` cannot be written.
+        SuiteError: a shard is damaged (names the shard and file).
+    """
     pairs = []
     for d in shards:
         m = fmt.read_manifest(Path(d))
-        problems = fmt.validate_manifest(m)
-        if problems:
-            raise ValueError(f"shard {d}: {problems[0]}")
+        structure, content = fmt.manifest_problems(m)
+        if structure or content:
+            raise fmt.SuiteError(f"shard {d}: {(structure + content)[0]}")
+        foreign = fmt.unexpected_entries(Path(d), fmt.listed_files(m))
+        if foreign:
+            rel, what = foreign[0]
+            raise fmt.SuiteError(f"shard {d}: {rel} {what}")
         pairs.append((Path(d), m))
     n = len(pairs)
     got = sorted(str(m["generation"]["shard"]) for _, m in pairs)
@@ -420,11 +582,19 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
     merged = {k: v for k, v in first.items() if k != "content_sha256"}
     merged["generation"] = dict(first["generation"], shard=None)
     merged["cases"] = []
-    with _staged(Path(out)) as stage:
+    with _staged(Path(out), sources=[p for p, _ in pairs]) as stage:
         for src, m in pairs:
-            for rel in fmt.listed_files(m):
-                (stage / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src / rel, stage / rel)
+            for case in m["cases"]:
+                files: dict[str, bytes] = {}
+                for group in ("inputs", "expected", "reference"):
+                    for name, item in case[group].items():
+                        where = f"shard {src}: case {case['id']}: {group}.{name}"
+                        # size, sha256 and canonical form checked; the bytes are the file's
+                        files[item["file"]] = fmt.array_bytes(fmt.read_array(src, item, where))
+                if case.get("text"):
+                    files[case["text"]["file"]] = fmt.read_text_file(
+                        src, case["text"], f"shard {src}: case {case['id']}")
+                _write(stage, files)
             merged["cases"].extend(m["cases"])
         (stage / fmt.MANIFEST).write_bytes(fmt.finish_manifest(merged))
     return merged

@@ -19,6 +19,13 @@ timestamps: the same generation parameters give the same bytes.
 Arrays are ``.npy`` version 1.0, little-endian, C order; low-precision values travel as
 unsigned integer codes plus the format's name, never as extension dtypes. Every array is
 read with ``allow_pickle=False`` after its sha256 has been checked.
+
+One path policy (:func:`checked_path`) covers every file a manifest or a results folder
+names, for loading, ``verify``, ``check`` and ``generate --merge``: a plain regular file
+inside its root, no symbolic link anywhere below the root, never a FIFO, socket, device
+or directory; anything else is a problem and is never opened. A file's size is compared
+with what the manifest's dtype and shape give before it is read. The manifest is strict
+JSON: no ``NaN``/``Infinity``, nesting at most :data:`MAX_JSON_DEPTH` deep.
 """
 from __future__ import annotations
 
@@ -26,7 +33,10 @@ import fnmatch
 import hashlib
 import io
 import json
+import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -45,8 +55,17 @@ TEXT_FILE = "vectors.txt"
 DTYPES = frozenset({"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16",
                     "int32", "int64", "float16", "float32", "float64"})
 _SHA = re.compile(r"^[0-9a-f]{64}$")
-CASE_ID = re.compile(r"^[a-z0-9][a-z0-9._=+-]{0,150}$")
-ARRAY_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+#: a case id is one file-name-safe path component: no separator, no ``..``, nothing
+#: after the last character (``\\Z``, not ``$``, which would accept a trailing newline)
+CASE_ID = re.compile(r"^(?!.*\.\.)[a-z0-9][a-z0-9._=+-]{0,150}\Z")
+ARRAY_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}\Z")
+
+#: the largest file of a suite or results folder that is read (bytes); the manifest's
+#: own limit is smaller. Checked against the file's size before anything is read.
+MAX_ARRAY_BYTES = 256 * 2 ** 20
+MAX_MANIFEST_BYTES = 64 * 2 ** 20
+#: JSON nesting deeper than this is refused (the schema needs six levels)
+MAX_JSON_DEPTH = 32
 
 
 def variant_pairs(variant: Any) -> list[tuple[str, str]]:
@@ -70,6 +89,177 @@ def _valid_variant(v: Any) -> bool:
 
 class SuiteError(Exception):
     """A suite that cannot be trusted: the message names the file and the problem."""
+
+
+class MissingFile(SuiteError):
+    """A file named by a manifest or expected in a results folder does not exist."""
+
+
+# ---------------------------------------------------------------------------------
+# the one path policy
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def checked_path(root: str | Path, rel: str) -> tuple[Path, int]:
+    """The path policy of every file a manifest or a results folder names: ``rel`` is a
+    relative path of plain components (no ``..``, no absolute path, no empty part); no
+    component below ``root`` is a symbolic link; the last one is a regular file (no
+    directory, FIFO, socket or device); and, resolved, the file lies inside ``root``.
+    Nothing is opened: only ``lstat`` is called.
+
+    Returns:
+        (path, size in bytes).
+
+    Raises:
+        MissingFile: a component does not exist.
+        SuiteError: any other violation, naming ``rel`` and the reason.
+    """
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel \
+            or "\0" in rel:
+        raise SuiteError(f"{rel!r} is not a relative path inside the folder")
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise SuiteError(f"{rel!r} is not a plain relative path (empty, '.' or '..' part)")
+    real_root = os.path.realpath(root)
+    cur = real_root
+    st = None
+    for i, part in enumerate(parts):
+        cur = os.path.join(cur, part)
+        here = "/".join(parts[:i + 1])
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            raise MissingFile(f"{rel} is missing") from None
+        except OSError as exc:
+            raise SuiteError(f"{rel}: cannot be examined ({exc.strerror})") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise SuiteError(f"{rel}: {here} is a symbolic link; refused (suites and "
+                             "results hold plain files, links are never followed)")
+        if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
+            raise SuiteError(f"{rel}: {here} is {_kind(st.st_mode)}, not a directory")
+    assert st is not None
+    if not stat.S_ISREG(st.st_mode):
+        raise SuiteError(f"{rel}: is {_kind(st.st_mode)}, not a regular file; refused "
+                         "without opening it")
+    real = os.path.realpath(cur)
+    if os.path.commonpath([real, real_root]) != real_root:
+        raise SuiteError(f"{rel}: resolves outside its folder; refused")
+    return Path(cur), int(st.st_size)
+
+
+def read_checked(root: str | Path, rel: str, *, size: int | None = None,
+                 limit: int = MAX_ARRAY_BYTES) -> bytes:
+    """Read a file under :func:`checked_path`'s policy. Its size is compared with
+    ``size`` (when given) and with ``limit`` before any byte is read; it is opened
+    without following links and without blocking, and must still be a regular file
+    of that size once open.
+
+    Raises:
+        MissingFile, SuiteError: as :func:`checked_path`; a size that differs or
+        exceeds ``limit``; a file that cannot be opened or read (permissions).
+    """
+    path, nbytes = checked_path(root, rel)
+    if size is not None and nbytes != size:
+        raise SuiteError(f"{rel}: file size {nbytes} bytes, the manifest's dtype and shape "
+                         f"need {size} (truncated, padded or replaced?); not read")
+    if nbytes > limit:
+        raise SuiteError(f"{rel}: file size {nbytes} bytes exceeds the limit of {limit} "
+                         "bytes; not read")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise SuiteError(f"{rel}: cannot be opened ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != nbytes:
+            raise SuiteError(f"{rel}: changed while being read; refused")
+        chunks, left = [], nbytes
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+    except OSError as exc:
+        raise SuiteError(f"{rel}: cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    if len(data) != nbytes:
+        raise SuiteError(f"{rel}: changed while being read; refused")
+    return data
+
+
+def npy_size(dtype: str, shape: list[int]) -> int:
+    """The size in bytes of the canonical ``.npy`` file (:func:`array_bytes`) of an
+    array with this dtype and shape, computed without making the array.
+
+    Raises:
+        SuiteError: the array would be larger than :data:`MAX_ARRAY_BYTES`."""
+    dt = np.dtype(dtype).newbyteorder("<")
+    count = math.prod(int(n) for n in shape)
+    if count * dt.itemsize > MAX_ARRAY_BYTES:
+        raise SuiteError(f"shape {list(shape)} {dtype} is {count * dt.itemsize} bytes, over "
+                         f"the limit of {MAX_ARRAY_BYTES}")
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {
+        "descr": np.lib.format.dtype_to_descr(dt), "fortran_order": False,
+        "shape": tuple(int(n) for n in shape)})
+    return len(buf.getvalue()) + count * dt.itemsize
+
+
+def unexpected_entries(root: str | Path, listed: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Entries of a suite directory that a suite written by this tool never holds:
+    anything but ``manifest.json`` and the case folders and files the manifest lists,
+    and any link, FIFO, socket or device (links are reported, never followed).
+    Returns (relative path, what is wrong) in sorted order; missing files are not
+    reported here."""
+    folders = {rel.split("/", 1)[0] for rel in listed}
+    out: list[tuple[str, str]] = []
+
+    def entries(path: str) -> list[os.DirEntry]:
+        try:
+            with os.scandir(path) as it:
+                return sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            out.append((os.path.relpath(path, root), f"cannot be listed ({exc.strerror})"))
+            return []
+
+    for e in entries(os.fspath(root)):
+        rel = e.name
+        if e.is_symlink():
+            out.append((rel, "is a symbolic link (a suite holds none; not followed)"))
+        elif e.is_dir(follow_symlinks=False):
+            if rel not in folders:
+                out.append((rel, "folder is not a case of the manifest"))
+                continue
+            for f in entries(e.path):
+                frel = f"{rel}/{f.name}"
+                if f.is_symlink():
+                    out.append((frel, "is a symbolic link (a suite holds none; not followed)"))
+                elif f.is_dir(follow_symlinks=False):
+                    out.append((frel, "folder inside a case folder (a suite holds none)"))
+                elif not f.is_file(follow_symlinks=False):
+                    out.append((frel, "is not a regular file (FIFO, socket or device)"))
+                elif frel not in listed:
+                    out.append((frel, "file is not listed in the manifest (renamed, or "
+                                      "left from something else?)"))
+        elif not e.is_file(follow_symlinks=False):
+            out.append((rel, "is not a regular file (FIFO, socket or device)"))
+        elif rel != MANIFEST:
+            out.append((rel, "file is not listed in the manifest (renamed, or left from "
+                             "something else?)"))
+    return out
 
 
 # ---------------------------------------------------------------------------------
@@ -111,7 +301,7 @@ def parse_array(data: bytes, where: str) -> np.ndarray:
     if dtype.hasobject:
         raise SuiteError(f"{where}: holds a pickled object array; refused "
                          "(suites never contain pickles)")
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(int(n) for n in shape)     # exact: no int64 wrap-around
     body = len(data) - buf.tell()
     if body != count * dtype.itemsize:
         raise SuiteError(f"{where}: truncated or padded: {body} data bytes, expected "
@@ -123,27 +313,46 @@ def parse_array(data: bytes, where: str) -> np.ndarray:
 
 
 def read_array(root: Path, entry: Mapping[str, Any], where: str) -> np.ndarray:
-    """Read one array of a suite: the file must exist, match its sha256, parse without
-    pickles and have the dtype and shape the manifest records."""
-    path = root / entry["file"]
-    if not path.is_file():
-        raise SuiteError(f"{where}: file {entry['file']} is missing (deleted or renamed?)")
-    data = path.read_bytes()
+    """Read one array of a suite: the file must pass the path policy
+    (:func:`checked_path`), have the size its dtype and shape give (checked before
+    reading), match its sha256, parse without pickles and have the dtype and shape the
+    manifest records."""
+    rel = entry["file"]
+    try:
+        size = npy_size(entry["dtype"], entry["shape"])
+        data = read_checked(root, rel, size=size)
+    except MissingFile:
+        raise SuiteError(f"{where}: file {rel} is missing (deleted or renamed?)") from None
+    except SuiteError as exc:
+        raise SuiteError(f"{where}: {exc}") from None
     if sha256(data) != entry["sha256"]:
-        raise SuiteError(f"{where}: file {entry['file']} fails its sha256 check "
+        raise SuiteError(f"{where}: file {rel} fails its sha256 check "
                          "(corrupted or modified)")
-    a = parse_array(data, f"{where}: file {entry['file']}")
+    a = parse_array(data, f"{where}: file {rel}")
     if a.dtype.name not in DTYPES:
-        raise SuiteError(f"{where}: file {entry['file']} holds dtype {a.dtype}, which "
+        raise SuiteError(f"{where}: file {rel} holds dtype {a.dtype}, which "
                          "suites never contain")
     if array_bytes(a) != data:
         # generated files are canonical; anything else was rewritten by another tool
-        raise SuiteError(f"{where}: file {entry['file']} is not in the canonical .npy form "
+        raise SuiteError(f"{where}: file {rel} is not in the canonical .npy form "
                          "(version 1.0, little-endian, C order) the generator writes")
     if a.dtype.name != entry["dtype"] or list(a.shape) != list(entry["shape"]):
-        raise SuiteError(f"{where}: file {entry['file']} holds {a.dtype.name} "
+        raise SuiteError(f"{where}: file {rel} holds {a.dtype.name} "
                          f"{list(a.shape)}, manifest says {entry['dtype']} {entry['shape']}")
     return a
+
+
+def read_text_file(root: Path, entry: Mapping[str, Any], where: str) -> bytes:
+    """Read a case's ``vectors.txt`` under the path policy and check its sha256."""
+    try:
+        data = read_checked(root, entry["file"])
+    except MissingFile:
+        raise SuiteError(f"{where}: file {entry['file']} is missing") from None
+    except SuiteError as exc:
+        raise SuiteError(f"{where}: {exc}") from None
+    if sha256(data) != entry["sha256"]:
+        raise SuiteError(f"{where}: file {entry['file']} fails its sha256 check")
+    return data
 
 
 # ---------------------------------------------------------------------------------
@@ -209,6 +418,26 @@ def _check_array_entry(entry: Any, case_id: str, name: str, where: str) -> list[
 def validate_manifest(m: Any, operations: Mapping[str, Any] | None = None) -> list[str]:
     """Schema problems of a parsed manifest (empty when valid). With ``operations``,
     unknown operation names are problems too."""
+    structure, content = manifest_problems(m, operations)
+    return structure + content
+
+
+def manifest_problems(m: Any, operations: Mapping[str, Any] | None = None
+                      ) -> tuple[list[str], list[str]]:
+    """(structure problems, content-hash problems) of a parsed manifest. With any
+    structure problem, no file the manifest names may be read; a manifest whose
+    structure is sound but whose content hash differs (edited by hand) still names
+    only safe paths."""
+    problems = _structure_problems(m, operations)
+    if problems:
+        return problems, []
+    if m["content_sha256"] != content_hash(m):
+        return [], ["manifest.json: content_sha256 does not match the manifest's "
+                    "content (edited by hand? regenerate the suite instead)"]
+    return [], []
+
+
+def _structure_problems(m: Any, operations: Mapping[str, Any] | None) -> list[str]:
     if not isinstance(m, dict):
         return ["manifest.json: the top level must be an object"]
     problems = []
@@ -231,9 +460,6 @@ def validate_manifest(m: Any, operations: Mapping[str, Any] | None = None) -> li
         problems.append(f"manifest.json: schema_version {m['schema_version']} is not "
                         f"supported (this oracle reads {SCHEMA_VERSION})")
     problems += _check_header(m)
-    if m["content_sha256"] != content_hash(m):
-        problems.append("manifest.json: content_sha256 does not match the manifest's "
-                        "content (edited by hand? regenerate the suite instead)")
     seen: set[str] = set()
     for i, case in enumerate(m["cases"]):
         problems += _validate_case(case, i, seen, operations)
@@ -323,7 +549,7 @@ def _validate_case(case: Any, i: int, seen: set[str],
         for name, entry in case["expected"].items():
             try:
                 t = tol.from_json(entry["tolerance"])
-            except ValueError as exc:
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 problems.append(f"{where}: expected.{name}: {exc}")
                 continue
             for ref in t.references():
@@ -355,18 +581,47 @@ def listed_files(m: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def _refuse_constant(token: str) -> Any:
+    raise ValueError(f"the non-finite number {token} is not JSON (manifests hold "
+                     "finite numbers only)")
+
+
+def parse_json(data: bytes, where: str) -> Any:
+    """Strict JSON: UTF-8, no ``NaN``/``Infinity`` tokens, no number that overflows to
+    infinity, nesting at most :data:`MAX_JSON_DEPTH` deep. Any violation is a
+    SuiteError naming ``where``."""
+    try:
+        obj = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+    except RecursionError:
+        raise SuiteError(f"{where}: JSON nested too deeply") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SuiteError(f"{where}: not valid JSON ({exc})") from None
+    stack = [(obj, 1)]
+    while stack:           # iterative: a deep document cannot exhaust the stack here
+        o, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise SuiteError(f"{where}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(o, float) and not math.isfinite(o):
+            raise SuiteError(f"{where}: holds a number that overflows to {o} (manifests "
+                             "hold finite numbers only)")
+        if isinstance(o, dict):
+            stack.extend((v, depth + 1) for v in o.values())
+        elif isinstance(o, list):
+            stack.extend((v, depth + 1) for v in o)
+    return obj
+
+
 def read_manifest(root: Path) -> dict[str, Any]:
-    """Parse ``manifest.json`` (no validation); a missing or unparsable one is a
-    SuiteError."""
-    path = Path(root) / MANIFEST
+    """Parse ``manifest.json`` (no validation) under the path policy of
+    :func:`checked_path` and the rules of :func:`parse_json`; a missing, unreadable or
+    unparsable one is a SuiteError."""
     if not Path(root).is_dir():
         raise SuiteError(f"{root}: not a directory")
-    if not path.is_file():
-        raise SuiteError(f"{root}: no {MANIFEST} (not a golden-vector suite)")
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SuiteError(f"{MANIFEST}: not valid JSON ({exc})") from None
+        data = read_checked(root, MANIFEST, limit=MAX_MANIFEST_BYTES)
+    except MissingFile:
+        raise SuiteError(f"{root}: no {MANIFEST} (not a golden-vector suite)") from None
+    return parse_json(data, MANIFEST)
 
 
 # ---------------------------------------------------------------------------------
@@ -465,8 +720,11 @@ def load_case(root: Path, entry: Mapping[str, Any]) -> Case:
             if a.get("format"):
                 formats[name] = a["format"]
     outputs = {**groups["expected"], **groups["reference"]}
-    tolerances = {name: tol.from_json(a["tolerance"]).resolve(outputs)
-                  for name, a in entry["expected"].items()}
+    try:
+        tolerances = {name: tol.from_json(a["tolerance"]).resolve(outputs)
+                      for name, a in entry["expected"].items()}
+    except (ValueError, TypeError, KeyError) as exc:
+        raise SuiteError(f"case {cid}: a tolerance cannot be applied ({exc})") from None
     return Case(cid, entry["operation"], dict(entry["params"]), groups["inputs"],
                 groups["expected"], groups["reference"], tolerances, formats,
                 entry["variant"], entry.get("description", ""), files)

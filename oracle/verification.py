@@ -1,12 +1,17 @@
 """Verifying a suite, and checking another implementation's results against it.
 
 ``verify`` trusts nothing on disk: it validates the manifest's schema and content hash,
-checks every file's sha256, refuses pickles, reports files that are missing or not
-listed, and recomputes every expected and reference output from the recorded inputs and
-parameters with this version's reference implementation, bit for bit.
+checks every file's size and sha256 under one path policy (:func:`oracle.suite.
+checked_path`: plain regular files inside the suite, links never followed), refuses
+pickles, reports files that are missing or not listed and any extra folder, link, FIFO
+or device, and recomputes every expected and reference output from the recorded inputs
+and parameters with this version's reference implementation, bit for bit, within the
+documented limits of :mod:`oracle.limits`.
 
 ``check`` compares the result files of another implementation (same relative paths as
 the expected outputs) with the golden outputs under each case's typed tolerance.
+Neither passes silently: a suite without cases, a selection without cases, a check
+that compared nothing, or (unless allowed with a reason) a missing result fails.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import IO, Any, Mapping
 
 import numpy as np
 
+from oracle import limits
 from oracle import suite as fmt
 from oracle.cases import Registry, registry as default_registry
 from oracle.tolerance import Comparison, Exact, failure_rows
@@ -45,16 +51,6 @@ class VerifyReport:
         return not self.problems
 
 
-def _unlisted_files(root: Path, listed: Mapping[str, str]) -> list[str]:
-    found = []
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            rel = p.relative_to(root).as_posix()
-            if rel != fmt.MANIFEST and rel not in listed:
-                found.append(rel)
-    return found
-
-
 def verify(root: str | Path, *, registry: Registry | None = None,
            recompute: bool = True, progress: IO[str] | None = sys.stderr) -> VerifyReport:
     """Verify a suite directory; every problem found is in the report (never raised)."""
@@ -68,13 +64,15 @@ def verify(root: str | Path, *, registry: Registry | None = None,
     except fmt.SuiteError as exc:
         report.problems.append(Problem("-", fmt.MANIFEST, str(exc)))
         return report
-    schema_problems = fmt.validate_manifest(m, reg.operations)
-    for text in schema_problems:
+    structure, content = fmt.manifest_problems(m, reg.operations)
+    for text in structure + content:
         report.problems.append(Problem("-", fmt.MANIFEST, text))
-    if not isinstance(m, dict) or not isinstance(m.get("cases"), list):
-        return report
-    if any("content_sha256" not in p for p in schema_problems):
+    if structure:
         # structure is broken: reading files named by it is not safe
+        return report
+    if not m["cases"]:
+        report.problems.append(Problem("-", fmt.MANIFEST, "the manifest lists no cases: "
+                                       "nothing would be verified"))
         return report
     gen = m["generation"]
     same_sources = gen.get("sources_sha256") == sources_hash()
@@ -104,9 +102,8 @@ def verify(root: str | Path, *, registry: Registry | None = None,
             else:
                 report.notes.append(f"case {entry['id']}: {diff}")
     listed = fmt.listed_files(m)
-    for rel in _unlisted_files(root, listed):
-        report.problems.append(Problem("-", rel, "file is not listed in the manifest "
-                                       "(renamed, or left from something else?)"))
+    for rel, what in fmt.unexpected_entries(root, listed):
+        report.problems.append(Problem("-", rel, what))
     report.cases = len(m["cases"])
     t0 = last = time.monotonic()
     if same_sources:
@@ -156,12 +153,17 @@ def _verify_case(root: Path, entry: dict[str, Any], reg: Registry, recompute: bo
     text = entry.get("text")
     if text:
         report.files += 1
-        path = root / text["file"]
-        if not path.is_file():
-            report.problems.append(Problem(cid, text["file"], "file is missing"))
-        elif fmt.sha256(path.read_bytes()) != text["sha256"]:
-            report.problems.append(Problem(cid, text["file"], "fails its sha256 check"))
+        try:
+            fmt.read_text_file(root, text, "text")
+        except fmt.SuiteError as exc:
+            report.problems.append(Problem(cid, text["file"], str(exc)))
     if broken or not recompute:
+        return
+    refused = limits.problems(entry["operation"], entry["params"], arrays["inputs"])
+    if refused:
+        for why in refused:
+            report.problems.append(Problem(cid, "-", f"recomputation refused, outside the "
+                                           f"documented limits: {why}"))
         return
     if spec is not None:
         # same sources: the inputs must be what the case's random stream gives
@@ -211,30 +213,72 @@ class CheckReport:
     skipped: int = 0
     failures: list[list[str]] = field(default_factory=list)   # table rows
     problems: list[Problem] = field(default_factory=list)     # failed outputs, summaries
+    allow_missing: str | None = None                          # why missing results pass
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
+#: what ``check`` reads, for ``--help`` and the README
+RESULTS_LAYOUT = (
+    "RESULTS_DIR holds one .npy file per expected output, at the same relative path as "
+    "in the suite: <case id>/<output>.npy (e.g. formats.encode.e4m3.f32.nearest_even/"
+    "codes.npy), with the expected dtype and shape. Low-precision outputs are the "
+    "format's unsigned integer codes: save them with x.view(np.uint8) (np.save of an "
+    "ml_dtypes array writes raw void bytes, which are refused). Plain files only: links, "
+    "FIFOs and folders in their place are refused, never followed.")
+
+
+def _sign_differences(c: Comparison, got: np.ndarray, expected: np.ndarray,
+                      fmt_name: str | None) -> np.ndarray | None:
+    """Failing elements where both values are zero and only the sign differs."""
+    if c.mismatch is None or got.shape != expected.shape:
+        return None
+    try:
+        from oracle.tolerance import _as_values
+
+        a, e = _as_values(got, fmt_name), _as_values(expected, fmt_name)
+    except Exception:  # codes a format cannot decode: no sign analysis
+        return None
+    with np.errstate(invalid="ignore"):
+        return c.mismatch & (a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e))
+
+
+def _read_result(results: Path, rel: str, expected: np.ndarray) -> np.ndarray:
+    """A result file under the path policy; its size is bounded by the expected array's
+    (at most 16 bytes an element plus a header) before it is read."""
+    limit = 16 * max(1, expected.size) + 2 ** 16
+    data = fmt.read_checked(results, rel, limit=min(limit, fmt.MAX_ARRAY_BYTES))
+    return fmt.parse_array(data, f"result {rel}")
+
+
 def check(root: str | Path, results: str | Path, *, only: str | None = None,
           variants: Mapping[str, str] | None = None, strict: bool = False,
-          rows_per_output: int = 5) -> CheckReport:
-    """Compare result files under ``results`` (same relative paths as the expected
-    outputs) with the suite at ``root``.
+          allow_missing: str | None = None, rows_per_output: int = 5) -> CheckReport:
+    """Compare result files under ``results`` (layout: :data:`RESULTS_LAYOUT`) with the
+    suite at ``root``. Never a silent pass: the report fails when no output was
+    compared, when ``only`` selects no case, and when an expected result is missing
+    (unless ``allow_missing`` says why).
 
     Args:
         only: restrict to case ids matching this glob (or containing it).
         variants: choice -> option; cases marked with another option of a selected
             choice are skipped. A choice or option that neither the suite nor this
             oracle version marks any case with is a ValueError (never a silent skip).
-        strict: a missing result file is a failure (default: listed as missing).
+        strict: a missing result file is a failure even with ``allow_missing``.
+        allow_missing: a reason, recorded in the report, for which missing result files
+            are listed but do not fail the check.
         rows_per_output: failing elements tabulated per output.
 
     Raises:
         SuiteError: the golden suite itself fails validation or its hashes.
         ValueError: an unknown variant choice or option.
+        FileNotFoundError: ``results`` is not a directory.
     """
+    if allow_missing is not None and not (isinstance(allow_missing, str)
+                                          and allow_missing.strip()):
+        raise ValueError("--allow-missing needs a reason (a non-empty string)")
     suite = fmt.load(root)
     results = Path(results)
     if not results.is_dir():
@@ -245,8 +289,13 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
 
         validate(variants, known((c.variant for c in suite.cases),
                                  (s.variant for s in registry().all_cases)))
-    report = CheckReport()
+    report = CheckReport(allow_missing=allow_missing)
     chosen = suite.select(only)
+    if not suite.cases:
+        report.problems.append(Problem("-", fmt.MANIFEST, "the suite lists no cases"))
+    elif only and not chosen:
+        report.problems.append(Problem("-", "-", f"--only {only!r} matches no case of the "
+                                       "suite"))
     kept = {c.id for c in suite.select(only, variants)}
     report.skipped = len(chosen) - len(kept)
     for case in chosen:
@@ -254,29 +303,61 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
             continue
         for name, expected in case.expected.items():
             rel = case.files[name]
-            path = results / rel
-            if not path.is_file():
+            try:
+                got = _read_result(results, rel, expected)
+            except fmt.MissingFile:
                 report.missing.append(rel)
-                if strict:
+                if strict or allow_missing is None:
                     report.problems.append(Problem(case.id, rel, "result file is missing"))
                 continue
-            report.checked += 1
-            try:
-                got = fmt.parse_array(path.read_bytes(), f"result {rel}")
             except fmt.SuiteError as exc:
+                report.checked += 1
                 report.problems.append(Problem(case.id, rel, str(exc)))
+                continue
+            report.checked += 1
+            if got.dtype.kind == "V":
+                hint = (f"x.view(np.{expected.dtype.name})" if expected.dtype.kind == "u"
+                        else "x.view(np.uint8)")
+                report.problems.append(Problem(case.id, rel, (
+                    f"{name}: holds a structured/void dtype ({got.dtype}), as np.save of an "
+                    f"extension dtype such as ml_dtypes writes; save the unsigned codes "
+                    f"instead, e.g. np.save(path, {hint}) (expected {expected.dtype.name} "
+                    f"{list(expected.shape)})")))
                 continue
             fmt_name = case.formats.get(name)
             c: Comparison = case.tolerance[name].compare(got, expected, format=fmt_name)
             if c.ok:
                 report.passed += 1
                 continue
-            report.problems.append(Problem(case.id, rel, f"{name}: {c.summary()}"))
+            signs = _sign_differences(c, got, expected, fmt_name)
+            n_signs = int(np.count_nonzero(signs)) if signs is not None else 0
+            message = f"{name}: {c.summary()}"
+            if n_signs:
+                message += (f"; {n_signs} of them sign differences of zero "
+                            "(+0 vs -0)")
+            report.problems.append(Problem(case.id, rel, message))
             rows = failure_rows(c, got, expected, format=fmt_name, inputs=case.inputs,
                                 input_formats=case.formats, limit=rows_per_output)
             if not rows:
                 rows = [["-", "-", "-", "-", c.summary()]]
-            for r in rows:
-                report.failures.append([case.id, name] + r[:4] + [f"{r[4]} {c.error_label}"
-                                                                  if r[0] != "-" else r[4]])
+            index = np.argwhere(c.mismatch)[:rows_per_output] if c.mismatch is not None \
+                else []
+            for k, r in enumerate(rows):
+                error = f"{r[4]} {c.error_label}" if r[0] != "-" else r[4]
+                if signs is not None and k < len(index) and signs[tuple(index[k])]:
+                    e_neg = bool(np.signbit(_as_float(expected, fmt_name)[tuple(index[k])]))
+                    error = ("sign: -0 vs +0" if e_neg else "sign: +0 vs -0") + \
+                        " (expected vs got)"
+                report.failures.append([case.id, name] + r[:4] + [error])
+    if report.checked == 0 and not report.problems:
+        report.problems.append(Problem("-", "-", "no result was compared (nothing "
+                                       "selected, or every result file missing)"))
+    elif report.checked == 0:
+        report.problems.append(Problem("-", "-", "no result was compared"))
     return report
+
+
+def _as_float(a: np.ndarray, fmt_name: str | None) -> np.ndarray:
+    from oracle.tolerance import _as_values
+
+    return _as_values(a, fmt_name)

@@ -4,8 +4,10 @@ implementation's outputs with a suite.
 RESULTS_DIR holds one ``.npy`` per expected output, at the same relative path as in the
 suite (``<case id>/<output>.npy``), with the same dtype (codes for low-precision
 outputs). Each is compared under its case's typed tolerance; failures are tabulated
-(case, output, index, input, expected, got, error). Exit 0 when all present results
-pass, 1 otherwise.
+(case, output, index, input, expected, got, error) with a failure count per output.
+Exit 0 when every selected output was compared and passed, 1 otherwise: a missing
+result fails unless ``--allow-missing REASON`` says why, and a check that compared
+nothing, or an ``--only`` that selects no case, fails.
 """
 from __future__ import annotations
 
@@ -14,21 +16,36 @@ import argparse
 from tabulate import tabulate
 
 from oracle.suite import SuiteError
-from oracle.verification import check
+from oracle.verification import RESULTS_LAYOUT, check
+
+_LISTED = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "results layout:\n  " + "\n  ".join(_wrap(RESULTS_LAYOUT, 76))
     parser.add_argument("dir", metavar="DIR", help="golden suite directory")
     parser.add_argument("--results", required=True, metavar="RESULTS_DIR",
-                        help="directory of result .npy files named like the expected ones")
-    parser.add_argument("--only", metavar="PATTERN", help="only case ids matching PATTERN")
+                        help="directory of result .npy files named like the expected ones "
+                             "(<case id>/<output>.npy)")
+    parser.add_argument("--only", metavar="PATTERN", help="only case ids matching PATTERN "
+                        "(a pattern that matches no case fails)")
     parser.add_argument("--variant", action="append", default=[], metavar="CHOICE=OPTION",
                         help="skip cases of CHOICE marked with another option (repeatable; an "
                              "unknown CHOICE or OPTION is an error)")
+    parser.add_argument("--allow-missing", metavar="REASON",
+                        help="missing result files are listed but do not fail; REASON "
+                             "(why they are missing) is printed with the summary")
     parser.add_argument("--strict", action="store_true",
-                        help="a missing result file is a failure")
+                        help="a missing result file fails even with --allow-missing")
     parser.add_argument("--rows", type=int, default=5,
                         help="failing elements shown per output (default: %(default)s)")
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     variants = V.parse(args.variant)
     try:
         report = check(args.dir, args.results, only=args.only, variants=variants,
-                       strict=args.strict, rows_per_output=args.rows)
+                       strict=args.strict, allow_missing=args.allow_missing,
+                       rows_per_output=args.rows)
     except SuiteError as exc:
         print(f"the golden suite fails verification: {exc}")
         return 1
@@ -49,11 +67,16 @@ def run(args: argparse.Namespace) -> int:
                + (f", {missing} result files missing" if missing else "")
                + (f", {report.skipped} cases of other variants skipped"
                   if report.skipped else ""))
+    if missing and report.allow_missing is not None:
+        print(f"missing results allowed: {report.allow_missing}")
     if report.ok:
         print(f"ok: {summary}")
         return 0
-    if not report.failures:
-        for p in report.problems:
-            print(f"{p.case}: {p.file}: {p.message}")
-    print(f"FAILED: {len(report.problems)} outputs; {summary}")
+    # one line per failing output (with its failure count) or other problem
+    problems = sorted(report.problems, key=lambda p: p.case != "-")   # suite-wide first
+    for p in problems[:_LISTED]:
+        print(f"{p.case}: {p.file}: {p.message}")
+    if len(report.problems) > _LISTED:
+        print(f"... and {len(report.problems) - _LISTED} more")
+    print(f"FAILED: {len(report.problems)} problems; {summary}")
     return 1

@@ -10,12 +10,16 @@ import argparse
 import sys
 
 from oracle.cases import SUITES
-from oracle.generation import DEFAULT_SEED, generate, merge, parse_shard
+from oracle.generation import DEFAULT_SEED, Interrupted, generate, merge, parse_shard
+from oracle.suite import SuiteError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR",
-                        help="directory to write (created; a previous suite there is replaced)")
+                        help="directory to write: created, or replaced when it is empty or "
+                             "a suite this tool wrote (anything else is refused, nothing "
+                             "touched); the suite is written beside it and swapped in by "
+                             "rename, so an interrupted run leaves the previous suite")
     parser.add_argument("--list", action="store_true",
                         help="print the selected case ids (with operation and variant) "
                              "instead of writing anything")
@@ -61,6 +65,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except Interrupted as exc:
+        print(f"interrupted ({exc}): no partial files left; {args.out} holds the previous "
+              "suite (or the new one if the final swap had completed)", file=sys.stderr)
+        return 128 + exc.signum
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.list:
         return _list(args)
     if not args.out:
@@ -72,7 +85,11 @@ def run(args: argparse.Namespace) -> int:
         if variants:
             raise ValueError("--variant selects cases to generate; it does not apply to "
                              "--merge")
-        m = merge(args.merge, args.out)
+        try:
+            m = merge(args.merge, args.out)
+        except SuiteError as exc:
+            print(f"a shard fails verification: {exc}")
+            return 1
         print(f"merged {len(args.merge)} shards: {len(m['cases'])} cases in {args.out}")
         return 0
     m = generate(args.out, suite=args.suite, only=args.only, seed=args.seed,
