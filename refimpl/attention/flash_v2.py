@@ -259,7 +259,7 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
         ctx = _FastContext(prob, kq, vq, ktiles, blas)
         # query tiles per group: about _LOCKSTEP_ROWS rows over all instances together
-        per = max(1, _LOCKSTEP_ROWS // (br * nbh))
+        per = max(1, _LOCKSTEP_ROWS // max(1, br * nbh))
         for g0 in range(0, len(qtiles), per):
             group = qtiles[g0:g0 + per]
             r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1

@@ -109,7 +109,7 @@ def _forward(prob: Problem, precision: str, keep: bool = False):
     if sk == 0 or sq == 0:
         return out, lse, s_all, p_all
     cols = np.arange(sk)
-    rows_per = max(1, _CHUNK_SCORES // (sk * b * hq))
+    rows_per = max(1, _CHUNK_SCORES // max(1, sk * b * hq))
     mm = matmul_f32 if exact else matmul_f64
     for r0 in range(0, sq, rows_per):
         rows = np.arange(r0, min(sq, r0 + rows_per))

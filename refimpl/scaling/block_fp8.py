@@ -27,6 +27,7 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
+from refimpl.validation import check_bool
 
 from .exponent import ceil_log2_ratio
 from .float32_input import float32_values
@@ -155,8 +156,7 @@ def block_fp8_quantize(
     """
     f = _fp8(fmt)
     r, c = _tile(block)
-    if not isinstance(power_of_two, (bool, np.bool_)):
-        raise ValueError(f"power_of_two: expected True or False, got {power_of_two!r}")
+    power_of_two = check_bool("power_of_two", power_of_two)
     arr = _float32_input(x)
     floor = _F32(amax_floor)
     if not np.isfinite(floor) or floor < 0:

@@ -57,6 +57,7 @@ from refimpl import formats
 from refimpl.formats import Format
 from refimpl.formats.encode import as_float_array
 from refimpl.formats.rounding import resolve_rounding
+from refimpl.validation import check_bool
 
 from .exponent import ceil_log2, ceil_log2_ratio, floor_log2, round_log2
 
@@ -510,8 +511,7 @@ def mx_quantize(
     rule = _choice("scale_rule", scale_rule, SCALE_RULES)
     policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
     bs = _check_block_size(block_size)
-    if not isinstance(pad, (bool, np.bool_)):
-        raise ValueError(f"pad: expected True or False, got {pad!r}")
+    pad = check_bool("pad", pad)
     if not isinstance(el, MXInt8):
         mode = resolve_rounding(rounding, el)
     else:
