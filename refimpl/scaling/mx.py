@@ -44,7 +44,9 @@ scale of 2**-6 (values k/64). Quantisation rounds to the symmetric range k in [-
 (the code 0x80 = -2.0 is decoded when given, never produced).
 
 Non-multiple lengths: ``pad=True`` treats the last block as zero-padded; zeros never change
-a block's amax, and the padding is not stored (``codes`` has x's shape).
+a block's amax, and the padding is not stored (``codes`` has x's shape). A ``block_size``
+larger than the axis makes the whole axis one block; its padding is never materialised
+(``block_size=10**9`` costs no more memory than the axis itself).
 """
 from __future__ import annotations
 
@@ -272,6 +274,13 @@ def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
     return int(axis) % ndim
 
 
+def block_span(n: int, block_size: int) -> int:
+    """Elements a block of an axis of length ``n`` is laid out with: ``block_size``, or
+    ``n`` when one block covers the whole axis (its zero padding is never stored, so a
+    huge ``block_size`` costs no memory)."""
+    return n if 0 < n <= block_size else block_size
+
+
 def _check_block_size(block_size: int) -> int:
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)):
         raise ValueError(f"block_size: expected a positive int, got {block_size!r}")
@@ -350,8 +359,8 @@ class MXArray:
         vals = _element_table(self.elem)[self.codes]
         moved = np.moveaxis(vals, self.axis, -1)
         n = moved.shape[-1]
-        bs = self.block_size
         nblk = self.scales.shape[self.axis]
+        bs = block_span(n, self.block_size)
         if n != nblk * bs:
             moved = np.concatenate(
                 [moved, np.zeros(moved.shape[:-1] + (nblk * bs - n,), dtype=moved.dtype)],
@@ -525,12 +534,13 @@ def mx_quantize(
     moved = np.moveaxis(arr, ax, -1)
     n = moved.shape[-1]
     nblk = -(-n // bs)
+    if n % bs and not pad:
+        raise ValueError(
+            f"x: length {n} along axis {axis} is not a multiple of block_size {bs} "
+            "(pass pad=True to zero-pad the last block)"
+        )
+    bs = block_span(n, bs)  # the layout; the block size recorded below is block_size
     if n % bs:
-        if not pad:
-            raise ValueError(
-                f"x: length {n} along axis {axis} is not a multiple of block_size {bs} "
-                "(pass pad=True to zero-pad the last block)"
-            )
         moved = np.concatenate(
             [moved, np.zeros(moved.shape[:-1] + (nblk * bs - n,), dtype=moved.dtype)], axis=-1
         )
@@ -564,6 +574,6 @@ def mx_quantize(
         np.ascontiguousarray(np.moveaxis(codes, -1, ax)),
         np.ascontiguousarray(np.moveaxis(scale_codes, -1, ax)),
         el,
-        bs,
+        _check_block_size(block_size),
         ax,
     )
