@@ -24,6 +24,7 @@ __all__ = [
     "check_positive_int",
     "check_index",
     "as_float_array",
+    "as_float64",
     "as_float",
     "first_index",
 ]
@@ -204,6 +205,12 @@ def as_float_array(x: Any, name: str = "x", *, precision: Any = np.float64) -> n
     if kind == "O":
         return _objects_as_float(arr, name, prec)
     raise ValueError(f"{name} has dtype {arr.dtype}; expected a real floating-point array")
+
+
+def as_float64(x: Any, name: str = "x") -> np.ndarray:
+    """:func:`as_float_array` widened to float64 (no copy for a float64 array): for the
+    functions that compute in float64."""
+    return as_float_array(x, name).astype(np.float64, copy=False)
 
 
 def as_float(name: str, value: object, *, precision: Any = np.float64) -> float:

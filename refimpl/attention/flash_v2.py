@@ -47,6 +47,7 @@ from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.matmul.exact import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
 from refimpl.summation import fold_sum_axis1
+from refimpl.validation import check_bool
 
 __all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
            "DEFAULT_BLOCK"]
@@ -466,6 +467,7 @@ def flash_v2(
         instance: Q_i read once per query tile; K_j and V_j read once per computed tile
         pair; O_i and LSE_i written once.
     """
+    return_lse = check_bool("return_lse", return_lse)
     prob = prepare(
         q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
         window=window, softcap=softcap, alibi_slopes=alibi_slopes,

@@ -48,6 +48,7 @@ from refimpl.attention.scores import PRECISIONS, scores
 from refimpl.attention.stats import ScheduleStats
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
+from refimpl.validation import check_bool
 
 __all__ = ["attention", "standard_attention", "naive_attention", "NAIVE_DTYPES"]
 
@@ -197,6 +198,7 @@ def attention(
     Raises:
         ValueError: shapes, head counts, non-finite or non-float32 inputs, bad options.
     """
+    return_lse = check_bool("return_lse", return_lse)
     prob = prepare(
         q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
         window=window, softcap=softcap, alibi_slopes=alibi_slopes,

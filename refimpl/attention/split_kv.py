@@ -22,6 +22,7 @@ from refimpl.attention.problem import prepare
 from refimpl.attention.stats import ScheduleStats
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
+from refimpl.validation import check_bool
 
 __all__ = ["split_kv", "merge_attention_states", "split_ranges"]
 
@@ -117,6 +118,7 @@ def split_kv(
         part writing ``O_partial``/``LSE_partial`` and the merge reading them and
         writing O and LSE.
     """
+    return_lse = check_bool("return_lse", return_lse)
     br, bc = check_block(block)
     prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
     b, hq, _, sq, sk, _ = prob.shape
