@@ -31,6 +31,8 @@ from typing import Any, ClassVar, Mapping, Union
 
 import numpy as np
 
+from refimpl.validation import as_float, as_float64
+
 #: an array field given inline, or the name of another output of the same case
 ArrayRef = Union[np.ndarray, str]
 
@@ -57,7 +59,8 @@ def _as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
     """Values as float64 (exact for every format of 32 bits or fewer)."""
     if fmt is not None and a.dtype.kind == "u":
         a = _decode(a, fmt)
-    return np.asarray(a, dtype=np.float64)
+    # integers only when float64 holds them exactly: 2**53 + 1 must not match 2**53
+    return as_float64(a, "values")
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -118,7 +121,7 @@ def ulp_of(x: np.ndarray, fmt: str) -> np.ndarray:
     section 2.1: ulp). Zero and subnormals get the subnormal spacing; non-finite values
     get NaN."""
     man, emin = _format_precision(fmt)
-    x = np.asarray(x, dtype=np.float64)
+    x = as_float64(x)
     finite = np.isfinite(x)
     # frexp is exact: it reads the exponent bits, no logarithm involved
     _, e = np.frexp(np.where(finite & (x != 0), x, 1.0))
@@ -288,7 +291,10 @@ class Tolerance:
                     return Comparison(False, self, problem=(
                         f"{self.kind} tolerance field {f.name!r} has shape {np.shape(v)},"
                         f" expected {expected.shape}"))
-        return self._compare(actual, expected, format)
+        try:
+            return self._compare(actual, expected, format)
+        except ValueError as exc:  # values no comparison can use exactly (2**53 + 1)
+            return Comparison(False, self, problem=str(exc))
 
     def _needs_same_dtype(self) -> bool:
         return False
@@ -348,7 +354,7 @@ class Ulp(Tolerance):
     error_label: ClassVar[str] = "ulp"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.n, (int, float)) and self.n >= 0):
+        if not as_float("ulp: n", self.n) >= 0:
             raise ValueError(f"ulp: n must be a non-negative number, got {self.n!r}")
 
     def _compare(self, actual, expected, fmt):
@@ -375,8 +381,8 @@ class Interval(Tolerance):
 
     def _compare(self, actual, expected, fmt):
         a = _as_values(actual, fmt)
-        lo = np.broadcast_to(np.asarray(self.lo, dtype=np.float64), a.shape)
-        hi = np.broadcast_to(np.asarray(self.hi, dtype=np.float64), a.shape)
+        lo = np.broadcast_to(as_float64(self.lo, "lo"), a.shape)
+        hi = np.broadcast_to(as_float64(self.hi, "hi"), a.shape)
         with np.errstate(invalid="ignore"):
             dist = np.maximum(lo - a, a - hi)
         want_nan = np.isnan(lo) & np.isnan(hi)
@@ -398,7 +404,8 @@ class AllClose(Tolerance):
     error_label: ClassVar[str] = "abs error"
 
     def __post_init__(self) -> None:
-        if self.rtol < 0 or self.atol < 0:
+        if not (as_float("allclose: rtol", self.rtol) >= 0
+                and as_float("allclose: atol", self.atol) >= 0):
             raise ValueError("allclose: rtol and atol must be non-negative")
         if not self.order:
             raise ValueError("allclose: name the reduction order the golden value used "
@@ -431,7 +438,8 @@ class RelativeToNaive(Tolerance):
     error_label: ClassVar[str] = "abs error"
 
     def __post_init__(self) -> None:
-        if self.factor <= 0 or self.atol < 0:
+        if not (as_float("relative_to_naive: factor", self.factor) > 0
+                and as_float("relative_to_naive: atol", self.atol) >= 0):
             raise ValueError("relative_to_naive: factor must be > 0 and atol >= 0")
 
     def _compare(self, actual, expected, fmt):
