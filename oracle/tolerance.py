@@ -40,6 +40,7 @@ __all__ = [
     "Tolerance", "Exact", "ExactNaNClass", "Ulp", "Interval", "AllClose",
     "RelativeToNaive", "Comparison", "exact", "exact_nan_class", "ulp", "interval",
     "allclose", "relative_to_naive", "from_json", "compare", "assert_matches",
+    "format_value", "steps_apart",
 ]
 
 
@@ -92,7 +93,9 @@ def _ordinal(a: np.ndarray, fmt: str | None) -> np.ndarray:
     return a.astype(np.float64)
 
 
-def _steps_apart(actual: np.ndarray, expected: np.ndarray, fmt: str | None) -> np.ndarray:
+def steps_apart(actual: np.ndarray, expected: np.ndarray, fmt: str | None) -> np.ndarray:
+    """How many representable steps of the arrays' own type (or of ``fmt`` for codes)
+    lie between each pair of elements (float64)."""
     return np.abs(_ordinal(actual, fmt) - _ordinal(expected, fmt))
 
 
@@ -170,7 +173,7 @@ class Comparison:
         return f"{text}; {self.detail}" if self.detail else text
 
 
-def _format_value(v: Any, fmt: str | None) -> str:
+def format_value(v: Any, fmt: str | None) -> str:
     """A human-readable value: codes in hex with their decoded value, floats with their
     bit pattern so a -0.0 or a NaN payload is visible."""
     if isinstance(v, np.generic) and v.dtype.kind == "u":
@@ -209,13 +212,13 @@ def failure_rows(
         for name, arr in (inputs or {}).items():
             if arr.shape == expected.shape:
                 f = (input_formats or {}).get(name)
-                shown.append(f"{name}={_format_value(arr[index], f)}")
+                shown.append(f"{name}={format_value(arr[index], f)}")
         err = comparison.error[index] if comparison.error is not None else float("nan")
         rows.append([
             str(list(int(i) for i in index)),
             ", ".join(shown) or "-",
-            _format_value(expected[index], format),
-            _format_value(actual[index], format),
+            format_value(expected[index], format),
+            format_value(actual[index], format),
             f"{float(err):.4g}",
         ])
     return rows
@@ -322,7 +325,7 @@ class Exact(Tolerance):
 
     def _compare(self, actual, expected, fmt):
         mismatch = _bits(actual) != _bits(expected)
-        return _result(self, mismatch, _steps_apart(actual, expected, fmt))
+        return _result(self, mismatch, steps_apart(actual, expected, fmt))
 
 
 @dataclass(frozen=True)
@@ -339,7 +342,7 @@ class ExactNaNClass(Tolerance):
     def _compare(self, actual, expected, fmt):
         both_nan = _isnan(actual, fmt) & _isnan(expected, fmt)
         mismatch = (_bits(actual) != _bits(expected)) & ~both_nan
-        steps = _steps_apart(actual, expected, fmt)
+        steps = steps_apart(actual, expected, fmt)
         return _result(self, mismatch, np.where(mismatch, steps, 0.0))
 
 
