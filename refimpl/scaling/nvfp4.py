@@ -101,7 +101,7 @@ def nvfp4_global_scale(global_amax: float, scale_rule: str = "te") -> np.float32
     if np.isnan(ga) or ga < 0:
         raise ValueError(f"global_amax: expected a non-negative number, got {global_amax!r}")
     if rule in ("te", "te_kernel"):
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):  # Inf: FLT_MAX below
             s = _ENC_NUM / ga
         s = np.minimum(s, _FLT_MAX)
         if s == 0 or (rule == "te_kernel" and ga == 0):
