@@ -47,7 +47,7 @@ from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.matmul.exact import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
 from refimpl.summation import fold_sum_axis1
-from refimpl.validation import check_bool
+from refimpl.validation import check_bool, check_positive_int
 
 __all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
            "DEFAULT_BLOCK"]
@@ -61,10 +61,7 @@ def check_block(block: object) -> tuple[int, int]:
         br, bc = block  # type: ignore[misc]
     except (TypeError, ValueError):
         raise ValueError(f"block must be a pair (B_r, B_c), got {block!r}") from None
-    for name, x in (("B_r", br), ("B_c", bc)):
-        if not isinstance(x, (int, np.integer)) or isinstance(x, bool) or x < 1:
-            raise ValueError(f"block {name} must be a positive integer, got {x!r}")
-    return int(br), int(bc)
+    return check_positive_int("block B_r", br), check_positive_int("block B_c", bc)
 
 
 def tile_ranges(n: int, size: int, start: int = 0) -> list[np.ndarray]:

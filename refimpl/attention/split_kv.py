@@ -22,7 +22,7 @@ from refimpl.attention.problem import prepare
 from refimpl.attention.stats import ScheduleStats
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
-from refimpl.validation import check_bool
+from refimpl.validation import check_bool, check_positive_int
 
 __all__ = ["split_kv", "merge_attention_states", "split_ranges"]
 
@@ -30,8 +30,7 @@ __all__ = ["split_kv", "merge_attention_states", "split_ranges"]
 def split_ranges(sk: int, block_c: int, num_splits: int) -> list[tuple[int, int]]:
     """Key ranges of the parts: ``ceil(ceil(Sk / B_c) / num_splits)`` key tiles each, in
     order; trailing parts may be empty ``(Sk, Sk)``."""
-    if not isinstance(num_splits, (int, np.integer)) or num_splits < 1:
-        raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
+    num_splits = check_positive_int("num_splits", num_splits)
     tiles = math.ceil(sk / block_c)
     per = max(1, math.ceil(tiles / num_splits))
     out = []

@@ -59,7 +59,7 @@ from refimpl import formats
 from refimpl.formats import Format
 from refimpl.formats.encode import as_float_array
 from refimpl.formats.rounding import resolve_rounding
-from refimpl.validation import check_bool
+from refimpl.validation import check_bool, check_positive_int
 
 from .exponent import ceil_log2, ceil_log2_ratio, floor_log2, round_log2
 
@@ -282,11 +282,7 @@ def block_span(n: int, block_size: int) -> int:
 
 
 def _check_block_size(block_size: int) -> int:
-    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)):
-        raise ValueError(f"block_size: expected a positive int, got {block_size!r}")
-    if block_size < 1:
-        raise ValueError(f"block_size: expected a positive int, got {block_size}")
-    return int(block_size)
+    return check_positive_int("block_size", block_size)
 
 
 # ----- the block-scaled array -----------------------------------------------------------

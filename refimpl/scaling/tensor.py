@@ -18,7 +18,7 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
-from refimpl.validation import as_float_array, check_bool
+from refimpl.validation import as_float_array, check_bool, check_positive_int
 
 from .block_fp8 import _fp8
 from .float32_input import float32_values
@@ -157,9 +157,7 @@ class DelayedScaling:
     ) -> None:
         self.fmt = _fp8(fmt)
         self.margin = _margin(margin)
-        n = amax_history_len
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"amax_history_len: expected a positive int, got {n!r}")
+        n = check_positive_int("amax_history_len", amax_history_len)
         if amax_compute_algo not in AMAX_ALGOS:
             raise ValueError(f"amax_compute_algo: expected one of {', '.join(AMAX_ALGOS)}, "
                              f"got {amax_compute_algo!r}")
