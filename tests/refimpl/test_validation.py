@@ -15,7 +15,7 @@ from refimpl import scaling as S
 from refimpl import softmax as SM
 from refimpl.elementary import exp, log
 from refimpl.kvcache import PagedKVCache, paged_attention
-from refimpl.matmul import matmul
+from refimpl.matmul import exact_dot_reference, exact_matmul64, matmul
 from refimpl.summation import fold_sum
 from refimpl.validation import (as_float, as_float_array, check_bool, check_index,
                                 check_int, check_positive_int)
@@ -135,6 +135,13 @@ def test_matmul_refuses_the_issue_example_and_keeps_exact_integers() -> None:
     lambda x: exp(x),
     lambda x: log(x),
     lambda x: fold_sum(x),
+    lambda x: S.quantization_error(x, np.zeros(2)),
+    lambda x: A.naive_error_bound(x, np.zeros(2)),
+    lambda x: A.merge_attention_states(x[None, None, :], np.zeros((1, 1))),
+    lambda x: A.online_block_update(A.OnlineState.initial((1,), 2), x[None, :],
+                                    np.ones((2, 2), np.float32)),
+    lambda x: exact_dot_reference(x, x),
+    lambda x: exact_matmul64(x[None, :], x[:, None]),
 ])
 def test_every_entry_point_refuses_inexact_integers(call) -> None:
     # float32 entry points refuse 2^24 + 1, float64 ones 2^53 + 1: BIG fails both
