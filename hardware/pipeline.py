@@ -87,7 +87,7 @@ from dataclasses import dataclass, field
 from typing import Generator, Iterable, Mapping
 
 from hardware import specs
-from refimpl.validation import check_positive_int
+from refimpl.validation import check_bool, check_positive_int
 
 __all__ = [
     "Schedule",
@@ -645,6 +645,7 @@ def simulate(schedule: str | Schedule, *, gpu: specs.GPUSpec | str = "H100", seq
     seq_len = check_positive_int("seq_len", seq_len)
     head_dim = check_positive_int("head_dim", head_dim)
     stages = check_positive_int("stages", stages)
+    check = check_bool("check", check)
     if not (isinstance(block, (tuple, list)) and len(block) == 2):
         raise ValueError(f"block must be (B_r, B_c), got {block!r}")
     b_r = check_positive_int("block[0] (B_r)", block[0])

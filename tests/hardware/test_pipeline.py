@@ -426,6 +426,8 @@ def test_counts_must_be_ints():
         pl.simulate("fa3", seq_len=512, head_dim=1.5)
     with pytest.raises(TypeError, match="seq_len must be an int"):
         pl.simulate("fa3", seq_len=True, head_dim=64)
+    with pytest.raises(TypeError, match="check must be True or False"):
+        pl.simulate("fa3", seq_len=512, head_dim=64, check="no")
 
 
 def test_schedule_validation():

@@ -15,7 +15,7 @@ from refimpl import scaling as S
 from refimpl import softmax as SM
 from refimpl.elementary import exp, log
 from refimpl.kvcache import PagedKVCache, paged_attention
-from refimpl.matmul import exact_dot_reference, exact_matmul64, matmul
+from refimpl.matmul import Sequential, exact_dot_reference, exact_matmul64, matmul
 from refimpl.summation import fold_sum
 from refimpl.validation import (as_float, as_float_array, check_bool, check_index,
                                 check_int, check_positive_int)
@@ -186,6 +186,9 @@ def _qkv(b=1, h=2, s=3, d=4):
     lambda q, k, v, bad: fold_sum(q, keepdims=bad),
     lambda q, k, v, bad: PagedKVCache(4, 4, 1, 4, enable_prefix_caching=bad),
     lambda q, k, v, bad: F.Format("x", 4, 3, signed=bad),
+    lambda q, k, v, bad: F.pack(np.zeros(4, np.uint8), "e2m3", dense=bad),
+    lambda q, k, v, bad: F.unpack(np.zeros(3, np.uint8), "e2m3", 4, dense=bad),
+    lambda q, k, v, bad: Sequential(fma=bad),
 ])
 @pytest.mark.parametrize("bad", ["false", 0, 1, None])
 def test_boolean_flags_refuse_non_bools(call, bad) -> None:
