@@ -137,8 +137,8 @@ class _Collector:
             lines.append("  sweep: " + "; ".join(
                 f"{name} {f} of {c} differ" for name, (f, c) in self.counts.items()))
         for i, f in enumerate(fs, 1):
-            seen = f"{f.count} in the sweep" if f.count else "not in the sweep"
-            lines.append(f"[{i}] {f.kind} ({f.phase}; {seen}):")
+            seen = f"{f.count} in the sweep" if f.count else "found by the random search"
+            lines.append(f"[{i}] {f.kind}: {seen}; simplest ({f.phase}):")
             lines.append(f.text)
         first = fs[0]
         return ConformanceError("\n".join(lines), first.input, first.expected, first.got,
@@ -532,12 +532,14 @@ def nonfinite_blocks(size: int) -> list[np.ndarray]:
 
 def _compare_blocks(col: _Collector, title: str, x: np.ndarray, block_size: int,
                     outputs: list[tuple[str, np.ndarray, np.ndarray, int]],
-                    phase: str, count: bool, nan_scale: int | None) -> Failure | None:
+                    phase: str, count: bool, nan_scale: int | None,
+                    code_fmt: Any = None) -> Failure | None:
     """Compare block-scaled outputs ``(name, got, expected, elements per entry)``
     (scales first, then codes) of ``x`` (rows, n); record counts (``count``) and every
     new kind; return the first new Failure. Codes are not compared in a block whose
     expected scale is the NaN code ``nan_scale`` (no reader can use them) nor, for the
-    kind, in a block whose scale already differs."""
+    kind, in a block whose scale already differs. Codes of ``code_fmt`` that differ only
+    in the sign bit are a sign difference (of zero: +0 vs -0)."""
     first_new = None
     scale_bad = None
     for name, g, w, per in outputs:
@@ -559,7 +561,12 @@ def _compare_blocks(col: _Collector, title: str, x: np.ndarray, block_size: int,
             if per > 1 and scale_bad is not None and scale_bad[r, blk]:
                 continue   # follows from the scale
             block = x[r, blk * block_size:(blk + 1) * block_size]
-            kind = f"{name} differ ({_block_class(block)})"
+            what = "differ"
+            sign = getattr(code_fmt, "sign_mask", 0) if per > 1 else 0
+            if sign and int(g[r, c]) ^ int(w[r, c]) == sign:
+                what = ("sign difference of zero (+0 vs -0)"
+                        if int(w[r, c]) & code_fmt.magnitude_mask == 0 else "sign difference")
+            kind = f"{name} {what} ({_block_class(block)})"
             if kind in col.kinds:
                 if count:
                     col.kinds[kind].count += 1
@@ -618,7 +625,7 @@ def check_mx_quantize(fn: Callable, elem: Any = "e4m3", *, scale_rule: str = "fl
         return _compare_blocks(col, title, x, block_size,
                                [("scales", scales, q.scales, 1),
                                 ("codes", codes, q.codes, block_size)],
-                               phase, count, 0xFF)
+                               phase, count, 0xFF, q.elem)
 
     blocks = special_blocks(CaseRandom(0, "conformance"), block_size, elem_name)
     if inf_block:
@@ -651,6 +658,7 @@ def check_nvfp4_quantize(fn: Callable, *, scale_rule: str = "te", max_examples: 
     Raises:
         ConformanceError: every kind of failing block, each with its simplest example.
     """
+    from refimpl.formats import E2M1
     from refimpl.scaling import NVFP4_RULES, nvfp4_quantize
 
     from oracle.cases.scaling import special_blocks
@@ -695,7 +703,7 @@ def check_nvfp4_quantize(fn: Callable, *, scale_rule: str = "te", max_examples: 
         return _compare_blocks(col, title, x, 16,
                                [("scales", scales, q.scales, 1),
                                 ("codes", codes, q.codes, 16)],
-                               phase, count, 0x7F)
+                               phase, count, 0x7F, E2M1)
 
     rng = CaseRandom(0, "conformance.nvfp4")
     blocks = special_blocks(rng, 16, "e2m1")

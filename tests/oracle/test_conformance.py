@@ -366,6 +366,24 @@ def test_codes_under_a_nan_scale_are_not_compared_and_counts_are_per_output() ->
     assert all(f.kind.startswith("codes differ") for f in info.value.failures)
 
 
+def test_a_lost_sign_of_zero_in_block_codes_is_a_sign_difference() -> None:
+    """OCP MX: a -0.0 element keeps its sign (E4M3 code 0x80); a quantiser writing
+    +0 (0x00) instead differs only in the sign bit of a zero."""
+    from oracle.conformance import check_mx_quantize
+
+    def plus_zero(x):
+        codes, scales = _mx("nan")(x)
+        return np.where((codes & 0x7F) == 0, np.uint8(0), codes).astype(np.uint8), scales
+
+    with pytest.raises(ConformanceError) as info:
+        check_mx_quantize(plus_zero, "e4m3", max_examples=0)
+    kinds = [f.kind for f in info.value.failures]
+    assert "codes sign difference of zero (+0 vs -0) (all-zero block)" in kinds
+    f = info.value.failures[kinds.index(
+        "codes sign difference of zero (+0 vs -0) (all-zero block)")]
+    assert int(f.expected) == 0x80 and int(f.got) == 0x00
+
+
 def _nvfp4_te(x):
     from refimpl.scaling import nvfp4_quantize
 
