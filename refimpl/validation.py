@@ -33,6 +33,11 @@ __all__ = [
 _PRECISIONS = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
 
 
+def _at(name: str, idx: tuple[int, ...]) -> str:
+    """``name[i, j]``, or ``name`` alone for a scalar."""
+    return f"{name}{list(idx)}" if idx else name
+
+
 def first_index(bad: np.ndarray) -> tuple[int, ...]:
     """The multi-index (plain ints) of the first True element of ``bad`` in C order."""
     flat = int(np.argmax(bad.ravel()))
@@ -120,7 +125,7 @@ def _integers_as_float(arr: np.ndarray, name: str, prec: type) -> np.ndarray:
     if not ok.all():
         idx = first_index(~ok)
         raise ValueError(
-            f"{name}{list(idx)} = {int(arr[idx])} is an integer that "
+            f"{_at(name, idx)} = {int(arr[idx])} is an integer that "
             f"{np.dtype(prec).name} cannot represent exactly"
         )
     return out
@@ -148,14 +153,14 @@ def _objects_as_float(arr: np.ndarray, name: str, prec: type) -> np.ndarray:
         if isinstance(e, (bool, np.bool_)) or not isinstance(
                 e, (int, float, np.integer, np.floating)):
             raise ValueError(
-                f"{name}{list(idx)} = {e!r} ({type(e).__name__}) is not a real number; "
+                f"{_at(name, idx)} = {e!r} ({type(e).__name__}) is not a real number; "
                 "expected ints or floats"
             )
         if isinstance(e, np.floating) and np.dtype(type(e)).itemsize > 8:
-            raise ValueError(f"{name}{list(idx)} has type {type(e).__name__}; expected "
+            raise ValueError(f"{_at(name, idx)} has type {type(e).__name__}; expected "
                              "float16, float32 or float64")
         if isinstance(e, (int, np.integer)):
-            out[idx] = _exact_int(f"{name}{list(idx)}", int(e), prec)
+            out[idx] = _exact_int(_at(name, idx), int(e), prec)
         else:
             out[idx] = float(e)
     return out
