@@ -145,6 +145,11 @@ def _exact_int(label: str, i: int, prec: type) -> float:
     return f
 
 
+#: elementwise "is a Python or NumPy integer (not a bool)" over an object array
+_is_int = np.frompyfunc(lambda e: isinstance(e, (int, np.integer))
+                        and not isinstance(e, (bool, np.bool_)), 1, 1)
+
+
 def _objects_as_float(arr: np.ndarray, name: str, prec: type) -> np.ndarray:
     """An object array of Python/NumPy reals as float64, integers exactly or refused."""
     out = np.empty(arr.shape, dtype=np.float64)
@@ -203,7 +208,9 @@ def as_float_array(x: Any, name: str = "x", *, precision: Any = np.float64) -> n
             # NumPy turns [2**63, -1] into float64, rounding the int: check the ints
             obj = np.empty(arr.shape, dtype=object)
             obj[...] = x
-            _objects_as_float(obj, name, prec)
+            ints = _is_int(obj).astype(bool)
+            if ints.any():
+                _objects_as_float(np.where(ints, obj, 0), name, prec)
         return arr
     if kind in "iu":
         return _integers_as_float(arr, name, prec)
