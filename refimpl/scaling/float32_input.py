@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from refimpl.formats.encode import as_float_array
+from refimpl.validation import as_float_array
 
 __all__ = ["float32_values"]
 

@@ -57,9 +57,8 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
-from refimpl.formats.encode import as_float_array
 from refimpl.formats.rounding import resolve_rounding
-from refimpl.validation import check_bool, check_positive_int
+from refimpl.validation import as_float_array, check_bool, check_positive_int
 
 from .exponent import ceil_log2, ceil_log2_ratio, floor_log2, round_log2
 
