@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
+from refimpl.validation import check_bool
+
 __all__ = [
     "OP_KINDS",
     "Op",
@@ -170,7 +172,7 @@ def traffic(graph: Graph, fused: bool = False, *, saved: Sequence[str] = ()) -> 
     ``saved``: intermediates the fused kernel must also write (activations kept for a
     backward pass); ignored when unfused, where every op output is written anyway.
     """
-    if not fused:
+    if not check_bool("fused", fused):
         return Traffic(
             reads=tuple(v for op in graph.ops for v in _unique(op.inputs)),
             writes=tuple(op.out for op in graph.ops),

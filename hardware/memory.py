@@ -29,6 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
+from refimpl.validation import check_positive_int
+
 __all__ = [
     "CoalesceReport",
     "BankReport",
@@ -211,14 +213,6 @@ class BankReport:
 # --------------------------------------------------------------------------- checks
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a positive int, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {value}")
-    return int(value)
-
-
 def _lanes(addresses: object, active: object, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate and return (int64 addresses, bool mask) of the given rank."""
     a = np.asarray(addresses)
@@ -271,7 +265,7 @@ def _active_sorted(addresses: object, active: object) -> np.ndarray:
 
 
 def _access_bytes(access_bytes: object) -> int:
-    w = _positive_int("access_bytes", access_bytes)
+    w = check_positive_int("access_bytes", access_bytes)
     if w not in ACCESS_WIDTHS:
         raise ValueError(f"access_bytes must be one of {ACCESS_WIDTHS}, got {w}")
     return w
@@ -365,8 +359,8 @@ def coalesce(
             segment or line size.
     """
     w = _access_bytes(access_bytes)
-    seg = _positive_int("segment_bytes", segment_bytes)
-    line = _positive_int("line_bytes", line_bytes)
+    seg = check_positive_int("segment_bytes", segment_bytes)
+    line = check_positive_int("line_bytes", line_bytes)
     s = _active_sorted(addresses, active)
     n = int(s.shape[0])
     if n == 0:
@@ -401,8 +395,8 @@ def coalesce_warps(
     vectorised pass.
     """
     w = _access_bytes(access_bytes)
-    seg = _positive_int("segment_bytes", segment_bytes)
-    line = _positive_int("line_bytes", line_bytes)
+    seg = check_positive_int("segment_bytes", segment_bytes)
+    line = check_positive_int("line_bytes", line_bytes)
     a, m = _lanes(addresses, active, 2)
     if a.shape[0] == 0 or a.shape[1] == 0:
         return CoalesceReport(0, 0, 0, 0, 0, 0, seg, line)
@@ -478,8 +472,8 @@ def bank_conflicts(
         BankReport with ``requests`` 0 or 1.
     """
     w = _access_bytes(access_bytes)
-    nb = _positive_int("banks", banks)
-    bb = _positive_int("bank_bytes", bank_bytes)
+    nb = check_positive_int("banks", banks)
+    bb = check_positive_int("bank_bytes", bank_bytes)
     a, m = _lanes(addresses, active, 1)
     if not m.any():
         return BankReport(0, 0, 0)
@@ -589,7 +583,7 @@ def tile_load_segments(
     for name, v in (("tile_rows", tile_rows), ("tile_cols", tile_cols),
                     ("leading_dim", leading_dim), ("elem_bytes", elem_bytes),
                     ("segment_bytes", segment_bytes)):
-        _positive_int(name, v)
+        check_positive_int(name, v)
     if tile_cols + col0 > leading_dim:
         raise ValueError(
             f"tile columns {col0}..{col0 + tile_cols - 1} exceed leading_dim {leading_dim}"
@@ -620,9 +614,9 @@ def padded_leading_dim(cols: int, elem_bytes: int = 4, *, segment_bytes: int = 3
     (``cudaMalloc`` returns 256-byte-aligned memory) and the tile's first column a
     multiple of ``segment_bytes / elem_bytes``; padding cannot fix a misaligned base.
     """
-    _positive_int("cols", cols)
-    _positive_int("elem_bytes", elem_bytes)
-    _positive_int("segment_bytes", segment_bytes)
+    check_positive_int("cols", cols)
+    check_positive_int("elem_bytes", elem_bytes)
+    check_positive_int("segment_bytes", segment_bytes)
     # pitch must be a multiple of lcm(elem_bytes, segment_bytes) bytes
     step = math.lcm(elem_bytes, segment_bytes) // elem_bytes
     return -(-cols // step) * step
@@ -665,7 +659,7 @@ def traversal_sectors(
     """
     for name, v in (("rows", rows), ("cols", cols), ("elem_bytes", elem_bytes),
                     ("warp_size", warp_size)):
-        _positive_int(name, v)
+        check_positive_int(name, v)
     w = _access_bytes(elem_bytes)
     lanes = np.arange(warp_size, dtype=np.int64)
     # thread per row: step k over columns, lane t on row t

@@ -87,6 +87,7 @@ from dataclasses import dataclass, field
 from typing import Generator, Iterable, Mapping
 
 from hardware import specs
+from refimpl.validation import check_bool, check_positive_int
 
 __all__ = [
     "Schedule",
@@ -318,11 +319,11 @@ def unit_costs(gpu: specs.GPUSpec | str = "H100", *, seq_len: int, block: tuple[
             the derivation needs that the entry lacks (then pass the rate explicitly).
     """
     g = specs.get(gpu) if isinstance(gpu, str) else gpu
-    seq_len = _positive_int("seq_len", seq_len)
+    seq_len = check_positive_int("seq_len", seq_len)
     if not (isinstance(block, (tuple, list)) and len(block) == 2):
         raise ValueError(f"block must be (B_r, B_c), got {block!r}")
-    _positive_int("block[0] (B_r)", block[0])
-    _positive_int("block[1] (B_c)", block[1])
+    check_positive_int("block[0] (B_r)", block[0])
+    check_positive_int("block[1] (B_c)", block[1])
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
 
@@ -602,12 +603,6 @@ def _consumer(p: _Problem, wg: int) -> _Agent:
 # public entry point
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
 def simulate(schedule: str | Schedule, *, gpu: specs.GPUSpec | str = "H100", seq_len: int,
              head_dim: int, block: tuple[int, int] = (128, 64), stages: int = 2,
              dtype: str = "fp16", tensor_flops: float | None = None,
@@ -647,13 +642,14 @@ def simulate(schedule: str | Schedule, *, gpu: specs.GPUSpec | str = "H100", seq
         schedule = SCHEDULES[schedule]
     elif not isinstance(schedule, Schedule):
         raise TypeError(f"schedule must be a name or a Schedule, got {type(schedule).__name__}")
-    seq_len = _positive_int("seq_len", seq_len)
-    head_dim = _positive_int("head_dim", head_dim)
-    stages = _positive_int("stages", stages)
+    seq_len = check_positive_int("seq_len", seq_len)
+    head_dim = check_positive_int("head_dim", head_dim)
+    stages = check_positive_int("stages", stages)
+    check = check_bool("check", check)
     if not (isinstance(block, (tuple, list)) and len(block) == 2):
         raise ValueError(f"block must be (B_r, B_c), got {block!r}")
-    b_r = _positive_int("block[0] (B_r)", block[0])
-    b_c = _positive_int("block[1] (B_c)", block[1])
+    b_r = check_positive_int("block[0] (B_r)", block[0])
+    b_c = check_positive_int("block[1] (B_c)", block[1])
     if b_r % schedule.warpgroups:
         raise ValueError(f"block[0] (B_r) = {b_r} must be divisible by the "
                          f"{schedule.warpgroups} consumer warpgroups of {schedule.name!r}")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from refimpl.validation import check_positive_int
+
 __all__ = ["TileUtilization", "tile_utilization"]
 
 
@@ -48,14 +50,6 @@ class TileUtilization:
     sm_utilization: float
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a positive int, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {value}")
-    return value
-
-
 def tile_utilization(M: int, N: int, tile_m: int, tile_n: int, num_sms: int
                      ) -> TileUtilization:
     """Tiles, waves, idle SMs in the last wave and padding of an ``M x N`` output.
@@ -66,7 +60,7 @@ def tile_utilization(M: int, N: int, tile_m: int, tile_n: int, num_sms: int
     """
     for name, v in (("M", M), ("N", N), ("tile_m", tile_m), ("tile_n", tile_n),
                     ("num_sms", num_sms)):
-        _positive_int(name, v)
+        check_positive_int(name, v)
     tm, tn = -(-M // tile_m), -(-N // tile_n)
     tiles = tm * tn
     waves = -(-tiles // num_sms)

@@ -182,13 +182,17 @@ def nvfp4_blocks(*, min_blocks: int = 1, max_blocks: int = 4, rows: int | None =
 def attention_inputs(draw, *, max_batch: int = 2, max_kv_heads: int = 2,
                      max_group: int = 3, max_seq: int = 33,
                      dims: Sequence[int] = (1, 8, 16), masks: bool = True,
-                     allow_empty: bool = False) -> dict[str, Any]:
+                     allow_empty: bool = False,
+                     alignments: Sequence[str] = ("bottom_right", "top_left"),
+                     window: bool = True) -> dict[str, Any]:
     """A dict with ``q`` (B, Hq, Sq, D), ``k`` and ``v`` (B, Hkv, Sk, D) float32 and the
     options of ``refimpl.attention.attention``: ``causal``, ``causal_alignment``,
     ``window`` and ``key_padding_mask`` (B, Sk) bool, True = keep, right-padded (the first
     n_b keys of batch entry b are valid, as in variable-length kernels). Values are multiples
     of 1/64 in [-4, 4] (exact in every format from BF16 up) with an optional common
-    logit offset; Hq = Hkv * group (GQA/MQA)."""
+    logit offset; Hq = Hkv * group (GQA/MQA). ``alignments`` are the causal alignments
+    drawn (an implementation that knows only one passes just that one); ``window=False``
+    never draws a sliding window."""
     b = draw(st.integers(1, max_batch))
     hkv = draw(st.integers(1, max_kv_heads))
     group = draw(st.integers(1, max_group))
@@ -209,8 +213,8 @@ def attention_inputs(draw, *, max_batch: int = 2, max_kv_heads: int = 2,
                            "key_padding_mask": None}
     if masks:
         out["causal"] = draw(st.booleans())
-        out["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
-        if draw(st.booleans()):
+        out["causal_alignment"] = draw(st.sampled_from(list(alignments)))
+        if window and draw(st.booleans()):
             out["window"] = (draw(st.integers(0, max_seq)), draw(st.integers(0, max_seq)))
         if draw(st.booleans()) and sk:
             # right padding, flash-attention's variable-length convention

@@ -653,7 +653,25 @@ class Case:
                 for name in self.expected if name in outputs}
 
     def assert_matches(self, outputs: Mapping[str, Any]) -> None:
-        """AssertionError with a failure table unless every given output matches."""
+        """AssertionError with a failure table unless ``outputs`` holds exactly this
+        case's outputs and every one matches.
+
+        Raises:
+            TypeError: ``outputs`` is not a mapping of output names to arrays.
+            AssertionError: an expected output is missing or a name is unknown (a
+                misspelling would otherwise compare nothing: both lists are named), or
+                an output does not match within its tolerance.
+        """
+        if not isinstance(outputs, Mapping):
+            raise TypeError(f"case {self.id}: outputs must be a mapping of output names "
+                            f"to arrays, got {type(outputs).__name__}")
+        missing = [name for name in self.expected if name not in outputs]
+        unknown = [name for name in outputs if name not in self.expected]
+        if missing or unknown:
+            parts = ([f"missing output(s) {missing}"] if missing else []) + (
+                [f"unknown output(s) {unknown}"] if unknown else [])
+            raise AssertionError(f"case {self.id}: {'; '.join(parts)}; this case's outputs "
+                                 f"are {list(self.expected)}")
         for name in self.expected:
             if name in outputs:
                 try:

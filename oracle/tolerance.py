@@ -37,6 +37,8 @@ from typing import Any, ClassVar, Mapping, Union
 
 import numpy as np
 
+from refimpl.validation import as_float, as_float64
+
 #: an array field given inline, or the name of another output of the same case
 ArrayRef = Union[np.ndarray, str]
 
@@ -44,7 +46,7 @@ __all__ = [
     "Tolerance", "Exact", "ExactNaNClass", "ExactUnlessNaNScale", "Ulp", "Interval",
     "AllClose", "RelativeToNaive", "Comparison", "exact", "exact_nan_class",
     "exact_unless_nan_scale", "ulp", "interval", "allclose", "relative_to_naive",
-    "from_json", "compare", "assert_matches",
+    "from_json", "compare", "assert_matches", "format_value", "steps_apart",
 ]
 
 
@@ -64,7 +66,8 @@ def _as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
     """Values as float64 (exact for every format of 32 bits or fewer)."""
     if fmt is not None and a.dtype.kind == "u":
         a = _decode(a, fmt)
-    return np.asarray(a, dtype=np.float64)
+    # integers only when float64 holds them exactly: 2**53 + 1 must not match 2**53
+    return as_float64(a, "values")
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -96,7 +99,9 @@ def _ordinal(a: np.ndarray, fmt: str | None) -> np.ndarray:
     return a.astype(np.float64)
 
 
-def _steps_apart(actual: np.ndarray, expected: np.ndarray, fmt: str | None) -> np.ndarray:
+def steps_apart(actual: np.ndarray, expected: np.ndarray, fmt: str | None) -> np.ndarray:
+    """How many representable steps of the arrays' own type (or of ``fmt`` for codes)
+    lie between each pair of elements (float64)."""
     return np.abs(_ordinal(actual, fmt) - _ordinal(expected, fmt))
 
 
@@ -125,7 +130,7 @@ def ulp_of(x: np.ndarray, fmt: str) -> np.ndarray:
     section 2.1: ulp). Zero and subnormals get the subnormal spacing; non-finite values
     get NaN."""
     man, emin = _format_precision(fmt)
-    x = np.asarray(x, dtype=np.float64)
+    x = as_float64(x)
     finite = np.isfinite(x)
     # frexp is exact: it reads the exponent bits, no logarithm involved
     _, e = np.frexp(np.where(finite & (x != 0), x, 1.0))
@@ -174,7 +179,7 @@ class Comparison:
         return f"{text}; {self.detail}" if self.detail else text
 
 
-def _format_value(v: Any, fmt: str | None) -> str:
+def format_value(v: Any, fmt: str | None) -> str:
     """A human-readable value: codes in hex with their decoded value, floats with their
     bit pattern so a -0.0 or a NaN payload is visible."""
     if isinstance(v, np.generic) and v.dtype.kind == "u":
@@ -213,13 +218,13 @@ def failure_rows(
         for name, arr in (inputs or {}).items():
             if arr.shape == expected.shape:
                 f = (input_formats or {}).get(name)
-                shown.append(f"{name}={_format_value(arr[index], f)}")
+                shown.append(f"{name}={format_value(arr[index], f)}")
         err = comparison.error[index] if comparison.error is not None else float("nan")
         rows.append([
             str(list(int(i) for i in index)),
             ", ".join(shown) or "-",
-            _format_value(expected[index], format),
-            _format_value(actual[index], format),
+            format_value(expected[index], format),
+            format_value(actual[index], format),
             f"{float(err):.4g}",
         ])
     return rows
@@ -303,7 +308,10 @@ class Tolerance:
                     return Comparison(False, self, problem=(
                         f"{self.kind} tolerance field {f.name!r} has shape {np.shape(v)},"
                         f" expected {expected.shape}"))
-        return self._compare(actual, expected, format)
+        try:
+            return self._compare(actual, expected, format)
+        except ValueError as exc:  # values no comparison can use exactly (2**53 + 1)
+            return Comparison(False, self, problem=str(exc))
 
     def _needs_same_dtype(self) -> bool:
         return False
@@ -335,7 +343,7 @@ class Exact(Tolerance):
 
     def _compare(self, actual, expected, fmt):
         mismatch = _bits(actual) != _bits(expected)
-        return _result(self, mismatch, _steps_apart(actual, expected, fmt))
+        return _result(self, mismatch, steps_apart(actual, expected, fmt))
 
 
 @dataclass(frozen=True)
@@ -352,7 +360,7 @@ class ExactNaNClass(Tolerance):
     def _compare(self, actual, expected, fmt):
         both_nan = _isnan(actual, fmt) & _isnan(expected, fmt)
         mismatch = (_bits(actual) != _bits(expected)) & ~both_nan
-        steps = _steps_apart(actual, expected, fmt)
+        steps = steps_apart(actual, expected, fmt)
         return _result(self, mismatch, np.where(mismatch, steps, 0.0))
 
 
@@ -415,7 +423,7 @@ class ExactUnlessNaNScale(Tolerance):
 
     def _compare(self, actual, expected, fmt):
         mismatch = (_bits(actual) != _bits(expected)) & ~self.dont_care(expected.shape)
-        steps = _steps_apart(actual, expected, fmt)
+        steps = steps_apart(actual, expected, fmt)
         return _result(self, mismatch, np.where(mismatch, steps, 0.0))
 
 
@@ -430,7 +438,7 @@ class Ulp(Tolerance):
     error_label: ClassVar[str] = "ulp"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.n, (int, float)) and self.n >= 0):
+        if not as_float("ulp: n", self.n) >= 0:
             raise ValueError(f"ulp: n must be a non-negative number, got {self.n!r}")
 
     def _compare(self, actual, expected, fmt):
@@ -457,8 +465,8 @@ class Interval(Tolerance):
 
     def _compare(self, actual, expected, fmt):
         a = _as_values(actual, fmt)
-        lo = np.broadcast_to(np.asarray(self.lo, dtype=np.float64), a.shape)
-        hi = np.broadcast_to(np.asarray(self.hi, dtype=np.float64), a.shape)
+        lo = np.broadcast_to(as_float64(self.lo, "lo"), a.shape)
+        hi = np.broadcast_to(as_float64(self.hi, "hi"), a.shape)
         with np.errstate(invalid="ignore"):
             dist = np.maximum(lo - a, a - hi)
         want_nan = np.isnan(lo) & np.isnan(hi)
@@ -480,7 +488,8 @@ class AllClose(Tolerance):
     error_label: ClassVar[str] = "abs error"
 
     def __post_init__(self) -> None:
-        if self.rtol < 0 or self.atol < 0:
+        if not (as_float("allclose: rtol", self.rtol) >= 0
+                and as_float("allclose: atol", self.atol) >= 0):
             raise ValueError("allclose: rtol and atol must be non-negative")
         if not self.order:
             raise ValueError("allclose: name the reduction order the golden value used "
@@ -513,7 +522,8 @@ class RelativeToNaive(Tolerance):
     error_label: ClassVar[str] = "abs error"
 
     def __post_init__(self) -> None:
-        if self.factor <= 0 or self.atol < 0:
+        if not (as_float("relative_to_naive: factor", self.factor) > 0
+                and as_float("relative_to_naive: atol", self.atol) >= 0):
             raise ValueError("relative_to_naive: factor must be > 0 and atol >= 0")
 
     def _compare(self, actual, expected, fmt):

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 
 from refimpl import elementary
 from refimpl.summation import fold_sum
+from refimpl.validation import as_float_array, check_positive_int
 
 __all__ = [
     "SoftmaxState", "merge", "softmax", "logsumexp", "online_softmax", "online_state",
@@ -33,6 +34,13 @@ __all__ = [
 
 def _out_dtype(x: np.ndarray) -> type:
     return np.float64 if x.dtype == np.float64 else np.float32
+
+
+def _real(x: ArrayLike, name: str = "x") -> tuple[np.ndarray, type]:
+    """``x`` as float64 (integers only when float64 holds them exactly) and the result
+    dtype of its input dtype."""
+    raw = np.asarray(x)
+    return as_float_array(raw, name).astype(np.float64), _out_dtype(raw)
 
 
 def exp_diff(a: ArrayLike, b: ArrayLike) -> np.ndarray:
@@ -48,8 +56,8 @@ def _diff(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """``fl64(a - b)``, with 0 subtracted where ``b = -inf``: b = -inf implies a = -inf
     (b is a maximum over a's values), so that gives e^(-inf) = 0, and only b (usually
     one value per row) needs the test."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    a = _real(a, "a")[0]
+    b = _real(b, "b")[0]
     b = np.where(np.isneginf(b), 0.0, b)
     with np.errstate(invalid="ignore"):
         return a - b
@@ -79,7 +87,7 @@ class SoftmaxState:
     @classmethod
     def of(cls, x: ArrayLike, axis: int = -1) -> "SoftmaxState":
         """State of a whole chunk of values along ``axis`` (its max and scaled sum)."""
-        x = np.asarray(x, dtype=np.float64)
+        x = _real(x)[0]
         if x.shape[axis] == 0:
             shape = np.delete(np.array(x.shape), axis % x.ndim)
             return cls.identity(tuple(int(s) for s in shape))
@@ -125,9 +133,7 @@ def softmax(x: ArrayLike, axis: int = -1) -> np.ndarray:
     Returns:
         float32 for float32 or narrower input, float64 for float64 input.
     """
-    x = np.asarray(x)
-    dt = _out_dtype(x)
-    x64 = x.astype(np.float64)
+    x64, dt = _real(x)
     if x64.shape[axis] == 0:
         return x64.astype(dt)
     m = np.max(x64, axis=axis, keepdims=True)
@@ -143,8 +149,8 @@ def logsumexp(x: ArrayLike, axis: int = -1) -> np.ndarray:
 
     Base 2 (FlashInfer's convention) is ``logsumexp(x) / ln 2``.
     """
-    x = np.asarray(x)
-    return SoftmaxState.of(x, axis).lse.astype(_out_dtype(x))
+    x64, dt = _real(x)
+    return SoftmaxState.of(x64, axis).lse.astype(dt)
 
 
 def online_state(x: ArrayLike, axis: int = -1, block: int = 1) -> SoftmaxState:
@@ -154,9 +160,8 @@ def online_state(x: ArrayLike, axis: int = -1, block: int = 1) -> SoftmaxState:
     ``m_j = max(m_{j-1}, x_j)``, ``d_j = d_{j-1} e^(m_{j-1} - m_j) + e^(x_j - m_j)``;
     larger blocks merge the state of each block into the running state.
     """
-    if not isinstance(block, (int, np.integer)) or block < 1:
-        raise ValueError(f"block must be a positive integer, got {block!r}")
-    x = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+    block = check_positive_int("block", block)
+    x = np.moveaxis(_real(x)[0], axis, -1)
     state = SoftmaxState.identity(x.shape[:-1])
     for start in range(0, x.shape[-1], block):
         state = merge(state, SoftmaxState.of(x[..., start:start + block], axis=-1))
@@ -168,12 +173,11 @@ def online_softmax(x: ArrayLike, axis: int = -1, block: int = 1) -> np.ndarray:
 
     Returns the dtype rule of :func:`softmax`.
     """
-    x = np.asarray(x)
-    dt = _out_dtype(x)
-    state = online_state(x, axis=axis, block=block)
+    x64, dt = _real(x)
+    state = online_state(x64, axis=axis, block=block)
     m = np.expand_dims(state.m, axis)
     d = np.expand_dims(state.d, axis)
-    e = exp_diff(x.astype(np.float64), m)
+    e = exp_diff(x64, m)
     with np.errstate(invalid="ignore", divide="ignore"):
         y = np.where(d > 0, e / np.where(d > 0, d, 1.0), np.where(np.isnan(d), np.nan, 0.0))
     return y.astype(dt)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from refimpl.validation import as_float64, check_bool
+
 __all__ = ["fold_sum", "fold_sum_axis1"]
 
 
@@ -29,7 +31,8 @@ def fold_sum(x: ArrayLike, axis: int = -1, keepdims: bool = False) -> np.ndarray
     Returns:
         float64 array.
     """
-    x = np.asarray(x, dtype=np.float64)
+    keepdims = check_bool("keepdims", keepdims)
+    x = as_float64(x)
     y = np.moveaxis(x, axis, -1)
     n = y.shape[-1]
     if n == 0:

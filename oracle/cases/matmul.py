@@ -35,7 +35,9 @@ from refimpl import matmul as M
 SPECS = {"Tensor-core model": "Fasi, Higham, Mikaitis, Pranesh, PeerJ CS 7:e330 (2021)"}
 
 
-def _values(x: np.ndarray, fmt: str | None) -> np.ndarray:
+def values(x: np.ndarray, fmt: str | None) -> np.ndarray:
+    """The values of stored operands: codes of ``fmt`` decoded, float32 arrays as they
+    are (``fmt`` None)."""
     return x if fmt is None else F.decode(x, fmt)
 
 
@@ -43,7 +45,7 @@ def _store(c: np.ndarray, fmt: str) -> np.ndarray:
     return c if F.get(fmt).bits == 32 else F.encode(c, fmt)
 
 
-def _bounds(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bounds(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[c - g, c + g] rounded outward to float32, g = gamma_K * |a| |b| (slightly
     enlarged so the bound's own roundings cannot shrink it)."""
     k = a.shape[-1]
@@ -63,18 +65,18 @@ def _bounds(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np
 
 
 def _matmul(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    a = _values(inputs["a"], p["in_format"])
-    b = _values(inputs["b"], p["in_format"])
+    a = values(inputs["a"], p["in_format"])
+    b = values(inputs["b"], p["in_format"])
     c = M.matmul(a, b, accumulate=p["accumulate"], out_format=p["out_format"])
     out = {"c": _store(c, p["out_format"])}
     if p["accumulate"] == "exact" and F.get(p["out_format"]).bits == 32:
-        out["lo"], out["hi"] = _bounds(a, b, c)
+        out["lo"], out["hi"] = bounds(a, b, c)
     return out
 
 
 def _tiled(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    a = _values(inputs["a"], p["in_format"])
-    b = _values(inputs["b"], p["in_format"])
+    a = values(inputs["a"], p["in_format"])
+    b = values(inputs["b"], p["in_format"])
     c, st = M.tiled_matmul(a, b, tile=tuple(p["tile"]), accumulate=p["accumulate"])
     names = ("global_reads_a", "global_reads_b", "global_writes", "shared_writes",
              "shared_reads", "tiles", "k_steps", "padded_global_reads")
@@ -90,7 +92,7 @@ OPERATIONS = [
 ]
 
 
-def _operands(m: int, k: int, n: int, fmt: str | None, *, specials: bool = False):
+def operands(m: int, k: int, n: int, fmt: str | None, *, specials: bool = False):
     """Random values of ``fmt`` over a wide exponent range, with cancelling pairs, exact
     ties of the output rounding, zeros and signed zeros; ``specials`` adds Inf/NaN."""
     def draw(rng: CaseRandom, shape: tuple[int, int]) -> np.ndarray:
@@ -132,20 +134,20 @@ def cases() -> list[CaseSpec]:
     def p(acc: str, fmt: str | None, out_fmt: str = "fp32") -> dict[str, Any]:
         return {"accumulate": acc, "in_format": fmt, "out_format": out_fmt}
 
-    add("matmul.exact.bf16.24x64x16", p("exact", "bf16"), _operands(24, 64, 16, "bf16"),
+    add("matmul.exact.bf16.24x64x16", p("exact", "bf16"), operands(24, 64, 16, "bf16"),
         0, "bf16", desc="correctly rounded BF16 GEMM, FP32 out, with acceptance interval")
-    add("matmul.exact.fp32.16x300x8", p("exact", None), _operands(16, 300, 8, None), 1,
+    add("matmul.exact.fp32.16x300x8", p("exact", None), operands(16, 300, 8, None), 1,
         None, desc="correctly rounded FP32 GEMM, K = 300")
-    add("matmul.exact.e4m3.16x128x16", p("exact", "e4m3"), _operands(16, 128, 16, "e4m3"),
+    add("matmul.exact.e4m3.16x128x16", p("exact", "e4m3"), operands(16, 128, 16, "e4m3"),
         1, "e4m3", desc="correctly rounded E4M3 GEMM")
     add("matmul.exact.fp16.specials", p("exact", "fp16"),
-        _operands(8, 40, 8, "fp16", specials=True), 1, "fp16",
+        operands(8, 40, 8, "fp16", specials=True), 1, "fp16",
         desc="Inf and NaN propagate as IEEE sums do")
     add("matmul.exact.bf16.out_bf16", p("exact", "bf16", "bf16"),
-        _operands(16, 64, 16, "bf16"), 1, "bf16", "bf16",
+        operands(16, 64, 16, "bf16"), 1, "bf16", "bf16",
         desc="exact sum rounded once to BF16 (codes)")
     for acc in ("sequential", "sequential_fma", "pairwise", "chunked"):
-        add(f"matmul.{acc}.bf16.16x300x8", p(acc, "bf16"), _operands(16, 300, 8, "bf16"),
+        add(f"matmul.{acc}.bf16.16x300x8", p(acc, "bf16"), operands(16, 300, 8, "bf16"),
             1, "bf16", variant={"choice": "accumulation", "option": acc},
             desc=f"{acc} accumulation in FP32")
     preset_formats = {"V100-FP16": "fp16", "A100-FP16": "fp16", "A100-BF16": "bf16",
@@ -153,7 +155,7 @@ def cases() -> list[CaseSpec]:
                       "H100-FP8": "e4m3", "B200-FP8": "e4m3"}
     for preset, fmt in preset_formats.items():
         add(f"matmul.blockfma.{preset.lower()}.16x96x16", p(preset, fmt),
-            _operands(16, 96, 16, fmt), 1, fmt,
+            operands(16, 96, 16, fmt), 1, fmt,
             variant={"choice": "accumulation", "option": preset},
             desc=f"tensor-core block FMA model {preset} (n, F) = {M.PRESETS[preset]}")
     for (m, k, n), tile, level in (((33, 40, 20), (16, 16, 8), 1),
@@ -161,7 +163,7 @@ def cases() -> list[CaseSpec]:
         out.append(CaseSpec(
             f"matmul.tiled.{m}x{k}x{n}.tile{'x'.join(map(str, tile))}", "matmul.tiled",
             {"tile": list(tile), "accumulate": "exact", "in_format": "bf16"},
-            _operands(m, k, n, "bf16"), formats={"a": "bf16", "b": "bf16"}, level=level,
+            operands(m, k, n, "bf16"), formats={"a": "bf16", "b": "bf16"}, level=level,
             description="shared-memory tiled product: values and traffic counts"))
     return out
 

@@ -4,15 +4,24 @@ ready property tests of :mod:`oracle.conformance` against your own callable.
 Examples::
 
     python -m oracle conform formats.encode --impl mypkg.fp8:to_e4m3 --format e4m3
-    python -m oracle conform scaling.mx_quantize --impl mypkg.mx:quantize --format e2m1
+    python -m oracle conform scaling.mx_quantize --impl mypkg.mx:quantize --format e2m1 \\
+        --impl-kwargs '{"elem": "e2m1", "rule": "floor"}'
+    python -m oracle conform scaling.nvfp4_quantize --impl mypkg.nvfp4:quantize
     python -m oracle conform matmul.matmul --impl mypkg.gemm:bf16_gemm --format bf16
-    python -m oracle conform attention.attention --impl mypkg.attn:sdpa --format fp16
+    python -m oracle conform attention.attention --impl mypkg.attn:sdpa --dtype bf16 \\
+        --masks --alignment top_left --no-window
 
-Exit 0 when it conforms, 1 with the (shrunk) counterexample when it does not.
+``--impl-kwargs JSON`` passes the same keyword arguments to every call, so one adapter
+serves every format and rule. Exit 0 when it conforms (saying how many inputs were
+compared), 1 when it does not (every kind of failure found, each with its simplest
+counterexample, and per-output failure counts; an implementation that raises is a
+failure too), 2 on a usage error.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 from typing import Any
 
 from oracle.conformance import CHECKS, ConformanceError, resolve_callable
@@ -23,65 +32,122 @@ FORMAT_ROLE = {
     "formats.decode": "the format decoded (required)",
     "formats.round_to": "the target format (required)",
     "scaling.mx_quantize": "the MX element format (default e4m3)",
+    "scaling.nvfp4_quantize": "not used (E2M1 elements, E4M3 scales)",
     "matmul.matmul": "the input format (default bf16)",
-    "attention.attention": "the naive reference's precision, fp16 or bf16 (default fp16)",
+    "attention.attention": "the naive reference's precision, fp16 or bf16 (default fp16; "
+                           "same as --dtype)",
 }
+
+_SOURCE_DTYPES = ("float16", "float32", "float64")
+_ATTENTION_DTYPES = ("fp16", "bf16")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", choices=sorted(CHECKS), help="what the callable implements")
     parser.add_argument("--impl", required=True, metavar="MODULE:FUNCTION",
                         help="your callable, e.g. mypkg.fp8:to_e4m3")
+    parser.add_argument("--impl-kwargs", metavar="JSON", default=None,
+                        help="a JSON object of keyword arguments passed to every call of "
+                             "the callable, e.g. '{\"fmt\": \"e2m1\", \"rule\": \"floor\"}'")
     parser.add_argument("--format", help="; ".join(f"{t}: {r}" for t, r in FORMAT_ROLE.items()))
     parser.add_argument("--rounding", default="nearest_even",
                         help="encoders: rounding mode implemented (default: %(default)s)")
     parser.add_argument("--saturate", action="store_true",
                         help="encoders: overflow saturates to +-max (SATFINITE)")
-    parser.add_argument("--dtype", default="float32", choices=["float16", "float32", "float64"],
-                        help="encoders: input dtype (default: %(default)s)")
+    parser.add_argument("--dtype", default=None,
+                        choices=list(_SOURCE_DTYPES) + list(_ATTENTION_DTYPES),
+                        help="encoders: input dtype, float16/float32/float64 (default "
+                             "float32); attention: the precision the implementation "
+                             "computes in, fp16 or bf16 (default fp16)")
     parser.add_argument("--scalar", action="store_true",
                         help="encoders/decoders: call with one scalar at a time")
-    parser.add_argument("--scale-rule", default="floor",
-                        help="MX: scale rule implemented (default: %(default)s)")
-    parser.add_argument("--inf-block", help="MX: policy for blocks holding Inf, if handled")
+    parser.add_argument("--scale-rule", default=None,
+                        help="MX: scale rule implemented (default floor); NVFP4: te, "
+                             "te_kernel or torchao (default te)")
+    parser.add_argument("--inf-block", choices=["nan", "max", "exponent"],
+                        help="MX: the policy for blocks holding Inf or NaN; when given, "
+                             "such blocks are always swept")
     parser.add_argument("--masks", action="store_true",
                         help="attention: also pass causal/window/key_padding_mask options")
+    parser.add_argument("--alignment", choices=["bottom_right", "top_left"],
+                        help="attention: the only causal alignment implemented (top_left "
+                             "is PyTorch SDPA's is_causal); default: both are checked")
+    parser.add_argument("--no-window", action="store_true",
+                        help="attention: never pass a sliding window")
     parser.add_argument("--max-examples", type=int, default=100,
-                        help="hypothesis examples after the sweep (default: %(default)s)")
+                        help="hypothesis examples after the sweep, >= 0; 0 runs the "
+                             "sweep only (default: %(default)s)")
+
+
+def _impl_kwargs(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--impl-kwargs: not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"--impl-kwargs must be a JSON object of keyword arguments, got "
+                         f"{type(obj).__name__}")
+    return obj
 
 
 def _kwargs(args: argparse.Namespace) -> tuple[tuple[Any, ...], dict[str, Any]]:
     t = args.target
+    if args.max_examples < 0:
+        raise ValueError(f"--max-examples must be >= 0, got {args.max_examples}")
+    is_attention = t == "attention.attention"
+    if args.dtype in _ATTENTION_DTYPES and not is_attention:
+        raise ValueError(f"--dtype {args.dtype} applies to attention.attention only; "
+                         f"{t} takes {', '.join(_SOURCE_DTYPES)}")
+    if args.dtype in _SOURCE_DTYPES and is_attention:
+        raise ValueError(f"attention.attention takes --dtype {' or '.join(_ATTENTION_DTYPES)}, "
+                         f"got {args.dtype}")
+    if not is_attention and (args.alignment or args.no_window):
+        raise ValueError("--alignment and --no-window apply to attention.attention only")
+    if args.inf_block and t != "scaling.mx_quantize":
+        raise ValueError("--inf-block applies to scaling.mx_quantize only")
     if t.startswith("formats."):
         if not args.format:
             raise ValueError(f"{t} needs --format ({FORMAT_ROLE[t]})")
         kw: dict[str, Any] = {"vectorized": not args.scalar}
         if t != "formats.decode":
-            kw.update(rounding=args.rounding, saturate=args.saturate, dtype=args.dtype,
-                      max_examples=args.max_examples)
+            kw.update(rounding=args.rounding, saturate=args.saturate,
+                      dtype=args.dtype or "float32", max_examples=args.max_examples)
         return (args.format,), kw
     if t == "scaling.mx_quantize":
-        return (args.format or "e4m3",), {"scale_rule": args.scale_rule,
+        return (args.format or "e4m3",), {"scale_rule": args.scale_rule or "floor",
                                            "inf_block": args.inf_block,
                                            "max_examples": args.max_examples}
+    if t == "scaling.nvfp4_quantize":
+        if args.format:
+            raise ValueError("scaling.nvfp4_quantize takes no --format (E2M1 elements, "
+                             "E4M3 scales); use --scale-rule")
+        return (), {"scale_rule": args.scale_rule or "te", "max_examples": args.max_examples}
     if t == "matmul.matmul":
         return (args.format or "bf16",), {"max_examples": args.max_examples}
-    return (), {"dtype": args.format or "fp16", "masks": args.masks,
+    if args.format and args.dtype and args.format != args.dtype:
+        raise ValueError(f"--format {args.format} and --dtype {args.dtype} disagree")
+    return (), {"dtype": args.dtype or args.format or "fp16", "masks": args.masks,
+                "alignment": args.alignment, "window": not args.no_window,
                 "max_examples": args.max_examples}
 
 
 def run(args: argparse.Namespace) -> int:
     fn = resolve_callable(args.impl)
+    extra = _impl_kwargs(args.impl_kwargs)
+    if extra:
+        fn = functools.partial(fn, **extra)
     positional, kwargs = _kwargs(args)
     try:
         import hypothesis  # noqa: F401  (the checks are property tests)
     except ImportError:
         raise ValueError("conform needs hypothesis: python -m pip install hypothesis") from None
     try:
-        CHECKS[args.target](fn, *positional, **kwargs)
+        report = CHECKS[args.target](fn, *positional, **kwargs)
     except ConformanceError as exc:
         print(f"FAILED: {args.impl}\n{exc}")
         return 1
     print(f"ok: {args.impl} conforms ({args.target}"
-          + (f", {positional[0]}" if positional else "") + ")")
+          + (f", {positional[0]}" if positional else "") + f"): {report.summary()}")
     return 0

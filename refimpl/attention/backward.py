@@ -33,6 +33,7 @@ from refimpl.attention.scores import PRECISIONS, scores
 from refimpl.attention.stats import ScheduleStats
 from refimpl.softmax import exp_diff, exp_diff_f32
 from refimpl.summation import fold_sum
+from refimpl.validation import as_float64
 
 __all__ = ["attention_backward", "flash_v2_backward"]
 
@@ -40,9 +41,9 @@ __all__ = ["attention_backward", "flash_v2_backward"]
 def _grads_inputs(prob: Problem, o, do, lse, dt):
     b, hq, _, sq, _, _ = prob.shape
     dv = prob.v.shape[-1]
-    o = np.asarray(o, dtype=np.float64)
-    do = np.asarray(do, dtype=np.float64)
-    lse = np.asarray(lse, dtype=np.float64)
+    o = as_float64(o, "o")
+    do = as_float64(do, "do")
+    lse = as_float64(lse, "lse")
     want_o = prob.batch_shape + (hq, sq, dv)
     for name, arr, want in (("o", o, want_o), ("do", do, want_o),
                             ("lse", lse, want_o[:-1])):

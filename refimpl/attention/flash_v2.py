@@ -47,6 +47,7 @@ from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.matmul.exact import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
 from refimpl.summation import fold_sum_axis1
+from refimpl.validation import check_bool, check_positive_int
 
 __all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
            "DEFAULT_BLOCK"]
@@ -60,10 +61,7 @@ def check_block(block: object) -> tuple[int, int]:
         br, bc = block  # type: ignore[misc]
     except (TypeError, ValueError):
         raise ValueError(f"block must be a pair (B_r, B_c), got {block!r}") from None
-    for name, x in (("B_r", br), ("B_c", bc)):
-        if not isinstance(x, (int, np.integer)) or isinstance(x, bool) or x < 1:
-            raise ValueError(f"block {name} must be a positive integer, got {x!r}")
-    return int(br), int(bc)
+    return check_positive_int("block B_r", br), check_positive_int("block B_c", bc)
 
 
 def tile_ranges(n: int, size: int, start: int = 0) -> list[np.ndarray]:
@@ -259,7 +257,7 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
         ctx = _FastContext(prob, kq, vq, ktiles, blas)
         # query tiles per group: about _LOCKSTEP_ROWS rows over all instances together
-        per = max(1, _LOCKSTEP_ROWS // (br * nbh))
+        per = max(1, _LOCKSTEP_ROWS // max(1, br * nbh))
         for g0 in range(0, len(qtiles), per):
             group = qtiles[g0:g0 + per]
             r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
@@ -466,6 +464,7 @@ def flash_v2(
         instance: Q_i read once per query tile; K_j and V_j read once per computed tile
         pair; O_i and LSE_i written once.
     """
+    return_lse = check_bool("return_lse", return_lse)
     prob = prepare(
         q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
         window=window, softcap=softcap, alibi_slopes=alibi_slopes,

@@ -85,6 +85,7 @@ from refimpl.matmul import matmul, resolve_accumulation
 from refimpl.scaling import block_fp8_quantize, hadamard_transform, random_signs
 from refimpl.softmax import exp_diff_f32
 from refimpl.summation import fold_sum
+from refimpl.validation import check_bool, check_positive_int
 
 __all__ = [
     "flash_v3", "incoherent_transform", "outlier_inputs", "table3_experiment",
@@ -432,6 +433,10 @@ def flash_v3(
     Raises:
         ValueError: bad inputs or options (which one, what was expected).
     """
+    fp8 = check_bool("fp8", fp8)
+    block_quantization = check_bool("block_quantization", block_quantization)
+    incoherent = check_bool("incoherent", incoherent)
+    return_lse = check_bool("return_lse", return_lse)
     br, bc = check_block(block)
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
@@ -536,8 +541,7 @@ def table3_experiment(
     from refimpl.scaling import quantization_error
 
     for name, val in (("seq_len", seq_len), ("head_dim", head_dim), ("heads", heads)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
-            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+        check_positive_int(name, val)
     q, k, v = outlier_inputs((heads, seq_len, head_dim), seed)
     ref = attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64),
                     precision="float64")

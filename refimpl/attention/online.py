@@ -47,6 +47,7 @@ import numpy as np
 
 from refimpl import elementary
 from refimpl.attention.products import matmul_f32
+from refimpl.validation import as_float_array
 
 __all__ = ["OnlineState", "online_block_update", "online_step", "finalize", "nonfinite_rows",
            "product_operand"]
@@ -108,7 +109,7 @@ def online_step(
     ``out``: write the new state into these arrays (which may be ``state``'s own) and
     return ``out``; by default a new state is returned and ``state`` is left as it is.
     """
-    s = np.asarray(s, dtype=np.float32)
+    s = as_float_array(s, "s", precision=np.float32).astype(np.float32, copy=False)
     if s.shape[-1] == 0:
         if out is None:
             return state

@@ -17,6 +17,8 @@ from typing import Optional
 import numpy as np
 from numpy.typing import ArrayLike
 
+from refimpl.validation import as_float, as_float_array, check_bool
+
 __all__ = ["Problem", "prepare", "ALIGNMENTS"]
 
 #: causal/window alignment names -> description (flash-attention >= 2.1 and FlashInfer use
@@ -212,30 +214,36 @@ def prepare(
         raise ValueError(
             f"v must have shape (..., {hkv}, {sk}, Dv) like k, got {v32.shape}"
         )
-    if hkv == 0 or hq % hkv != 0:
+    if hq == 0 or hkv == 0:
+        raise ValueError(
+            f"attention needs at least one query head and one key/value head, got "
+            f"Hq = {hq} (q {q32.shape}) and Hkv = {hkv} (k {k32.shape})"
+        )
+    if hq % hkv != 0:
         raise ValueError(
             f"query heads ({hq}) must be a multiple of key/value heads ({hkv}) (GQA/MQA)"
         )
     if d == 0:
         raise ValueError("head dimension D must be at least 1")
-    if causal_alignment not in ALIGNMENTS:
+    causal = check_bool("causal", causal)
+    if not isinstance(causal_alignment, str) or causal_alignment not in ALIGNMENTS:
         raise ValueError(
             f"causal_alignment must be one of {sorted(ALIGNMENTS)}, got {causal_alignment!r}"
         )
     if scale is None:
         scale = 1.0 / math.sqrt(d)
-    scale = float(scale)
+    scale = as_float("scale", scale)
     if not math.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
     if softcap is not None:
-        softcap = float(softcap)
+        softcap = as_float("softcap", softcap)
         if not (softcap > 0 and math.isfinite(softcap)):
             raise ValueError(f"softcap must be a positive finite number or None, got {softcap}")
     bsz = math.prod(batch)
     flat = lambda x: x.reshape((bsz,) + x.shape[-3:])  # noqa: E731
     slopes = None
     if alibi_slopes is not None:
-        s = np.asarray(alibi_slopes, dtype=np.float64)
+        s = as_float_array(alibi_slopes, "alibi_slopes").astype(np.float64)
         if s.shape == (hq,):
             s = np.broadcast_to(s, (bsz, hq))
         elif s.shape == batch + (hq,):
@@ -259,6 +267,6 @@ def prepare(
         offset = (n_k - n_q).astype(np.int64)
     return Problem(
         q=flat(q32), k=flat(k32), v=flat(v32), batch_shape=batch, scale=scale,
-        causal=bool(causal), alignment=causal_alignment, window=_window(window),
+        causal=causal, alignment=causal_alignment, window=_window(window),
         softcap=softcap, slopes=slopes, key_valid=kv, query_valid=qv, offset=offset,
     )

@@ -48,6 +48,7 @@ from refimpl.attention.scores import PRECISIONS, scores
 from refimpl.attention.stats import ScheduleStats
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
+from refimpl.validation import check_bool
 
 __all__ = ["attention", "standard_attention", "naive_attention", "NAIVE_DTYPES"]
 
@@ -109,7 +110,7 @@ def _forward(prob: Problem, precision: str, keep: bool = False):
     if sk == 0 or sq == 0:
         return out, lse, s_all, p_all
     cols = np.arange(sk)
-    rows_per = max(1, _CHUNK_SCORES // (sk * b * hq))
+    rows_per = max(1, _CHUNK_SCORES // max(1, sk * b * hq))
     mm = matmul_f32 if exact else matmul_f64
     for r0 in range(0, sq, rows_per):
         rows = np.arange(r0, min(sq, r0 + rows_per))
@@ -197,6 +198,7 @@ def attention(
     Raises:
         ValueError: shapes, head counts, non-finite or non-float32 inputs, bad options.
     """
+    return_lse = check_bool("return_lse", return_lse)
     prob = prepare(
         q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
         window=window, softcap=softcap, alibi_slopes=alibi_slopes,

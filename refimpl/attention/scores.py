@@ -42,6 +42,7 @@ from refimpl import elementary
 from refimpl.attention.problem import Problem
 from refimpl.attention.products import matmul_f32, matmul_f64
 from refimpl.matmul.rounding import add_round_to_odd
+from refimpl.validation import check_bool
 
 __all__ = ["scores", "scores_from_product", "add_alibi_f32", "PRECISIONS"]
 
@@ -72,6 +73,7 @@ def scores(
     Returns:
         ``(s, visible, grad)``: s (B, H, r, c) with ``-inf`` where masked, visible (B, r, c).
     """
+    softcap_grad = check_bool("softcap_grad", softcap_grad)
     if precision == "exact":
         qk = matmul_f32(q_tile, np.swapaxes(k_tile, -1, -2))
     elif precision == "float64":

@@ -22,6 +22,7 @@ from refimpl.attention.problem import prepare
 from refimpl.attention.stats import ScheduleStats
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
+from refimpl.validation import as_float64, check_bool, check_positive_int
 
 __all__ = ["split_kv", "merge_attention_states", "split_ranges"]
 
@@ -29,8 +30,7 @@ __all__ = ["split_kv", "merge_attention_states", "split_ranges"]
 def split_ranges(sk: int, block_c: int, num_splits: int) -> list[tuple[int, int]]:
     """Key ranges of the parts: ``ceil(ceil(Sk / B_c) / num_splits)`` key tiles each, in
     order; trailing parts may be empty ``(Sk, Sk)``."""
-    if not isinstance(num_splits, (int, np.integer)) or num_splits < 1:
-        raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
+    num_splits = check_positive_int("num_splits", num_splits)
     tiles = math.ceil(sk / block_c)
     per = max(1, math.ceil(tiles / num_splits))
     out = []
@@ -62,10 +62,10 @@ def merge_attention_states(
     if not isinstance(outs, np.ndarray) and len(outs) == 0:
         raise ValueError("outs and lses must hold at least one part (or be arrays with a "
                          "leading axis of length 0)")
-    o = np.asarray(np.stack([np.asarray(x, dtype=np.float64) for x in outs])
-                   if not isinstance(outs, np.ndarray) else outs, dtype=np.float64)
-    l_ = np.asarray(np.stack([np.asarray(x, dtype=np.float64) for x in lses])
-                    if not isinstance(lses, np.ndarray) else lses, dtype=np.float64)
+    o = as_float64(np.stack([as_float64(x, "outs[i]") for x in outs])
+                   if not isinstance(outs, np.ndarray) else outs, "outs")
+    l_ = as_float64(np.stack([as_float64(x, "lses[i]") for x in lses])
+                    if not isinstance(lses, np.ndarray) else lses, "lses")
     if o.ndim < 2 or l_.shape != o.shape[:-1]:
         raise ValueError(
             f"lses must have the shape of outs without the last axis: outs {o.shape}, "
@@ -117,6 +117,7 @@ def split_kv(
         part writing ``O_partial``/``LSE_partial`` and the merge reading them and
         writing O and LSE.
     """
+    return_lse = check_bool("return_lse", return_lse)
     br, bc = check_block(block)
     prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
     b, hq, _, sq, sk, _ = prob.shape

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
+from refimpl.validation import as_float64
 
 __all__ = ["naive_error_bound", "within_naive_tolerance"]
 
@@ -18,8 +19,8 @@ __all__ = ["naive_error_bound", "within_naive_tolerance"]
 def naive_error_bound(ref: ArrayLike, naive: ArrayLike, *, factor: float = 2.0,
                       atol: float = 0.0) -> float:
     """``factor * max|naive - ref| + atol``: the largest error the rule allows."""
-    ref = np.asarray(ref, dtype=np.float64)
-    naive = np.asarray(naive, dtype=np.float64)
+    ref = as_float64(ref, "ref")
+    naive = as_float64(naive, "naive")
     if ref.shape != naive.shape:
         raise ValueError(f"ref {ref.shape} and naive {naive.shape} must have one shape")
     err = float(np.max(np.abs(naive - ref))) if ref.size else 0.0
@@ -29,8 +30,8 @@ def naive_error_bound(ref: ArrayLike, naive: ArrayLike, *, factor: float = 2.0,
 def within_naive_tolerance(out: ArrayLike, ref: ArrayLike, naive: ArrayLike, *,
                            factor: float = 2.0, atol: float = 0.0) -> bool:
     """True when ``max|out - ref| <= factor * max|naive - ref| + atol``."""
-    out = np.asarray(out, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
+    out = as_float64(out, "out")
+    ref = as_float64(ref, "ref")
     if out.shape != ref.shape:
         raise ValueError(f"out {out.shape} and ref {ref.shape} must have one shape")
     err = float(np.max(np.abs(out - ref))) if ref.size else 0.0

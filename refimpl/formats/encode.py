@@ -44,6 +44,7 @@ from .rounding import (
     resolve_rounding,
 )
 from .types import Format
+from ..validation import as_float_array, check_bool
 
 __all__ = ["encode", "encode_float64", "as_float_array"]
 
@@ -55,40 +56,6 @@ BIT_CHUNK = 1 << 14
 
 _MAG64_I = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 _MAN64_I = np.int64((1 << 52) - 1)
-
-
-def as_float_array(x: Any, name: str = "x") -> np.ndarray:
-    """``x`` as a float16/float32/float64 array without changing any value.
-
-    Integer arrays are accepted when float64 holds them exactly; bool, complex and
-    object arrays are refused. Non-native byte order (``">f4"`` on a little-endian
-    machine) is converted to native order, so callers may reinterpret the bits.
-
-    Raises:
-        ValueError: a dtype that is not real floating point or exact integers.
-    """
-    arr = np.asarray(x)
-    kind = arr.dtype.kind
-    if kind == "f":
-        if arr.dtype.itemsize > 8:
-            raise ValueError(
-                f"{name} has dtype {arr.dtype}; expected float16, float32 or float64"
-            )
-        if not arr.dtype.isnative:
-            # the encoders view the bits as native integers and compare dtypes with
-            # np.float32 etc., which a byte-swapped dtype never equals
-            arr = arr.astype(arr.dtype.newbyteorder("="))
-        return arr
-    if kind in "iu":
-        out = arr.astype(np.float64)
-        if arr.size and not np.array_equal(out.astype(arr.dtype), arr):
-            first = int(np.argmax(out.astype(arr.dtype) != arr))
-            raise ValueError(
-                f"{name} holds an integer at index {index_of(first, arr.shape)} "
-                "that float64 cannot represent exactly"
-            )
-        return out
-    raise ValueError(f"{name} has dtype {arr.dtype}; expected a real floating-point array")
 
 
 def _floor_log2(mag: np.ndarray, exp_field: np.ndarray) -> np.ndarray:
@@ -308,14 +275,15 @@ def encode(
         Unsigned codes (uint8 for <= 8 bits, uint16 for <= 16, uint32 above), shape of x.
 
     Raises:
-        ValueError: a bad option, NaN input under the "error" policy or a negative input
-            to an unsigned format without NaN (the message names the first index).
+        TypeError: ``saturate`` not a bool.
+        ValueError: a bad option, an integer float64 cannot hold exactly, NaN input
+            under the "error" policy or a negative input to an unsigned format without
+            NaN (the message names the first index).
     """
     f = get(fmt)
     mode = resolve_rounding(rounding, f)
     policy = resolve_nan(nan, f)
-    if not isinstance(saturate, (bool, np.bool_)):
-        raise ValueError(f"saturate must be True or False, got {saturate!r}")
+    saturate = check_bool("saturate", saturate)
     arr = as_float_array(x)
     shape = arr.shape
     rbits, nbits = resolve_random_bits(random_bits, shape, mode)

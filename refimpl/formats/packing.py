@@ -28,6 +28,7 @@ import numpy as np
 from .decode import as_codes
 from .registry import FormatLike, get
 from .types import Format
+from ..validation import check_bool
 
 ORDERS = ("low_first", "high_first")
 
@@ -53,6 +54,7 @@ def pack(codes: Any, fmt: FormatLike, order: str = "low_first", *, dense: bool =
     """
     f = get(fmt)
     _check(f, order)
+    dense = check_bool("dense", dense)
     c = as_codes(codes, f).astype(np.uint8).reshape(-1)
     if f.bits == 4:
         if dense:
@@ -89,6 +91,7 @@ def unpack(packed: Any, fmt: FormatLike, count: int, order: str = "low_first", *
     """
     f = get(fmt)
     _check(f, order)
+    dense = check_bool("dense", dense)
     p = np.asarray(packed)
     if p.dtype.kind not in "ui":
         raise ValueError(f"packed must be a uint8 array, got dtype {p.dtype}")

@@ -16,6 +16,7 @@ from typing import Optional, Union
 from .registry import FormatLike, get
 from .rounding import resolve_nan, resolve_rounding
 from .types import Format
+from ..validation import check_bool
 
 Real = Union[float, int, Fraction]
 
@@ -70,6 +71,7 @@ def encode_exact(
     f = get(fmt)
     mode = resolve_rounding(rounding, f)
     policy = resolve_nan(nan, f)
+    saturate = check_bool("saturate", saturate)
     sign_bit = f.sign_mask
     if isinstance(x, float) and math.isnan(x):
         if policy.error:

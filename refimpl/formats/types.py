@@ -13,6 +13,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..validation import check_bool, check_int
+
 #: How a format spends its special codes.
 #: - ``"ieee"``: the all-ones exponent holds Inf (mantissa 0) and NaNs (mantissa != 0).
 #: - ``"fn"``: no Inf; the single all-ones magnitude (per sign) is NaN (OCP E4M3, E8M0).
@@ -46,7 +48,11 @@ class Format:
         storage_bits: the width the code is stored in, when wider than ``bits``
             (TF32: 19 significant bits held in 32); informational only.
 
+    Integer fields take ints or NumPy integers (stored as ints); flags take bools or
+    ``numpy.bool_`` (stored as bools).
+
     Raises:
+        TypeError: a width, bias or flag of the wrong type (a float, a string).
         ValueError: inconsistent fields, more than 32 bits, or values that float64
             cannot hold exactly (decoding must be exact).
     """
@@ -64,17 +70,22 @@ class Format:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("Format.name must be a non-empty string")
-        if isinstance(self.exp_bits, int) and self.exp_bits < 1:
-            raise ValueError(f"Format.exp_bits must be >= 1, got {self.exp_bits}")
-        if self.bias is None and isinstance(self.exp_bits, int):
-            object.__setattr__(self, "bias", (1 << (self.exp_bits - 1)) - 1)
-        for attr in ("exp_bits", "man_bits", "bias"):
-            if not isinstance(getattr(self, attr), (int, np.integer)) or isinstance(
-                getattr(self, attr), bool
-            ):
-                raise ValueError(f"Format.{attr} must be an int, got {getattr(self, attr)!r}")
+        # NumPy integers and bools are taken as the Python values they equal, so that
+        # Format("x", np.int64(4), 3) == Format("x", 4, 3) (same hash, same codes)
+        for attr in ("exp_bits", "man_bits", "bias", "storage_bits"):
+            v = getattr(self, attr)
+            if v is not None or attr in ("exp_bits", "man_bits"):
+                object.__setattr__(self, attr, check_int(f"Format.{attr}", v))
+        for attr in ("signed", "has_inf", "subnormals"):
+            object.__setattr__(self, attr, check_bool(f"Format.{attr}", getattr(self, attr)))
         if self.exp_bits < 1:
             raise ValueError(f"Format.exp_bits must be >= 1, got {self.exp_bits}")
+        if self.exp_bits > 32 or self.man_bits > 32:
+            # before any 2^exp_bits is formed
+            raise ValueError(f"formats are limited to 32 bits, got exp_bits={self.exp_bits}, "
+                             f"man_bits={self.man_bits}")
+        if self.bias is None:
+            object.__setattr__(self, "bias", (1 << (self.exp_bits - 1)) - 1)
         if self.man_bits < 0:
             raise ValueError(f"Format.man_bits must be >= 0, got {self.man_bits}")
         if self.nan not in NAN_KINDS:

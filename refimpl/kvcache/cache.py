@@ -37,6 +37,7 @@ import numpy as np
 from refimpl.kvcache.pool import BlockPool, OutOfBlocksError
 from refimpl.kvcache.prefix import (ROOT_HASH, ExtraKey, block_hash, check_extra_keys,
                                     check_token_ids, hash_blocks)
+from refimpl.validation import check_bool, check_index, check_positive_int
 
 LAYOUTS = ("NHD", "HND")
 
@@ -104,9 +105,9 @@ class PagedKVCache:
     def __init__(self, num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
                  dtype: np.dtype | type = np.float32, layout: str = "NHD",
                  enable_prefix_caching: bool = False) -> None:
-        for name, val in (("num_kv_heads", num_kv_heads), ("head_dim", head_dim)):
-            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        num_kv_heads = check_positive_int("num_kv_heads", num_kv_heads)
+        head_dim = check_positive_int("head_dim", head_dim)
+        enable_prefix_caching = check_bool("enable_prefix_caching", enable_prefix_caching)
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
         dt = np.dtype(dtype)
@@ -166,15 +167,27 @@ class PagedKVCache:
         """Tokens held by the sequence."""
         return self._get(seq_id).length
 
+    def _block(self, block: object) -> int:
+        """A physical block id in ``[0, num_blocks)``; negative ids are refused, not
+        counted from the end."""
+        return check_index("block", block, self.num_blocks)
+
     def ref_count(self, block: int) -> int:
-        return self.pool.ref_counts[block]
+        """Sequences holding physical ``block`` (0 when free).
+
+        Raises:
+            TypeError: ``block`` not an int; ValueError: outside ``[0, num_blocks)``.
+        """
+        return self.pool.ref_counts[self._block(block)]
 
     def filled(self, block: int) -> int:
-        """Written slots of physical ``block``."""
-        return self._filled[block]
+        """Written slots of physical ``block`` (errors as :meth:`ref_count`)."""
+        return self._filled[self._block(block)]
 
     def page(self, block: int) -> tuple[np.ndarray, np.ndarray]:
-        """Views of block ``block``'s K and V, each (heads, block_size, dim)."""
+        """Views of block ``block``'s K and V, each (heads, block_size, dim) (errors as
+        :meth:`ref_count`)."""
+        block = self._block(block)
         if self.layout == "HND":
             return self.kv[block, 0], self.kv[block, 1]
         return self.kv[block, 0].transpose(1, 0, 2), self.kv[block, 1].transpose(1, 0, 2)

@@ -27,6 +27,7 @@ from refimpl.attention.problem import prepare
 from refimpl.attention.scores import scores
 from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.kvcache.cache import PagedKVCache
+from refimpl.validation import check_bool, check_positive_int
 
 __all__ = ["paged_attention"]
 
@@ -83,13 +84,13 @@ def paged_attention(
         ``block=(block_q, cache.block_size)``; stats count elements moved per (sequence,
         query head) instance, K and V read page by page.
     """
+    causal = check_bool("causal", causal)  # checked here too: B = 0 runs no prepare
+    return_lse = check_bool("return_lse", return_lse)
     qa = np.asarray(q)
     if qa.ndim != 4 or qa.shape[0] != len(seq_ids):
         raise ValueError(f"q must have shape (len(seq_ids)={len(seq_ids)}, Hq, Sq, D), "
                          f"got {qa.shape}")
-    if not isinstance(block_q, (int, np.integer)) or isinstance(block_q, bool) \
-            or block_q < 1:
-        raise ValueError(f"block_q must be a positive integer, got {block_q!r}")
+    block_q = check_positive_int("block_q", block_q)
     seqs = list(seq_ids)
     tables = [cache.block_table(s) for s in seqs]  # unknown/freed ids fail here
     lengths = [cache.length(s) for s in seqs]

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from refimpl.validation import check_positive_int
+
 
 class OutOfBlocksError(RuntimeError):
     """Not enough free blocks for the request; nothing was changed.
@@ -58,9 +60,8 @@ class BlockPool:
     """
 
     def __init__(self, num_blocks: int, block_size: int) -> None:
-        for name, val in (("num_blocks", num_blocks), ("block_size", block_size)):
-            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        num_blocks = check_positive_int("num_blocks", num_blocks)
+        block_size = check_positive_int("block_size", block_size)
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.ref_counts: list[int] = [0] * num_blocks

@@ -29,6 +29,10 @@ ExtraKey = Union[int, str, bytes]
 ROOT_HASH: bytes = hashlib.sha256(b"refimpl.kvcache prefix root").digest()
 
 
+#: int extra keys are hashed as 16-byte two's complement: [-2**127, 2**127)
+EXTRA_INT_LIMIT = 1 << 127
+
+
 def _u64(n: int) -> bytes:
     return n.to_bytes(8, "little")
 
@@ -55,9 +59,13 @@ def encode_extra_keys(extra_keys: Sequence[ExtraKey]) -> bytes:
     _refuse_bare_key(extra_keys)
     parts = [b"K", _u64(len(extra_keys))]
     for i, key in enumerate(extra_keys):
-        if isinstance(key, bool):
+        if isinstance(key, (bool, np.bool_)):
             raise TypeError(f"extra_keys[{i}]: bool is ambiguous; use int, str or bytes")
-        if isinstance(key, int):
+        if isinstance(key, (int, np.integer)):
+            key = int(key)  # a NumPy integer hashes as the int it equals
+            if not -EXTRA_INT_LIMIT <= key < EXTRA_INT_LIMIT:
+                raise ValueError(f"extra_keys[{i}] = {key} is outside the int keys' range "
+                                 f"[-2**127, 2**127) (use a str or bytes key)")
             tag, data = b"i", key.to_bytes(16, "little", signed=True)
         elif isinstance(key, str):
             tag, data = b"s", key.encode("utf-8")

@@ -78,6 +78,7 @@ import numpy as np
 from refimpl.matmul.accumulation import WholeK
 from refimpl.matmul.rounding import FP32, Target, to_format
 from refimpl.summation import fold_sum_axis1
+from refimpl.validation import as_float64, as_float_array
 
 _U = 2.0**-53
 _LIMB = 24
@@ -152,8 +153,8 @@ def exact_dot_reference(a: np.ndarray, b: np.ndarray, tgt: Target = FP32) -> flo
     :func:`refimpl.matmul.rounding.to_format` turns into the target's value (for FP32
     the returned float is already an FP32 value or +-Inf/NaN).
     """
-    a = [float(v) for v in np.asarray(a, dtype=np.float64).ravel()]
-    b = [float(v) for v in np.asarray(b, dtype=np.float64).ravel()]
+    a = [float(v) for v in as_float64(a, "a").ravel()]
+    b = [float(v) for v in as_float64(b, "b").ravel()]
     if len(a) != len(b):
         raise ValueError(f"length mismatch: {len(a)} and {len(b)}")
     products = []
@@ -484,8 +485,8 @@ def exact_matmul64(
     ``recompute_all=True`` skips steps 1-3 and sends every output through the exact
     integer accumulation (slow; it is the path the tests check against Fraction sums).
     """
-    a = np.asarray(a, dtype=np.float32)
-    b = np.asarray(b, dtype=np.float32)
+    a = as_float_array(a, "a", precision=np.float32).astype(np.float32, copy=False)
+    b = as_float_array(b, "b", precision=np.float32).astype(np.float32, copy=False)
     k = a.shape[-1]
     if k >= _K_MAX:
         raise ValueError(f"inner dimension {k} too large for the error bound (max 2^40)")

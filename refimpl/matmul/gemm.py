@@ -15,6 +15,7 @@ from refimpl.matmul.blockfma import PRESETS, BlockFMA
 from refimpl.matmul.exact import Exact
 from refimpl.matmul.ordered import Chunked, Pairwise, Sequential
 from refimpl.matmul.rounding import target
+from refimpl.validation import as_float_array
 
 AccumulationLike = Union[str, Accumulation]
 
@@ -52,21 +53,27 @@ def as_format_values(x: object, name: str, in_format: object = None) -> np.ndarr
     """``x`` as a float64 array of float32-representable values (rounded to ``in_format``
     first when given).
 
+    Integers (int arrays, Python int lists, object arrays of ints) are accepted only
+    when exactly representable: as float32 values, or as float64 values when
+    ``in_format`` rounds them.
+
     Raises:
-        ValueError: not a real numeric array of at least 2 dimensions, or (without
+        ValueError: not a real numeric array of at least 2 dimensions, an integer the
+            working precision cannot hold (naming the first index), or (without
             ``in_format``) values that are not float32 values.
     """
-    arr = np.asarray(x)
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating)
-                                 or np.issubdtype(arr.dtype, np.integer)):
-        raise ValueError(f"{name} must be a real float array, got dtype {arr.dtype}")
+    # integers must be exact in the working precision: float32 values, or float64 when
+    # they are rounded to in_format first (2**53 + 1 is refused, never rounded)
+    arr = as_float_array(x, name, precision=np.float64 if in_format is not None
+                         else np.float32)
     if arr.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions (..., rows, cols), "
                          f"got shape {arr.shape}")
     if in_format is not None:
         from refimpl.formats import get, round_to
 
-        arr = np.asarray(round_to(arr.astype(np.float64), get(in_format)), dtype=np.float64)
+        arr = np.asarray(round_to(arr.astype(np.float64), get(in_format)),
+                         dtype=np.float64)
     x64 = arr.astype(np.float64)
     if arr.dtype not in (np.float16, np.float32):
         with np.errstate(over="ignore"):

@@ -21,6 +21,7 @@ import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation, WholeK, round_in
 from refimpl.matmul.rounding import Target, add_round_to_odd, target
+from refimpl.validation import check_bool
 
 
 def _product(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
@@ -44,6 +45,9 @@ class Sequential(Accumulation):
     """
 
     fma: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fma", check_bool("fma", self.fma))
 
     def begin(self, shape: tuple[int, ...], tgt: Target) -> dict:
         return {"tgt": tgt, "shape": shape, "c": None}

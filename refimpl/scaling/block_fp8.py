@@ -27,8 +27,10 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
+from refimpl.validation import check_bool, check_positive_int
 
 from .exponent import ceil_log2_ratio
+from .mx import block_span
 from .float32_input import float32_values
 
 __all__ = ["BlockFP8Array", "block_fp8_quantize", "tile_amax"]
@@ -46,12 +48,11 @@ def _fp8(fmt: Any) -> Format:
 
 def _tile(block: Sequence[int]) -> Tuple[int, int]:
     try:
-        r, c = (int(v) for v in block)
+        r, c = block
     except (TypeError, ValueError):
         raise ValueError(f"block: expected (rows, cols) such as (1, 128), got {block!r}") from None
-    if r < 1 or c < 1:
-        raise ValueError(f"block: tile sides must be positive, got {block!r}")
-    return r, c
+    # ints only: int(1.9) would silently give tiles of one row
+    return check_positive_int("block[0]", r), check_positive_int("block[1]", c)
 
 
 def _float32_input(x: Any) -> np.ndarray:
@@ -65,6 +66,8 @@ def _float32_input(x: Any) -> np.ndarray:
 def _padded_tiles(arr: np.ndarray, r: int, c: int) -> np.ndarray:
     """(..., R, C) -> (..., ceil(R/r), ceil(C/c), r, c), zero padded."""
     rows, cols = arr.shape[-2:]
+    # a tile larger than the array is the whole array: its padding is never materialised
+    r, c = block_span(rows, r), block_span(cols, c)
     tr, tc = -(-rows // r), -(-cols // c)
     pad = [(0, 0)] * (arr.ndim - 2) + [(0, tr * r - rows), (0, tc * c - cols)]
     if tr * r != rows or tc * c != cols:
@@ -155,8 +158,7 @@ def block_fp8_quantize(
     """
     f = _fp8(fmt)
     r, c = _tile(block)
-    if not isinstance(power_of_two, (bool, np.bool_)):
-        raise ValueError(f"power_of_two: expected True or False, got {power_of_two!r}")
+    power_of_two = check_bool("power_of_two", power_of_two)
     arr = _float32_input(x)
     floor = _F32(amax_floor)
     if not np.isfinite(floor) or floor < 0:

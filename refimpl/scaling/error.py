@@ -14,6 +14,7 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
+from refimpl.validation import as_float64
 
 __all__ = ["QuantizationError", "quantization_error"]
 
@@ -91,9 +92,11 @@ def quantization_error(x: Any, q: Any) -> QuantizationError:
     for name, a in (("x", xa), ("q", qa)):
         if a.dtype.kind not in "fiub":
             raise ValueError(f"{name}: expected a real numeric array, got dtype {a.dtype}")
-    x64 = xa.astype(np.float64).ravel()
+    # integers only when float64 holds them exactly (bools are 0 and 1)
+    x64 = as_float64(xa.astype(np.float64) if xa.dtype.kind == "b" else xa, "x").ravel()
     with np.errstate(invalid="ignore"):  # Inf - Inf: NaN, reported as documented below
-        err = x64 - qa.astype(np.float64).ravel()
+        err = x64 - as_float64(qa.astype(np.float64) if qa.dtype.kind == "b" else qa,
+                               "q").ravel()
     n = err.size
     if n == 0:
         raise ValueError("x: expected at least one element")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from refimpl.formats.encode import as_float_array
+from refimpl.validation import as_float_array
 
 __all__ = ["float32_values"]
 
@@ -22,7 +22,7 @@ def float32_values(x: Any, name: str = "x") -> np.ndarray:
     Raises:
         ValueError: a float64 value that float32 cannot hold, or a non-float dtype.
     """
-    arr = as_float_array(x, name)
+    arr = as_float_array(x, name, precision=np.float32)
     if arr.dtype == np.float64:
         with np.errstate(over="ignore"):
             as32 = arr.astype(np.float32)  # too large: Inf, caught below

@@ -23,6 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
+from refimpl.validation import check_bool
+
 from .dyadic import round_dyadic
 
 __all__ = [
@@ -87,12 +89,6 @@ def _resolve_signs(
             )
         return _signs_array(_default_signs(n), n)
     return _signs_array(signs, n)
-
-
-def _check_flag(name: str, value: object) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name}: expected True or False, got {value!r}")
-    return bool(value)
 
 
 def hadamard_matrix(
@@ -161,7 +157,7 @@ def hadamard_transform(
         x = x.astype(x.dtype.newbyteorder("="))  # the dtype tests below compare natively
     n = _check_size(size)
     d = _resolve_signs(signs, n)
-    inverse = _check_flag("inverse", inverse)
+    inverse = check_bool("inverse", inverse)
     if x.ndim == 0:
         raise ValueError("x: expected at least one dimension")
     ax = axis % x.ndim if -x.ndim <= axis < x.ndim else None

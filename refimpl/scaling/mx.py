@@ -44,7 +44,9 @@ scale of 2**-6 (values k/64). Quantisation rounds to the symmetric range k in [-
 (the code 0x80 = -2.0 is decoded when given, never produced).
 
 Non-multiple lengths: ``pad=True`` treats the last block as zero-padded; zeros never change
-a block's amax, and the padding is not stored (``codes`` has x's shape).
+a block's amax, and the padding is not stored (``codes`` has x's shape). A ``block_size``
+larger than the axis makes the whole axis one block; its padding is never materialised
+(``block_size=10**9`` costs no more memory than the axis itself).
 """
 from __future__ import annotations
 
@@ -55,8 +57,8 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
-from refimpl.formats.encode import as_float_array
 from refimpl.formats.rounding import resolve_rounding
+from refimpl.validation import as_float_array, check_bool, check_positive_int
 
 from .exponent import ceil_log2, ceil_log2_ratio, floor_log2, round_log2
 
@@ -271,12 +273,15 @@ def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
     return int(axis) % ndim
 
 
+def block_span(n: int, block_size: int) -> int:
+    """Elements a block of an axis of length ``n`` is laid out with: ``block_size``, or
+    ``n`` when one block covers the whole axis (its zero padding is never stored, so a
+    huge ``block_size`` costs no memory)."""
+    return n if 0 < n <= block_size else block_size
+
+
 def _check_block_size(block_size: int) -> int:
-    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)):
-        raise ValueError(f"block_size: expected a positive int, got {block_size!r}")
-    if block_size < 1:
-        raise ValueError(f"block_size: expected a positive int, got {block_size}")
-    return int(block_size)
+    return check_positive_int("block_size", block_size)
 
 
 # ----- the block-scaled array -----------------------------------------------------------
@@ -349,8 +354,8 @@ class MXArray:
         vals = _element_table(self.elem)[self.codes]
         moved = np.moveaxis(vals, self.axis, -1)
         n = moved.shape[-1]
-        bs = self.block_size
         nblk = self.scales.shape[self.axis]
+        bs = block_span(n, self.block_size)
         if n != nblk * bs:
             moved = np.concatenate(
                 [moved, np.zeros(moved.shape[:-1] + (nblk * bs - n,), dtype=moved.dtype)],
@@ -510,8 +515,7 @@ def mx_quantize(
     rule = _choice("scale_rule", scale_rule, SCALE_RULES)
     policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
     bs = _check_block_size(block_size)
-    if not isinstance(pad, (bool, np.bool_)):
-        raise ValueError(f"pad: expected True or False, got {pad!r}")
+    pad = check_bool("pad", pad)
     if not isinstance(el, MXInt8):
         mode = resolve_rounding(rounding, el)
     else:
@@ -525,12 +529,13 @@ def mx_quantize(
     moved = np.moveaxis(arr, ax, -1)
     n = moved.shape[-1]
     nblk = -(-n // bs)
+    if n % bs and not pad:
+        raise ValueError(
+            f"x: length {n} along axis {axis} is not a multiple of block_size {bs} "
+            "(pass pad=True to zero-pad the last block)"
+        )
+    bs = block_span(n, bs)  # the layout; the block size recorded below is block_size
     if n % bs:
-        if not pad:
-            raise ValueError(
-                f"x: length {n} along axis {axis} is not a multiple of block_size {bs} "
-                "(pass pad=True to zero-pad the last block)"
-            )
         moved = np.concatenate(
             [moved, np.zeros(moved.shape[:-1] + (nblk * bs - n,), dtype=moved.dtype)], axis=-1
         )
@@ -564,6 +569,6 @@ def mx_quantize(
         np.ascontiguousarray(np.moveaxis(codes, -1, ax)),
         np.ascontiguousarray(np.moveaxis(scale_codes, -1, ax)),
         el,
-        bs,
+        _check_block_size(block_size),
         ax,
     )

@@ -24,7 +24,7 @@ from typing import Any, Tuple
 import numpy as np
 
 from .dyadic import round_dyadic
-from .mx import SCALE_NAN, MXArray, _element_table, _quantum_exp
+from .mx import SCALE_NAN, MXArray, _element_table, _quantum_exp, block_span
 
 __all__ = ["mx_dot", "mx_matmul", "round_dyadic"]
 
@@ -93,8 +93,8 @@ def mx_matmul(a: MXArray, b: MXArray, *, out_dtype: Any = np.float32) -> np.ndar
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"b: K = {k2} does not match a's K = {k}")
-    bs = a.block_size
     nblk = a.scales.shape[1]
+    bs = block_span(k, a.block_size)  # a block wider than K: K elements, no padding
 
     na, fa, qa = _integer_elements(a)
     nb, fb, qb = _integer_elements(b)

@@ -51,6 +51,7 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from refimpl import formats
+from refimpl.validation import check_bool
 
 from .float32_input import float32_values
 from .hadamard import TE_WGRAD_SIGNS, hadamard_transform
@@ -100,7 +101,7 @@ def nvfp4_global_scale(global_amax: float, scale_rule: str = "te") -> np.float32
     if np.isnan(ga) or ga < 0:
         raise ValueError(f"global_amax: expected a non-negative number, got {global_amax!r}")
     if rule in ("te", "te_kernel"):
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):  # Inf: FLT_MAX below
             s = _ENC_NUM / ga
         s = np.minimum(s, _FLT_MAX)
         if s == 0 or (rule == "te_kernel" and ga == 0):
@@ -210,8 +211,7 @@ class NVFP4Array:
         dt = np.dtype(dtype)
         if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"dtype: expected float32 or float64, got {dt}")
-        if not isinstance(undo_hadamard, (bool, np.bool_)):
-            raise ValueError(f"undo_hadamard: expected True or False, got {undo_hadamard!r}")
+        undo_hadamard = check_bool("undo_hadamard", undo_hadamard)
         q = formats.decode(self.codes, formats.E2M1).astype(np.float32)
         sf = formats.decode(self.scales, formats.E4M3).astype(np.float32)
         moved_q = np.moveaxis(q, self.axis, -1)
@@ -317,8 +317,7 @@ def nvfp4_quantize(
     """
     rule = _rule(scale_rule)
     blk = _block(block)
-    if not isinstance(hadamard, (bool, np.bool_)):
-        raise ValueError(f"hadamard: expected True or False, got {hadamard!r}")
+    hadamard = check_bool("hadamard", hadamard)
     arr = float32_values(x)
     if arr.ndim == 0:
         raise ValueError("x: expected at least one dimension")

@@ -18,6 +18,7 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
+from refimpl.validation import as_float_array, check_bool, check_positive_int
 
 from .block_fp8 import _fp8
 from .float32_input import float32_values
@@ -35,8 +36,14 @@ def _margin(margin: Any) -> int:
     return int(margin)
 
 
+def _f32_number(name: str, value: Any) -> Any:
+    """A number (or array) as float32; an integer float32 cannot hold exactly (2**24 + 1)
+    is refused, not rounded."""
+    return _F32(as_float_array(value, name, precision=np.float32))
+
+
 def _scale_or_none(amax: Any, f: Format, margin: int, power_of_two: bool) -> Any:
-    a = _F32(amax)
+    a = _f32_number("amax", amax)
     if a < 0:
         raise ValueError(f"amax: expected a non-negative number, got {amax!r}")
     if a == 0 or not np.isfinite(a):
@@ -79,8 +86,7 @@ def tensor_scale(
             scale underflows to zero.
     """
     f = _fp8(fmt)
-    if not isinstance(power_of_two, (bool, np.bool_)):
-        raise ValueError(f"power_of_two: expected True or False, got {power_of_two!r}")
+    power_of_two = check_bool("power_of_two", power_of_two)
     s = _scale_or_none(amax, f, _margin(margin), power_of_two)
     return _F32(1.0) if s is None else s
 
@@ -111,7 +117,7 @@ def tensor_quantize(x: Any, scale: Any, fmt: Any = "e4m3") -> FP8Tensor:
         ValueError: a scale that is not positive and finite, bad fmt or input.
     """
     f = _fp8(fmt)
-    s = _F32(scale)
+    s = _f32_number("scale", scale)
     if not (np.isfinite(s) and s > 0):
         raise ValueError(f"scale: expected a positive finite number, got {scale!r}")
     arr = float32_values(x)
@@ -121,7 +127,7 @@ def tensor_quantize(x: Any, scale: Any, fmt: Any = "e4m3") -> FP8Tensor:
 
 
 def _amax_ignoring_nan(x: np.ndarray) -> np.float32:
-    m = np.abs(np.asarray(x, dtype=_F32))
+    m = np.abs(float32_values(x))
     m = m[~np.isnan(m)]
     return _F32(m.max()) if m.size else _F32(0.0)
 
@@ -151,9 +157,7 @@ class DelayedScaling:
     ) -> None:
         self.fmt = _fp8(fmt)
         self.margin = _margin(margin)
-        n = amax_history_len
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"amax_history_len: expected a positive int, got {n!r}")
+        n = check_positive_int("amax_history_len", amax_history_len)
         if amax_compute_algo not in AMAX_ALGOS:
             raise ValueError(f"amax_compute_algo: expected one of {', '.join(AMAX_ALGOS)}, "
                              f"got {amax_compute_algo!r}")
@@ -185,7 +189,7 @@ class DelayedScaling:
 
     def update(self, amax: Any) -> np.float32:
         """Record one amax and return the new scale."""
-        a = _F32(amax)
+        a = _f32_number("amax", amax)
         if a < 0:
             raise ValueError(f"amax: expected a non-negative number, got {amax!r}")
         history = (self._history + [a])[-self.amax_history_len:]

@@ -84,3 +84,8 @@ def test_graph_errors():
         Graph(inputs=("x",), ops=(Op("y", "sin", ("x",)),), outputs=("w",))
     with pytest.raises(ValueError, match="saved tensor 'q'"):
         training_traffic(stacked_sigmoids(), saved=("q",))
+
+
+def test_fused_is_a_bool():
+    with pytest.raises(TypeError, match="fused must be True or False"):
+        traffic(sin2_plus_cos2(), "false")        # a truthy string once meant fused

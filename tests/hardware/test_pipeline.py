@@ -406,7 +406,7 @@ def test_determinism():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(schedule="v2"), "unknown schedule"),
     (dict(seq_len=0), "seq_len"),
-    (dict(head_dim=1.5), "head_dim"),
+    (dict(head_dim=0), "head_dim"),
     (dict(stages=0), "stages"),
     (dict(block=(128,)), "block"),
     (dict(block=(127, 64), schedule="fa3"), "divisible"),
@@ -419,6 +419,15 @@ def test_simulate_errors(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         pl.simulate(args.pop("schedule"), **args)
+
+
+def test_counts_must_be_ints():
+    with pytest.raises(TypeError, match="head_dim must be an int"):
+        pl.simulate("fa3", seq_len=512, head_dim=1.5)
+    with pytest.raises(TypeError, match="seq_len must be an int"):
+        pl.simulate("fa3", seq_len=True, head_dim=64)
+    with pytest.raises(TypeError, match="check must be True or False"):
+        pl.simulate("fa3", seq_len=512, head_dim=64, check="no")
 
 
 def test_schedule_validation():

@@ -204,3 +204,275 @@ def test_hypothesis_phase_finds_what_the_sweep_cannot() -> None:
     x = np.float32(info.value.input)
     assert int(x.view(np.uint32)) & 0xF == 0x5
     assert int(info.value.got) == int(info.value.expected) ^ 1
+
+
+# ------------------------------------------------- every kind, counts, nothing silent
+
+
+def _zero_sign_lost(x):
+    """brute_e4m3, except that every zero result is +0 (a -0 input or a tiny negative
+    value that rounds to zero gives 0x00, not 0x80)."""
+    c = brute_e4m3(x)
+    return np.where((c & 0x7F) == 0, np.uint8(0), c).astype(np.uint8)
+
+
+def test_every_kind_of_failure_is_reported_with_counts() -> None:
+    def two_bugs(x):                       # ties away from zero AND +0 for every zero
+        c = ties_away(x)
+        return np.where((c & 0x7F) == 0, np.uint8(0), c).astype(np.uint8)
+
+    with pytest.raises(ConformanceError) as info:
+        check_encoder(two_bugs, "e4m3", max_examples=0)
+    err = info.value
+    kinds = [f.kind for f in err.failures]
+    assert "sign difference of zero (+0 vs -0) (zero input)" in kinds
+    assert "one step off (at a rounding tie, subnormal range)" in kinds
+    assert "one step off (at a rounding tie, normal range)" in kinds
+    # 464 = 448 + ulp/2 is the overflow tie: nearest-even keeps 448 (0x7E, even), ties
+    # away gives the NaN code
+    assert "NaN where a number is expected (above the largest finite value)" in kinds
+    failed, compared = err.counts["codes"]
+    assert compared > 0 and failed == sum(f.count for f in err.failures) > len(kinds)
+    text = str(err)
+    assert f"{len(kinds)} kinds of failure" in text and f"codes {failed} of {compared}" in text
+    # the simplest counterexample comes first: the zeros lead the sweep, +0 then -0
+    assert float(err.input) == 0.0 and np.signbit(err.input)
+
+
+def test_zero_sign_is_a_sign_difference() -> None:
+    with pytest.raises(ConformanceError, match=r"sign difference of zero \(\+0 vs -0\)"):
+        check_encoder(_zero_sign_lost, "e4m3", max_examples=0)
+
+    with pytest.raises(ConformanceError) as info:
+        check_round_to(lambda x: np.where(np.asarray(x) == 0, np.float32(0),
+                                          np.asarray(x, np.float32)), "fp16",
+                       max_examples=0)
+    assert info.value.failures[0].kind == "sign difference of zero (+0 vs -0) (zero input)"
+
+
+def test_the_search_continues_past_kinds_already_found() -> None:
+    """Zero-sign bug (found by the sweep) plus a bug only random inputs show: the search
+    must not stop at the first kind."""
+    def both(x):
+        x = np.asarray(x, dtype=np.float32)
+        codes = _zero_sign_lost(x)
+        odd = (x.view(np.uint32) & 0xF) == 0x5
+        return np.where(odd, codes ^ np.uint8(1), codes).astype(np.uint8)
+
+    with pytest.raises(ConformanceError) as info:
+        check_encoder(both, "e4m3", max_examples=200)
+    phases = {f.kind.split(" (")[0]: f.phase for f in info.value.failures}
+    assert phases["sign difference of zero"].startswith("sweep")
+    assert any(p == "hypothesis, shrunk" for p in phases.values())
+
+
+def test_a_callable_that_raises_is_a_failure_with_its_text(capsys) -> None:
+    def boom(x):
+        raise RuntimeError("no kernel for this format")
+
+    for run in (lambda: check_encoder(boom, "e4m3", max_examples=0),
+                lambda: check_decoder(boom, "e4m3"),
+                lambda: check_round_to(boom, "e4m3", max_examples=0)):
+        with pytest.raises(ConformanceError, match="raised RuntimeError: no kernel"):
+            run()
+    assert main(["conform", "formats.encode", "--impl", "test_conformance:_raises",
+                 "--format", "e4m3", "--max-examples", "0"]) == 1
+    out, err = capsys.readouterr()
+    assert "FAILED" in out and "raised ZeroDivisionError: integer division" in out
+    assert "Traceback" not in out + err
+
+
+def _raises(x):
+    return 1 // 0
+
+
+def test_max_examples_zero_says_what_was_compared(capsys) -> None:
+    from oracle import placement
+    from refimpl.formats import E4M3
+
+    report = check_encoder(brute_e4m3, "e4m3", max_examples=0)
+    n = placement.sharp_inputs(E4M3, np.float32).size
+    assert report.placed == n and report.compared == {"codes": n} and report.examples == 0
+    assert main(["conform", "formats.encode", "--impl", "test_conformance:brute_e4m3",
+                 "--format", "e4m3", "--max-examples", "0"]) == 0
+    out = capsys.readouterr().out
+    assert f"{n} placed inputs swept ({n} codes compared), no random search" in out
+    assert main(["conform", "formats.encode", "--impl", "test_conformance:brute_e4m3",
+                 "--format", "e4m3", "--max-examples", "-1"]) == 2
+    with pytest.raises(ValueError, match="max_examples"):
+        check_encoder(brute_e4m3, "e4m3", max_examples=-1)
+    # attention has a sweep of its own now: nothing random, still compared
+    from oracle.conformance import check_attention
+
+    report = check_attention(_np_sdpa, max_examples=0)
+    assert report.placed >= 3 and report.compared["out"] > 0 and report.examples == 0
+
+
+# ----------------------------------------------------------------------- MX and NVFP4
+
+
+def _mx(policy, rule="floor"):
+    from refimpl.scaling import mx_quantize
+
+    def quantize(x):
+        q = mx_quantize(x, "e4m3", scale_rule=rule, inf_block=policy)
+        return q.codes, q.scales
+    return quantize
+
+
+def test_special_block_policies_cannot_all_pass() -> None:
+    """OCP MX v1.0 leaves Inf blocks to the implementation; the three named policies
+    give different scales for them (NaN 0xFF; 'max' a finite scale), so a quantiser
+    following one of them must fail the other two, even with no random search."""
+    from oracle.conformance import check_mx_quantize
+
+    for impl_policy in ("nan", "max", "exponent"):
+        passed = []
+        for checked in ("nan", "max", "exponent"):
+            try:
+                check_mx_quantize(_mx(impl_policy), "e4m3", inf_block=checked,
+                                  max_examples=0)
+                passed.append(checked)
+            except ConformanceError as exc:
+                assert "block holding Inf" in str(exc)
+        assert passed == [impl_policy]
+    # without a named policy no Inf/NaN block is swept: any policy passes
+    check_mx_quantize(_mx("max"), "e4m3", max_examples=0)
+
+
+def test_codes_under_a_nan_scale_are_not_compared_and_counts_are_per_output() -> None:
+    from oracle.conformance import check_mx_quantize
+
+    def garbage_under_nan(x):
+        codes, scales = _mx("nan")(x)
+        codes = codes.copy()
+        nan_block = np.repeat(scales == 0xFF, 32, axis=-1)
+        codes[nan_block] = 0x55                 # no reader can use these
+        return codes, scales
+
+    report = check_mx_quantize(garbage_under_nan, "e4m3", inf_block="nan", max_examples=5)
+    assert set(report.compared) == {"scales", "codes"} and report.examples == 5
+
+    def one_code_off(x):
+        codes, scales = _mx("nan")(x)
+        codes = codes.copy()
+        codes[..., 3] ^= 1
+        return codes, scales
+
+    with pytest.raises(ConformanceError) as info:
+        check_mx_quantize(one_code_off, "e4m3", max_examples=0)
+    counts = info.value.counts
+    assert counts["scales"][0] == 0 and counts["codes"][0] > 0
+    assert all(f.kind.startswith("codes differ") for f in info.value.failures)
+
+
+def test_a_lost_sign_of_zero_in_block_codes_is_a_sign_difference() -> None:
+    """OCP MX: a -0.0 element keeps its sign (E4M3 code 0x80); a quantiser writing
+    +0 (0x00) instead differs only in the sign bit of a zero."""
+    from oracle.conformance import check_mx_quantize
+
+    def plus_zero(x):
+        codes, scales = _mx("nan")(x)
+        return np.where((codes & 0x7F) == 0, np.uint8(0), codes).astype(np.uint8), scales
+
+    with pytest.raises(ConformanceError) as info:
+        check_mx_quantize(plus_zero, "e4m3", max_examples=0)
+    kinds = [f.kind for f in info.value.failures]
+    assert "codes sign difference of zero (+0 vs -0) (all-zero block)" in kinds
+    f = info.value.failures[kinds.index(
+        "codes sign difference of zero (+0 vs -0) (all-zero block)")]
+    assert int(f.expected) == 0x80 and int(f.got) == 0x00
+
+
+def _nvfp4_te(x):
+    from refimpl.scaling import nvfp4_quantize
+
+    q = nvfp4_quantize(x, scale_rule="te")
+    return q.codes, q.scales, q.global_scale
+
+
+def test_nvfp4_target() -> None:
+    from oracle.conformance import check_nvfp4_quantize
+
+    report = check_nvfp4_quantize(_nvfp4_te, scale_rule="te", max_examples=5)
+    assert report.compared["global_scale"] > 0
+    # torchao clamps a block scale below at E4M3's smallest normal 2^-6 (code 0x08);
+    # TransformerEngine's reference gives an all-zero block the scale 0x00
+    with pytest.raises(ConformanceError) as info:
+        check_nvfp4_quantize(_nvfp4_te, scale_rule="torchao", max_examples=0)
+    zero = [f for f in info.value.failures if f.kind == "scales differ (all-zero block)"]
+    assert zero and int(zero[0].expected) == 0x08 and int(zero[0].got) == 0x00
+    with pytest.raises(ConformanceError, match="global_scale"):
+        check_nvfp4_quantize(lambda x: _nvfp4_te(x)[:2] + (np.float32(1),),
+                             max_examples=0)
+
+
+# ------------------------------------------------------------------ CLI adapters
+
+
+def quantize_any(x, *, elem, rule):
+    """One adapter for every element format and scale rule."""
+    from refimpl.scaling import mx_quantize
+
+    q = mx_quantize(x, elem, scale_rule=rule)
+    return q.codes, q.scales
+
+
+def test_impl_kwargs(capsys) -> None:
+    for elem, rule in (("e2m1", "floor"), ("e5m2", "even")):
+        kw = f'{{"elem": "{elem}", "rule": "{rule}"}}'
+        assert main(["conform", "scaling.mx_quantize", "--impl",
+                     "test_conformance:quantize_any", "--format", elem, "--scale-rule",
+                     rule, "--impl-kwargs", kw, "--max-examples", "3"]) == 0
+    assert main(["conform", "scaling.mx_quantize", "--impl",
+                 "test_conformance:quantize_any", "--format", "e2m1", "--impl-kwargs",
+                 '{"elem": "e2m1", "rule": "ceil"}', "--max-examples", "0"]) == 1
+    for bad in ("{elem: 1}", "[1, 2]"):
+        assert main(["conform", "scaling.mx_quantize", "--impl",
+                     "test_conformance:quantize_any", "--impl-kwargs", bad]) == 2
+    assert "--impl-kwargs" in capsys.readouterr().err
+
+
+def top_left_sdpa(q, k, v, *, causal=False, causal_alignment="bottom_right", window=None,
+                  key_padding_mask=None):
+    """PyTorch SDPA's semantics: is_causal is top-left aligned; no sliding window."""
+    if window is not None:
+        raise NotImplementedError("no sliding window")
+    g = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(k, g, 1).astype(np.float64), np.repeat(v, g, 1).astype(np.float64)
+    s = q.astype(np.float64) @ np.swapaxes(kk, -1, -2) / np.sqrt(q.shape[-1])
+    sq, sk = s.shape[-2:]
+    keep = np.ones(s.shape, dtype=bool)
+    if causal:
+        keep &= np.arange(sk)[None, :] <= np.arange(sq)[:, None]
+    if key_padding_mask is not None:
+        keep &= key_padding_mask[:, None, None, :]
+    s = np.where(keep, s, -np.inf)
+    m = np.max(s, -1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    p = np.where(keep, np.exp(s - m), 0)
+    d = p.sum(-1, keepdims=True)
+    out = np.where(d > 0, p / np.where(d > 0, d, 1), 0) @ vv
+    return out.astype(np.float32)
+
+
+def test_attention_restrictions(capsys) -> None:
+    from oracle.conformance import check_attention
+
+    check_attention(top_left_sdpa, masks=True, alignment="top_left", window=False,
+                    max_examples=10)
+    with pytest.raises(ConformanceError, match="causal_alignment=bottom_right"):
+        check_attention(top_left_sdpa, masks=True, window=False, max_examples=0)
+    with pytest.raises(ConformanceError, match="raised NotImplementedError"):
+        check_attention(top_left_sdpa, masks=True, alignment="top_left", max_examples=0)
+    args = ["conform", "attention.attention", "--impl", "test_conformance:top_left_sdpa",
+            "--masks", "--max-examples", "3"]
+    assert main(args + ["--alignment", "top_left", "--no-window", "--dtype", "bf16"]) == 0
+    assert "attention.attention" in capsys.readouterr().out
+    assert main(args + ["--no-window"]) == 1
+    assert main(args + ["--dtype", "float64"]) == 2          # not an attention dtype
+    assert main(["conform", "formats.encode", "--impl", "test_conformance:brute_e4m3",
+                 "--format", "e4m3", "--dtype", "bf16"]) == 2
+    with pytest.raises(ConformanceError, match="2.0x-naive-bf16"):
+        check_attention(lambda q, k, v: _np_sdpa(q, k, v) * np.float32(1.05),
+                        dtype="bf16", max_examples=0)

@@ -55,6 +55,22 @@ def test_interval() -> None:
     assert c.error[:2].tolist() == [0.5, 0.25]
 
 
+def test_integers_float64_cannot_hold_never_match() -> None:
+    """2^53 + 1 and 2^53 are one apart; as float64 both would be 2^53 and 'match'."""
+    big = np.array([2**53 + 1], dtype=np.int64)
+    near = np.array([2**53], dtype=np.int64)
+    for tol in (T.ulp(0, "fp32"), T.allclose(0.0, 0.0, order="any"),
+                T.interval(near, near)):
+        c = tol.compare(big, near)
+        assert not c.ok and "9007199254740993" in c.problem
+    assert T.ulp(0, "fp32").compare(near, near).ok          # exact integers still compare
+    for bad in ("1", None, True):
+        with pytest.raises(TypeError):
+            T.ulp(bad)
+        with pytest.raises(TypeError):
+            T.allclose(bad, 0.0, order="any")
+
+
 def test_allclose_requires_order() -> None:
     with pytest.raises(ValueError, match="order"):
         T.AllClose(1e-3, 0.0, "")

@@ -143,5 +143,5 @@ def test_bad_inputs():
 
 
 def test_power_of_two_flag_is_checked():
-    with pytest.raises(ValueError, match="power_of_two"):
+    with pytest.raises(TypeError, match="power_of_two"):
         block_fp8_quantize(np.ones((1, 128), np.float32), power_of_two="no")

@@ -334,10 +334,10 @@ def test_axis_packing_and_errors():
 
 def test_flags_and_packed_length_are_checked():
     x = np.ones((1, 32), np.float32)
-    with pytest.raises(ValueError, match="hadamard"):
+    with pytest.raises(TypeError, match="hadamard"):
         nvfp4_quantize(x, hadamard="no")  # a truthy string once applied the transform
     q = nvfp4_quantize(x)
-    with pytest.raises(ValueError, match="undo_hadamard"):
+    with pytest.raises(TypeError, match="undo_hadamard"):
         q.dequantize(undo_hadamard="no")
     packed = q.packed()
     assert packed.size == 16  # 32 FP4 codes, two per byte

@@ -111,5 +111,5 @@ def test_margin_that_underflows_the_scale_is_refused_and_state_kept():
 
 
 def test_power_of_two_flag_is_checked():
-    with pytest.raises(ValueError, match="power_of_two"):
+    with pytest.raises(TypeError, match="power_of_two"):
         tensor_scale(1.0, power_of_two="no")

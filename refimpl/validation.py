@@ -1,0 +1,243 @@
+"""Argument checks shared by every public entry point: flags, counts, indices and the
+conversion of user numbers to floating point.
+
+Special-value policy first: nothing here rounds. An integer that the working precision
+cannot hold exactly (``2**53 + 1`` in float64, ``2**24 + 1`` in float32, the extremes of
+int64 and uint64) is refused with the index of the first one, never rounded to a
+neighbour; a boolean flag is a ``bool`` or ``numpy.bool_``, never a truthy string or
+number (``causal="false"`` would otherwise turn masking on); a count or index is an int
+or NumPy integer, never a bool or a float.
+
+Errors: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value; the message
+names the argument, the first bad index and what was expected.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = [
+    "check_bool",
+    "check_int",
+    "check_positive_int",
+    "check_index",
+    "as_float_array",
+    "as_float64",
+    "as_float",
+    "first_index",
+]
+
+#: the working precisions an integer may be checked against, by dtype name
+_PRECISIONS = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
+
+
+def _at(name: str, idx: tuple[int, ...]) -> str:
+    """``name[i, j]``, or ``name`` alone for a scalar."""
+    return f"{name}{list(idx)}" if idx else name
+
+
+def first_index(bad: np.ndarray) -> tuple[int, ...]:
+    """The multi-index (plain ints) of the first True element of ``bad`` in C order."""
+    flat = int(np.argmax(bad.ravel()))
+    return tuple(int(i) for i in np.unravel_index(flat, bad.shape)) if bad.shape else ()
+
+
+def check_bool(name: str, value: object) -> bool:
+    """``value`` as a plain bool.
+
+    Raises:
+        TypeError: ``value`` is not a ``bool`` or ``numpy.bool_`` (a string such as
+            ``"false"``, an int, None).
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_int(name: str, value: object, *, minimum: Optional[int] = None,
+              maximum: Optional[int] = None) -> int:
+    """``value`` as a plain int, ``minimum <= value <= maximum`` (bounds optional).
+
+    NumPy integers are accepted and converted; bools and floats (even integral ones) are
+    not integers here.
+
+    Raises:
+        TypeError: not an int or NumPy integer.
+        ValueError: outside the bounds.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    v = operator.index(value)
+    if minimum is not None and v < minimum:
+        if minimum == 1:
+            raise ValueError(f"{name} must be a positive int, got {v}")
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {v}")
+    return v
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """``value`` as a plain int >= 1 (see :func:`check_int`)."""
+    return check_int(name, value, minimum=1)
+
+
+def check_index(name: str, value: object, size: int) -> int:
+    """``value`` as an index into ``size`` items: ``0 <= value < size``. Negative
+    indices are refused rather than counted from the end.
+
+    Raises:
+        TypeError: not an int or NumPy integer.
+        ValueError: outside ``[0, size)``.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    v = operator.index(value)
+    if not 0 <= v < size:
+        raise ValueError(f"{name} {v} out of range [0, {size})")
+    return v
+
+
+def _precision(precision: Any) -> type:
+    dt = np.dtype(precision)
+    if dt.name not in _PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(_PRECISIONS)}, got {precision!r}")
+    return _PRECISIONS[dt.name]
+
+
+def _integers_as_float(arr: np.ndarray, name: str, prec: type) -> np.ndarray:
+    """An int/uint array as float64 values, refusing any that ``prec`` cannot hold."""
+    out = arr.astype(np.float64)
+    if arr.dtype.itemsize >= 8:
+        # float64 rounds above 2^53; compare in the integer type, never casting a value
+        # at or beyond 2^63 (2^64 unsigned) back, which has no defined result
+        limit = 2.0 ** (64 if arr.dtype.kind == "u" else 63)
+        fits = out < limit
+        back = np.where(fits, out, 0).astype(arr.dtype)
+        ok = fits & (back == arr)
+    else:
+        ok = np.ones(arr.shape, dtype=bool)
+    if prec is not np.float64:
+        with np.errstate(over="ignore"):
+            ok &= out.astype(prec).astype(np.float64) == out
+    if not ok.all():
+        idx = first_index(~ok)
+        raise ValueError(
+            f"{_at(name, idx)} = {int(arr[idx])} is an integer that "
+            f"{np.dtype(prec).name} cannot represent exactly"
+        )
+    return out
+
+
+def _exact_int(label: str, i: int, prec: type) -> float:
+    """``float(i)`` when ``prec`` holds the integer ``i`` exactly."""
+    try:
+        f = float(i)
+    except OverflowError:
+        f = float("nan")
+    # Python compares an int and a float exactly
+    if not (f == i and (prec is np.float64 or float(prec(f)) == f)):
+        raise ValueError(
+            f"{label} = {i} is an integer that {np.dtype(prec).name} cannot represent exactly"
+        )
+    return f
+
+
+#: elementwise "is a Python or NumPy integer (not a bool)" over an object array
+_is_int = np.frompyfunc(lambda e: isinstance(e, (int, np.integer))
+                        and not isinstance(e, (bool, np.bool_)), 1, 1)
+
+
+def _objects_as_float(arr: np.ndarray, name: str, prec: type) -> np.ndarray:
+    """An object array of Python/NumPy reals as float64, integers exactly or refused."""
+    out = np.empty(arr.shape, dtype=np.float64)
+    for idx in np.ndindex(arr.shape):
+        e = arr[idx]
+        if isinstance(e, (bool, np.bool_)) or not isinstance(
+                e, (int, float, np.integer, np.floating)):
+            raise ValueError(
+                f"{_at(name, idx)} = {e!r} ({type(e).__name__}) is not a real number; "
+                "expected ints or floats"
+            )
+        if isinstance(e, np.floating) and np.dtype(type(e)).itemsize > 8:
+            raise ValueError(f"{_at(name, idx)} has type {type(e).__name__}; expected "
+                             "float16, float32 or float64")
+        if isinstance(e, (int, np.integer)):
+            out[idx] = _exact_int(_at(name, idx), int(e), prec)
+        else:
+            out[idx] = float(e)
+    return out
+
+
+def as_float_array(x: Any, name: str = "x", *, precision: Any = np.float64) -> np.ndarray:
+    """``x`` as a float16/float32/float64 array without changing any value.
+
+    Special values: floating-point arrays are returned as they are (NaN, Inf and every
+    value kept; non-native byte order such as ``">f4"`` converted to native order, so
+    callers may reinterpret the bits). Integer arrays (and Python int lists) become
+    float64 when every value is exactly representable in ``precision``; an object
+    array (Python ints beyond 64 bits, mixed numbers) is converted element by element
+    under the same rule. Bool, complex, string and other arrays are refused.
+
+    Args:
+        x: array-like of real numbers.
+        name: the argument's name in error messages.
+        precision: the working precision integers must fit exactly: ``np.float64``
+            (default), ``np.float32`` or ``np.float16``.
+
+    Returns:
+        the array (floating inputs unchanged in dtype; integers as float64).
+
+    Raises:
+        ValueError: a dtype that is not real floating point or integer, or an integer
+            the working precision cannot hold (naming the first index).
+    """
+    prec = _precision(precision)
+    arr = np.asarray(x)
+    kind = arr.dtype.kind
+    if kind == "f":
+        if arr.dtype.itemsize > 8:
+            raise ValueError(
+                f"{name} has dtype {arr.dtype}; expected float16, float32 or float64"
+            )
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        if isinstance(x, (list, tuple)) and arr.size:
+            # NumPy turns [2**63, -1] into float64, rounding the int: check the ints
+            obj = np.empty(arr.shape, dtype=object)
+            obj[...] = x
+            ints = _is_int(obj).astype(bool)
+            if ints.any():
+                _objects_as_float(np.where(ints, obj, 0), name, prec)
+        return arr
+    if kind in "iu":
+        return _integers_as_float(arr, name, prec)
+    if kind == "O":
+        return _objects_as_float(arr, name, prec)
+    raise ValueError(f"{name} has dtype {arr.dtype}; expected a real floating-point array")
+
+
+def as_float64(x: Any, name: str = "x") -> np.ndarray:
+    """:func:`as_float_array` widened to float64 (no copy for a float64 array): for the
+    functions that compute in float64."""
+    return as_float_array(x, name).astype(np.float64, copy=False)
+
+
+def as_float(name: str, value: object, *, precision: Any = np.float64) -> float:
+    """A real scalar (``scale=``, ``atol=``) as a Python float, without rounding.
+
+    Ints and NumPy integers must be exactly representable in ``precision``; floats and
+    NumPy floats are taken as they are; bools, strings, None and arrays are refused.
+
+    Raises:
+        TypeError: not a real number.
+        ValueError: an integer ``precision`` cannot hold exactly.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return _exact_int(name, int(value), _precision(precision))
+    return float(value)
