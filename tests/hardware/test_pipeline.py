@@ -486,3 +486,102 @@ def test_cli_usage_errors(capsys):
     assert main(["pipeline", "--gpu", "B200"]) == 2
     assert main(["pipeline", "--gantt-blocks", "0"]) == 2
     assert main(["pipeline", "--seq-len", "0"]) == 2
+
+
+# ---------------------------------------------------------------- the calibrated costs
+
+
+def _dyadic_costs(**extra):
+    c = pl.UnitCosts(tensor_flops=2.0**20, exp_rate=2.0**14, fp32_rate=2.0**17,
+                     bandwidth=math.inf, load_latency=0.0, bytes_per_element=2)
+    return dataclasses.replace(c, **extra)
+
+
+def _one_block(name="serial", **extra):
+    return pl.simulate_block(name, seq_len=64, head_dim=128, block=(128, 64),
+                             costs=_dyadic_costs(**extra))
+
+
+def test_gemm_latency_is_exposed_twice_in_a_serial_block():
+    """GEMM0 [0, 2), +0.5 until its result is seen, softmax 0.875, GEMM1 2, +0.5."""
+    assert _one_block().total_time == 2 * G_FULL + S_FULL
+    assert _one_block(gemm_latency=0.5).total_time == 2 * G_FULL + S_FULL + 2 * 0.5
+
+
+def test_split_pipes_sum_to_the_softmax_and_run_in_order():
+    c = _dyadic_costs(split_pipes=True)
+    pre, exp, post = c.softmax_parts(128, 64, 128)
+    # FP32: 2 x 8192 before the exp2 (0.125 s), 2 x 8192 + 128 x 128 after (0.25 s)
+    assert (pre, exp, post) == (0.125, 0.5, 0.25)
+    assert pre + exp + post == S_FULL
+    t = _one_block(split_pipes=True)
+    assert t.total_time == 2 * G_FULL + S_FULL
+    ops = [(e.unit, e.op) for e in t.events if e.end > e.start]
+    assert ops == [("tensor", "gemm0"), ("fp32", "fp32"), ("sfu", "exp"),
+                   ("fp32", "fp32"), ("tensor", "gemm1")]
+
+
+def test_exp_tensor_coupling_holds_the_tensor_unit():
+    t = _one_block(split_pipes=True, exp_tensor_coupling=1.0)
+    stall = [e for e in t.events if e.op == "exp_stall"]
+    assert len(stall) == 1 and stall[0].end - stall[0].start == 0.5
+    assert t.tensor_busy == 2 * G_FULL                  # stalls are not GEMM work
+    # two free warpgroups: the exp2 of one now delays the other's GEMM
+    s = pl.Schedule("two", producer=True, warpgroups=2, pingpong=False,
+                    intra_overlap=False)
+    kw = dict(seq_len=256, head_dim=128, block=(128, 64))
+    free = pl.simulate_block(s, costs=_dyadic_costs(split_pipes=True), **kw)
+    held = pl.simulate_block(s, costs=_dyadic_costs(split_pipes=True,
+                                                    exp_tensor_coupling=1.0), **kw)
+    assert held.total_time > free.total_time
+
+
+def test_operand_copies_precede_each_gemm():
+    """2^-21 s per FLOP of ldmatrix copies: half the tensor time again, on "ldsm"."""
+    t = _one_block(operand_seconds_per_flop=2.0**-21)
+    assert t.total_time == 2 * (G_FULL + G_FULL / 2) + S_FULL
+    assert [e.op for e in t.events if e.unit == "ldsm"] == ["ldsm", "ldsm"]
+    assert "ldsm |" in t.gantt(width=20)
+
+
+def test_v_transpose_lengthens_the_v_loads():
+    """Free compute, transfers of 1 s, transposes of 0.25 s on the producer."""
+    c = dataclasses.replace(_dyadic_costs(v_transpose=0.25), bandwidth=2.0**14,
+                            tensor_flops=math.inf, exp_rate=math.inf, fp32_rate=math.inf)
+    t = pl.simulate_block("fa3", seq_len=64 * 3, head_dim=128, block=(128, 64), costs=c)
+    assert t.total_time == 3 * (2 * X + 0.25)
+
+
+def test_block_barrier_without_a_producer_keeps_the_protocol():
+    s = dataclasses.replace(pl.SCHEDULES["pingpong"], name="barrier", block_barrier=True)
+    base = pl.unit_costs("H100", seq_len=2048, block=(128, 64))
+    costs = dataclasses.replace(base, sync_latency=1e-8, gemm_latency=1e-7)
+    t = pl.simulate_block(s, seq_len=2048, head_dim=128, costs=costs)
+    _replay(t.events, 2, 2)
+    free = pl.simulate_block(pl.SCHEDULES["pingpong"], seq_len=2048, head_dim=128,
+                             costs=costs)
+    assert t.total_time >= free.total_time
+
+
+def test_more_sync_latency_is_never_faster():
+    base = pl.unit_costs("H100", seq_len=2048, block=(128, 64))
+    times = [pl.simulate_block("fa3", seq_len=2048, head_dim=128,
+                               costs=dataclasses.replace(base, sync_latency=s)).total_time
+             for s in (0.0, 1e-8, 1e-7)]
+    assert times[0] <= times[1] <= times[2]
+
+
+def test_costs_and_rates_are_exclusive():
+    c = pl.unit_costs("H100", seq_len=1024, block=(128, 64))
+    with pytest.raises(ValueError, match="given whole"):
+        pl.simulate_block("fa3", seq_len=1024, head_dim=128, costs=c, bandwidth=1e12)
+    with pytest.raises(TypeError, match="UnitCosts"):
+        pl.simulate_block("fa3", seq_len=1024, head_dim=128, costs={"x": 1})
+
+
+def test_three_warpgroups_take_turns():
+    s = pl.Schedule("three", producer=True, warpgroups=3, pingpong=True, intra_overlap=True)
+    t = pl.simulate_block(s, seq_len=1024, head_dim=64, block=(192, 128))
+    assert 0 < t.tensor_utilization <= 1
+    _replay(t.events, 2, 3)
+    assert "Z" in t.gantt(width=200)                  # warpgroup 2's GEMM0
