@@ -1,4 +1,6 @@
-"""A deterministic discrete-event model of one FlashAttention-3 thread block's main loop.
+"""Attention performance on a GPU: a deterministic discrete-event model of one
+FlashAttention thread block's main loop (:func:`simulate_block`), and the whole GPU
+built on it and calibrated to published H100 measurements (:func:`simulate`).
 
 FlashAttention-3 (Shah et al. 2024, arXiv 2407.08608) gets its speed on Hopper from
 asynchrony rather than from doing less arithmetic. The model follows the paper's
@@ -69,11 +71,26 @@ Unit costs (:func:`unit_costs`; ``r`` query rows of one warpgroup = ``B_r / warp
 The producer loads K_0, V_0, K_1, V_1, ... in that order. Without a producer, the
 first consumer that needs block j loads K_j, and V_j with it when V_j's stage is free.
 
-Not modelled: Q's load before the loop and O's normalisation and store after it (the
-model covers the main loop), WGMMA issue latency, register pressure, causal masking,
-FP8's in-shared-memory transpose of V, processor sharing of the softmax pipes (two
-softmaxes queue, first come first served).
+At the catalogue's ideal rates (:func:`unit_costs`, the default of
+:func:`simulate_block`) the block model leaves out Q's load and O's store, latencies of
+GEMM completion and barriers, causal masking, FP8's transpose of V and any contention
+between the softmax and the tensor cores; :class:`UnitCosts` has a field for each (zero
+by default) and :func:`simulate` sets them from a :class:`Calibration`.
 Times are sums of float64 durations, so every result is bit-identical on any machine.
+
+The whole GPU (:func:`simulate`, FA3 paper section 4): a kernel (:data:`KERNELS`:
+unfused attention, FlashAttention-2 as run on H100, FA3 and each single-feature
+ablation) runs its output tiles (``B_r`` query rows of one batch and head; the tile from
+register pressure and shared memory, :func:`fa3_tile`) on ``SMs x CTAs per SM`` slots by
+greedy list scheduling, which gives waves, the tail wave and causal imbalance; each
+tile costs the block model's main loop over its K/V blocks (those above the causal
+diagonal skipped, those it crosses masked) plus the tile's overhead and, without a
+persistent kernel, its Q load and O store. The costs come from
+:data:`H100_CALIBRATION`: the SFU's exp2 rate (16 per SM per clock) and the FP32 rate
+for the rest of the softmax on separate pipes, GEMM completion and barrier latencies,
+the exp2's hold on the tensor cores, ``ldmatrix`` operand copies for ``mma.sync``,
+FP8's V transpose, the per-tile overhead and the launch. :func:`sweep` compares the
+model with every published figure (:data:`hardware.measurements.PUBLISHED`).
 
 Infinite resources for the bound tests: ``bandwidth=math.inf`` makes loads free (no
 transfer time and no latency); ``tensor_flops``, ``exp_rate`` and ``fp32_rate`` set to
@@ -105,6 +122,18 @@ __all__ = [
     "unit_costs",
     "simulate_block",
     "simulate",
+    "Calibration",
+    "H100_CALIBRATION",
+    "Kernel",
+    "KERNELS",
+    "Tile",
+    "fa3_tile",
+    "kernel_tile",
+    "FA2_TILES",
+    "GPURun",
+    "attention_flops",
+    "SweepRow",
+    "sweep",
     "check_buffer_invariant",
     "render_gantt",
 ]
@@ -275,10 +304,12 @@ def _div(work: float, rate: float) -> float:
 class Event:
     """One entry of the event log.
 
-    ``unit`` is "memory", "tensor", "softmax" (busy from ``start`` to ``end``) or "smem"
+    ``unit`` is one of :data:`UNITS` (busy from ``start`` to ``end``; "sfu", "fp32" and
+    "ldsm" only with the calibrated costs' split softmax and operand copies) or "smem"
     (zero-length barrier events: op "full" when a tile has landed, "release" when
-    warpgroup ``wg`` frees its stage). ``op`` is "load", "gemm0", "gemm1", "softmax",
-    "full" or "release"; ``j`` the K/V block; ``buffer`` "K" or "V" (GEMM0 reads K_j,
+    warpgroup ``wg`` frees its stage). ``op`` is "load", "gemm0", "gemm1", "softmax"
+    (or, split, "fp32" and "exp"), "exp_stall", "ldsm", "full" or "release"; ``j`` the
+    K/V block; ``buffer`` "K" or "V" (GEMM0 reads K_j,
     GEMM1 reads V_j; None for the softmax); ``stage`` the stage of that buffer an event
     writes, reads or signals; ``wg`` the consumer warpgroup (None for loads and full).
     """
@@ -305,7 +336,8 @@ class Timeline:
         events: the event log by start time; events that start together are in the
             causal order the model logged them (see :func:`check_buffer_invariant`).
         total_time: seconds until the last event ends.
-        tensor_busy: seconds the tensor cores are busy.
+        tensor_busy: seconds the tensor cores run GEMMs (an "exp_stall", the tensor
+            cores held by an exp2 stream, is not counted).
         tensor_utilization: ``tensor_busy / total_time``.
         flops: useful FLOPs of the two GEMMs (4 B_r seq_len d).
     """
