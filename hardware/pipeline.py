@@ -105,6 +105,7 @@ from dataclasses import dataclass, field
 from typing import Generator, Iterable, Mapping
 
 from hardware import specs
+from hardware.measurements import PUBLISHED, Measurement
 
 __all__ = [
     "Schedule",
@@ -1041,9 +1042,10 @@ class Calibration:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
 
-#: the H100 SXM5 calibration against :data:`hardware.measurements.PUBLISHED` (one set of
-#: global figures; fitted by a coordinate search minimising the number of published
-#: flash-kernel figures off by more than 10%, then the root-mean-square log error)
+#: the H100 SXM5 calibration against :data:`hardware.measurements.PUBLISHED`: one set of
+#: global figures, chosen by a coordinate search (run once, outside the package) that
+#: minimised the number of published flash-kernel figures off by more than 10%, then
+#: the root-mean-square log error, each figure kept within the range its source allows
 H100_CALIBRATION = Calibration(
     clock_fraction=0.97, sync_cycles=10.0, gemm_latency_cycles=850.0,
     softmax_fp32_ops=3.25, mask_fp32_ops=5.0, mma_sync_fraction=1.0,
@@ -1384,8 +1386,9 @@ def simulate(schedule: str | Kernel = "fa3", *, gpu: specs.GPUSpec | str = "H100
     ``mask_fp32_ops`` per score of each K/V block the causal diagonal crosses); a
     non-persistent kernel's tile pays its own Q load and O store, a persistent one's
     only on its SM's first tile. Tiles go to ``SMs x ctas_per_sm`` slots by greedy list
-    scheduling (longest first where the kernel sorts, else in launch order), which
-    models waves, the tail wave and causal imbalance. Unfused attention sums its
+    scheduling in tile-index order (query tile fastest, then heads and batch; longest
+    first for a kernel with ``longest_first``), which models waves, the tail wave and
+    causal imbalance. Unfused attention sums its
     kernels, each the larger of its tensor time and its HBM time, plus launches.
 
     Args:
@@ -1466,12 +1469,10 @@ def simulate(schedule: str | Kernel = "fa3", *, gpu: specs.GPUSpec | str = "H100
             per_head.append((kv_blocks, 0))
     extra = overhead if k.persistent else overhead + q_load + o_store
     durations_head = [loop(n) + m * mask_block + extra for n, m in per_head]
-    order = sorted(range(m_tiles), key=lambda i: -durations_head[i]) \
-        if (causal and k.longest_first) else range(m_tiles)
     if causal and k.longest_first:   # all heads' heaviest tiles first
         durations = sorted(durations_head * (batch * heads), reverse=True)
-    else:
-        durations = [durations_head[i] for i in order] * (batch * heads)
+    else:                            # tile index order: query tile fastest, then heads
+        durations = durations_head * (batch * heads)
     slots = sms * k.ctas_per_sm
     span = _makespan(durations, slots)
     if k.persistent:
@@ -1526,24 +1527,22 @@ def _standard(k: Kernel, g: specs.GPUSpec, cal: Calibration, dtype: str, seq_len
 class SweepRow:
     """One published figure next to the model's."""
 
-    measurement: "object"
+    measurement: Measurement
     modelled: float
 
     @property
     def error(self) -> float:
         """(modelled - published) / published."""
-        return self.modelled / self.measurement.tflops - 1.0  # type: ignore[attr-defined]
+        return self.modelled / self.measurement.tflops - 1.0
 
 
 def sweep(calibration: Calibration = H100_CALIBRATION,
-          measurements: Iterable[object] | None = None) -> list[SweepRow]:
-    """The model at every published figure (:data:`hardware.measurements.PUBLISHED`)."""
-    from hardware.measurements import PUBLISHED
-
+          measurements: Iterable[Measurement] | None = None) -> list[SweepRow]:
+    """The model at every published figure (default
+    :data:`hardware.measurements.PUBLISHED`), TFLOP/s on the H100 catalogue entry."""
     rows = []
     for m in (PUBLISHED if measurements is None else measurements):
-        r = simulate(m.kernel, seq_len=m.seq_len, head_dim=m.head_dim,  # type: ignore
-                     batch=m.batch, heads=m.heads, causal=m.causal,  # type: ignore
-                     dtype=m.dtype, calibration=calibration)  # type: ignore
+        r = simulate(m.kernel, seq_len=m.seq_len, head_dim=m.head_dim, batch=m.batch,
+                     heads=m.heads, causal=m.causal, dtype=m.dtype, calibration=calibration)
         rows.append(SweepRow(m, r.tflops))
     return rows

@@ -128,14 +128,12 @@ def draw_timeline(timeline: Any, path: str | os.PathLike | None = None, *,
     ax.set_xlim(0, t_end * us)
     ax.set_xlabel("time (µs)")
     ax.grid(axis="x", linewidth=0.3)
-    c = timeline.costs
     util = sum(max(0.0, min(ev.end, t_end) - ev.start) for ev in timeline.events
                if ev.op in ("gemm0", "gemm1") and ev.start < t_end) / t_end
     ax.set_title(title or (
         f"{timeline.schedule.name} on one {timeline.gpu} SM: {timeline.dtype}, "
         f"d = {timeline.head_dim}, block {timeline.block[0]} x {timeline.block[1]}, "
         f"tensor cores busy {util:.0%} of the window"), fontsize=10)
-    del c
     _save(fig, path)
     return fig
 
