@@ -1040,6 +1040,17 @@ class Calibration:
             v = getattr(self, name)
             if not (v >= 0 and math.isfinite(v)):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not 0 <= self.exp_tensor_coupling <= 1:
+            raise ValueError(f"exp_tensor_coupling must be in [0, 1], got "
+                             f"{self.exp_tensor_coupling!r}")
+        if not (self.smem_bytes_per_clk > 0 and math.isfinite(self.smem_bytes_per_clk)):
+            raise ValueError(f"smem_bytes_per_clk must be positive, got "
+                             f"{self.smem_bytes_per_clk!r}")
+        if (isinstance(self.producer_registers, bool)
+                or not isinstance(self.producer_registers, int)
+                or not 0 < self.producer_registers <= 255):
+            raise ValueError(f"producer_registers must be an int in [1, 255], got "
+                             f"{self.producer_registers!r}")
 
 
 #: the H100 SXM5 calibration against :data:`hardware.measurements.PUBLISHED`: one set of
@@ -1310,12 +1321,15 @@ def kernel_tile(kernel: str | Kernel, head_dim: int, dtype: str = "fp16",
     FA3 family, :data:`FA2_TILES` for FlashAttention-2 (128 x 64 for other head
     dimensions), or ``block`` = (B_r, B_c) when given."""
     k = _kernel(kernel)
+    if block is not None and not (isinstance(block, (tuple, list)) and len(block) == 2):
+        raise ValueError(f"block must be (B_r, B_c), got {block!r}")
     if k.schedule is None:
         return None
     if k.mma == "mma_sync":
-        wgs = 1
         b_r, b_c = block if block is not None else FA2_TILES.get(head_dim, (128, 64))
-        return Tile(b_r, b_c, wgs, 0, 0, (b_r + 2 * b_c) * head_dim * DTYPE_BYTES[dtype])
+        b_r = _positive_int("block[0] (B_r)", b_r)
+        b_c = _positive_int("block[1] (B_c)", b_c)
+        return Tile(b_r, b_c, 1, 0, 0, (b_r + 2 * b_c) * head_dim * DTYPE_BYTES[dtype])
     t = fa3_tile(head_dim, dtype, causal, producer_registers=calibration.producer_registers)
     if block is None:
         return t

@@ -62,6 +62,9 @@ def test_kernel_tiles_and_custom_blocks():
     assert (t.b_r, t.b_c, t.warpgroups) == (128, 64, 2)
     with pytest.raises(ValueError, match="multiple of 64"):
         pl.kernel_tile("fa3", 128, block=(96, 64))
+    with pytest.raises(ValueError, match="B_c"):
+        pl.kernel_tile("fa2", 128, block=(128, 0))
+    assert pl.simulate("fa2", seq_len=1024, head_dim=128, block=(64, 64)).tile.b_r == 64
 
 
 # ---------------------------------------------------------------- scheduling and FLOPs
@@ -207,6 +210,8 @@ def test_sweep_row_error():
     (dict(gpu="B200"), ValueError, "sm_count"),
     (dict(gpu="V100", dtype="bf16"), ValueError, "no dense bf16"),
     (dict(calibration="H100"), TypeError, "Calibration"),
+    (dict(block=128), ValueError, "block must be"),
+    (dict(block=(128, 64, 1)), ValueError, "block must be"),
 ])
 def test_simulate_errors(kwargs, exc, match):
     args = dict(schedule="fa3", seq_len=1024, head_dim=128)
@@ -218,6 +223,8 @@ def test_simulate_errors(kwargs, exc, match):
 @pytest.mark.parametrize("field, value", [
     ("clock_fraction", 0.0), ("clock_fraction", 1.5), ("hbm_efficiency", float("nan")),
     ("sync_cycles", -1.0), ("tile_overhead_cycles", math.inf),
+    ("exp_tensor_coupling", 1.5), ("smem_bytes_per_clk", 0.0),
+    ("producer_registers", 0), ("producer_registers", 24.0),
 ])
 def test_calibration_validation(field, value):
     with pytest.raises(ValueError, match=field):
