@@ -9,7 +9,8 @@ are accepted within a few float64 ulps (formula-level rounding).
   (CUDA C Programming Guide, shared memory, compute capability 5.x+).
 - ``hardware.tiling.tile_utilization``: tiles, waves, idle SMs and padding.
 - ``hardware.pipeline.simulate``: the FlashAttention-3 main-loop schedules' total time
-  and tensor-core utilisation (a model: variant ``pipeline_model``).
+  and tensor-core utilisation of one thread block (``simulate_block``, the catalogue's
+  ideal rates; a model: variant ``pipeline_model``).
 - ``hardware.roofline.tables``: the roofline tables of the GPU catalogue (ridge points,
   decode and prefill bounds, KV capacity, batch to become compute-bound).
 """
@@ -80,7 +81,7 @@ def _pipeline(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[st
     out: dict[str, np.ndarray] = {}
     times, util = [], []
     for schedule in p["schedules"]:
-        t = pipeline.simulate(schedule, gpu=p["gpu"], seq_len=p["seq_len"],
+        t = pipeline.simulate_block(schedule, gpu=p["gpu"], seq_len=p["seq_len"],
                               head_dim=p["head_dim"], block=tuple(p["block"]),
                               stages=p["stages"], dtype=p["dtype"])
         times.append(t.total_time)
@@ -128,7 +129,7 @@ OPERATIONS = [
     Operation("hardware.tiling.tile_utilization", _tiles,
               "per row (M, N, tile_m, tile_n, num_sms): hardware.tiling.tile_utilization"),
     Operation("hardware.pipeline.simulate", _pipeline,
-              "per schedule: hardware.pipeline.simulate(schedule, gpu=, seq_len=, "
+              "per schedule: hardware.pipeline.simulate_block(schedule, gpu=, seq_len=, "
               "head_dim=, block=, stages=, dtype=): total_time, tensor_utilization"),
     Operation("hardware.roofline.tables", _tables,
               "generation, 8B-model bounds and batch tables of hardware.roofline"),

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "formats": ("oracle.cli.formats", "list number formats or show one with its value table"),
     "roofline": ("oracle.cli.roofline", "roofline tables and GPU comparisons"),
     "pipeline": ("oracle.cli.pipeline", "FlashAttention-3 pipeline schedule comparison"),
+    "kvcache": ("oracle.cli.kvcache", "KV-cache trace simulation: contiguous vs paged memory"),
     "bench": ("oracle.cli.bench", "speed benchmarks by area"),
 }
 

@@ -4,11 +4,16 @@ Without ``--gpu``: seed 003's tables, computed from the catalogue and printed wi
 seed's number formats (so every digit matches): generations (compute, bandwidth, ridge
 points), lower bounds for an 8B model, the batch decode needs to become compute-bound,
 and decode attention's arithmetic intensity. With ``--gpu`` (repeatable): one row per
-named catalogue entry with the same figures side by side.
+named catalogue entry with the same figures side by side. ``--plot FILE`` draws the
+roofline of the chosen GPUs (default: the seed's generations) with the kernels placed
+at their arithmetic intensity (attention forward, decode GEMV, decode attention,
+prefill GEMM) and the calibrated FA3 model's H100 figure; it needs matplotlib
+(``pip install '.[plot]'``).
 """
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tabulate import tabulate
 
@@ -24,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sources", action="store_true",
         help="with --gpu: also list every figure of each entry with its source",
+    )
+    parser.add_argument(
+        "--plot", metavar="FILE", default=None,
+        help="draw the roofline of the --gpu entries (default V100 A100 H100 B200) with "
+             "kernels placed on it to FILE (needs matplotlib: pip install '.[plot]')",
     )
 
 
@@ -103,7 +113,33 @@ def sources_text(name: str) -> str:
         rows, headers=["figure", "value", "source"], disable_numparse=True)
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from hardware import pipeline as pl
+    from oracle import plots
+
+    names = args.gpu or list(rl.GENERATIONS)
+    for name in names:
+        try:
+            specs.get(name)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+    n, d = 8192, 128
+    fa3 = pl.simulate("fa3", seq_len=n, head_dim=d, batch=16384 // n, heads=2048 // d)
+    intensity = 4.0 * n * n * d / (4 * n * d * 2)
+    try:
+        plots.draw_roofline(names, args.plot, modelled=[
+            (f"FA3 model on H100 (N = {n}, d = {d}): {fa3.tflops:.0f} TFLOP/s", intensity,
+             fa3.tflops * 1e12)])
+    except ImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.plot}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.plot is not None:
+        return _plot(args)
     if args.gpu:
         for name in args.gpu:  # unknown names fail before anything is printed
             try:

@@ -135,6 +135,8 @@ class SimulationResult:
     ``memory_utilization = tokens / (steps * memory_slots)``.
     ``request_waste[i]``: slots allocated but unused by request ``i`` at its final
     length (``max_len - length`` contiguous, the last page's free tail paged).
+    ``history[t]``: (tokens held, slots allocated, requests running) after step ``t``'s
+    appends, before finished requests release their memory (step 4 of the model).
     """
 
     policy: str
@@ -151,6 +153,7 @@ class SimulationResult:
     fragmentation_waste: float
     memory_utilization: float
     request_waste: tuple[int, ...]
+    history: tuple[tuple[int, int, int], ...] = ()
 
 
 def simulate(trace: Sequence[Request], policy: str, *, memory_slots: int = 16 * 2048,
@@ -189,6 +192,7 @@ def simulate(trace: Sequence[Request], policy: str, *, memory_slots: int = 16 * 
     next_arrival = 0
     t = steps = finished = peak = preemptions = generated = 0
     sum_running = sum_tokens = sum_alloc = sum_reserved = 0
+    history: list[tuple[int, int, int]] = []
 
     def preempt(i: int) -> None:
         nonlocal preemptions
@@ -237,6 +241,7 @@ def simulate(trace: Sequence[Request], policy: str, *, memory_slots: int = 16 * 
         else:
             alloc = len(running) * max_len
             reserved = sum(trace[i].total - length[i] for i in running)
+        history.append((tokens, alloc, len(running)))
         sum_running += len(running)
         sum_tokens += tokens
         sum_alloc += alloc
@@ -263,4 +268,5 @@ def simulate(trace: Sequence[Request], policy: str, *, memory_slots: int = 16 * 
         if sum_alloc else 0.0,
         memory_utilization=sum_tokens / (steps * memory_slots) if steps else 0.0,
         request_waste=tuple(request_waste),
+        history=tuple(history),
     )

@@ -35,7 +35,7 @@ G_FULL, S_FULL, G_HALF, S_HALF, X = 2.0, 0.875, 1.0, 0.4375, 1.0
 
 
 def _sim(name, **kw):
-    return pl.simulate(name, **kw)
+    return pl.simulate_block(name, **kw)
 
 
 # ---------------------------------------------------------------- unit costs
@@ -96,7 +96,7 @@ def test_unit_cost_errors(kwargs, match):
 
 
 def test_a_gpu_without_per_sm_figures_runs_with_explicit_rates():
-    t = pl.simulate("fa3", gpu="B200", seq_len=512, head_dim=128, tensor_flops=1e13,
+    t = pl.simulate_block("fa3", gpu="B200", seq_len=512, head_dim=128, tensor_flops=1e13,
                     exp_rate=3e10, fp32_rate=3e11, bandwidth=1e12, load_latency=1e-7)
     assert t.gpu == "B200" and t.total_time > 0
 
@@ -149,7 +149,7 @@ def test_latency_is_hidden_only_by_the_producer(name, blocks):
 
 def test_both_infinite_is_refused():
     with pytest.raises(ValueError, match="both be infinite"):
-        pl.simulate("fa3", seq_len=256, head_dim=64, compute=math.inf, bandwidth=math.inf)
+        pl.simulate_block("fa3", seq_len=256, head_dim=64, compute=math.inf, bandwidth=math.inf)
 
 
 @settings(max_examples=30)
@@ -161,7 +161,7 @@ def test_time_is_at_least_every_resource_bound(name, blocks, head_dim, b_c, stag
                                                bw_scale, lat):
     seq_len = blocks * b_c - (b_c // 3 if blocks > 1 else 0)   # a partial last block
     base = pl.unit_costs("H100", seq_len=seq_len, block=(128, b_c))
-    t = pl.simulate(name, seq_len=seq_len, head_dim=head_dim, block=(128, b_c),
+    t = pl.simulate_block(name, seq_len=seq_len, head_dim=head_dim, block=(128, b_c),
                     stages=stages, bandwidth=base.bandwidth * bw_scale, load_latency=lat)
     busy = {u: math.fsum(e.end - e.start for e in t.events if e.unit == u)
             for u in pl.UNITS}
@@ -196,16 +196,16 @@ def test_more_stages_are_never_slower(name, stages, blocks, head_dim, b_c, b_r, 
     base = pl.unit_costs("H100", seq_len=seq_len, block=(b_r, b_c))
     kw = dict(seq_len=seq_len, head_dim=head_dim, block=(b_r, b_c),
               bandwidth=base.bandwidth * bw_scale, load_latency=lat)
-    fewer = pl.simulate(name, stages=stages, **kw)
-    more = pl.simulate(name, stages=stages + 1, **kw)
+    fewer = pl.simulate_block(name, stages=stages, **kw)
+    more = pl.simulate_block(name, stages=stages + 1, **kw)
     assert more.total_time <= fewer.total_time
 
 
 def test_stages_matter_for_the_producer():
     kw = dict(seq_len=8192, head_dim=128)
-    one, two = (pl.simulate("fa3", stages=s, **kw) for s in (1, 2))
+    one, two = (pl.simulate_block("fa3", stages=s, **kw) for s in (1, 2))
     assert two.total_time < one.total_time
-    serial = [pl.simulate("serial", stages=s, **kw).total_time for s in (1, 2, 4)]
+    serial = [pl.simulate_block("serial", stages=s, **kw).total_time for s in (1, 2, 4)]
     assert serial[0] == serial[1] == serial[2]   # a serial loop never runs ahead
 
 
@@ -217,7 +217,7 @@ def test_stages_matter_for_the_producer():
     (8192, 256, "fp16"), (512, 64, "fp16"), (8192, 128, "bf16"), (8192, 128, "fp8"),
     (8192, 256, "fp8")])
 def test_fa3_beats_each_ablation_which_beats_serial(seq_len, head_dim, dtype):
-    u = {n: pl.simulate(n, seq_len=seq_len, head_dim=head_dim, dtype=dtype).tensor_utilization
+    u = {n: pl.simulate_block(n, seq_len=seq_len, head_dim=head_dim, dtype=dtype).tensor_utilization
          for n in NAMES}
     assert u["fa3"] > u["warp_specialized"] > u["serial"]
     assert u["fa3"] > u["pingpong"] > u["serial"]
@@ -226,7 +226,7 @@ def test_fa3_beats_each_ablation_which_beats_serial(seq_len, head_dim, dtype):
 def test_when_the_softmax_is_the_bottleneck_overlap_cannot_beat_it():
     """FP8 at d = 64: the GEMMs take 70 ns per 128 rows but the softmax 441 ns, so both
     two-warpgroup schedules are bound by the softmax unit and tie."""
-    t = {n: pl.simulate(n, seq_len=8192, head_dim=64, dtype="fp8") for n in TWO_WG}
+    t = {n: pl.simulate_block(n, seq_len=8192, head_dim=64, dtype="fp8") for n in TWO_WG}
     for x in t.values():
         busy = math.fsum(e.end - e.start for e in x.events if e.unit == "softmax")
         assert busy / x.total_time > 0.98
@@ -237,7 +237,7 @@ def test_paper_configuration_figures():
     """FA3 Table 2's setting (d 128, 8K): the softmax (exp plus FP32 work) of a 128-row
     block is ~1.7 GEMMs, so a single warpgroup that never overlaps it keeps the tensor
     cores busy at most 2G / (2G + S); FA3 hides all of it."""
-    t = {n: pl.simulate(n, seq_len=8192, head_dim=128) for n in NAMES}
+    t = {n: pl.simulate_block(n, seq_len=8192, head_dim=128) for n in NAMES}
     c = t["serial"].costs
     g, s = c.gemm(128, 64, 128), c.softmax(128, 64, 128)
     assert t["warp_specialized"].tensor_utilization <= 2 * g / (2 * g + s) + 1e-12
@@ -270,7 +270,7 @@ def _replay(events, stages, warpgroups):
 @pytest.mark.parametrize("stages", [1, 2, 3])
 @pytest.mark.parametrize("name", NAMES)
 def test_every_schedule_keeps_the_buffer_protocol(name, stages):
-    t = pl.simulate(name, seq_len=1000, head_dim=64, stages=stages)
+    t = pl.simulate_block(name, seq_len=1000, head_dim=64, stages=stages)
     pl.check_buffer_invariant(t.events, stages=stages, warpgroups=t.schedule.warpgroups)
     _replay(t.events, stages, t.schedule.warpgroups)
     blocks = math.ceil(1000 / 64)
@@ -285,9 +285,9 @@ def test_producer_that_ignores_empty_is_caught(name):
     broken = dataclasses.replace(pl.SCHEDULES[name], name="broken", wait_empty=False)
     # loads far faster than compute, so an unchecked producer laps the consumers
     with pytest.raises(pl.BufferInvariantError, match="overwritten|before it is full"):
-        pl.simulate(broken, seq_len=2048, head_dim=128, stages=2, bandwidth=1e15,
+        pl.simulate_block(broken, seq_len=2048, head_dim=128, stages=2, bandwidth=1e15,
                     load_latency=0.0)
-    t = pl.simulate(broken, seq_len=2048, head_dim=128, stages=2, bandwidth=1e15,
+    t = pl.simulate_block(broken, seq_len=2048, head_dim=128, stages=2, bandwidth=1e15,
                     load_latency=0.0, check=False)
     with pytest.raises(AssertionError):      # the independent replay agrees
         _replay(t.events, 2, t.schedule.warpgroups)
@@ -299,8 +299,8 @@ def test_consumers_that_load_never_lap_themselves(name):
     block, after it released the previous one, so skipping the empty wait changes
     nothing: the same timeline, and it keeps the protocol."""
     broken = dataclasses.replace(pl.SCHEDULES[name], wait_empty=False)
-    a = pl.simulate(broken, seq_len=2048, head_dim=128, stages=2)
-    b = pl.simulate(name, seq_len=2048, head_dim=128, stages=2)
+    a = pl.simulate_block(broken, seq_len=2048, head_dim=128, stages=2)
+    b = pl.simulate_block(name, seq_len=2048, head_dim=128, stages=2)
     assert a.events == b.events
 
 
@@ -308,8 +308,8 @@ def test_consumers_that_load_never_lap_themselves(name):
 def test_consumer_that_ignores_full_is_caught(name):
     broken = dataclasses.replace(pl.SCHEDULES[name], name="broken", wait_full=False)
     with pytest.raises(pl.BufferInvariantError, match="read before it is full"):
-        pl.simulate(broken, seq_len=1024, head_dim=128)
-    t = pl.simulate(broken, seq_len=1024, head_dim=128, check=False)
+        pl.simulate_block(broken, seq_len=1024, head_dim=128)
+    t = pl.simulate_block(broken, seq_len=1024, head_dim=128, check=False)
     with pytest.raises(AssertionError):
         _replay(t.events, 2, t.schedule.warpgroups)
 
@@ -323,7 +323,7 @@ def _edit(events, pick, **changes):
 
 @pytest.fixture(scope="module")
 def fa3_log():
-    return pl.simulate("fa3", seq_len=512, head_dim=64, stages=2).events
+    return pl.simulate_block("fa3", seq_len=512, head_dim=64, stages=2).events
 
 
 def test_checker_catches_a_load_moved_before_the_release(fa3_log):
@@ -367,7 +367,7 @@ def test_checker_catches_a_wrong_stage_and_a_missing_full(fa3_log):
 
 
 def test_intra_overlap_runs_softmax_during_the_pv_gemm():
-    t = pl.simulate("fa3", seq_len=8192, head_dim=128)
+    t = pl.simulate_block("fa3", seq_len=8192, head_dim=128)
     ev = {(e.op, e.j, e.wg): e for e in t.events if e.unit in ("tensor", "softmax")}
     for j in range(1, 10):
         g0, g1, sm = ev[("gemm0", j, 0)], ev[("gemm1", j - 1, 0)], ev[("softmax", j, 0)]
@@ -377,7 +377,7 @@ def test_intra_overlap_runs_softmax_during_the_pv_gemm():
 
 def test_pingpong_alternates_warpgroups_on_the_tensor_cores():
     for name in TWO_WG:
-        t = pl.simulate(name, seq_len=2048, head_dim=128)
+        t = pl.simulate_block(name, seq_len=2048, head_dim=128)
         turns = [e.wg for e in t.events if e.unit == "tensor"]
         # turns: each warpgroup issues one or two GEMMs, then the other
         runs = [turns[0]]
@@ -389,16 +389,16 @@ def test_pingpong_alternates_warpgroups_on_the_tensor_cores():
 
 
 def test_serial_does_one_thing_at_a_time():
-    t = pl.simulate("serial", seq_len=2048, head_dim=128)
+    t = pl.simulate_block("serial", seq_len=2048, head_dim=128)
     spans = sorted((e.start, e.end) for e in t.events if e.end > e.start)
     for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
         assert s1 >= e0 - 1e-18
 
 
 def test_determinism():
-    a = pl.simulate("fa3", seq_len=4000, head_dim=96, block=(128, 64), stages=3)
-    pl.simulate("pingpong", seq_len=1234, head_dim=64)           # unrelated run between
-    b = pl.simulate("fa3", seq_len=4000, head_dim=96, block=(128, 64), stages=3)
+    a = pl.simulate_block("fa3", seq_len=4000, head_dim=96, block=(128, 64), stages=3)
+    pl.simulate_block("pingpong", seq_len=1234, head_dim=64)           # unrelated run between
+    b = pl.simulate_block("fa3", seq_len=4000, head_dim=96, block=(128, 64), stages=3)
     assert a == b and repr(a.events) == repr(b.events)
     assert a.total_time.hex() == b.total_time.hex()
 
@@ -418,31 +418,33 @@ def test_simulate_errors(kwargs, match):
     args = dict(schedule="fa3", seq_len=512, head_dim=64)
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        pl.simulate(args.pop("schedule"), **args)
+        pl.simulate_block(args.pop("schedule"), **args)
 
 
 def test_counts_must_be_ints():
     with pytest.raises(TypeError, match="head_dim must be an int"):
-        pl.simulate("fa3", seq_len=512, head_dim=1.5)
+        pl.simulate_block("fa3", seq_len=512, head_dim=1.5)
     with pytest.raises(TypeError, match="seq_len must be an int"):
-        pl.simulate("fa3", seq_len=True, head_dim=64)
+        pl.simulate_block("fa3", seq_len=True, head_dim=64)
     with pytest.raises(TypeError, match="check must be True or False"):
-        pl.simulate("fa3", seq_len=512, head_dim=64, check="no")
+        pl.simulate_block("fa3", seq_len=512, head_dim=64, check="no")
+    with pytest.raises(TypeError, match="heads must be an int"):
+        pl.simulate("fa3", seq_len=512, head_dim=64, heads=1.5)
 
 
 def test_schedule_validation():
     with pytest.raises(ValueError, match="warpgroups"):
-        pl.Schedule("x", producer=True, warpgroups=3, pingpong=False, intra_overlap=False)
+        pl.Schedule("x", producer=True, warpgroups=4, pingpong=False, intra_overlap=False)
     with pytest.raises(ValueError, match="ping-pong needs 2"):
         pl.Schedule("x", producer=True, warpgroups=1, pingpong=True, intra_overlap=False)
     with pytest.raises(TypeError):
-        pl.simulate(3, seq_len=64, head_dim=64)
+        pl.simulate_block(3, seq_len=64, head_dim=64)
 
 
 def test_custom_schedule_without_pingpong_runs():
     s = pl.Schedule("two_free", producer=True, warpgroups=2, pingpong=False,
                     intra_overlap=True)
-    t = pl.simulate(s, seq_len=2048, head_dim=128)
+    t = pl.simulate_block(s, seq_len=2048, head_dim=128)
     assert 0 < t.tensor_utilization <= 1
 
 
@@ -452,7 +454,7 @@ def test_custom_schedule_without_pingpong_runs():
 def test_gantt_hand_drawn():
     """One block, free loads: GEMM0 [0, 2), softmax [2, 2.875), GEMM1 [2.875, 4.875);
     8 columns of 0.609375: midpoints 0.30, 0.91, 1.52, 2.13, 2.74, 3.35, 3.96, 4.57."""
-    t = pl.simulate("serial", seq_len=64, bandwidth=math.inf, **DYADIC)
+    t = pl.simulate_block("serial", seq_len=64, bandwidth=math.inf, **DYADIC)
     rows = t.gantt(width=8).splitlines()
     assert rows[0] == "  memory |........|"
     assert rows[1] == "  tensor |SSS..OOO|"
@@ -461,7 +463,7 @@ def test_gantt_hand_drawn():
 
 
 def test_gantt_two_warpgroups_and_window():
-    t = pl.simulate("fa3", seq_len=256, bandwidth=math.inf, **DYADIC)
+    t = pl.simulate_block("fa3", seq_len=256, bandwidth=math.inf, **DYADIC)
     text = t.gantt(width=16, start=0.0, end=4.0)     # tensor: s0 S0 | S1 O0 | ...
     tensor = text.splitlines()[1]
     assert tensor == "  tensor |SSSSssssSSSSOOOO|"
@@ -495,3 +497,102 @@ def test_cli_usage_errors(capsys):
     assert main(["pipeline", "--gpu", "B200"]) == 2
     assert main(["pipeline", "--gantt-blocks", "0"]) == 2
     assert main(["pipeline", "--seq-len", "0"]) == 2
+
+
+# ---------------------------------------------------------------- the calibrated costs
+
+
+def _dyadic_costs(**extra):
+    c = pl.UnitCosts(tensor_flops=2.0**20, exp_rate=2.0**14, fp32_rate=2.0**17,
+                     bandwidth=math.inf, load_latency=0.0, bytes_per_element=2)
+    return dataclasses.replace(c, **extra)
+
+
+def _one_block(name="serial", **extra):
+    return pl.simulate_block(name, seq_len=64, head_dim=128, block=(128, 64),
+                             costs=_dyadic_costs(**extra))
+
+
+def test_gemm_latency_is_exposed_twice_in_a_serial_block():
+    """GEMM0 [0, 2), +0.5 until its result is seen, softmax 0.875, GEMM1 2, +0.5."""
+    assert _one_block().total_time == 2 * G_FULL + S_FULL
+    assert _one_block(gemm_latency=0.5).total_time == 2 * G_FULL + S_FULL + 2 * 0.5
+
+
+def test_split_pipes_sum_to_the_softmax_and_run_in_order():
+    c = _dyadic_costs(split_pipes=True)
+    pre, exp, post = c.softmax_parts(128, 64, 128)
+    # FP32: 2 x 8192 before the exp2 (0.125 s), 2 x 8192 + 128 x 128 after (0.25 s)
+    assert (pre, exp, post) == (0.125, 0.5, 0.25)
+    assert pre + exp + post == S_FULL
+    t = _one_block(split_pipes=True)
+    assert t.total_time == 2 * G_FULL + S_FULL
+    ops = [(e.unit, e.op) for e in t.events if e.end > e.start]
+    assert ops == [("tensor", "gemm0"), ("fp32", "fp32"), ("sfu", "exp"),
+                   ("fp32", "fp32"), ("tensor", "gemm1")]
+
+
+def test_exp_tensor_coupling_holds_the_tensor_unit():
+    t = _one_block(split_pipes=True, exp_tensor_coupling=1.0)
+    stall = [e for e in t.events if e.op == "exp_stall"]
+    assert len(stall) == 1 and stall[0].end - stall[0].start == 0.5
+    assert t.tensor_busy == 2 * G_FULL                  # stalls are not GEMM work
+    # two free warpgroups: the exp2 of one now delays the other's GEMM
+    s = pl.Schedule("two", producer=True, warpgroups=2, pingpong=False,
+                    intra_overlap=False)
+    kw = dict(seq_len=256, head_dim=128, block=(128, 64))
+    free = pl.simulate_block(s, costs=_dyadic_costs(split_pipes=True), **kw)
+    held = pl.simulate_block(s, costs=_dyadic_costs(split_pipes=True,
+                                                    exp_tensor_coupling=1.0), **kw)
+    assert held.total_time > free.total_time
+
+
+def test_operand_copies_precede_each_gemm():
+    """2^-21 s per FLOP of ldmatrix copies: half the tensor time again, on "ldsm"."""
+    t = _one_block(operand_seconds_per_flop=2.0**-21)
+    assert t.total_time == 2 * (G_FULL + G_FULL / 2) + S_FULL
+    assert [e.op for e in t.events if e.unit == "ldsm"] == ["ldsm", "ldsm"]
+    assert "ldsm |" in t.gantt(width=20)
+
+
+def test_v_transpose_lengthens_the_v_loads():
+    """Free compute, transfers of 1 s, transposes of 0.25 s on the producer."""
+    c = dataclasses.replace(_dyadic_costs(v_transpose=0.25), bandwidth=2.0**14,
+                            tensor_flops=math.inf, exp_rate=math.inf, fp32_rate=math.inf)
+    t = pl.simulate_block("fa3", seq_len=64 * 3, head_dim=128, block=(128, 64), costs=c)
+    assert t.total_time == 3 * (2 * X + 0.25)
+
+
+def test_block_barrier_without_a_producer_keeps_the_protocol():
+    s = dataclasses.replace(pl.SCHEDULES["pingpong"], name="barrier", block_barrier=True)
+    base = pl.unit_costs("H100", seq_len=2048, block=(128, 64))
+    costs = dataclasses.replace(base, sync_latency=1e-8, gemm_latency=1e-7)
+    t = pl.simulate_block(s, seq_len=2048, head_dim=128, costs=costs)
+    _replay(t.events, 2, 2)
+    free = pl.simulate_block(pl.SCHEDULES["pingpong"], seq_len=2048, head_dim=128,
+                             costs=costs)
+    assert t.total_time >= free.total_time
+
+
+def test_more_sync_latency_is_never_faster():
+    base = pl.unit_costs("H100", seq_len=2048, block=(128, 64))
+    times = [pl.simulate_block("fa3", seq_len=2048, head_dim=128,
+                               costs=dataclasses.replace(base, sync_latency=s)).total_time
+             for s in (0.0, 1e-8, 1e-7)]
+    assert times[0] <= times[1] <= times[2]
+
+
+def test_costs_and_rates_are_exclusive():
+    c = pl.unit_costs("H100", seq_len=1024, block=(128, 64))
+    with pytest.raises(ValueError, match="given whole"):
+        pl.simulate_block("fa3", seq_len=1024, head_dim=128, costs=c, bandwidth=1e12)
+    with pytest.raises(TypeError, match="UnitCosts"):
+        pl.simulate_block("fa3", seq_len=1024, head_dim=128, costs={"x": 1})
+
+
+def test_three_warpgroups_take_turns():
+    s = pl.Schedule("three", producer=True, warpgroups=3, pingpong=True, intra_overlap=True)
+    t = pl.simulate_block(s, seq_len=1024, head_dim=64, block=(192, 128))
+    assert 0 < t.tensor_utilization <= 1
+    _replay(t.events, 2, 3)
+    assert "Z" in t.gantt(width=200)                  # warpgroup 2's GEMM0

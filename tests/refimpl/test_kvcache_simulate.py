@@ -90,3 +90,36 @@ def test_paged_waste_under_4_percent_contiguous_over_60() -> None:
     assert c.waste > 0.60
     assert c.peak_running == 16 < p.peak_running
     assert p.steps < c.steps
+
+
+def test_history_accounts_for_every_step() -> None:
+    """The per-step history recomputes the aggregate figures (tokens / allocated over
+    the run, peak running) and, for contiguous, allocation = running x max_len."""
+    from fractions import Fraction as F
+
+    trace = sharegpt_like_trace(80)
+    for policy in ("contiguous", "paged"):
+        r = simulate(trace, policy)
+        assert len(r.history) == r.steps
+        tokens = sum(h[0] for h in r.history)
+        alloc = sum(h[1] for h in r.history)
+        assert r.utilization == tokens / alloc
+        assert F(r.memory_utilization).limit_denominator(10**12) == F(
+            tokens, r.steps * 16 * 2048)
+        assert max(h[2] for h in r.history) == r.peak_running
+        assert all(0 <= t <= a <= 16 * 2048 for t, a, _ in r.history)
+        if policy == "contiguous":
+            assert all(a == n * 2048 for _, a, n in r.history)
+        else:
+            # pages: only the unfilled tail of each running request's last page
+            assert all(a % 16 == 0 and (a - t < 16 * n if n else a == t == 0)
+                       for t, a, n in r.history)
+
+
+def test_history_hand_traced() -> None:
+    # admitted at step 0 with 5 tokens, then 6, 7, 8; 16-slot reservation, 4-slot pages
+    c = simulate([Request(0, 5, 3)], "contiguous", memory_slots=16, max_len=16)
+    p = simulate([Request(0, 5, 3)], "paged", memory_slots=16, max_len=16, block_size=4,
+                 watermark=0.0)
+    assert c.history == ((5, 16, 1), (6, 16, 1), (7, 16, 1), (8, 16, 1))
+    assert p.history == ((5, 8, 1), (6, 8, 1), (7, 8, 1), (8, 8, 1))
