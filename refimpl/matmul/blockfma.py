@@ -434,12 +434,83 @@ class BlockFMA(Accumulation):
         k = a.shape[-1]
         full = k if final else (k // self.n) * self.n
         c = state["c"]
-        for k0 in range(0, full, self.n):
-            ab = a[..., :, None, k0:k0 + self.n]
-            bb = np.swapaxes(b[..., k0:k0 + self.n, :], -1, -2)[..., None, :, :]
-            c = self.block(c, ab, bb, state["acc"])
+        if full and self._fast_ok(a[..., :full], b[..., :full, :]):
+            c = self._fast_blocks(c, a[..., :full], b[..., :full, :], state["acc"])
+        else:
+            for k0 in range(0, full, self.n):
+                ab = a[..., :, None, k0:k0 + self.n]
+                bb = np.swapaxes(b[..., k0:k0 + self.n, :], -1, -2)[..., None, :, :]
+                c = self.block(c, ab, bb, state["acc"])
         state["c"] = c
         state["pa"], state["pb"] = a[..., :, full:], b[..., full:, :]
+
+    # ------------------------------------------------------------------ fast path
+    def _fast_ok(self, a: np.ndarray, b: np.ndarray) -> bool:
+        return (self.product_exponent == "unnormalised" and bool(np.isfinite(a).all())
+                and bool(np.isfinite(b).all()))
+
+    def _fast_blocks(self, c: np.ndarray, a: np.ndarray, b: np.ndarray,
+                     acc: AccumulatorFormat) -> np.ndarray:
+        """Every block of finite operands ``a`` (..., M, K), ``b`` (..., K, N), K a
+        multiple of n or the final slice, starting from the accumulator ``c``.
+
+        The same arithmetic as :meth:`block` in fewer passes: an operand's exponent is
+        found once (a zero operand gets ``_NO_EXP``, so a zero product's exponent sum
+        stays far below every real one), a term is scaled by the power of two 2^(F - eta)
+        with one multiplication (exact: a product of two float32 values has at most 48
+        bits and the scaled values that are 1 or more are far from float64's subnormal
+        range; smaller ones truncate to 0 either way), and the rows are processed in
+        chunks that stay in cache. A non-finite accumulator (C given as Inf or NaN, or
+        an overflow in an earlier block) passes through unchanged, as IEEE addition of
+        finite products to it gives."""
+        ea_pair = _emin_pair(self.input_emin)
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        ea = np.where(a != 0, exponents(a, ea_pair[0]), _NO_EXP).astype(np.int32)
+        eb = np.where(b != 0, exponents(b, ea_pair[1]), _NO_EXP).astype(np.int32)
+        bt = np.swapaxes(b, -1, -2)       # (..., N, K)
+        ebt = np.swapaxes(eb, -1, -2)
+        c = np.array(np.broadcast_to(c, shape), dtype=np.float64)
+        m, n, k = shape[-2], shape[-1], a.shape[-1]
+        rows = max(1, (1 << 16) // max(1, n * min(k, self.n)))
+        floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
+        for r0 in range(0, m, rows):
+            ar, ear = a[..., r0:r0 + rows, None, :], ea[..., r0:r0 + rows, None, :]
+            cr = c[..., r0:r0 + rows, :]
+            for k0 in range(0, k, self.n):
+                sl = slice(k0, k0 + self.n)
+                cr = self._fast_block(cr, ar[..., sl], bt[..., None, :, sl],
+                                      ear[..., sl] + ebt[..., None, :, sl], acc, floor)
+            c[..., r0:r0 + rows, :] = cr
+        return c
+
+    def _fast_block(self, c: np.ndarray, a: np.ndarray, b: np.ndarray, e: np.ndarray,
+                    acc: AccumulatorFormat, floor: Optional[int]) -> np.ndarray:
+        inside = self.c_placement == "inside"
+        cfin = np.isfinite(c)
+        cf = np.where(cfin, c, 0.0)
+        eta = e.max(axis=-1).astype(np.int64)
+        if inside:
+            ec = np.where(cf != 0, exponents(cf, acc.emin), _NO_EXP)
+            eta = np.maximum(eta, ec)
+        none = eta < _NO_EXP // 2
+        if floor is not None:
+            eta = np.maximum(eta, floor)
+        shift = np.where(none, 0, self.fraction_bits - eta)
+        scale = np.ldexp(1.0, shift.astype(np.int32))
+        t = a * b
+        t *= scale[..., None]
+        np.trunc(t, out=t)
+        total = t.sum(axis=-1)
+        if inside:
+            total += np.trunc(cf * scale)
+        total = np.where(total == 0, 0.0, total)  # an exact zero sum is +0
+        s = round_into(total / scale, acc)
+        if not inside:
+            near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
+                                     acc.emax, "nearest_even", "inf")
+            with np.errstate(invalid="ignore"):
+                s = np.where(np.isinf(s), s, round_into(add_round_to_odd(cf, s), near))
+        return np.where(cfin, s, c)
 
     def update(self, state: dict, a: np.ndarray, b: np.ndarray) -> dict:
         if state["pa"] is not None and state["pa"].shape[-1]:
