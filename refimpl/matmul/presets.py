@@ -31,6 +31,7 @@ from typing import Callable
 
 from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.blockfma import BlockFMA
+from refimpl.matmul.matrixcore import MatrixCore
 
 SOURCES: dict[str, str] = {
     "FHMP21": "Fasi, Higham, Mikaitis, Pranesh, Numerical behavior of NVIDIA tensor cores, "
@@ -155,6 +156,40 @@ for _fmt in ("E4M3", "E5M2"):
          ("MMASim", "KM25"), "measured",
          "n = 32, F = 25, C (in tensor memory) inside the block, RZ [MMASim]")
 
+# ---------------------------------------------------------------- AMD CDNA
+def _mc(name: str, kind: str, group: int, emin) -> Callable[[], MatrixCore]:
+    return lambda: MatrixCore(kind, group, emin, name)
+
+
+_IN.update({"E4M3FNUZ": "e4m3fnuz", "E5M2FNUZ": "e5m2fnuz"})
+for _fmt, _g in (("FP16", 4), ("BF16", 2)):
+    _add(f"MI100-{_fmt}", "MI100", "CDNA1", _fmt, f"v_mfma_f32_*_{_fmt.lower()}",
+         _mc(f"MI100-{_fmt}", "exact", _g, _EMIN[_fmt]), ("MMASim", "KM25b"), "measured",
+         f"groups of {_g} products and C summed exactly, one RN to FP32 (E-FDPA)")
+for _fmt in ("FP16", "BF16"):
+    _add(f"MI250X-{_fmt}", "MI250X", "CDNA2", _fmt,
+         f"v_mfma_f32_*_{_fmt.lower()}" + ("_1k" if _fmt == "BF16" else ""),
+         _mc(f"MI250X-{_fmt}", "ftz_pairwise", 4, _EMIN[_fmt]), ("MMASim", "KM25b"),
+         "measured", "FP32 products and pairwise FP32 RN additions of 4, subnormal inputs, "
+         "sums and C flushed to zero (FTZ-MUL-ADD); BF16: the _1k instructions (the older "
+         "BF16 ones add pairs)")
+for _fmt, _g, _kind, _emin in (("FP16", 8, "truncated", -14), ("BF16", 8, "truncated", -126),
+                               ("TF32", 4, "truncated", -126),
+                               ("E4M3", 16, "truncated_split", -7),
+                               ("E5M2", 16, "truncated_split", -15)):
+    _in = _fmt + "FNUZ" if _fmt.startswith("E") else _fmt
+    _add(f"MI300X-{_fmt}", "MI300X", "CDNA3", _in,
+         "v_mfma_f32_*_" + {"TF32": "xf32", "E4M3": "fp8_fp8", "E5M2": "bf8_bf8"}.get(
+             _fmt, _fmt.lower()),
+         _mc(f"MI300X-{_fmt}", _kind, _g, _emin), ("MMASim", "KM25b"), "measured",
+         f"groups of {_g}: products truncated 24 bits below their largest exponent, C "
+         "added after with round-down alignment (2^(E-31) and 2^(E-24)), RN to FP32 "
+         "(TR-FDPA)" if _kind == "truncated" else
+         "groups of 16 in odd and even halves, each truncated 24 bits below its largest "
+         "exponent, C added after with truncation, RN to FP32 (GTR-FDPA); operands in the "
+         "FNUZ formats (E4M3FNUZ, E5M2FNUZ); the truncation (not round-down) when C joins "
+         "follows [MMASim]'s later release")
+
 #: canonical presets by name
 PRESETS: dict[str, Preset] = {p.name: p for p in _LIST}
 
@@ -163,7 +198,8 @@ for _p in list(PRESETS):
     _gpu, _, _rest = _p.partition("-")
     for _canon, _others in (("A100", ("A2", "A30", "A40")),
                             ("L40S", ("L4", "RTX4090", "RTX1000ADA")),
-                            ("H100", ("H200",)), ("B200", ("B100", "GB200"))):
+                            ("H100", ("H200",)), ("B200", ("B100", "GB200")),
+                            ("MI250X", ("MI210", "MI250")), ("MI300X", ("MI300A", "MI300"))):
         if _gpu == _canon:
             for _o in _others:
                 ALIASES[f"{_o}-{_rest}"] = _p
