@@ -31,6 +31,7 @@ from typing import Callable
 
 from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.blockfma import BlockFMA
+from refimpl.matmul.blockscaled import BlockScaledFMA
 from refimpl.matmul.matrixcore import MatrixCore
 
 SOURCES: dict[str, str] = {
@@ -68,13 +69,17 @@ class Preset:
     arch: str
     in_format: str
     instruction: str
-    make: Callable[[], Accumulation]
+    make: Callable[[], "Accumulation | BlockScaledFMA"]
     sources: tuple[str, ...]
     evidence: str
     note: str
 
-    def model(self) -> Accumulation:
+    def model(self) -> "Accumulation | BlockScaledFMA":
         return self.make()
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.instruction.endswith(".block_scale")
 
 
 def _bfma(name: str, n: int, f: int, emin, floor, **kw) -> Callable[[], BlockFMA]:
@@ -156,6 +161,21 @@ for _fmt in ("E4M3", "E5M2"):
          ("MMASim", "KM25"), "measured",
          "n = 32, F = 25, C (in tensor memory) inside the block, RZ [MMASim]")
 
+for _name, _kind, _k, _bs, _sf, _f, _ops, _note in (
+        ("B200-MXF8F6F4", "mxf8f6f4", 32, 32, "e8m0", 25, "mxfp8/mxfp6/mxfp4",
+         "k = 32, E8M0 scale per 32; product exponents e(a) + e(b) + e(sa) + e(sb), "
+         "F = 25 with C inside, RZ [MMASim ST-FDPA]"),
+        ("B200-MXF4", "mxf4nvf4", 64, 32, "e8m0", 35, "mxfp4",
+         "k = 64, E8M0 scale per 32; groups of 16 products summed exactly, group "
+         "exponent e(sa) + e(sb), F = 35 with C inside, RZ [MMASim GST-FDPA]"),
+        ("B200-NVF4", "mxf4nvf4", 64, 16, "e4m3", 35, "nvfp4",
+         "k = 64, UE4M3 scale per 16; groups of 16 summed exactly, term = sum * sig(sa) "
+         "sig(sb), exponent e(sa) + e(sb), F = 35, C inside, RZ [MMASim GST-FDPA]")):
+    _add(_name, "B200", "Blackwell", _ops, f"tcgen05.mma kind::{_kind}.block_scale",
+         (lambda n=_name, kd=_kind, k=_k, bs=_bs, sf=_sf, f=_f:
+          BlockScaledFMA(kd, k, bs, sf, f, n)),
+         ("MMASim", "PTX"), "measured", _note + "; use block_scaled_matmul/mma_block_scaled")
+
 # ---------------------------------------------------------------- AMD CDNA
 def _mc(name: str, kind: str, group: int, emin) -> Callable[[], MatrixCore]:
     return lambda: MatrixCore(kind, group, emin, name)
@@ -231,8 +251,9 @@ def is_preset(name: object) -> bool:
     return True
 
 
-def preset(name: str) -> Accumulation:
-    """The accumulation model of preset ``name`` (aliases accepted)."""
+def preset(name: str) -> "Accumulation | BlockScaledFMA":
+    """The model of preset ``name`` (aliases accepted): an accumulation model for
+    ``matmul``, or a :class:`BlockScaledFMA` for ``block_scaled_matmul``."""
     return PRESETS[canonical(name)].model()
 
 
