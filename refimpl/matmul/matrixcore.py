@@ -192,6 +192,9 @@ class MatrixCore(Accumulation):
 
     # ------------------------------------------------------------------ vectorised
     def begin(self, shape: tuple[int, ...], tgt: Target, c: np.ndarray | None = None) -> dict:
+        if not tgt.is_fp32:
+            raise ValueError(f"{self.name or 'MatrixCore'}: v_mfma accumulates in FP32 only; "
+                             f"out_format {tgt.name!r} has no hardware model (use fp32)")
         c0 = np.zeros(shape) if c is None else np.broadcast_to(np.asarray(c, np.float64), shape)
         return {"tgt": tgt, "shape": shape, "c": c0, "pa": None, "pb": None}
 
