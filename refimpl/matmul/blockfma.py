@@ -368,11 +368,11 @@ class BlockFMA(Accumulation):
         s = round_fraction(total, acc)
         if inside:
             return s
+        if np.isinf(s):  # the block overflowed: c (finite) cannot bring it back
+            return s
         exact = Fraction(c) + Fraction(s)  # one addition, round to nearest even
         near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
                                  acc.emax, "nearest_even", "inf")
-        if np.isinf(s):
-            return s
         return round_fraction(exact, near)
 
     # ------------------------------------------------------------------ one block
