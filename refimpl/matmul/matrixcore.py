@@ -234,6 +234,8 @@ class MatrixCore(Accumulation):
             a = np.where(np.abs(a) < 2.0 ** emin[0], 0.0, a) if emin[0] is not None else a
             b = np.where(np.abs(b) < 2.0 ** emin[1], 0.0, b) if emin[1] is not None else b
             c = _ftz(c, keep_sign=False)
+        if self.kind == "exact" and np.isfinite(a).all() and np.isfinite(b).all():
+            return self._exact_groups(c, a, b)
         ea = np.where(a != 0, exponents(a, emin[0]), _NO_EXP).astype(np.int32)
         eb = np.where(b != 0, exponents(b, emin[1]), _NO_EXP).astype(np.int32)
         bt, ebt = np.swapaxes(b, -1, -2), np.swapaxes(eb, -1, -2)
@@ -249,6 +251,43 @@ class MatrixCore(Accumulation):
                                      ear[..., sl] + ebt[..., None, :, sl])
             c[..., r0:r0 + rows, :] = cr
         return c
+
+    def _exact_groups(self, c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """CDNA1 with finite operands: every group's products are summed first, all groups
+        at once, with a TwoSum cascade; where every rounding error of the cascade was
+        zero (checked), that sum P is exact and d = RN32(c + P) is one round-to-odd
+        addition and one rounding (as in ``_exact_fp32_sums``). An output whose P was
+        inexact in any group is recomputed by the general per-group path."""
+        m, n, L = c.shape[-2], c.shape[-1], self.group
+        g = a.shape[-1] // L
+        bt = np.swapaxes(b, -1, -2)
+        rows = max(1, (1 << 16) // max(1, n * a.shape[-1]))
+        out = np.empty_like(c)
+        redo = np.zeros(c.shape, bool)
+        for r0 in range(0, m, rows):
+            p = a[..., r0:r0 + rows, None, :] * bt[..., None, :, :]
+            p = p.reshape(p.shape[:-1] + (g, L))
+            s = p[..., 0]
+            bad = np.zeros(s.shape, bool)
+            for i in range(1, L):
+                s, e = _two_sum(s, p[..., i])
+                bad |= e != 0
+            cr = c[..., r0:r0 + rows, :]
+            for j in range(g):
+                ro = add_round_to_odd(cr, s[..., j])
+                ro = np.where(ro == 0, 0.0, ro)  # exact zero (RO of a non-zero is not 0)
+                with np.errstate(over="ignore"):
+                    cr = ro.astype(np.float32).astype(np.float64)
+            out[..., r0:r0 + rows, :] = cr
+            redo[..., r0:r0 + rows, :] = bad.any(axis=-1)
+        if redo.any():
+            a_all = np.broadcast_to(a, c.shape[:-2] + a.shape[-2:])
+            b_all = np.broadcast_to(b, c.shape[:-2] + b.shape[-2:])
+            for pos in zip(*np.nonzero(redo)):
+                out[pos] = self.dot_reference(a_all[pos[:-1]],
+                                              b_all[pos[:-2] + (slice(None), pos[-1])],
+                                              float(c[pos]))
+        return out
 
     def _group(self, c: np.ndarray, a: np.ndarray, b: np.ndarray, e: np.ndarray) -> np.ndarray:
         if self.kind == "ftz_pairwise":

@@ -152,10 +152,11 @@ for _fmt in ("E4M3", "E5M2"):
     _add(f"B200-{_fmt}", "B200", "Blackwell", _fmt, "mma.sync.m16n8k32 (FP8)",
          _bfma(f"B200-{_fmt}", 32, 25, _EMIN[_fmt], -133, c_placement="after",
                align_floor_fp16=-15),
-         ("KM25", "PTX"), "measured",
-         "n = 32, F = 25, the products' sum rounded RZ to FP32, then C added with a "
-         "separate FP32 round-to-nearest (C inside, [KM25]'s B200TC.m, is off by one ulp "
-         "on about a third of random C)")
+         ("KM25", "PTX"), "inferred",
+         "n = 32, F = 25 measured [KM25]; the products' sum rounded RZ to FP32, then C "
+         "added with a separate FP32 round-to-nearest: from comparisons with B200 "
+         "mma.sync outputs for random C, where C inside ([KM25]'s B200TC.m) is off by one "
+         "ulp on about a third of the samples; no published model has it")
     _add(f"B200-{_fmt}-TCGEN05", "B200", "Blackwell", _fmt, "tcgen05.mma kind::f8f6f4",
          _bfma(f"B200-{_fmt}-TCGEN05", 32, 25, _EMIN[_fmt], -133, align_floor_fp16=-15),
          ("MMASim", "KM25"), "measured",
