@@ -54,10 +54,11 @@ Where C enters (``c_placement``):
 - ``"after"``: the products alone form the block sum (steps 1, 3-5 without c), which is
   rounded into the accumulator as above and then added to c with a separate
   round-to-nearest-even addition in the accumulator format: d = RN(c + RZ(sum)).
-  Blackwell ``mma.sync`` with FP8 operands: the ``"inside"`` model ([KM25]'s
-  ``B200TC.m``, whose validation data use C = 0 for most of the inputs) differs from
-  hardware results with random C by one unit in the last place on about a third of
-  the samples, the ``"after"`` model reproduces them.
+  Blackwell ``mma.sync`` with FP8 operands: comparisons with B200 outputs for random C
+  find the ``"inside"`` model ([KM25]'s ``B200TC.m``) off by one unit in the last place
+  on about a third of the samples and point to this placement; no published model has
+  it yet, so the presets mark it inferred (``tcgen05.mma``, modelled by [MMASim],
+  keeps C inside).
 
 Overflow: a normalised sum at or above 2^128 (FP32; FP16: 65520 after rounding) gives
 Inf of its sign, also when rounding toward zero (``overflow="inf"``, what [MMASim] and
