@@ -83,6 +83,9 @@ class Preset:
 
 
 def _bfma(name: str, n: int, f: int, emin, floor, **kw) -> Callable[[], BlockFMA]:
+    # BF16 and TF32 MMA instructions have FP32 accumulators only (PTX ISA, mma: .bf16 and
+    # .tf32 take .f32 C and D)
+    kw.setdefault("fp16_accumulator", not name.endswith(("BF16", "TF32")))
     return lambda: BlockFMA(n, f, "toward_zero", name, input_emin=emin, align_floor=floor, **kw)
 
 
