@@ -81,7 +81,7 @@ for _name in ("formats.pack", "formats.encode", "formats.decode", "formats.round
               "attention.attention", "attention.flash_v2", "attention.flash_v3",
               "attention.standard", "attention.merge_attention_states",
               "attention.flash_v2_backward", "attention.backward", "matmul.matmul",
-              "matmul.tiled", "scaling.tensor_quantize", "scaling.delayed_scaling",
+              "matmul.tiled", "matmul.mma", "matmul.block_scaled", "scaling.tensor_quantize", "scaling.delayed_scaling",
               "scaling.quantization_error", "scaling.hadamard_transform",
               "scaling.mx_quantize", "scaling.mx_matmul", "scaling.nvfp4_quantize",
               "scaling.block_fp8_quantize", "softmax.softmax", "softmax.online_softmax",
@@ -211,7 +211,8 @@ def problems(operation: str, params: Any,
             out.append(f"q ({math.prod(q)} elements) times {k[-2]} keys = {work}, over "
                        f"the work limit of {_ATTENTION_WORK}")
     a, b = shapes.get("a", shapes.get("a_codes")), shapes.get("b", shapes.get("b_codes"))
-    if operation in ("matmul.matmul", "matmul.tiled", "scaling.mx_matmul") \
+    if operation in ("matmul.matmul", "matmul.tiled", "matmul.mma", "matmul.block_scaled",
+                     "scaling.mx_matmul") \
             and a is not None and b is not None and len(b) >= 1:
         work = math.prod(a) * b[-1]
         if work > _MATMUL_WORK:
