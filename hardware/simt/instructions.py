@@ -21,7 +21,8 @@ Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
   neg, copysign, with .ftz and .sat;
 - float16/bfloat16 (scalar and .x2): add, sub, mul, fma.rn, neg, abs, min, max, setp;
 - cvt: every integer/float pair with .rn/.rz/.rm/.rp/.rni/.rzi/.rmi/.rpi, .sat, .ftz;
-  to and from f16/bf16, to f16x2/bf16x2 and e4m3x2/e5m2x2 (.satfinite, .relu);
+  to and from f16/bf16, to f16x2/bf16x2; the packed FP8/FP6/FP4/UE8M0 forms
+  (e4m3x2, e5m2x2, e2m3x2, e3m2x2, e2m1x2, ue8m0x2) in :mod:`.lowprec`;
 - data movement: mov (incl. special registers, variable addresses, vector pack/unpack),
   ld/ldu/st on .param/.global/.shared/.local/.const and generic addresses, .v2/.v4,
   cp.async global -> shared (performed at once; commit/wait are no-ops),
@@ -1022,7 +1023,7 @@ def c_cvta(inst: Instruction, ctx: Any) -> Op:
 # ------------------------------------------------------------------------ conversion
 
 
-_LOWP = {"f16": "fp16", "bf16": "bf16", "e4m3x2": "e4m3", "e5m2x2": "e5m2"}
+_LOWP = {"f16": "fp16", "bf16": "bf16"}
 
 
 def _encode(x: np.ndarray, fmt: str, mode: str, sat: bool) -> np.ndarray:
@@ -1040,20 +1041,20 @@ def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def c_cvt(inst: Instruction, ctx: Any) -> Op:
-    """cvt.frnd/irnd{.ftz}{.sat}.dtype.atype (9.7.9.21), incl. f16/bf16/e4m3x2/e5m2x2."""
+    """cvt.frnd/irnd{.ftz}{.sat}.dtype.atype (9.7.9.21), incl. f16/bf16 and f16x2/bf16x2
+    from two .f32; the packed FP8/FP6/FP4/UE8M0 forms are in :mod:`.lowprec`."""
     parts = inst.parts[1:]
+    from .lowprec import PACKED, X4, compile_cvt
+    if any(p in PACKED or p in X4 for p in parts):
+        return compile_cvt(inst, ctx)
     names = [p for p in parts if p in TYPES or p in _LOWP]
     if len(names) != 2:
         raise _unsupported(inst, "cvt needs a destination and a source type")
     dname, sname = names
-    if dname in ("e4m3x2", "e5m2x2"):
-        return _cvt_fp8x2(inst, ctx, dname, sname)
     if dname in ("f16x2", "bf16x2"):
         return _cvt_half2(inst, ctx, dname, sname)
     if sname in ("f16x2", "bf16x2"):
         raise _unsupported(inst, f"cvt from .{sname}")
-    if sname in ("e4m3x2", "e5m2x2"):
-        return _cvt_from_fp8x2(inst, ctx, dname, sname)
     d, s = TYPES[dname], TYPES[sname]
     _nops(inst, 2)
     sat = "sat" in parts
@@ -1195,15 +1196,6 @@ def _cvt_pack2(inst: Instruction, ctx: Any, fmt: str, satf: bool, width: int) ->
     return Op(inst, "alu", fn)
 
 
-def _cvt_fp8x2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
-    """cvt.rn.satfinite{.relu}.e4m3x2.f32 d, a, b: a -> high byte, b -> low byte."""
-    if sname != "f32" or _mode(inst, "") != "rn" or "satfinite" not in inst.parts:
-        raise _unsupported(inst, "FP8x2 conversion needs .rn.satfinite from .f32")
-    if len(inst.operands) != 3:
-        raise _unsupported(inst, "FP8x2 conversion from f16x2 is not supported")
-    return _cvt_pack2(inst, ctx, _LOWP[dname], True, 16)
-
-
 def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
     """cvt.rn{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b: a -> upper half, b -> lower."""
     mode = _mode(inst, "")
@@ -1211,22 +1203,6 @@ def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
         raise _unsupported(inst, f"{dname} conversion needs .rn and two .f32 sources")
     fmt = "fp16" if dname == "f16x2" else "bf16"
     return _cvt_pack2(inst, ctx, fmt, "satfinite" in inst.parts, 32)
-
-
-def _cvt_from_fp8x2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
-    """cvt.rn.f16x2.e4m3x2 d, a: both bytes to f16 (exact), low byte to the low half."""
-    if dname != "f16x2":
-        raise _unsupported(inst, "FP8x2 can only be converted to f16x2")
-    fmt = _LOWP[sname]
-    get = getter(inst.operands[1], TYPES["b16"], ctx, inst)
-    put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
-
-    def fn(ix: Any, ex: Any) -> None:
-        v = np.atleast_1d(np.asarray(get(ix), np.uint16))
-        lo = _encode(_decode((v & 0xFF).astype(np.uint8), fmt), "fp16", "rn", False)
-        hi = _encode(_decode((v >> 8).astype(np.uint8), fmt), "fp16", "rn", False)
-        put(ix, lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16)))
-    return Op(inst, "alu", fn)
 
 
 # --------------------------------------------------------------------- approx / sqrt

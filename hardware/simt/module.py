@@ -18,7 +18,8 @@ __all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER
 DEFAULT_MAX_STEPS = 50_000_000
 #: blocks are executed in batches of at most this many threads (memory bound only)
 MAX_THREADS_PER_WAVE = 1 << 17
-_SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
+_SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
+                      "sm_70", "sm_75", "sm_100a", "sm_120a")
 
 
 class Kernel:
