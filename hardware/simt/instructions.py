@@ -25,7 +25,7 @@ Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
   (e4m3x2, e5m2x2, e2m3x2, e3m2x2, e2m1x2, ue8m0x2) in :mod:`.lowprec`;
 - data movement: mov (incl. special registers, variable addresses, vector pack/unpack),
   ld/ldu/st on .param/.global/.shared/.local/.const and generic addresses, .v2/.v4,
-  cp.async global -> shared (performed at once; commit/wait are no-ops),
+  cp.async global -> shared with its commit/wait groups (:mod:`.async_copy`),
   cache operators accepted; cvta (to/from .global/.shared/.local/.const); isspacep;
 - atomics: atom and red on .global/.shared/generic: add, min, max, exch, cas, and, or,
   xor, inc, dec (integer; add/min/max/exch on f32/f64; add.noftz on f16/bf16 and
@@ -1045,7 +1045,7 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
     from two .f32; the packed FP8/FP6/FP4/UE8M0 forms are in :mod:`.lowprec`."""
     parts = inst.parts[1:]
     from .lowprec import PACKED, X4, compile_cvt
-    if any(p in PACKED or p in X4 for p in parts):
+    if any(p in PACKED or p in X4 or p == "tf32" for p in parts):
         return compile_cvt(inst, ctx)
     names = [p for p in parts if p in TYPES or p in _LOWP]
     if len(names) != 2:
@@ -1550,51 +1550,6 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
     return op
 
 
-def c_cp(inst: Instruction, ctx: Any) -> Op:
-    """cp.async.{ca,cg}.shared{::cta}.global [dst], [src], cp-size{, src-size}{, policy}
-    (PTX ISA 9.7.9.25): copies cp-size bytes (4, 8 or 16) from global to shared memory,
-    the bytes past src-size filled with zeros. Performed at once, so commit_group,
-    wait_group and wait_all have nothing left to wait for (a legal schedule of the
-    asynchronous copy: a kernel that reads the data before waiting races on hardware)."""
-    parts = inst.parts
-    if len(parts) < 2 or parts[1] != "async":
-        raise _unsupported(inst, "only cp.async is supported")
-    if any(p in ("commit_group", "wait_group", "wait_all") for p in parts[2:]):
-        return Op(inst, "alu", lambda ix, ex: None)
-    if any(p.startswith("bulk") or p in ("mbarrier", "tensor") for p in parts[2:]):
-        raise _unsupported(inst, "bulk / tensor asynchronous copies are not supported")
-    if "shared" not in [p.split("::")[0] for p in parts] or "global" not in parts:
-        raise _unsupported(inst, "cp.async needs .shared and .global")
-    ops = inst.operands
-    if len(ops) < 3 or not isinstance(ops[2], Imm):
-        raise _unsupported(inst, "cp.async needs an immediate cp-size")
-    size = ops[2].value
-    if size not in (4, 8, 16):
-        raise _unsupported(inst, f"cp-size {size} (4, 8 or 16 expected)")
-    src_size = size
-    rest = ops[3:]
-    if "L2::cache_hint" in parts and rest:
-        rest = rest[:-1]                    # the cache policy operand
-    if rest:
-        if not isinstance(rest[0], Imm):
-            raise _unsupported(inst, "cp.async with a register src-size or an ignore-src "
-                                     "predicate is not supported")
-        src_size = rest[0].value
-        if not 0 <= src_size <= size:
-            raise _unsupported(inst, f"src-size {src_size} outside [0, {size}]")
-    dst = _address(ops[0], ctx, inst, "shared")
-    src = _address(ops[1], ctx, inst, "global")
-    u8 = np.dtype(np.uint8)
-
-    def fn(ix: Any, ex: Any) -> None:
-        cnt = ctx.count(ix)
-        vals = np.zeros((cnt, size), dtype=u8)
-        if src_size:
-            vals[:, :src_size] = ctx.load("global", ix, ex, src(ix), u8, src_size, inst)
-        ctx.store("shared", ix, ex, dst(ix), vals, inst)
-    return Op(inst, "alu", fn)
-
-
 def c_noop(inst: Instruction, ctx: Any) -> Op:
     """membar / fence / nanosleep-free ordering: no effect in a sequentially
     consistent interpreter."""
@@ -2061,12 +2016,21 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "tanh": c_unary_float,
     "ld": c_ld, "ldu": c_ld, "st": c_st, "atom": c_atom, "red": c_atom,
     "bar": c_bar, "barrier": c_bar, "membar": c_noop, "fence": c_noop, "nanosleep": c_noop,
-    "cp": c_cp,
     "bra": c_bra, "ret": c_exit, "exit": c_exit,
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
     "match": c_match, "isspacep": c_isspacep,
 }
+
+
+def _register_extensions() -> None:
+    """The warp-matrix instructions and cp.async live in their own modules."""
+    from . import async_copy, matrix
+    _TABLE.update(matrix.COMPILERS)
+    _TABLE["cp"] = async_copy.c_cp
+
+
+_register_extensions()
 
 #: the opcodes this interpreter implements (see each compiler's docstring for forms)
 SUPPORTED_OPCODES = tuple(sorted(_TABLE))
@@ -2077,7 +2041,8 @@ def compile_instruction(inst: Instruction, ctx: Any) -> Op:
     c = _TABLE.get(inst.parts[0])
     if c is None:
         raise _unsupported(inst, f"opcode {inst.parts[0]!r} is not supported")
-    if inst.parts[0] not in ("cvt", "mov", "ld", "st", "ldu", "selp", "atom", "red") and any(
+    if inst.parts[0] not in ("cvt", "mov", "ld", "st", "ldu", "selp", "atom", "red", "mma",
+                             "wmma") and any(
             p in _HALF_FORMATS for p in inst.parts[1:]):
         c = c_half
     try:

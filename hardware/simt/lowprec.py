@@ -14,6 +14,8 @@ PTX ISA 9.0, section 9.7.9.21 (``cvt``), the forms nvcc emits for ``cuda_fp8.h``
     cvt.{rz,rp}{.satfinite}.ue8m0x2.f32       d, a, b;   //                      (sm_100)
     cvt.{rz,rp}{.satfinite}.ue8m0x2.bf16x2    d, a;
     cvt.rn.bf16x2.ue8m0x2                     d, a;
+    cvt.rna{.satfinite}.tf32.f32              d, a;      // wmma::__float_to_tf32 (sm_80)
+    cvt.{rn,rz}{.satfinite}{.relu}.tf32.f32   d, a;      //                      (sm_90)
 
 Packing (the ISA's semantics block): from two sources, ``a`` goes to the HIGH element and
 ``b`` to the low one; from a packed source, the high element converts into the high half
@@ -33,6 +35,10 @@ Special values (checked against NVIDIA's host emulation in ``cuda_fp8.hpp``,
   above it, ``.rp`` the smallest not below it, both clamped below at 2**-127 (code 0, also
   for zero); NaN gives 0xFF; a result beyond 2**127 (and +-Inf) gives 0xFF, or 0xFE with
   ``.satfinite``. 0xFF widens to the bf16 NaN 0x7FFF, 0x00 to 2**-127 (0x0040).
+
+TF32 results are .b32 registers holding the f32 bits of the rounded value (the low 13
+bits zero); ``.rna`` rounds to nearest with ties away from zero; without ``.satfinite``
+an overflow gives +-Inf, with it +-MAX_NORM; NaN gives the canonical 0x7FFFFFFF.
 
 The stochastic-rounding ``.rs`` x4 forms are refused.
 """
@@ -88,6 +94,8 @@ def _mode(inst: Instruction) -> str:
 def compile_cvt(inst: Instruction, ctx: Any) -> Op:
     """Compile a ``cvt`` whose destination or source is a packed low-precision type."""
     parts = inst.parts[1:]
+    if "tf32" in parts:
+        return _to_tf32(inst, ctx)
     if any(p in X4 for p in parts):
         raise _unsupported(inst, "the .rs x4 conversions with random bits are not supported")
     names = [p for p in parts if p in PACKED or p in _HALF2 or p == "f32"]
@@ -122,6 +130,34 @@ def compile_cvt(inst: Instruction, ctx: Any) -> Op:
             raise _unsupported(inst, f".{sname} converts to .{want} only")
         return _widen(inst, ctx, fmt, ebits, cbits, _HALF2[dname], relu)
     raise _unsupported(inst, "not a packed low-precision conversion")
+
+
+def _to_tf32(inst: Instruction, ctx: Any) -> Op:
+    parts = inst.parts[1:]
+    mode = _mode(inst)
+    extra = [p for p in parts if p not in ("rna", "rn", "rz", "satfinite", "relu", "tf32",
+                                           "f32")]
+    if extra or parts[-2:] != ("tf32", "f32") or mode not in ("rna", "rn", "rz") or \
+            (mode == "rna" and "relu" in parts) or len(inst.operands) != 2:
+        raise _unsupported(inst, "cvt to .tf32 is cvt.rna{.satfinite}.tf32.f32 or "
+                                 "cvt.{rn,rz}{.satfinite}{.relu}.tf32.f32 d, a")
+    rounding = {"rna": "nearest_away", "rn": "nearest_even", "rz": "toward_zero"}[mode]
+    sat = "satfinite" in parts
+    relu = "relu" in parts
+    ga = getter(inst.operands[1], TYPES["f32"], ctx, inst)
+    put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
+
+    def fn(ix: Any, ex: Any) -> None:
+        from refimpl import formats
+        x = np.atleast_1d(np.asarray(ga(ix), np.float32)).astype(np.float64)
+        if relu:
+            x = np.where(x < 0, 0.0, x)
+        v = formats.decode(formats.encode(x, "tf32", rounding=rounding, saturate=sat),
+                           "tf32").astype(np.float32)
+        bits = v.view(np.uint32).copy()
+        bits[v != v] = np.uint32(0x7FFFFFFF)
+        put(ix, bits)
+    return Op(inst, "alu", fn)
 
 
 def _finish(codes: np.ndarray, fmt: str, x: np.ndarray, relu: bool) -> np.ndarray:

@@ -12,10 +12,13 @@ from .memory import GlobalMemory
 from .parser import KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .stats import LaunchStats
 
-__all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE"]
+__all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE",
+           "DEFAULT_GPU"]
 
 #: default bound on warp instructions per launch
 DEFAULT_MAX_STEPS = 50_000_000
+#: the GPU whose tensor-core model ``mma``/``wmma`` use unless ``launch(gpu=...)`` says
+DEFAULT_GPU = "H100"
 #: blocks are executed in batches of at most this many threads (memory bound only)
 MAX_THREADS_PER_WAVE = 1 << 17
 _SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
@@ -78,7 +81,7 @@ class Kernel:
              stats: LaunchStats) -> Wave:
         """A compiled wave for ``blocks`` (reused across launches of the same shape:
         compiling every instruction costs as much as running a small kernel)."""
-        key = (cfg.grid, cfg.block, cfg.dynamic_shared, blocks[0], len(blocks))
+        key = (cfg.grid, cfg.block, cfg.dynamic_shared, blocks[0], len(blocks), cfg.gpu)
         w = self._waves.get(key)
         if w is None:
             w = Wave(cfg, self, blocks, memory, params, stats)
@@ -183,7 +186,7 @@ class Module:
     def launch(self, name: str, grid: Any, block: Any, args: Sequence[Any],
                memory: GlobalMemory, dynamic_shared: int = 0,
                max_steps: int = DEFAULT_MAX_STEPS,
-               barrier_mode: str = "strict") -> LaunchStats:
+               barrier_mode: str = "strict", gpu: str = DEFAULT_GPU) -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -199,6 +202,11 @@ class Module:
                 warp reaching the barrier arrives with all its live threads and exited
                 threads count as arrived (the per-warp hardware behaviour that kernels
                 with an early ``return`` before ``__syncthreads()`` rely on).
+            gpu: the GPU (a name of :mod:`hardware.specs`, default ``DEFAULT_GPU`` =
+                "H100") whose tensor-core model floating-point ``mma``/``wmma.mma`` use:
+                the ``refimpl.matmul`` preset "<gpu>-<format>" (see
+                :mod:`hardware.simt.matrix`); a kernel with an mma the GPU has no preset
+                for is refused with a LaunchError.
 
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
@@ -222,8 +230,13 @@ class Module:
             raise LaunchError(f"max_steps must be a positive int, got {max_steps!r}")
         if barrier_mode not in BARRIER_MODES:
             raise LaunchError(f"barrier_mode must be one of {BARRIER_MODES}, got {barrier_mode!r}")
+        from .. import specs
+        if not isinstance(gpu, str) or gpu not in specs.names() or \
+                specs.get(gpu).vendor != "NVIDIA":
+            nvidia = [n for n in specs.names() if specs.get(n).vendor == "NVIDIA"]
+            raise LaunchError(f"gpu must be one of {nvidia}, got {gpu!r}")
         params = k.pack_args(args)
-        cfg = LaunchConfig(k, g, b, int(dynamic_shared))
+        cfg = LaunchConfig(k, g, b, int(dynamic_shared), gpu)
         if cfg.shared_bytes > 228 * 1024:
             raise LaunchError(f"{cfg.shared_bytes} bytes of shared memory per block exceed "
                               "the 228 KiB of sm_90")
