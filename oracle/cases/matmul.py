@@ -35,6 +35,11 @@ from refimpl import matmul as M
 SPECS = {"Tensor-core model": "Fasi, Higham, Mikaitis, Pranesh, PeerJ CS 7:e330 (2021)"}
 
 
+def _nf(name: str) -> tuple[int, int]:
+    model = M.BlockFMA.preset(name)
+    return model.n, model.fraction_bits
+
+
 def _values(x: np.ndarray, fmt: str | None) -> np.ndarray:
     return x if fmt is None else F.decode(x, fmt)
 
@@ -155,7 +160,7 @@ def cases() -> list[CaseSpec]:
         add(f"matmul.blockfma.{preset.lower()}.16x96x16", p(preset, fmt),
             _operands(16, 96, 16, fmt), 1, fmt,
             variant={"choice": "accumulation", "option": preset},
-            desc=f"tensor-core block FMA model {preset} (n, F) = {M.PRESETS[preset]}")
+            desc=f"tensor-core block FMA model {preset} (n, F) = {_nf(preset)}")
     for (m, k, n), tile, level in (((33, 40, 20), (16, 16, 8), 1),
                                    ((64, 64, 64), (16, 16, 16), 2)):
         out.append(CaseSpec(

@@ -32,10 +32,34 @@ class Accumulation:
     def finish(self, state: Any) -> np.ndarray:
         raise NotImplementedError
 
-    def run(self, a: np.ndarray, b: np.ndarray, tgt: Target) -> np.ndarray:
-        """All of k in one update: the product as ``matmul`` computes it."""
+    def run(self, a: np.ndarray, b: np.ndarray, tgt: Target,
+            c: np.ndarray | None = None) -> np.ndarray:
+        """All of k in one update: the product as ``matmul`` computes it.
+
+        With an accumulator input ``c`` (float64 values of the output format, the output's
+        shape), a model without its own rule for C (every model here except the
+        tensor-core ones) takes C as the first term of each output's sum: the model runs
+        on the K + 1 terms 1 * c_ij, a_i1 b_1j, ..., a_iK b_Kj. For ``"exact"`` that is
+        the exact a_i . b_j + c_ij rounded once; for ``"sequential"`` the loop starting
+        from c_ij (c_k = fl(c_{k-1} + a_k b_k)), as a C = A B + C update computes it.
+        """
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-        return self.finish(self.update(self.begin(shape, tgt), a, b))
+        if c is None:
+            return self.finish(self.update(self.begin(shape, tgt), a, b))
+        # every output as its own 1 x 1 product of length K + 1: [1, a_i] . [c_ij, b_j]
+        a_all = np.broadcast_to(a, shape[:-2] + a.shape[-2:])
+        b_all = np.broadcast_to(b, shape[:-2] + b.shape[-2:])
+        m, n, k = shape[-2], shape[-1], a.shape[-1]
+        ones = np.ones(shape[:-2] + (m, n, 1, 1))
+        rows = np.concatenate(
+            [ones, np.broadcast_to(a_all[..., :, None, None, :], shape[:-2] + (m, n, 1, k))],
+            axis=-1)
+        cols = np.concatenate(
+            [np.broadcast_to(c, shape)[..., None, None],
+             np.broadcast_to(np.swapaxes(b_all, -1, -2)[..., None, :, :, None],
+                             shape[:-2] + (m, n, k, 1))], axis=-2)
+        out = self.run(rows, cols, tgt)
+        return out[..., 0, 0]
 
 
 class WholeK(Accumulation):

@@ -1,4 +1,4 @@
-"""The block fused multiply-add model of NVIDIA tensor-core arithmetic.
+"""The block fused multiply-add model of NVIDIA tensor-core arithmetic: D = A B + C.
 
 Sources:
 
@@ -10,95 +10,133 @@ Sources:
   output.
 - [KM25] Khattak and Mikaitis, "Accurate models of NVIDIA tensor cores",
   arXiv:2512.07004 (2025), section 4.1 and Table 3, with the authors' MATLAB models
-  (``Generic_BFMA_TC.m`` and the per-GPU ``V100TC.m``, ``A100TC.m``, ``H100TC.m``,
-  ``B200TC.m``), validated bit for bit against V100, A100, H100 and B200: the block
-  sizes, the number of extra alignment bits, the unnormalised product exponents, the
-  alignment floor and the 13-bit H100 FP8 accumulator used below.
+  (``Generic_BFMA_TC.m``, ``V100TC.m``, ``A100TC.m``, ``AdaTC.m``, ``L40STC.m``,
+  ``H100TC.m``, ``B200TC.m``), validated bit for bit against V100, A2, A30, A100,
+  Ada RTX 1000, L40S, H100, H200 and B200 on 10^5 random inputs: block sizes, extra
+  alignment bits, unnormalised product exponents, the alignment floor, the 13-bit FP8
+  accumulator of Hopper and Ada, FP16 outputs rounded to nearest.
+- [MMASim] Xie, Wang, Yang and Yang, "MMA-Sim: bit-accurate reference model of tensor
+  cores and matrix cores", arXiv:2511.10909 (2025), the truncated fused dot-product-add
+  (T-FDPA): fraction bits 23 (Volta), 24 (Turing, Ampere, Ada), 25 (Hopper, Blackwell),
+  13 for FP8 on Ada (``mma``) and Hopper (``wgmma``), FP16 results rounded to nearest
+  even, overflow to Inf; validated bitwise against the hardware.
+- NVIDIA PTX ISA 8.x, sections 9.7.14 (``mma``: D = A * B + C, C and D in FP32 or
+  FP16) and 9.7.16 (``tcgen05.mma``, ``kind::f8f6f4``, ``kind::mxf8f6f4``,
+  ``kind::mxf4nvf4``).
 
 One block FMA computes d = c + a_1 b_1 + ... + a_n b_n as a single operation:
 
 1. every product a_i b_i is exact; its significand (in [1, 4) for normal inputs) is
    *not* renormalised, and its exponent is e(a_i) + e(b_i), the sum of the inputs'
-   exponents as stored (``product_exponent="unnormalised"``, [KM25]); an input below
-   the smallest normal number of its format has the exponent ``input_emin`` of that
-   format (its exponent field), a normal input floor(log2 |x|);
-2. c is a term too, with its FP32 exponent max(floor(log2 |c|), -126);
+   exponents as stored (``product_exponent="unnormalised"``, [KM25], [MMASim]); an
+   input below the smallest normal number of its format has the exponent
+   ``input_emin`` of that format (its exponent field: FP16 -14, BF16/TF32 -126, E4M3
+   -6, E5M2 -14), a normal input floor(log2 |x|);
+2. c is a term too (``c_placement="inside"``), with the exponent field of the
+   accumulator format: max(floor(log2 |c|), -126) in FP32, -14 in FP16;
 3. the alignment exponent eta is the largest exponent of a non-zero term (zero terms
    take no part), raised to ``align_floor`` if it is lower ([KM25]'s minimum alignment
-   exponent);
+   exponent; ``align_floor_fp16`` when the accumulator is FP16);
 4. every term, c included, is truncated toward zero in sign-magnitude (the magnitude's
    bits below the grid are dropped, the sign kept) to a multiple of 2^(eta - F),
    F = ``fraction_bits`` = 23 + the extra alignment bits of [KM25];
 5. the truncated terms are added exactly (the hardware's carry bits), normalised once,
-   and the result is rounded to ``output_fraction_bits`` fraction bits (FP32: 23) with
-   ``output_rounding`` (toward zero on every GPU above: the bits past the last one kept
-   are dropped), FP32's exponent range and subnormal spacing applying.
+   and the result is rounded into the accumulator: FP32 with ``output_rounding``
+   (toward zero on every NVIDIA GPU: the bits past the last one kept are dropped) to
+   ``output_fraction_bits`` (23, or 13 on the FP8 paths of Hopper and Ada: an
+   E8M13 accumulator), FP32's exponent range and subnormal spacing applying; FP16
+   rounded to nearest even ([KM25], [MMASim]; FP16 subnormals kept).
+
+Where C enters (``c_placement``):
+
+- ``"inside"``: c is one of the block's terms (steps 2-4): Volta, Turing, Ampere, Ada,
+  Hopper ``mma``/``wgmma`` and Blackwell ``tcgen05.mma``.
+- ``"after"``: the products alone form the block sum (steps 1, 3-5 without c), which is
+  rounded into the accumulator as above and then added to c with a separate
+  round-to-nearest-even addition in the accumulator format: d = RN(c + RZ(sum)).
+  Blackwell ``mma.sync`` with FP8 operands: the ``"inside"`` model ([KM25]'s
+  ``B200TC.m``, whose validation data use C = 0 for most of the inputs) differs from
+  hardware results with random C by one unit in the last place on about a third of
+  the samples, the ``"after"`` model reproduces them.
+
+Overflow: a normalised sum at or above 2^128 (FP32; FP16: 65520 after rounding) gives
+Inf of its sign, also when rounding toward zero (``overflow="inf"``, what [MMASim] and
+the hardware tests report; [KM25] models the FP32 exponent field overflowing to Inf
+too). ``overflow="saturate"`` gives the IEEE roundTowardZero answer (the largest finite
+value) instead.
+
+Special values: any NaN term, 0 * Inf, or Inf of both signs gives NaN; otherwise an
+infinite term gives that Inf (what IEEE addition of the terms gives). An exact zero sum
+is +0 (both published models return +0; a non-zero sum that underflows keeps its sign).
+
+A dot product longer than n is processed in successive block FMAs: c starts at C (or
++0 when no C is given: the ``beta = 0`` GEMM), products n*j+1..n*j+n form block j, and
+block j's d is block j+1's c ([KM25]'s GEMM: recursive summation of tensor-core
+results; PTX: a longer K is a chain of ``mma`` instructions, D of one the C of the
+next). A last partial block holds fewer products (the missing ones are zeros). For an
+output format other than FP32 and FP16 the accumulator is FP32 and is rounded to
+``out_format`` (nearest-even) at the end.
 
 The alternative ``product_exponent="normalised"`` gives every term the exponent
 floor(log2 |t|) of its exact value (c included, without the -126 clamp). It differs
 from the published model when the product with the largest exponent has a significand
 of 2 or more: the grid is then one bit coarser.
 
-Special values: any NaN term, 0 * Inf, or Inf of both signs gives NaN; otherwise an
-infinite term gives that Inf (what IEEE addition of the terms gives). An exact zero sum
-is +0 unless every term, c included, is -0 (a block of ``matmul`` never sees that: c
-starts at +0). A finite sum beyond the largest value rounds toward zero to the largest
-finite value (IEEE roundTowardZero; [FHMP21] and [KM25] do not report tensor-core
-overflow, so this is the IEEE rule, not a measured one).
-
-A dot product longer than n is processed in successive block FMAs: c starts at +0 (the
-``beta = 0`` GEMM), products n*j+1..n*j+n form block j, and block j's d is block j+1's c
-([KM25]'s GEMM: recursive summation of tensor-core results). A last partial block holds
-fewer products (the missing ones are zeros). The accumulator is rounded to
-``out_format`` (nearest-even) at the end.
-
-Presets (``PRESETS``: name -> (n, F); the other parameters in ``PRESET_OPTIONS``), all
-rounding the output toward zero. n and F: [KM25] Table 3 and the per-GPU models (F = 23
-+ extra alignment bits), V100 and A100 also [FHMP21]; align_floor: [KM25] Table 3 (the
-models' minimum alignment exponent); input_emin: the input format's minimum exponent.
-
-=========== ==== ==== ============ =========== ====== ===================================
-preset       n    F   input_emin   align_floor output notes
-=========== ==== ==== ============ =========== ====== ===================================
-V100-FP16    4   23   -14 (FP16)   none        23     0 extra alignment bits
-A100-FP16    8   24   -14 (FP16)   -132        23     1 extra bit
-A100-BF16    8   24   -126 (BF16)  -132        23     1 extra bit
-A100-TF32    4   24   -126 (TF32)  -132        23     1 extra bit
-H100-FP16   16   25   -14 (FP16)   -133        23     2 extra bits
-H100-BF16   16   25   -126 (BF16)  -133        23     2 extra bits
-H100-FP8    32   13   none         -133        13     two interleaved 16-product halves;
-                                                      -10 extra bits: a 13-bit
-                                                      accumulator, its output included
-B200-FP8    32   25   none         -133        23     2 extra bits
-=========== ==== ==== ============ =========== ====== ===================================
-
-The FP8 presets leave ``input_emin`` unset because one name serves E4M3 and E5M2
-operands: a subnormal operand is read with its own exponent. To follow [KM25] exactly
-on E4M3 data use ``dataclasses.replace(BlockFMA.preset("H100-FP8"), input_emin=-6)``
-(E5M2: -14). ``input_emin`` only matters when a subnormal operand enters a product of
-the largest exponent.
-
 When all non-zero terms share one exponent and each has at most F + 1 significant bits
 (FP16 products have 22, BF16 products 16, FP8 products 8, an FP32 c has 24), the
 truncation drops nothing and d is the exact sum rounded once with ``output_rounding``:
 the model degenerates to exact accumulation.
+
+The presets (every GPU and input format, their parameters and sources) are in
+``refimpl.matmul.presets``; ``BlockFMA.preset(name)`` returns one.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, to_format
+from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, add_round_to_odd, to_format
 
 #: Exponent choices for a product (module docstring, step 1).
 PRODUCT_EXPONENTS = ("unnormalised", "normalised")
 
-#: FP32's smallest normal exponent: c's exponent field never reads lower.
-_FP32_EMIN = -126
+#: Where C enters a block FMA (module docstring).
+C_PLACEMENTS = ("inside", "after")
+
+#: What a sum beyond the accumulator's range gives (module docstring).
+OVERFLOWS = ("inf", "saturate")
+
+EminLike = Union[None, int, "tuple[Optional[int], Optional[int]]"]
+
+
+@dataclass(frozen=True)
+class AccumulatorFormat:
+    """The accumulator a block FMA rounds into.
+
+    Args:
+        name: ``"fp32"`` or ``"fp16"``.
+        bits: fraction bits kept (FP32 23, the E8M13 FP8 accumulator 13, FP16 10).
+        emin: exponent of the smallest normal number (FP32 -126, FP16 -14); below it
+            the spacing stays 2^(emin - bits).
+        emax: exponent of the largest finite binade (FP32 127, FP16 15).
+        rounding: ``"toward_zero"`` or ``"nearest_even"``.
+        overflow: ``"inf"`` or ``"saturate"`` (module docstring).
+    """
+
+    name: str
+    bits: int
+    emin: int
+    emax: int
+    rounding: str
+    overflow: str = "inf"
+
+    @property
+    def fmax(self) -> float:
+        return (2.0 - 2.0 ** -self.bits) * 2.0 ** self.emax
 
 
 def _floor_log2(x: Fraction) -> int:
@@ -111,47 +149,25 @@ def _trunc(x: Fraction) -> int:
     return x.numerator // x.denominator if x >= 0 else -((-x.numerator) // x.denominator)
 
 
-def _round_acc(x: Fraction, rounding: str, bits: int) -> float:
-    """Exact rational -> a value with ``bits`` fraction bits in FP32's exponent range,
-    nearest-even or toward zero (overflow: Inf, or the largest finite value)."""
+def round_fraction(x: Fraction, acc: AccumulatorFormat) -> float:
+    """Exact rational ``x`` rounded into ``acc`` (plain version; module docstring step 5
+    and the overflow rule). Returns a float (signed zero for a non-zero ``x`` that
+    underflows, +0 for ``x == 0``)."""
+    if x == 0:
+        return 0.0
     mag = abs(x)
-    e = max(_floor_log2(mag), _FP32_EMIN)
-    quantum = Fraction(2) ** (e - bits)
+    e = max(_floor_log2(mag), acc.emin)
+    quantum = Fraction(2) ** (e - acc.bits)
     q, r = divmod(mag, quantum)
-    if rounding == "nearest_even" and (r > quantum / 2 or (r == quantum / 2 and q % 2)):
+    if acc.rounding == "nearest_even" and (r > quantum / 2 or (r == quantum / 2 and q % 2)):
         q += 1
     value = q * quantum
-    fmax = Fraction(2 ** (bits + 1) - 1) * Fraction(2) ** (127 - bits)
-    if value > fmax:
-        value = fmax if rounding == "toward_zero" else None
-    out = float("inf") if value is None else float(value)
+    if value >= Fraction(2) ** (acc.emax + 1):
+        out = float("inf") if acc.overflow == "inf" else acc.fmax
+    else:
+        out = float(value)
     return -out if x < 0 else out
 
-
-#: Published parameters (n products per block FMA, F fraction bits kept past the
-#: alignment exponent); sources in the module docstring.
-PRESETS: dict[str, tuple[int, int]] = {
-    "V100-FP16": (4, 23),
-    "A100-FP16": (8, 24),
-    "A100-BF16": (8, 24),
-    "A100-TF32": (4, 24),
-    "H100-FP16": (16, 25),
-    "H100-BF16": (16, 25),
-    "H100-FP8": (32, 13),
-    "B200-FP8": (32, 25),
-}
-
-#: The presets' other published parameters (module docstring table).
-PRESET_OPTIONS: dict[str, dict] = {
-    "V100-FP16": {"input_emin": -14, "align_floor": None, "output_fraction_bits": 23},
-    "A100-FP16": {"input_emin": -14, "align_floor": -132, "output_fraction_bits": 23},
-    "A100-BF16": {"input_emin": -126, "align_floor": -132, "output_fraction_bits": 23},
-    "A100-TF32": {"input_emin": -126, "align_floor": -132, "output_fraction_bits": 23},
-    "H100-FP16": {"input_emin": -14, "align_floor": -133, "output_fraction_bits": 23},
-    "H100-BF16": {"input_emin": -126, "align_floor": -133, "output_fraction_bits": 23},
-    "H100-FP8": {"input_emin": None, "align_floor": -133, "output_fraction_bits": 13},
-    "B200-FP8": {"input_emin": None, "align_floor": -133, "output_fraction_bits": 23},
-}
 
 _NO_EXP = np.int64(-(1 << 20))
 
@@ -160,24 +176,93 @@ def _optional_int(v: object) -> bool:
     return v is None or (not isinstance(v, bool) and isinstance(v, (int, np.integer)))
 
 
+def _emin_pair(v: EminLike) -> tuple[Optional[int], Optional[int]]:
+    return tuple(v) if isinstance(v, tuple) else (v, v)  # type: ignore[return-value]
+
+
+def exponents(x: np.ndarray, emin: Optional[int]) -> np.ndarray:
+    """floor(log2 |x|) of finite non-zero float64 ``x``, raised to ``emin`` (the format's
+    exponent field); any value elsewhere (those terms are masked by the callers)."""
+    mag = np.abs(x)
+    _, ex = np.frexp(np.where(np.isfinite(mag), mag, 0.0))
+    e = ex.astype(np.int64) - 1
+    return e if emin is None else np.maximum(e, emin)
+
+
+def truncated_sum(terms: np.ndarray, exps: np.ndarray, fraction_bits: int,
+                  floor: Optional[int]) -> np.ndarray:
+    """The exact sum of ``terms`` (..., m), each truncated toward zero to the grid
+    2^(eta - F), eta the largest of ``exps`` (``_NO_EXP`` marks a term without an
+    exponent: zero, or not finite) raised to ``floor``. Finite float64 in and out.
+
+    Exactness: a term is below 2^(eta + 2 + g) with g = 0 for products of two values
+    (significands below 2 each) and g <= 10 for the group sums of the block-scaled
+    kinds, so the scaled terms are integers below 2^(F + 12) and m + 1 of them add
+    exactly in float64 whenever (m + 1) 2^(F + 12) <= 2^53 (checked by the callers'
+    parameter validation); the scalings are powers of two (exact, no overflow: the
+    result is a float64 value of at most 53 bits above 2^(eta - F) >= 2^-1100 * ...).
+    """
+    eta = exps.max(axis=-1)
+    none = eta == _NO_EXP
+    if floor is not None:
+        eta = np.where(none, eta, np.maximum(eta, floor))
+    shift = np.where(none, 0, fraction_bits - eta).astype(np.int64)
+    scaled = np.ldexp(terms, shift[..., None].astype(np.int32))
+    total = np.trunc(scaled).sum(axis=-1)  # integers below 2^53: exact in any order
+    total = np.where(total == 0, 0.0, total)  # an exact zero sum is +0
+    return np.ldexp(total, (-shift).astype(np.int32))
+
+
+def round_into(d: np.ndarray, acc: AccumulatorFormat) -> np.ndarray:
+    """Float64 ``d`` (exact, or rounded to odd at 53 bits when ``acc`` rounds to
+    nearest) rounded into ``acc``; +-0 stays, NaN and Inf pass through."""
+    mag = np.abs(d)
+    finite = np.isfinite(mag)
+    m = np.where(finite, mag, 0.0)
+    _, ex = np.frexp(m)
+    e = np.maximum(ex.astype(np.int64) - 1, acc.emin)
+    q = np.ldexp(m, (acc.bits - e).astype(np.int32))  # exact: a power-of-two scaling
+    # np.rint rounds half to even
+    q = np.trunc(q) if acc.rounding == "toward_zero" else np.rint(q)
+    y = np.ldexp(q, (e - acc.bits).astype(np.int32))
+    big = y >= 2.0 ** (acc.emax + 1)
+    y = np.where(big, np.inf if acc.overflow == "inf" else acc.fmax, y)
+    y = np.where(finite, y, mag)
+    return np.copysign(y, d)
+
+
+def accumulator(model: "BlockFMA", tgt: Target) -> AccumulatorFormat:
+    """The accumulator of ``model`` for output target ``tgt``: FP16 for an FP16 output,
+    FP32 (``output_fraction_bits``) otherwise."""
+    if tgt.name == "fp16":
+        return AccumulatorFormat("fp16", 10, -14, 15, model.fp16_rounding, model.overflow)
+    return AccumulatorFormat("fp32", model.output_fraction_bits, -126, 127,
+                             model.output_rounding, model.overflow)
+
+
 @dataclass(frozen=True)
 class BlockFMA(Accumulation):
     """Tensor-core block FMA model (module docstring).
 
     Args:
         n: products per block FMA, >= 1.
-        fraction_bits: F, bits kept below the alignment exponent, 1..50.
-        output_rounding: ``"toward_zero"`` (default, the published behaviour) or
-            ``"nearest_even"``, applied when the exact block sum goes into the accumulator.
+        fraction_bits: F, bits kept below the alignment exponent, 1..40.
+        output_rounding: rounding into an FP32 accumulator, ``"toward_zero"`` (default,
+            the published behaviour) or ``"nearest_even"``.
         name: an optional label (the preset name).
         product_exponent: ``"unnormalised"`` (default, [KM25]: e(a) + e(b), the product's
             significand in [1, 4)) or ``"normalised"`` (floor(log2 |t|) of every term).
         input_emin: the exponent an input below 2^input_emin (a subnormal of the input
-            format) has; ``None`` (default): floor(log2 |x|) for every input. The presets
-            set their format's value (FP16 -14, BF16/TF32 -126, E4M3 -6).
-        align_floor: the lowest alignment exponent (``None``, default: no floor).
-        output_fraction_bits: fraction bits of the accumulator, 1..23 (default 23: FP32;
-            the H100 FP8 path keeps 13).
+            format) has; ``None`` (default): floor(log2 |x|) for every input. A pair
+            ``(emin_a, emin_b)`` for operands of two formats (E4M3 x E5M2).
+        align_floor: the lowest alignment exponent with an FP32 accumulator (``None``,
+            default: no floor).
+        output_fraction_bits: fraction bits of the FP32 accumulator, 1..23 (default 23;
+            the FP8 paths of Hopper and Ada keep 13).
+        c_placement: ``"inside"`` (default) or ``"after"`` (module docstring).
+        overflow: ``"inf"`` (default, the hardware) or ``"saturate"``.
+        fp16_rounding: rounding into an FP16 accumulator (default ``"nearest_even"``).
+        align_floor_fp16: the lowest alignment exponent with an FP16 accumulator.
     """
 
     n: int
@@ -185,29 +270,36 @@ class BlockFMA(Accumulation):
     output_rounding: str = "toward_zero"
     name: str = ""
     product_exponent: str = "unnormalised"
-    input_emin: Optional[int] = None
+    input_emin: EminLike = None
     align_floor: Optional[int] = None
     output_fraction_bits: int = 23
+    c_placement: str = "inside"
+    overflow: str = "inf"
+    fp16_rounding: str = "nearest_even"
+    align_floor_fp16: Optional[int] = None
 
     def __post_init__(self) -> None:
-        for attr, lo, hi in (("n", 1, 1 << 12), ("fraction_bits", 1, 50),
+        for attr, lo, hi in (("n", 1, 1 << 12), ("fraction_bits", 1, 40),
                              ("output_fraction_bits", 1, 23)):
             v = getattr(self, attr)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
                 raise ValueError(f"BlockFMA.{attr} must be an int in [{lo}, {hi}], got {v!r}")
-        if self.output_rounding not in ROUNDINGS:
-            raise ValueError(
-                f"BlockFMA.output_rounding must be one of {ROUNDINGS}, "
-                f"got {self.output_rounding!r}")
-        if self.product_exponent not in PRODUCT_EXPONENTS:
-            raise ValueError(
-                f"BlockFMA.product_exponent must be one of {PRODUCT_EXPONENTS}, "
-                f"got {self.product_exponent!r}")
-        for attr in ("input_emin", "align_floor"):
-            v = getattr(self, attr)
-            if not _optional_int(v) or (v is not None and not -1100 <= v <= 1100):
-                raise ValueError(f"BlockFMA.{attr} must be None or an int in [-1100, 1100], "
-                                 f"got {v!r}")
+        for attr, allowed in (("output_rounding", ROUNDINGS), ("fp16_rounding", ROUNDINGS),
+                              ("product_exponent", PRODUCT_EXPONENTS),
+                              ("c_placement", C_PLACEMENTS), ("overflow", OVERFLOWS)):
+            if getattr(self, attr) not in allowed:
+                raise ValueError(f"BlockFMA.{attr} must be one of {allowed}, "
+                                 f"got {getattr(self, attr)!r}")
+        emin = self.input_emin
+        pair = emin if isinstance(emin, tuple) else (emin,)
+        if isinstance(emin, tuple) and len(emin) != 2:
+            raise ValueError(f"BlockFMA.input_emin must be None, an int or a pair, got {emin!r}")
+        for attr, vals in (("input_emin", pair), ("align_floor", (self.align_floor,)),
+                           ("align_floor_fp16", (self.align_floor_fp16,))):
+            for v in vals:
+                if not _optional_int(v) or (v is not None and not -1100 <= v <= 1100):
+                    raise ValueError(f"BlockFMA.{attr} must be None or an int in "
+                                     f"[-1100, 1100], got {getattr(self, attr)!r}")
         # the aligned integers must add exactly in float64: a product is below 4 * 2^eta,
         # c below 2 * 2^eta, so the sum is below (4 n + 2) 2^F
         if (4 * self.n + 2) * 2.0**self.fraction_bits > 2.0**53:
@@ -215,129 +307,210 @@ class BlockFMA(Accumulation):
 
     @classmethod
     def preset(cls, name: str) -> "BlockFMA":
-        """The published model ``name`` (a key of ``PRESETS``; parameters and sources in
-        the module docstring)."""
-        if name not in PRESETS:
-            raise ValueError(f"unknown BlockFMA preset {name!r}; known: {', '.join(PRESETS)}")
-        n, f = PRESETS[name]
-        return cls(n, f, "toward_zero", name, **PRESET_OPTIONS[name])
+        """The published model ``name`` (a BlockFMA preset of
+        ``refimpl.matmul.presets``, aliases included).
+
+        Raises:
+            ValueError: an unknown name, or a preset that is not a BlockFMA model.
+        """
+        from refimpl.matmul.presets import preset
+
+        model = preset(name)
+        if not isinstance(model, cls):
+            raise ValueError(f"preset {name!r} is not a BlockFMA model ({model!r})")
+        return model
 
     # ------------------------------------------------------------------ plain version
-    def dot_reference(self, a: np.ndarray, b: np.ndarray) -> float:
-        """One dot product through successive block FMAs, in exact rational arithmetic,
-        step by step as the module docstring states it (the plain version that the
-        vectorised :meth:`block` path is tested against). Returns the accumulator."""
+    def dot_reference(self, a: np.ndarray, b: np.ndarray, c: float = 0.0,
+                      out_format: str = "fp32") -> float:
+        """One dot product d = c + sum a_i b_i through successive block FMAs, in exact
+        rational arithmetic, step by step as the module docstring states it (the plain
+        version that the vectorised :meth:`block` path is tested against). ``c`` is a
+        value of the accumulator (``out_format`` ``"fp32"`` or ``"fp16"``). Returns the
+        accumulator."""
+        acc = accumulator(self, FP32 if out_format == "fp32" else Target("fp16", 11, -14))
         a = [float(v) for v in np.asarray(a, dtype=np.float64).ravel()]
         b = [float(v) for v in np.asarray(b, dtype=np.float64).ravel()]
-        c = 0.0
+        c = float(c)
         for k0 in range(0, len(a), self.n):
-            c = self._block_reference(c, list(zip(a[k0:k0 + self.n], b[k0:k0 + self.n])))
+            c = self._block_reference(c, list(zip(a[k0:k0 + self.n], b[k0:k0 + self.n])), acc)
         return c
 
-    def _input_exponent(self, x: float) -> int:
+    def _input_exponent(self, x: float, which: int) -> int:
         e = _floor_log2(abs(Fraction(x)))
-        return e if self.input_emin is None else max(e, self.input_emin)
+        emin = _emin_pair(self.input_emin)[which]
+        return e if emin is None else max(e, emin)
 
-    def _block_reference(self, c: float, pairs: list) -> float:
+    def _block_reference(self, c: float, pairs: list, acc: AccumulatorFormat) -> float:
         products = [x * y for x, y in pairs]  # float64: exact for float32 inputs
         terms = [c] + products
         if not all(np.isfinite(t) for t in terms):
             with np.errstate(invalid="ignore"):
                 return float(np.sum(np.array(terms, dtype=np.float64)))  # IEEE NaN/Inf rules
+        inside = self.c_placement == "inside"
         if self.product_exponent == "unnormalised":
-            exps = [self._input_exponent(x) + self._input_exponent(y)
+            exps = [self._input_exponent(x, 0) + self._input_exponent(y, 1)
                     for (x, y), p in zip(pairs, products) if p != 0]
-            if c != 0:
-                exps.append(max(_floor_log2(abs(Fraction(c))), _FP32_EMIN))
+            if c != 0 and inside:
+                exps.append(max(_floor_log2(abs(Fraction(c))), acc.emin))
         else:
-            exps = [_floor_log2(abs(Fraction(t))) for t in terms if t != 0]
-        if not exps:
-            return -0.0 if all(np.signbit(t) for t in terms) else 0.0
-        eta = max(exps)
-        if self.align_floor is not None:
-            eta = max(eta, self.align_floor)
-        quantum = Fraction(2) ** (eta - self.fraction_bits)
-        total = sum((_trunc(Fraction(t) / quantum) for t in terms), 0) * quantum
-        if total == 0:
-            return 0.0
-        return _round_acc(total, self.output_rounding, self.output_fraction_bits)
+            exps = [_floor_log2(abs(Fraction(t))) for t in (terms if inside else products)
+                    if t != 0]
+        total = Fraction(0)
+        if exps:
+            eta = max(exps)
+            floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
+            if floor is not None:
+                eta = max(eta, floor)
+            quantum = Fraction(2) ** (eta - self.fraction_bits)
+            summed = terms if inside else products
+            total = sum((_trunc(Fraction(t) / quantum) for t in summed), 0) * quantum
+        s = round_fraction(total, acc)
+        if inside:
+            return s
+        exact = Fraction(c) + Fraction(s)  # one addition, round to nearest even
+        near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
+                                 acc.emax, "nearest_even", "inf")
+        if np.isinf(s):
+            return s
+        return round_fraction(exact, near)
 
     # ------------------------------------------------------------------ one block
-    def _exponents(self, x: np.ndarray) -> np.ndarray:
-        """floor(log2 |x|) of finite non-zero x (clamped to ``input_emin``); any value
-        elsewhere (those terms are masked by the caller)."""
-        mag = np.abs(x)
-        _, ex = np.frexp(np.where(np.isfinite(mag), mag, 0.0))
-        e = ex.astype(np.int64) - 1
-        return e if self.input_emin is None else np.maximum(e, self.input_emin)
+    def _term_exponents(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        ea, eb = _emin_pair(self.input_emin)
+        return exponents(a, ea) + exponents(b, eb)
 
-    def _round_out(self, d: np.ndarray) -> np.ndarray:
-        """Exact float64 block sums -> the accumulator (``output_fraction_bits``)."""
-        if self.output_fraction_bits == 23:
-            return to_format(d, FP32, self.output_rounding).astype(np.float64)
-        bits = self.output_fraction_bits
-        mag = np.abs(d)
-        _, ex = np.frexp(mag)
-        e = np.maximum(ex.astype(np.int64) - 1, _FP32_EMIN)
-        q = np.ldexp(mag, (bits - e).astype(np.int32))  # exact: a power-of-two scaling
-        # np.rint rounds half to even
-        q = np.trunc(q) if self.output_rounding == "toward_zero" else np.rint(q)
-        y = np.ldexp(q, (e - bits).astype(np.int32))
-        fmax = (2.0 - 2.0**-bits) * 2.0**127
-        y = np.where(y > fmax, fmax if self.output_rounding == "toward_zero" else np.inf, y)
-        return np.copysign(y, d)
-
-    def block(self, c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def block(self, c: np.ndarray, a: np.ndarray, b: np.ndarray,
+              acc: AccumulatorFormat | None = None) -> np.ndarray:
         """One block FMA: ``c`` (...) float64 accumulator values; ``a`` and ``b`` the
         operands (..., m), m <= n, broadcasting against each other and ``c``. Returns d
-        (...) as float64 accumulator values."""
+        (...) as float64 accumulator values (FP32 accumulator unless ``acc`` given)."""
+        acc = acc or accumulator(self, FP32)
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
         c = np.asarray(c, dtype=np.float64)
         with np.errstate(invalid="ignore"):
             products = a * b
-        products, c = np.broadcast_arrays(products, c[..., None])
-        terms = np.concatenate([c[..., :1], products], axis=-1)
+        shape = np.broadcast_shapes(products.shape[:-1], c.shape)
+        products = np.broadcast_to(products, shape + products.shape[-1:])
+        c = np.broadcast_to(c, shape)
+        inside = self.c_placement == "inside"
         if self.product_exponent == "unnormalised":
-            ep = self._exponents(a) + self._exponents(b)
-            ec = np.maximum(np.frexp(np.where(np.isfinite(c[..., :1]), c[..., :1], 0.0))[1]
-                            .astype(np.int64) - 1, _FP32_EMIN)
-            e = np.concatenate([ec, np.broadcast_to(ep, products.shape)], axis=-1)
+            e = np.broadcast_to(self._term_exponents(a, b), products.shape)
         else:
-            mag = np.abs(terms)
-            e = np.frexp(np.where(np.isfinite(mag), mag, 0.0))[1].astype(np.int64) - 1
-        e = np.where(np.isfinite(terms) & (terms != 0), e, _NO_EXP)
-        emax = e.max(axis=-1)
-        if self.align_floor is not None:
-            emax = np.where(emax == _NO_EXP, emax, np.maximum(emax, self.align_floor))
-        shift = np.where(emax == _NO_EXP, 0, self.fraction_bits - emax).astype(np.int64)
+            e = exponents(products, None)
+        e = np.where(np.isfinite(products) & (products != 0), e, _NO_EXP)
+        finite_p = np.where(np.isfinite(products), products, 0.0)
+        floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
+        if inside:
+            cf = np.where(np.isfinite(c), c, 0.0)
+            if self.product_exponent == "unnormalised":
+                ec = exponents(cf, acc.emin)
+            else:
+                ec = exponents(cf, None)
+            ec = np.where(cf != 0, ec, _NO_EXP)
+            terms = np.concatenate([cf[..., None], finite_p], axis=-1)
+            e = np.concatenate([ec[..., None], e], axis=-1)
+            d = round_into(truncated_sum(terms, e, self.fraction_bits, floor), acc)
+        else:
+            s = round_into(truncated_sum(finite_p, e, self.fraction_bits, floor), acc)
+            near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
+                                     acc.emax, "nearest_even", "inf")
+            with np.errstate(invalid="ignore"):
+                d = np.where(np.isinf(s), s, round_into(add_round_to_odd(c, s), near))
+        finite = np.isfinite(products).all(axis=-1) & np.isfinite(c)
         with np.errstate(invalid="ignore"):
-            scaled = np.ldexp(np.where(np.isfinite(terms), terms, 0.0),
-                              shift[..., None].astype(np.int32))
-        total = np.trunc(scaled).sum(axis=-1)  # integers below 2^53: exact in any order
-        d = np.ldexp(total, (-shift).astype(np.int32))
-        all_neg_zero = np.all((terms == 0) & np.signbit(terms), axis=-1)
-        d = np.where(total == 0, np.where(all_neg_zero, -0.0, 0.0), d)
-        d = self._round_out(d)
-        finite = np.isfinite(terms).all(axis=-1)
-        with np.errstate(invalid="ignore"):
-            special = terms.sum(axis=-1)  # IEEE: NaN and Inf rules of the terms' sum
+            special = products.sum(axis=-1) + c  # IEEE: NaN and Inf rules of the terms' sum
         return np.where(finite, d, special)
 
     # ------------------------------------------------------------------ streaming
-    def begin(self, shape: tuple[int, ...], tgt: Target) -> dict:
-        return {"tgt": tgt, "shape": shape, "c": np.zeros(shape), "pa": None, "pb": None}
+    def begin(self, shape: tuple[int, ...], tgt: Target, c: np.ndarray | None = None) -> dict:
+        acc = accumulator(self, tgt)
+        c0 = np.zeros(shape) if c is None else np.broadcast_to(
+            np.asarray(c, dtype=np.float64), shape)
+        return {"tgt": tgt, "acc": acc, "shape": shape, "c": c0, "pa": None, "pb": None}
 
     def _blocks(self, state: dict, a: np.ndarray, b: np.ndarray, final: bool) -> None:
         k = a.shape[-1]
         full = k if final else (k // self.n) * self.n
         c = state["c"]
-        for k0 in range(0, full, self.n):
-            ab = a[..., :, None, k0:k0 + self.n]
-            bb = np.swapaxes(b[..., k0:k0 + self.n, :], -1, -2)[..., None, :, :]
-            c = self.block(c, ab, bb)
+        if full and self._fast_ok(a[..., :full], b[..., :full, :]):
+            c = self._fast_blocks(c, a[..., :full], b[..., :full, :], state["acc"])
+        else:
+            for k0 in range(0, full, self.n):
+                ab = a[..., :, None, k0:k0 + self.n]
+                bb = np.swapaxes(b[..., k0:k0 + self.n, :], -1, -2)[..., None, :, :]
+                c = self.block(c, ab, bb, state["acc"])
         state["c"] = c
         state["pa"], state["pb"] = a[..., :, full:], b[..., full:, :]
+
+    # ------------------------------------------------------------------ fast path
+    def _fast_ok(self, a: np.ndarray, b: np.ndarray) -> bool:
+        return (self.product_exponent == "unnormalised" and bool(np.isfinite(a).all())
+                and bool(np.isfinite(b).all()))
+
+    def _fast_blocks(self, c: np.ndarray, a: np.ndarray, b: np.ndarray,
+                     acc: AccumulatorFormat) -> np.ndarray:
+        """Every block of finite operands ``a`` (..., M, K), ``b`` (..., K, N), K a
+        multiple of n or the final slice, starting from the accumulator ``c``.
+
+        The same arithmetic as :meth:`block` in fewer passes: an operand's exponent is
+        found once (a zero operand gets ``_NO_EXP``, so a zero product's exponent sum
+        stays far below every real one), a term is scaled by the power of two 2^(F - eta)
+        with one multiplication (exact: a product of two float32 values has at most 48
+        bits and the scaled values that are 1 or more are far from float64's subnormal
+        range; smaller ones truncate to 0 either way), and the rows are processed in
+        chunks that stay in cache. A non-finite accumulator (C given as Inf or NaN, or
+        an overflow in an earlier block) passes through unchanged, as IEEE addition of
+        finite products to it gives."""
+        ea_pair = _emin_pair(self.input_emin)
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        ea = np.where(a != 0, exponents(a, ea_pair[0]), _NO_EXP).astype(np.int32)
+        eb = np.where(b != 0, exponents(b, ea_pair[1]), _NO_EXP).astype(np.int32)
+        bt = np.swapaxes(b, -1, -2)       # (..., N, K)
+        ebt = np.swapaxes(eb, -1, -2)
+        c = np.array(np.broadcast_to(c, shape), dtype=np.float64)
+        m, n, k = shape[-2], shape[-1], a.shape[-1]
+        rows = max(1, (1 << 16) // max(1, n * min(k, self.n)))
+        floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
+        for r0 in range(0, m, rows):
+            ar, ear = a[..., r0:r0 + rows, None, :], ea[..., r0:r0 + rows, None, :]
+            cr = c[..., r0:r0 + rows, :]
+            for k0 in range(0, k, self.n):
+                sl = slice(k0, k0 + self.n)
+                cr = self._fast_block(cr, ar[..., sl], bt[..., None, :, sl],
+                                      ear[..., sl] + ebt[..., None, :, sl], acc, floor)
+            c[..., r0:r0 + rows, :] = cr
+        return c
+
+    def _fast_block(self, c: np.ndarray, a: np.ndarray, b: np.ndarray, e: np.ndarray,
+                    acc: AccumulatorFormat, floor: Optional[int]) -> np.ndarray:
+        inside = self.c_placement == "inside"
+        cfin = np.isfinite(c)
+        cf = np.where(cfin, c, 0.0)
+        eta = e.max(axis=-1).astype(np.int64)
+        if inside:
+            ec = np.where(cf != 0, exponents(cf, acc.emin), _NO_EXP)
+            eta = np.maximum(eta, ec)
+        none = eta < _NO_EXP // 2
+        if floor is not None:
+            eta = np.maximum(eta, floor)
+        shift = np.where(none, 0, self.fraction_bits - eta)
+        scale = np.ldexp(1.0, shift.astype(np.int32))
+        t = a * b
+        t *= scale[..., None]
+        np.trunc(t, out=t)
+        total = t.sum(axis=-1)
+        if inside:
+            total += np.trunc(cf * scale)
+        total = np.where(total == 0, 0.0, total)  # an exact zero sum is +0
+        s = round_into(total / scale, acc)
+        if not inside:
+            near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
+                                     acc.emax, "nearest_even", "inf")
+            with np.errstate(invalid="ignore"):
+                s = np.where(np.isinf(s), s, round_into(add_round_to_odd(cf, s), near))
+        return np.where(cfin, s, c)
 
     def update(self, state: dict, a: np.ndarray, b: np.ndarray) -> dict:
         if state["pa"] is not None and state["pa"].shape[-1]:
@@ -350,7 +523,15 @@ class BlockFMA(Accumulation):
         if state["pa"] is not None and state["pa"].shape[-1]:
             self._blocks(state, state["pa"], state["pb"], final=True)
         c = np.broadcast_to(state["c"], state["shape"])
-        return to_format(c, state["tgt"]) if not state["tgt"].is_fp32 else c.astype(np.float32)
+        tgt = state["tgt"]
+        if tgt.is_fp32 or tgt.name == "fp16":
+            return c.astype(np.float32)
+        return to_format(c, tgt)
+
+    def run(self, a: np.ndarray, b: np.ndarray, tgt: Target,
+            c: np.ndarray | None = None) -> np.ndarray:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        return self.finish(self.update(self.begin(shape, tgt, c), a, b))
 
     def __repr__(self) -> str:
         if self.name:
@@ -358,7 +539,9 @@ class BlockFMA(Accumulation):
         extra = "".join(
             f", {f}={getattr(self, f)!r}" for f, default in (
                 ("product_exponent", "unnormalised"), ("input_emin", None),
-                ("align_floor", None), ("output_fraction_bits", 23))
+                ("align_floor", None), ("output_fraction_bits", 23),
+                ("c_placement", "inside"), ("overflow", "inf"),
+                ("fp16_rounding", "nearest_even"), ("align_floor_fp16", None))
             if getattr(self, f) != default)
         return (f"BlockFMA(n={self.n}, fraction_bits={self.fraction_bits}, "
                 f"output_rounding={self.output_rounding!r}{extra})")

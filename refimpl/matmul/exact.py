@@ -770,7 +770,10 @@ class Exact(WholeK):
         y = self.run(a, b, tgt)
         return y if y.shape == shape else np.broadcast_to(y, shape).copy()
 
-    def run(self, a: np.ndarray, b: np.ndarray, tgt: Target) -> np.ndarray:
+    def run(self, a: np.ndarray, b: np.ndarray, tgt: Target,
+            c: np.ndarray | None = None) -> np.ndarray:
+        if c is not None:  # C as one more exact term (Accumulation.run)
+            return super().run(a, b, tgt, c)
         if tgt.is_fp32:
             return _matmul_fp32(a, b)
         x, _ = exact_matmul64(a, b, tgt)
