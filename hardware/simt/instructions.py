@@ -53,7 +53,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import rounding
-from .errors import UnsupportedPtxError
+from .errors import PtxError, UnsupportedPtxError
 from .parser import Addr, FImm, Imm, Instruction, Pair, Reg, Sink, Sym, Vec
 from .types import TYPES, UINT_OF_WIDTH, PtxType
 
@@ -2047,7 +2047,7 @@ def compile_instruction(inst: Instruction, ctx: Any) -> Op:
         c = c_half
     try:
         op = c(inst, ctx)
-    except UnsupportedPtxError:
+    except PtxError:
         raise
     except (KeyError, IndexError, ValueError, AttributeError, TypeError) as e:
         raise _unsupported(inst, f"cannot decode ({type(e).__name__}: {e})") from None

@@ -26,9 +26,11 @@ Arithmetic:
   ``.satfinite``;
 - floating-point ``mma`` / ``wmma.mma`` computes d = a b + c with the tensor-core model of
   the GPU chosen at launch (``Module.launch(..., gpu=...)``): the preset
-  ``"<GPU>-<FORMAT>"`` of :func:`refimpl.matmul.matmul` (``"H100-FP16"``,
-  ``"A100-BF16"``, ``"A100-TF32"``, ``"H100-E4M3"``...), with c as its accumulator input
-  and the result rounded to ``.dtype``. A GPU without a preset for the instruction's
+  ``"<GPU>-<FORMAT>"`` of :mod:`refimpl.matmul.presets` (``"H100-FP16"``,
+  ``"A100-BF16"``, ``"A100-TF32"``; ``"<GPU>-<FORMAT>-MMA"`` where the GPU has a separate
+  model of ``mma.sync``, as Hopper FP8 has: :func:`preset_name`), evaluated by
+  :func:`refimpl.matmul.matmul` with c as its accumulator input and the result in
+  ``.dtype`` (``out_format`` "fp32" or "fp16"). A GPU without a preset for the instruction's
   input format is refused at launch (:class:`~hardware.simt.errors.LaunchError`), never
   replaced by another model. ``.tf32`` operands are the ``.b32`` registers with the low
   13 bits dropped (the tensor core reads 19 bits).
@@ -41,7 +43,6 @@ Arithmetic:
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -266,26 +267,32 @@ def _integers(codes: np.ndarray, tname: str) -> np.ndarray:
     return x
 
 
-def preset_name(gpu: str, tname: str) -> str:
-    """The refimpl.matmul tensor-core preset an mma of element type ``tname`` uses."""
-    return f"{gpu}-{TENSOR_CORE_FORMATS[tname][2]}"
+def preset_name(gpu: str, tname: str) -> str | None:
+    """The :mod:`refimpl.matmul.presets` name (canonical) that an ``mma.sync`` /
+    ``wmma.mma`` with ``.tname`` inputs uses on ``gpu``: ``"<gpu>-<FORMAT>-MMA"`` where the
+    GPU has a separate model of ``mma.sync`` (Hopper FP8: its warpgroup instruction
+    accumulates differently), else ``"<gpu>-<FORMAT>"``; aliases resolved (H200 is
+    H100). None when the GPU has neither."""
+    from refimpl.matmul import presets
+    fmt = TENSOR_CORE_FORMATS[tname][2]
+    for name in (f"{gpu}-{fmt}-MMA", f"{gpu}-{fmt}"):
+        if presets.is_preset(name):
+            return presets.canonical(name)
+    return None
 
 
 def _check_preset(gpu: str | None, tname: str, inst: Instruction) -> None:
     """Refuse a floating-point mma the chosen GPU has no tensor-core model for."""
     if gpu is None:
         return  # load-time validation: the GPU is chosen at launch
-    from refimpl import matmul as mm
-    if "c" not in inspect.signature(mm.matmul).parameters:
-        raise _unsupported(inst, "floating-point mma needs refimpl.matmul with an "
-                                 "accumulator input (c=), which this build lacks")
-    name = preset_name(gpu, tname)
-    if name not in mm.PRESETS:
-        same = sorted(p for p in mm.PRESETS if p.startswith(f"{gpu}-"))
+    if preset_name(gpu, tname) is None:
+        from refimpl.matmul import presets
+        fmt = TENSOR_CORE_FORMATS[tname][2]
+        same = sorted(p for p in presets.PRESETS if p.endswith(f"-{fmt}"))
         raise LaunchError(
-            f"line {inst.line}: {inst.text!r}: gpu={gpu!r} has no tensor-core preset "
-            f"{name!r} (presets for {gpu}: {', '.join(same) or 'none'}; all: "
-            f"{', '.join(sorted(mm.PRESETS))}); launch with a gpu that has one")
+            f"line {inst.line}: {inst.text!r}: gpu={gpu!r} has no tensor-core preset for "
+            f".{tname} inputs ({gpu}-{fmt}); GPUs with one: {', '.join(same)}; launch "
+            "with one of them (no other model is substituted)")
 
 
 def _float_mma(gpu: str, tname: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
@@ -293,7 +300,7 @@ def _float_mma(gpu: str, tname: str, a: np.ndarray, b: np.ndarray, c: np.ndarray
     from refimpl import matmul as mm
     out = "fp16" if dname == "f16" else "fp32"
     return np.asarray(mm.matmul(a.astype(np.float32), b.astype(np.float32),
-                                c=c.astype(np.float32), accumulate=preset_name(gpu, tname),
+                                c.astype(np.float32), accumulate=preset_name(gpu, tname),
                                 out_format=out), dtype=np.float32)
 
 

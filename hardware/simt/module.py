@@ -13,7 +13,7 @@ from .parser import KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .stats import LaunchStats
 
 __all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE",
-           "DEFAULT_GPU"]
+           "DEFAULT_GPU", "known_gpus"]
 
 #: default bound on warp instructions per launch
 DEFAULT_MAX_STEPS = 50_000_000
@@ -139,6 +139,18 @@ class Kernel:
         return bytes(buf)
 
 
+def known_gpus() -> tuple[str, ...]:
+    """The NVIDIA GPUs ``launch(gpu=...)`` accepts: those of :mod:`hardware.specs` and
+    those with a tensor-core preset (or alias) in :mod:`refimpl.matmul.presets`."""
+    from refimpl.matmul import presets
+
+    from .. import specs
+    names = {n for n in specs.names() if specs.get(n).vendor == "NVIDIA"}
+    names |= {p.gpu for p in presets.PRESETS.values() if not p.gpu.startswith("MI")}
+    names |= {a.split("-", 1)[0] for a in presets.ALIASES if not a.startswith("MI")}
+    return tuple(sorted(names))
+
+
 def _dim3(v: Any, what: str) -> tuple[int, int, int]:
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         v = (int(v),)
@@ -202,9 +214,9 @@ class Module:
                 warp reaching the barrier arrives with all its live threads and exited
                 threads count as arrived (the per-warp hardware behaviour that kernels
                 with an early ``return`` before ``__syncthreads()`` rely on).
-            gpu: the GPU (a name of :mod:`hardware.specs`, default ``DEFAULT_GPU`` =
-                "H100") whose tensor-core model floating-point ``mma``/``wmma.mma`` use:
-                the ``refimpl.matmul`` preset "<gpu>-<format>" (see
+            gpu: the GPU (one of :func:`known_gpus`, default ``DEFAULT_GPU`` = "H100")
+                whose tensor-core model floating-point ``mma``/``wmma.mma`` use: the
+                ``refimpl.matmul`` preset "<gpu>-<format>" (see
                 :mod:`hardware.simt.matrix`); a kernel with an mma the GPU has no preset
                 for is refused with a LaunchError.
 
@@ -230,11 +242,9 @@ class Module:
             raise LaunchError(f"max_steps must be a positive int, got {max_steps!r}")
         if barrier_mode not in BARRIER_MODES:
             raise LaunchError(f"barrier_mode must be one of {BARRIER_MODES}, got {barrier_mode!r}")
-        from .. import specs
-        if not isinstance(gpu, str) or gpu not in specs.names() or \
-                specs.get(gpu).vendor != "NVIDIA":
-            nvidia = [n for n in specs.names() if specs.get(n).vendor == "NVIDIA"]
-            raise LaunchError(f"gpu must be one of {nvidia}, got {gpu!r}")
+        gpus = known_gpus()
+        if not isinstance(gpu, str) or gpu not in gpus:
+            raise LaunchError(f"gpu must be one of {list(gpus)}, got {gpu!r}")
         params = k.pack_args(args)
         cfg = LaunchConfig(k, g, b, int(dynamic_shared), gpu)
         if cfg.shared_bytes > 228 * 1024:
