@@ -210,18 +210,27 @@ def _copy(inst: Instruction, ctx: Any, st: AsyncCopies) -> Op:
         if (n > size).any():
             ctx.fault_here(inst, f"src-size {int(n[n > size][0])} exceeds cp-size {size}")
         data = np.zeros((cnt, size), dtype=u8)
+        if (sa % size).any():
+            bad = int(sa[sa % size != 0][0])
+            ctx.fault_here(inst, f"source address {bad:#x} is not aligned to cp-size {size}")
         for k in np.unique(n).tolist():
             if k == 0:
-                continue
+                continue            # nothing is read: the source may lie anywhere
             sel = n == k
             if sel.all():
-                data[:, :k] = ctx.load("global", ix, ex, sa, u8, k, inst)
-                continue
-            sub_ix = th[sel]
-            m2 = ex.mask.copy()
-            m2[ex.mask] = sel
-            sub = type(ex)(ex.warps, ex.rows, m2, ex.lane_active)
-            data[sel, :k] = ctx.load("global", sub_ix, sub, sa[sel], u8, k, inst)
+                sub_ix, sub, rows = ix, ex, slice(None)
+            else:
+                sub_ix, rows = th[sel], sel
+                m2 = ex.mask.copy()
+                m2[ex.mask] = sel
+                sub = type(ex)(ex.warps, ex.rows, m2, ex.lane_active)
+            # src-size bytes as aligned power-of-two pieces (12 = 8 + 4)
+            start = 0
+            for piece in (16, 8, 4, 2, 1):
+                if k - start >= piece:
+                    data[rows, start:start + piece] = ctx.load(
+                        "global", sub_ix, sub, sa[rows] + start, u8, piece, inst)
+                    start += piece
         off = ctx.shared_offsets(ix, ex, dst(ix), size, inst)
         st.check(off, size, ix, inst, "cp.async write")
         st.issue(th, off, data, inst)
