@@ -32,6 +32,9 @@ Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
   their .x2 pairs);
 - warp level: shfl.sync (up/down/bfly/idx, clamp and segment), vote.sync (all/any/uni/
   ballot), activemask, redux.sync (integer), match.sync (any/all), bar.warp.sync;
+- warp matrix (:mod:`.matrix`): mma.sync (m8n8k4 f16; m16n8k8/k16 f16, bf16; m16n8k4/k8
+  tf32; m16n8k32 e4m3/e5m2; m16n8k16/k32 s8/u8), ldmatrix/stmatrix .m8n8.b16,
+  movmatrix, wmma.load/store/mma (m16n16k16, m32n8k16, m8n32k16, m16n16k8);
 - control: bra (.uni), ret, exit, bar.sync / barrier.sync (id, thread count),
   membar/fence (no effect: execution is sequentially consistent).
 
