@@ -354,16 +354,20 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
     """mma.sync.aligned.shape.alayout.blayout{.satfinite}.dtype.atype.btype.ctype d, a, b, c
     (PTX ISA 9.7.14.5.14) for the shapes and types of the module docstring."""
     parts = inst.parts
+    if any(p.startswith(("kind", "block_scale", "scale_vec", "sp")) or p in ("xor", "and")
+           for p in parts):
+        raise _unsupported(inst, "sparse, block-scaled, .kind and single-bit mma are not "
+                                 "supported")
     if parts[1:3] != ("sync", "aligned"):
         raise _unsupported(inst, "mma needs .sync.aligned")
     shape = parts[3] if len(parts) > 3 else ""
     if shape not in _SHAPES:
         raise _unsupported(inst, f"mma shape .{shape} is not supported (supported: "
                                  f"{', '.join(_SHAPES)})")
-    if any(p.startswith(("kind", "block_scale", "scale_vec", "sp")) or p in ("xor", "and")
-           for p in parts):
-        raise _unsupported(inst, "sparse, block-scaled, .kind and single-bit mma are not "
-                                 "supported")
+    other = [p for p in parts[4:] if p in ("f64", "s4", "u4", "b1", "e2m1", "e3m2", "e2m3")]
+    if other:
+        raise _unsupported(inst, f"mma with .{other[0]} elements is not supported (supported "
+                                 "inputs: f16, bf16, tf32, e4m3, e5m2, s8, u8)")
     lay = [p for p in parts[4:] if p in ("row", "col")]
     if len(lay) != 2:
         raise _unsupported(inst, "mma needs .alayout.blayout")

@@ -117,6 +117,14 @@ def test_wmma_s8_is_exact():
             A.astype(np.int64) @ Bt.T.astype(np.int64)).all()
 
 
+def test_wmma_u8_m8n32k16_is_exact():
+    rng = np.random.default_rng(30)
+    A = rng.integers(0, 256, (8, 16)).astype(np.uint8)
+    B = rng.integers(0, 256, (16, 32)).astype(np.uint8)
+    mem, (pc,), _ = _launch("wmma", "wmma_u8_wide", 1, 32, [A, B], [4 * 256])
+    assert (mem.from_device(pc, np.int32, (8, 32)) == A.astype(np.int64) @ B + 7).all()
+
+
 def test_wmma_bf16_against_the_preset():
     rng = np.random.default_rng(26)
     a32 = rng.standard_normal((2, 16, 16)).astype(np.float32)

@@ -393,6 +393,12 @@ def test_a_gpu_without_a_preset_is_refused_at_launch(simt_lanes):
     ("mma.sync.aligned.m16n8k16.row.col.f16.bf16.bf16.f16 {d}, {a}, {b}, {c}", "in .f32 only"),
     ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {d}, {a}, {b}, {c}", "mixed"),
     ("mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 {d}, {a}, {b}, {c}", "shape"),
+    ("mma.sync.aligned.m16n8k32.row.col.s32.s4.s4.s32 {d}, {a}, {b}, {c}", ".s4 elements"),
+    ("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {d}, {a}, {b}, {c}", ".f64 elements"),
+    ("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e2m1.e2m1.f32 {d}, {a}, {b}, {c}",
+     ".kind"),
+    ("mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {d}, {a}, {b}, {c}, {a0}, 0x0",
+     "sparse"),
     ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {b}, {a}, {b}, {c}", "registers"),
 ])
 def test_unsupported_forms_are_refused_at_load(simt_lanes, text, why):

@@ -77,3 +77,18 @@ extern "C" __global__ void wmma_tf32(const float *a, const float *b, float *c)
     wmma::mma_sync(fc, fa, fb, fc);
     wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
 }
+
+// C (8 x 32, int, row-major) = A (8 x 16, uint8, row-major) @ B (16 x 32, uint8,
+// row-major): the m8n32k16 shape with unsigned bytes, exact.
+extern "C" __global__ void wmma_u8_wide(const unsigned char *a, const unsigned char *b,
+                                        int *c)
+{
+    wmma::fragment<wmma::matrix_a, 8, 32, 16, unsigned char, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 8, 32, 16, unsigned char, wmma::row_major> fb;
+    wmma::fragment<wmma::accumulator, 8, 32, 16, int> fc;
+    wmma::fill_fragment(fc, 7);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 32);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(c, fc, 32, wmma::mem_row_major);
+}
