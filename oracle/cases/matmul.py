@@ -14,6 +14,13 @@ format in the manifest; FP32 inputs as float32). Each case names its accumulatio
   BlockFMA presets (Fasi, Higham, Mikaitis, Pranesh 2021): fully specified models, so
   the result is exact; which model an implementation follows is its choice, recorded as
   the variant ``accumulation``.
+- ``matmul.mma``: D = A B + C on a tensor-core or matrix-core preset
+  (``refimpl.matmul.presets``: every GPU and input format, one case each, FP16-output
+  cases for the NVIDIA presets): random operands over a wide exponent range with zeros,
+  the papers' probe inputs embedded at fixed outputs (the C-placement, rounding and
+  subnormal probes of ``tests/refimpl/test_matmul_probes.py``), Inf/NaN in A, B and C.
+  ``matmul.block_scaled``: the same for the Blackwell block-scaled kinds, with E8M0 or
+  E4M3 scale codes.
 - ``matmul.tiled``: the shared-memory tiled algorithm's result and traffic counts
   (``stats``: global reads of A and B, global writes, shared writes and reads, tiles,
   K steps, padded global reads).
@@ -32,7 +39,9 @@ from oracle.tolerance import Interval
 from refimpl import formats as F
 from refimpl import matmul as M
 
-SPECS = {"Tensor-core model": "Fasi, Higham, Mikaitis, Pranesh, PeerJ CS 7:e330 (2021)"}
+SPECS = {"Tensor-core model": "Fasi, Higham, Mikaitis, Pranesh, PeerJ CS 7:e330 (2021)",
+         "Tensor-core presets": "Khattak, Mikaitis, arXiv:2512.07004 (2025); Xie et al., "
+                                "MMA-Sim, arXiv:2511.10909 (2025)"}
 
 
 def _nf(name: str) -> tuple[int, int]:
@@ -86,13 +95,103 @@ def _tiled(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, 
     return {"c": c, "stats": np.array([getattr(st, n) for n in names], np.int64)}
 
 
+def _mma(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    a = _values(inputs["a"], p["in_format"])
+    b = _values(inputs["b"], p["in_format"])
+    c = _values(inputs["c"], None if p["out_format"] == "fp32" else p["out_format"])
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = M.matmul(a, b, c, accumulate=p["accumulate"], out_format=p["out_format"])
+    return {"d": _store(d, p["out_format"])}
+
+
+def _block_scaled(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]
+                  ) -> dict[str, np.ndarray]:
+    fmt, sfmt = p["in_format"], p["scale_format"]
+    vals = [F.decode(inputs[k], fmt).astype(np.float64) for k in ("a", "b")]
+    scales = [np.abs(F.decode(inputs[k], sfmt).astype(np.float64))
+              for k in ("a_scales", "b_scales")]
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = M.block_scaled_matmul(vals[0], scales[0], vals[1], scales[1], inputs["c"],
+                                  accumulate=p["accumulate"], in_format=fmt)
+    return {"d": d}
+
+
 OPERATIONS = [
     Operation("matmul.matmul", _matmul,
               "c = refimpl.matmul.matmul(decode(a), decode(b), accumulate=, out_format=); "
               "lo, hi: acceptance interval of float32 accumulation in any order"),
     Operation("matmul.tiled", _tiled,
               "c, stats = refimpl.matmul.tiled_matmul(a, b, tile=, accumulate=)"),
+    Operation("matmul.mma", _mma,
+              "d = refimpl.matmul.matmul(decode(a), decode(b), c, accumulate=PRESET, "
+              "out_format=): D = A B + C on a tensor-core/matrix-core preset"),
+    Operation("matmul.block_scaled", _block_scaled,
+              "d = refimpl.matmul.block_scaled_matmul(decode(a), decode(a_scales), decode(b), "
+              "decode(b_scales), c, accumulate=PRESET, in_format=)"),
 ]
+
+
+_SPECIAL = {"fp16": np.inf, "bf16": np.inf, "tf32": np.inf, "e5m2": np.inf,
+            "e4m3": np.nan, "e4m3fnuz": np.nan, "e5m2fnuz": np.nan}
+
+
+def _mma_operands(fmt: str, m: int, k: int, n: int, out_fmt: str):
+    """Random values of ``fmt`` (exponents over +-12 binades, zeros), C of ``out_fmt``;
+    probes at fixed outputs: (0, 0) rounding (c = 2048, 1.75 2^-6 * 2^-6), (1, 1) C
+    placement (c = 256, 0.75 2^-6 * 2^-9), (2, 2) a subnormal operand (the format's
+    smallest subnormal times 1, c = 0), (3, 3) exact cancellation with c = -0;
+    row 4 of A and column 5 of B hold the format's Inf (or NaN), C[6, 6] is Inf and
+    C[7, 7] NaN (FP16 output: C[6, 6] = 65504 with products pushing it over)."""
+    f = F.get(fmt)
+
+    def draw(rng: CaseRandom, shape: tuple[int, int]) -> np.ndarray:
+        mant = rng.normal(shape)
+        expo = rng.integers(-12, 13, shape).astype(np.int32)
+        x = np.ldexp(mant.astype(np.float64), expo)
+        x = np.asarray(F.round_to(x, f, saturate=True), np.float64)
+        x[rng.uniform(shape) < 0.1] = 0.0
+        return x
+
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        a, b = draw(rng, (m, k)), draw(rng, (k, n))
+        c = rng.normal((m, n)) * 4.0
+        c = np.asarray(F.round_to(c, out_fmt, saturate=True), np.float64)
+        for i, (x, y, cv) in enumerate(((1.75 * 2**-6, 2.0**-6, 2048.0),
+                                        (0.75 * 2**-6, 2.0**-9, 256.0),
+                                        (f.min_subnormal, 1.0, 0.0),
+                                        (1.0, 1.0, -0.0))):
+            a[i, :], b[:, i] = 0.0, 0.0
+            a[i, 0], b[0, i], c[i, i] = x, y, cv
+        a[3, 1], b[1, 3] = -1.0, 1.0                       # 1 - 1 + (-0): +0
+        a[4, 2], b[3, 5] = _SPECIAL[fmt], _SPECIAL[fmt]
+        if out_fmt == "fp32":
+            c[6, 6], c[7, 7] = np.inf, np.nan
+        else:
+            c[6, 6] = 65504.0
+            a[6, :], b[:, 6] = 0.0, 0.0
+            a[6, 0], b[0, 6] = 4.0, 4.0                     # 65504 + 16: Inf in FP16
+        out = {"a": F.encode(a, f), "b": F.encode(b, f)}
+        out["c"] = c.astype(np.float32) if out_fmt == "fp32" else F.encode(c, out_fmt)
+        return out
+    return build
+
+
+def _block_scaled_operands(fmt: str, sfmt: str, m: int, k: int, n: int, bs: int):
+    """Element codes of ``fmt``, scale codes of ``sfmt`` (E8M0 exponents within +-8 of 1;
+    UE4M3 positive values), a random FP32 C; one E8M0 NaN scale (row 5 of A's scales)."""
+    def build(rng: CaseRandom) -> dict[str, np.ndarray]:
+        vals = [np.asarray(F.round_to(rng.normal(shape) * 2.0, fmt, saturate=True),
+                           np.float64) for shape in ((m, k), (k, n))]
+        if sfmt == "e8m0":
+            sa = (127 + rng.integers(-8, 9, (m, k // bs))).astype(np.uint8)
+            sb = (127 + rng.integers(-8, 9, (k // bs, n))).astype(np.uint8)
+            sa[5, 0] = 0xFF
+        else:
+            sa = F.encode(np.abs(rng.normal((m, k // bs))) + 0.01, "e4m3")
+            sb = F.encode(np.abs(rng.normal((k // bs, n))) + 0.01, "e4m3")
+        return {"a": F.encode(vals[0], fmt), "a_scales": sa, "b": F.encode(vals[1], fmt),
+                "b_scales": sb, "c": (rng.normal((m, n)) * 4.0).astype(np.float32)}
+    return build
 
 
 def _operands(m: int, k: int, n: int, fmt: str | None, *, specials: bool = False):
@@ -161,6 +260,33 @@ def cases() -> list[CaseSpec]:
             _operands(16, 96, 16, fmt), 1, fmt,
             variant={"choice": "accumulation", "option": preset},
             desc=f"tensor-core block FMA model {preset} (n, F) = {_nf(preset)}")
+    for name, pre in M.PRESETS.items():
+        variant = {"choice": "accumulation", "option": name}
+        if pre.block_scaled:
+            model = pre.model()
+            fmt = "e2m1" if model.kind == "mxf4nvf4" else "e4m3"
+            out.append(CaseSpec(
+                f"matmul.mma.{name.lower()}.16x128x8", "matmul.block_scaled",
+                {"accumulate": name, "in_format": fmt, "scale_format": model.scale_format},
+                _block_scaled_operands(fmt, model.scale_format, 16, 128, 8,
+                                       model.scale_block),
+                formats={"a": fmt, "b": fmt, "a_scales": model.scale_format,
+                         "b_scales": model.scale_format}, level=1, variant=variant,
+                description=f"D = A B + C on {name} ({pre.instruction}): {pre.note}"))
+            continue
+        outs = ("fp32", "fp16") if pre.arch not in ("CDNA1", "CDNA2", "CDNA3") else ("fp32",)
+        for out_fmt in outs:
+            fmts = {"a": pre.in_format, "b": pre.in_format}
+            if out_fmt != "fp32":
+                fmts.update(c=out_fmt, d=out_fmt)
+            suffix = "" if out_fmt == "fp32" else ".fp16out"
+            out.append(CaseSpec(
+                f"matmul.mma.{name.lower()}.16x64x8{suffix}", "matmul.mma",
+                {"accumulate": name, "in_format": pre.in_format, "out_format": out_fmt},
+                _mma_operands(pre.in_format, 16, 64, 8, out_fmt), formats=fmts, level=1,
+                variant=variant,
+                description=f"D = A B + C on {name} ({pre.instruction}), {out_fmt} "
+                            f"accumulator: random, probe and special inputs"))
     for (m, k, n), tile, level in (((33, 40, 20), (16, 16, 8), 1),
                                    ((64, 64, 64), (16, 16, 16), 2)):
         out.append(CaseSpec(

@@ -14,6 +14,7 @@ AREAS: dict[str, str] = {
     "formats": "oracle.bench.formats",
     "scaling": "oracle.bench.scaling",
     "matmul": "oracle.bench.matmul",
+    "tensorcore": "oracle.bench.tensorcore",
     "attention": "oracle.bench.attention",
     "fa3": "oracle.bench.fa3",
     "simt": "oracle.bench.simt",

@@ -54,10 +54,11 @@ Where C enters (``c_placement``):
 - ``"after"``: the products alone form the block sum (steps 1, 3-5 without c), which is
   rounded into the accumulator as above and then added to c with a separate
   round-to-nearest-even addition in the accumulator format: d = RN(c + RZ(sum)).
-  Blackwell ``mma.sync`` with FP8 operands: the ``"inside"`` model ([KM25]'s
-  ``B200TC.m``, whose validation data use C = 0 for most of the inputs) differs from
-  hardware results with random C by one unit in the last place on about a third of
-  the samples, the ``"after"`` model reproduces them.
+  Blackwell ``mma.sync`` with FP8 operands: comparisons with B200 outputs for random C
+  find the ``"inside"`` model ([KM25]'s ``B200TC.m``) off by one unit in the last place
+  on about a third of the samples and point to this placement; no published model has
+  it yet, so the presets mark it inferred (``tcgen05.mma``, modelled by [MMASim],
+  keeps C inside).
 
 Overflow: a normalised sum at or above 2^128 (FP32; FP16: 65520 after rounding) gives
 Inf of its sign, also when rounding toward zero (``overflow="inf"``, what [MMASim] and
@@ -232,9 +233,10 @@ def round_into(d: np.ndarray, acc: AccumulatorFormat) -> np.ndarray:
 
 
 def accumulator(model: "BlockFMA", tgt: Target) -> AccumulatorFormat:
-    """The accumulator of ``model`` for output target ``tgt``: FP16 for an FP16 output,
-    FP32 (``output_fraction_bits``) otherwise."""
-    if tgt.name == "fp16":
+    """The accumulator of ``model`` for output target ``tgt``: FP16 for an FP16 output
+    when the instruction has FP16 accumulators (``fp16_accumulator``), FP32
+    (``output_fraction_bits``) otherwise."""
+    if tgt.name == "fp16" and model.fp16_accumulator:
         return AccumulatorFormat("fp16", 10, -14, 15, model.fp16_rounding, model.overflow)
     return AccumulatorFormat("fp32", model.output_fraction_bits, -126, 127,
                              model.output_rounding, model.overflow)
@@ -263,6 +265,10 @@ class BlockFMA(Accumulation):
         overflow: ``"inf"`` (default, the hardware) or ``"saturate"``.
         fp16_rounding: rounding into an FP16 accumulator (default ``"nearest_even"``).
         align_floor_fp16: the lowest alignment exponent with an FP16 accumulator.
+        fp16_accumulator: whether an FP16 output is accumulated in FP16 (default True:
+            ``mma`` with FP16 or FP8 operands and ``.f16`` C/D); False for BF16/TF32,
+            whose instructions accumulate in FP32 only: an FP16 output is then the FP32
+            result rounded to nearest even at the end (a kernel's epilogue).
     """
 
     n: int
@@ -277,6 +283,7 @@ class BlockFMA(Accumulation):
     overflow: str = "inf"
     fp16_rounding: str = "nearest_even"
     align_floor_fp16: Optional[int] = None
+    fp16_accumulator: bool = True
 
     def __post_init__(self) -> None:
         for attr, lo, hi in (("n", 1, 1 << 12), ("fraction_bits", 1, 40),
@@ -334,6 +341,9 @@ class BlockFMA(Accumulation):
         c = float(c)
         for k0 in range(0, len(a), self.n):
             c = self._block_reference(c, list(zip(a[k0:k0 + self.n], b[k0:k0 + self.n])), acc)
+        if out_format == "fp16" and acc.name == "fp32":  # FP32 result, rounded at the end
+            with np.errstate(over="ignore"):
+                return float(np.float16(c)) if np.isfinite(c) else c
         return c
 
     def _input_exponent(self, x: float, which: int) -> int:
@@ -368,11 +378,11 @@ class BlockFMA(Accumulation):
         s = round_fraction(total, acc)
         if inside:
             return s
+        if np.isinf(s):  # the block overflowed: c (finite) cannot bring it back
+            return s
         exact = Fraction(c) + Fraction(s)  # one addition, round to nearest even
         near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
                                  acc.emax, "nearest_even", "inf")
-        if np.isinf(s):
-            return s
         return round_fraction(exact, near)
 
     # ------------------------------------------------------------------ one block
@@ -524,7 +534,7 @@ class BlockFMA(Accumulation):
             self._blocks(state, state["pa"], state["pb"], final=True)
         c = np.broadcast_to(state["c"], state["shape"])
         tgt = state["tgt"]
-        if tgt.is_fp32 or tgt.name == "fp16":
+        if tgt.is_fp32 or state["acc"].name == tgt.name:
             return c.astype(np.float32)
         return to_format(c, tgt)
 
@@ -541,7 +551,8 @@ class BlockFMA(Accumulation):
                 ("product_exponent", "unnormalised"), ("input_emin", None),
                 ("align_floor", None), ("output_fraction_bits", 23),
                 ("c_placement", "inside"), ("overflow", "inf"),
-                ("fp16_rounding", "nearest_even"), ("align_floor_fp16", None))
+                ("fp16_rounding", "nearest_even"), ("align_floor_fp16", None),
+                ("fp16_accumulator", True))
             if getattr(self, f) != default)
         return (f"BlockFMA(n={self.n}, fraction_bits={self.fraction_bits}, "
                 f"output_rounding={self.output_rounding!r}{extra})")

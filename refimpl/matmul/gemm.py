@@ -46,7 +46,11 @@ def resolve_accumulation(accumulate: AccumulationLike) -> Accumulation:
     if accumulate in NAMED:
         return NAMED[accumulate]
     if is_preset(accumulate):
-        return preset(accumulate)
+        model = preset(accumulate)
+        if not isinstance(model, Accumulation):
+            raise ValueError(f"{accumulate!r} is a block-scaled preset: its operands carry "
+                             "scales, use refimpl.matmul.block_scaled_matmul")
+        return model
     raise ValueError(
         f"accumulate must be an Accumulation or one of {sorted(NAMED)} or a tensor-core "
         f"preset {sorted(PRESETS)} (aliases {sorted(ALIASES)}), got {accumulate!r}"

@@ -31,6 +31,8 @@ from typing import Callable
 
 from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.blockfma import BlockFMA
+from refimpl.matmul.blockscaled import BlockScaledFMA
+from refimpl.matmul.matrixcore import MatrixCore
 
 SOURCES: dict[str, str] = {
     "FHMP21": "Fasi, Higham, Mikaitis, Pranesh, Numerical behavior of NVIDIA tensor cores, "
@@ -67,16 +69,23 @@ class Preset:
     arch: str
     in_format: str
     instruction: str
-    make: Callable[[], Accumulation]
+    make: Callable[[], "Accumulation | BlockScaledFMA"]
     sources: tuple[str, ...]
     evidence: str
     note: str
 
-    def model(self) -> Accumulation:
+    def model(self) -> "Accumulation | BlockScaledFMA":
         return self.make()
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.instruction.endswith(".block_scale")
 
 
 def _bfma(name: str, n: int, f: int, emin, floor, **kw) -> Callable[[], BlockFMA]:
+    # BF16 and TF32 MMA instructions have FP32 accumulators only (PTX ISA, mma: .bf16 and
+    # .tf32 take .f32 C and D)
+    kw.setdefault("fp16_accumulator", not name.endswith(("BF16", "TF32")))
     return lambda: BlockFMA(n, f, "toward_zero", name, input_emin=emin, align_floor=floor, **kw)
 
 
@@ -146,14 +155,64 @@ for _fmt in ("E4M3", "E5M2"):
     _add(f"B200-{_fmt}", "B200", "Blackwell", _fmt, "mma.sync.m16n8k32 (FP8)",
          _bfma(f"B200-{_fmt}", 32, 25, _EMIN[_fmt], -133, c_placement="after",
                align_floor_fp16=-15),
-         ("KM25", "PTX"), "measured",
-         "n = 32, F = 25, the products' sum rounded RZ to FP32, then C added with a "
-         "separate FP32 round-to-nearest (C inside, [KM25]'s B200TC.m, is off by one ulp "
-         "on about a third of random C)")
+         ("KM25", "PTX"), "inferred",
+         "n = 32, F = 25 measured [KM25]; the products' sum rounded RZ to FP32, then C "
+         "added with a separate FP32 round-to-nearest: from comparisons with B200 "
+         "mma.sync outputs for random C, where C inside ([KM25]'s B200TC.m) is off by one "
+         "ulp on about a third of the samples; no published model has it")
     _add(f"B200-{_fmt}-TCGEN05", "B200", "Blackwell", _fmt, "tcgen05.mma kind::f8f6f4",
          _bfma(f"B200-{_fmt}-TCGEN05", 32, 25, _EMIN[_fmt], -133, align_floor_fp16=-15),
          ("MMASim", "KM25"), "measured",
          "n = 32, F = 25, C (in tensor memory) inside the block, RZ [MMASim]")
+
+for _name, _kind, _k, _bs, _sf, _f, _ops, _note in (
+        ("B200-MXF8F6F4", "mxf8f6f4", 32, 32, "e8m0", 25, "mxfp8/mxfp6/mxfp4",
+         "k = 32, E8M0 scale per 32; product exponents e(a) + e(b) + e(sa) + e(sb), "
+         "F = 25 with C inside, RZ [MMASim ST-FDPA]"),
+        ("B200-MXF4", "mxf4nvf4", 64, 32, "e8m0", 35, "mxfp4",
+         "k = 64, E8M0 scale per 32; groups of 16 products summed exactly, group "
+         "exponent e(sa) + e(sb), F = 35 with C inside, RZ [MMASim GST-FDPA]"),
+        ("B200-NVF4", "mxf4nvf4", 64, 16, "e4m3", 35, "nvfp4",
+         "k = 64, UE4M3 scale per 16; groups of 16 summed exactly, term = sum * sig(sa) "
+         "sig(sb), exponent e(sa) + e(sb), F = 35, C inside, RZ [MMASim GST-FDPA]")):
+    _add(_name, "B200", "Blackwell", _ops, f"tcgen05.mma kind::{_kind}.block_scale",
+         (lambda n=_name, kd=_kind, k=_k, bs=_bs, sf=_sf, f=_f:
+          BlockScaledFMA(kd, k, bs, sf, f, n)),
+         ("MMASim", "PTX"), "measured", _note + "; use block_scaled_matmul/mma_block_scaled")
+
+# ---------------------------------------------------------------- AMD CDNA
+def _mc(name: str, kind: str, group: int, emin) -> Callable[[], MatrixCore]:
+    return lambda: MatrixCore(kind, group, emin, name)
+
+
+_IN.update({"E4M3FNUZ": "e4m3fnuz", "E5M2FNUZ": "e5m2fnuz"})
+for _fmt, _g in (("FP16", 4), ("BF16", 2)):
+    _add(f"MI100-{_fmt}", "MI100", "CDNA1", _fmt, f"v_mfma_f32_*_{_fmt.lower()}",
+         _mc(f"MI100-{_fmt}", "exact", _g, _EMIN[_fmt]), ("MMASim", "KM25b"), "measured",
+         f"groups of {_g} products and C summed exactly, one RN to FP32 (E-FDPA)")
+for _fmt in ("FP16", "BF16"):
+    _add(f"MI250X-{_fmt}", "MI250X", "CDNA2", _fmt,
+         f"v_mfma_f32_*_{_fmt.lower()}" + ("_1k" if _fmt == "BF16" else ""),
+         _mc(f"MI250X-{_fmt}", "ftz_pairwise", 4, _EMIN[_fmt]), ("MMASim", "KM25b"),
+         "measured", "FP32 products and pairwise FP32 RN additions of 4, subnormal inputs, "
+         "sums and C flushed to zero (FTZ-MUL-ADD); BF16: the _1k instructions (the older "
+         "BF16 ones add pairs)")
+for _fmt, _g, _kind, _emin in (("FP16", 8, "truncated", -14), ("BF16", 8, "truncated", -126),
+                               ("TF32", 4, "truncated", -126),
+                               ("E4M3", 16, "truncated_split", -7),
+                               ("E5M2", 16, "truncated_split", -15)):
+    _in = _fmt + "FNUZ" if _fmt.startswith("E") else _fmt
+    _add(f"MI300X-{_fmt}", "MI300X", "CDNA3", _in,
+         "v_mfma_f32_*_" + {"TF32": "xf32", "E4M3": "fp8_fp8", "E5M2": "bf8_bf8"}.get(
+             _fmt, _fmt.lower()),
+         _mc(f"MI300X-{_fmt}", _kind, _g, _emin), ("MMASim", "KM25b"), "measured",
+         f"groups of {_g}: products truncated 24 bits below their largest exponent, C "
+         "added after with round-down alignment (2^(E-31) and 2^(E-24)), RN to FP32 "
+         "(TR-FDPA)" if _kind == "truncated" else
+         "groups of 16 in odd and even halves, each truncated 24 bits below its largest "
+         "exponent, C added after with truncation, RN to FP32 (GTR-FDPA); operands in the "
+         "FNUZ formats (E4M3FNUZ, E5M2FNUZ); the truncation (not round-down) when C joins "
+         "follows [MMASim]'s later release")
 
 #: canonical presets by name
 PRESETS: dict[str, Preset] = {p.name: p for p in _LIST}
@@ -163,7 +222,8 @@ for _p in list(PRESETS):
     _gpu, _, _rest = _p.partition("-")
     for _canon, _others in (("A100", ("A2", "A30", "A40")),
                             ("L40S", ("L4", "RTX4090", "RTX1000ADA")),
-                            ("H100", ("H200",)), ("B200", ("B100", "GB200"))):
+                            ("H100", ("H200",)), ("B200", ("B100", "GB200")),
+                            ("MI250X", ("MI210", "MI250")), ("MI300X", ("MI300A", "MI300"))):
         if _gpu == _canon:
             for _o in _others:
                 ALIASES[f"{_o}-{_rest}"] = _p
@@ -195,8 +255,9 @@ def is_preset(name: object) -> bool:
     return True
 
 
-def preset(name: str) -> Accumulation:
-    """The accumulation model of preset ``name`` (aliases accepted)."""
+def preset(name: str) -> "Accumulation | BlockScaledFMA":
+    """The model of preset ``name`` (aliases accepted): an accumulation model for
+    ``matmul``, or a :class:`BlockScaledFMA` for ``block_scaled_matmul``."""
     return PRESETS[canonical(name)].model()
 
 

@@ -155,3 +155,46 @@ def test_quantization_error_and_standard_attention_cases() -> None:
     reads, writes = out["stats"][:2]
     n, d_, heads = 33, 16, 2
     assert reads + writes == heads * (4 * n * d_ + 4 * n * n)     # 4Nd + 4N^2 per head
+
+
+#: presets whose C enters after the block with a round to nearest (NVIDIA Blackwell
+#: mma.sync FP8), or whose arithmetic rounds to nearest (AMD): the probes below differ
+_C_AFTER_OR_RN = {"B200-E4M3", "B200-E5M2", "MI100-FP16", "MI100-BF16", "MI250X-FP16",
+                  "MI250X-BF16", "MI300X-FP16", "MI300X-BF16", "MI300X-TF32", "MI300X-E4M3",
+                  "MI300X-E5M2"}
+_F13 = {"H100-E4M3", "H100-E5M2", "L40S-E4M3", "L40S-E5M2"}
+
+
+def test_tensor_core_cases_hold_the_probe_results() -> None:
+    """Every ``matmul.mma`` case embeds the probes at fixed outputs (oracle/cases/matmul.py):
+    (0, 0): c = 2048 plus 1.75 * 2^-12, 1.75 FP32 ulps: truncated 2048 + 2^-12, rounded
+    to nearest 2048 + 2^-11, dropped by the F = 13 grid: 2048; (1, 1): c = 256 plus
+    0.75 ulp: truncated 256, nearest 256 + 2^-15; (2, 2): the smallest subnormal times
+    1: itself (0 on CDNA2, which flushes it); (3, 3): 1 - 1 + (-0): +0; row 4 / column 5 hold Inf or NaN; C[6, 6] Inf
+    and C[7, 7] NaN (FP32) or 65504 + 16 (FP16: Inf)."""
+    from refimpl import formats as F
+
+    reg = registry()
+    specs = [c for c in reg.all_cases if c.operation == "matmul.mma"]
+    assert len(specs) >= 30
+    for spec in specs:
+        name, out_fmt, fmt = (spec.params["accumulate"], spec.params["out_format"],
+                              spec.params["in_format"])
+        _, _, out = _built(spec.id)
+        d = out["d"] if out_fmt == "fp32" else decode(out["d"], "fp16")
+        d = d.astype(np.float64)
+        rn = name in _C_AFTER_OR_RN
+        if out_fmt == "fp32":
+            want00 = 2048 + 2.0**-11 if rn else (2048.0 if name in _F13 else 2048 + 2.0**-12)
+            assert d[0, 0] == want00, spec.id
+            assert d[1, 1] == (256 + 2.0**-15 if rn else 256.0), spec.id
+            assert d[6, 6] == np.inf and np.isnan(d[7, 7]), spec.id
+        else:  # FP16: 2048 + 1.75 2^-12 and 256 + 0.75 2^-15 round to nearest: 2048, 256
+            assert (d[0, 0], d[1, 1], d[6, 6]) == (2048.0, 256.0, np.inf), spec.id
+        # CDNA2 flushes subnormal inputs to zero
+        # (BF16/TF32 subnormals, 2^-133 and 2^-136, are far below FP16's 2^-25: +0 there)
+        tiny = 0.0 if name.startswith("MI250X") or (
+            out_fmt == "fp16" and fmt in ("bf16", "tf32")) else F.get(fmt).min_subnormal
+        assert d[2, 2] == tiny, spec.id
+        assert d[3, 3] == 0 and not np.signbit(d[3, 3]), spec.id
+        assert not np.isfinite(d[4, :5]).any() and not np.isfinite(d[:, 5]).any(), spec.id
