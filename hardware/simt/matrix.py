@@ -34,6 +34,9 @@ Arithmetic:
   input format is refused at launch (:class:`~hardware.simt.errors.LaunchError`), never
   replaced by another model. ``.tf32`` operands are the ``.b32`` registers with the low
   13 bits dropped (the tensor core reads 19 bits).
+- memory statistics: ``ldmatrix``/``stmatrix`` count one 32-bit access per lane and
+  matrix (two 16-bit ones with ``.trans``), ``wmma.load``/``store`` one access per
+  fragment element, not the hardware's wider row transactions.
 - ``wmma`` fragments: the PTX ISA leaves the mapping of matrix elements to a fragment
   unspecified. Here element ``e`` of the logical matrix in row-major order is held by lane
   ``e // n`` in element ``e % n`` (``n`` = elements / 32); fragments with more elements
@@ -479,12 +482,18 @@ def c_ldmatrix(inst: Instruction, ctx: Any) -> Op:
     rows_of = _row_addresses(inst, ctx, space)
     u16 = np.dtype(np.uint16)
 
+    u32 = np.dtype(np.uint32)
+
     def fn(ix: Any, ex: Any) -> None:
         _whole_warps(inst, ctx, ex)
         rows = rows_of(ix, ex, nmat)
         for j, put in enumerate(puts):
+            lo_a, hi_a = _element_addresses(rows, j, trans)
+            if not trans:   # the pair is one aligned 32-bit word of the row
+                put(ix, ctx.load(space, ix, ex, lo_a.reshape(-1), u32, 1, inst)[:, 0])
+                continue
             lo, hi = (ctx.load(space, ix, ex, a.reshape(-1), u16, 1, inst)[:, 0]
-                      for a in _element_addresses(rows, j, trans))
+                      for a in (lo_a, hi_a))
             put(ix, lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16)))
     return Op(inst, "alu", fn)
 
@@ -510,6 +519,10 @@ def c_stmatrix(inst: Instruction, ctx: Any) -> Op:
         g = ex.rows.shape[0]
         for j, get in enumerate(gets):
             v = np.broadcast_to(np.asarray(get(ix)).astype(np.uint32), (g * 32,))
+            if not trans:   # the pair is one aligned 32-bit word of the row
+                a = _element_addresses(rows, j, trans)[0]
+                ctx.store(space, ix, ex, a.reshape(-1), v[:, None].copy(), inst)
+                continue
             for half, a in enumerate(_element_addresses(rows, j, trans)):
                 vals = ((v >> np.uint32(16 * half)) & np.uint32(0xFFFF)).astype(np.uint16)
                 ctx.store(space, ix, ex, a.reshape(-1), vals[:, None], inst)
