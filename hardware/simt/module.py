@@ -1,6 +1,7 @@
 """Modules and kernels: ``load_ptx(text) -> Module`` and ``Module.launch``."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -139,6 +140,7 @@ class Kernel:
         return bytes(buf)
 
 
+@lru_cache(maxsize=1)
 def known_gpus() -> tuple[str, ...]:
     """The NVIDIA GPUs ``launch(gpu=...)`` accepts: those of :mod:`hardware.specs` and
     those with a tensor-core preset (or alias) in :mod:`refimpl.matmul.presets`."""

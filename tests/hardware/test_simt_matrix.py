@@ -135,6 +135,7 @@ ISA = {  # (shape, operand, bits, layout) -> (elements per lane, formula)
     ("m16n8k32", "a", 8, "row"): (16, isa_m16n8k32_i8_a),
     ("m16n8k32", "b", 8, "col"): (8, isa_m16n8k32_i8_b),
     ("m16n8k32", "c", 32, "row"): (4, isa_m16n8_c),
+    ("m16n8k32", "c", 16, "row"): (4, isa_m16n8_c),
     ("m16n8k16", "a", 8, "row"): (8, isa_m16n8k16_i8_a),
     ("m16n8k16", "b", 8, "col"): (4, isa_m16n8k16_i8_b),
     ("m8n8k4", "a", 16, "row"): (4, isa_m8n8k4_a_row),
@@ -339,22 +340,28 @@ def test_tf32_operands_drop_the_low_13_bits(simt_lanes):
     assert (got.astype(np.uint32).view(np.float32) == A @ B).all()
 
 
+@pytest.mark.parametrize("acc", ["f32", "f16"])
 @pytest.mark.parametrize("fmt,gpu", [("e4m3", "H100"), ("e5m2", "H100"), ("e4m3", "B200"),
                                      ("e5m2", "L40S")])
-def test_fp8_mma_m16n8k32(simt_lanes, fmt, gpu):
+def test_fp8_mma_m16n8k32(simt_lanes, fmt, gpu, acc):
     from refimpl import formats
     rng = np.random.default_rng(11)
     A = formats.round_to(rng.standard_normal((1, 16, 32)) * 3, fmt).astype(np.float64)
     B = formats.round_to(rng.standard_normal((1, 32, 8)) * 3, fmt).astype(np.float64)
-    C = rng.standard_normal((1, 16, 8)).astype(np.float32).astype(np.float64)
-    text = f"mma.sync.aligned.m16n8k32.row.col.f32.{fmt}.{fmt}.f32 {{d}}, {{a}}, {{b}}, {{c}}"
-    got = run_mma(simt_lanes, text, "m16n8k32", (32, 8, 8, 32),
+    C = rng.standard_normal((1, 16, 8)).astype(np.float16 if acc == "f16" else np.float32)
+    C = C.astype(np.float64)
+    cb = 32 if acc == "f32" else 16
+    text = (f"mma.sync.aligned.m16n8k32.row.col.{acc}.{fmt}.{fmt}.{acc} "
+            "{d}, {a}, {b}, {c}")
+    got = run_mma(simt_lanes, text, "m16n8k32", (cb, 8, 8, cb),
                   formats.encode(A, fmt).astype(np.int64), formats.encode(B, fmt).astype(np.int64),
-                  f32_codes(C), gpu=gpu)
+                  (f32_codes if acc == "f32" else f16_codes)(C), gpu=gpu)
+    vals = got.astype(np.uint32).view(np.float32) if acc == "f32" else \
+        got.astype(np.uint16).view(np.float16).astype(np.float32)
     name = f"{gpu}-{fmt.upper()}" + ("-MMA" if gpu == "H100" else "")
     want = mm.matmul(A.astype(np.float32), B.astype(np.float32), C.astype(np.float32),
-                     accumulate=name)
-    assert (got.astype(np.uint32) == want.view(np.uint32)).all()
+                     accumulate=name, out_format="fp32" if acc == "f32" else "fp16")
+    assert (vals.view(np.uint32) == want.view(np.uint32)).all()
 
 
 @pytest.mark.parametrize("alay,blay", [("row", "col"), ("col", "row"), ("row", "row"),
