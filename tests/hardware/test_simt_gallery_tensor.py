@@ -67,6 +67,37 @@ def test_mma_gemm_f16(gpu, kind):
     assert (C.view(np.uint32) == want.view(np.uint32)).all()
 
 
+def test_mma_gemm_pipelined_matches_the_plain_kernel():
+    rng = np.random.default_rng(31)
+    M, N, K = 32, 48, 64
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    outs = []
+    for kernel in ("mma_gemm_f16", "mma_gemm_f16_pipelined"):
+        mem, (pc,), _ = _launch("mma_gemm", kernel, (N // 16, M // 16), 32, [A, B],
+                                [4 * M * N], [M, N, K], gpu="A100")
+        outs.append(mem.from_device(pc, np.float32, (M, N)))
+    want = np.zeros((M, N), np.float32)
+    for k0 in range(0, K, 16):
+        want = mm.matmul(A[:, k0:k0 + 16].astype(np.float32),
+                         B[k0:k0 + 16].astype(np.float32), want, accumulate="A100-FP16")
+    for out in outs:
+        assert (out.view(np.uint32) == want.view(np.uint32)).all()
+
+
+def test_mma_gemm_pipelined_with_a_too_shallow_wait_races_in_ldmatrix():
+    from hardware.simt import load_ptx
+    text = gallery.source("mma_gemm")
+    assert text.count("cp.async.wait_group 1;") == 1
+    bad = load_ptx(text.replace("cp.async.wait_group 1;", "cp.async.wait_group 2;"))
+    A = np.ones((16, 32), np.float16)
+    B = np.ones((32, 16), np.float16)
+    mem = GlobalMemory()
+    pa, pb, pc = mem.to_device(A), mem.to_device(B), mem.alloc(4 * 256)
+    with pytest.raises(ExecutionError, match=r"ldmatrix.*race: load of shared address"):
+        bad.launch("mma_gemm_f16_pipelined", 1, 32, [pa, pb, pc, 16, 16, 32], mem)
+
+
 def test_mma_gemm_s8_is_exact():
     rng = np.random.default_rng(22)
     M, N, K = 32, 48, 64

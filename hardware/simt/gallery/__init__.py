@@ -18,7 +18,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | module_vars | poly (a __constant__ table, an initialised __device__ array, a __device__ counter) |
 | half_precision | halfk (f16 add/fma/neg), half2k (f16x2 add/max/mul), bf16k (bf16 setp/fma/sub) |
 | memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
-| mma_gemm | mma_gemm_f16 (ldmatrix.x4 / .trans, mma.m16n8k16 f16 -> f32), mma_gemm_s8 (mma.m16n8k32 s8 -> s32), sm_80 |
+| mma_gemm | mma_gemm_f16 (ldmatrix.x4 / .trans, mma.m16n8k16 f16 -> f32), mma_gemm_s8 (mma.m16n8k32 s8 -> s32), mma_gemm_f16_pipelined (cp.async.cg double buffer + ldmatrix + mma), sm_80 |
 | wmma | wmma_f16, wmma_f16_acc, wmma_s8, wmma_bf16, wmma_tf32, wmma_u8_wide (nvcuda::wmma), sm_80 |
 | fp8_dequant | dequant_e4m3 (cvt.rn.f16x2.e4m3x2), dequant_e5m2, quant_e4m3, sm_90 |
 | cp_async_gemm | cp_async_gemm (double-buffered, commit/wait_group), cp_async_zero_fill (src-size), cp_async_race (a read before the wait), sm_80 |
