@@ -88,7 +88,7 @@ def test_mma_gemm_pipelined_matches_the_plain_kernel():
 def test_mma_gemm_pipelined_with_a_too_shallow_wait_races_in_ldmatrix():
     from hardware.simt import load_ptx
     text = gallery.source("mma_gemm")
-    assert text.count("cp.async.wait_group 1;") == 1
+    assert text.count("cp.async.wait_group 1;") >= 1      # nvcc unrolls the k loop
     bad = load_ptx(text.replace("cp.async.wait_group 1;", "cp.async.wait_group 2;"))
     A = np.ones((16, 32), np.float16)
     B = np.ones((32, 16), np.float16)
