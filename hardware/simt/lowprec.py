@@ -110,25 +110,25 @@ def compile_cvt(inst: Instruction, ctx: Any) -> Op:
     if extra:
         raise _unsupported(inst, f"modifier .{extra[0]} is not supported here")
     if dname in PACKED:
-        fmt, ebits, cbits = PACKED[dname]
+        fmt, _, cbits = PACKED[dname]
         if fmt == "e8m0":
             if mode not in ("rz", "rp") or relu:
                 raise _unsupported(inst, "cvt to .ue8m0x2 takes .rz or .rp (and no .relu)")
         elif mode != "rn" or not sat:
             raise _unsupported(inst, f"cvt to .{dname} needs .rn.satfinite")
         if sname == "f32":
-            return _narrow_pair(inst, ctx, fmt, ebits, cbits, mode, sat, relu)
+            return _narrow_pair(inst, ctx, fmt, cbits, mode, sat, relu)
         if sname in _HALF2 and (fmt in ("e4m3", "e5m2") or (fmt == "e8m0" and sname == "bf16x2")):
-            return _narrow_packed(inst, ctx, _HALF2[sname], fmt, ebits, cbits, mode, sat, relu)
+            return _narrow_packed(inst, ctx, _HALF2[sname], fmt, cbits, mode, sat, relu)
         raise _unsupported(inst, f"cvt from .{sname} to .{dname} does not exist")
     if sname in PACKED:
-        fmt, ebits, cbits = PACKED[sname]
+        fmt, _, cbits = PACKED[sname]
         if mode != "rn" or sat:
             raise _unsupported(inst, f"cvt from .{sname} takes .rn (and no .satfinite)")
         want = "bf16x2" if fmt == "e8m0" else "f16x2"
         if dname != want or (relu and fmt == "e8m0"):
             raise _unsupported(inst, f".{sname} converts to .{want} only")
-        return _widen(inst, ctx, fmt, ebits, cbits, _HALF2[dname], relu)
+        return _widen(inst, ctx, fmt, cbits, _HALF2[dname], relu)
     raise _unsupported(inst, "not a packed low-precision conversion")
 
 
@@ -160,7 +160,7 @@ def _to_tf32(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
-def _finish(codes: np.ndarray, fmt: str, x: np.ndarray, relu: bool) -> np.ndarray:
+def _finish(codes: np.ndarray, x: np.ndarray, relu: bool) -> np.ndarray:
     if relu:  # a negative result is +0; the NaN code stays
         codes = np.where(x < 0, np.uint32(0), codes)
     return codes
@@ -171,11 +171,11 @@ def _to_codes(x: np.ndarray, fmt: str, mode: str, sat: bool, relu: bool) -> np.n
     if fmt == "e8m0":
         return _encode(np.abs(x), "e8m0", _ROUND[mode], sat, 0xFF)
     codes = _encode(x, fmt, "nearest_even", True, _NAN_CODE[fmt])
-    return _finish(codes, fmt, x, relu)
+    return _finish(codes, x, relu)
 
 
-def _narrow_pair(inst: Instruction, ctx: Any, fmt: str, ebits: int, cbits: int, mode: str,
-                 sat: bool, relu: bool) -> Op:
+def _narrow_pair(inst: Instruction, ctx: Any, fmt: str, cbits: int, mode: str, sat: bool,
+                 relu: bool) -> Op:
     if len(inst.operands) != 3:
         raise _unsupported(inst, "cvt from two .f32 sources takes d, a, b")
     ga = getter(inst.operands[1], TYPES["f32"], ctx, inst)
@@ -192,8 +192,8 @@ def _narrow_pair(inst: Instruction, ctx: Any, fmt: str, ebits: int, cbits: int, 
     return Op(inst, "alu", fn)
 
 
-def _narrow_packed(inst: Instruction, ctx: Any, src_fmt: str, fmt: str, ebits: int,
-                   cbits: int, mode: str, sat: bool, relu: bool) -> Op:
+def _narrow_packed(inst: Instruction, ctx: Any, src_fmt: str, fmt: str, cbits: int,
+                   mode: str, sat: bool, relu: bool) -> Op:
     if len(inst.operands) != 2:
         raise _unsupported(inst, "cvt from a packed pair takes d, a")
     ga = getter(inst.operands[1], TYPES["b32"], ctx, inst)
@@ -209,7 +209,7 @@ def _narrow_packed(inst: Instruction, ctx: Any, src_fmt: str, fmt: str, ebits: i
     return Op(inst, "alu", fn)
 
 
-def _widen(inst: Instruction, ctx: Any, fmt: str, ebits: int, cbits: int, dst_fmt: str,
+def _widen(inst: Instruction, ctx: Any, fmt: str, cbits: int, dst_fmt: str,
            relu: bool) -> Op:
     if len(inst.operands) != 2:
         raise _unsupported(inst, "cvt to a packed pair takes d, a")
