@@ -19,7 +19,8 @@ array([1., 2., 3.], dtype=float32)
 
 Modules: :mod:`.parser` (PTX text), :mod:`.inline` (device-function calls, by
 inlining), :mod:`.cfg` (reconvergence points), :mod:`.instructions` (the opcode table),
-:mod:`.rounding` (exact IEEE arithmetic),
+:mod:`.rounding` (exact IEEE arithmetic), :mod:`.lowprec` (packed FP8/FP6/FP4/UE8M0 cvt),
+:mod:`.matrix` (mma, ldmatrix, wmma), :mod:`.async_copy` (cp.async groups),
 :mod:`.executor` (SIMT stack, scheduler, barriers, memory spaces), :mod:`.memory`
 (:class:`GlobalMemory`), :mod:`.stats` (:class:`LaunchStats`), :mod:`.gallery`.
 """
@@ -35,7 +36,7 @@ from .errors import (
 )
 from .instructions import APPROX_ERROR, SUPPORTED_OPCODES
 from .memory import GlobalMemory
-from .module import DEFAULT_MAX_STEPS, Kernel, Module, load_ptx
+from .module import DEFAULT_GPU, DEFAULT_MAX_STEPS, Kernel, Module, known_gpus, load_ptx
 from .stats import LaunchStats
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "SUPPORTED_OPCODES",
     "APPROX_ERROR",
     "DEFAULT_MAX_STEPS",
+    "DEFAULT_GPU",
+    "known_gpus",
     "PtxError",
     "PtxSyntaxError",
     "UnsupportedPtxError",

@@ -54,8 +54,9 @@ class LaunchConfig:
     """Grid, block and the kernel's memory layout for one launch."""
 
     def __init__(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-                 dynamic_shared: int) -> None:
+                 dynamic_shared: int, gpu: str | None = None) -> None:
         self.kernel = kernel
+        self.gpu = gpu  # the tensor-core model of mma (see hardware.simt.matrix)
         self.grid = grid
         self.block = block
         self.threads_per_block = block[0] * block[1] * block[2]
@@ -143,6 +144,8 @@ class Wave:
         self._memo: dict[int, tuple] = {}
         self._views: dict[tuple, np.ndarray] = {}
         self.module_addrs: dict[str, int] = {}
+        self.gpu = cfg.gpu if cfg else None
+        self.async_copies: Any = None  # cp.async state (hardware.simt.async_copy)
         self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
 
     def reset(self, memory: GlobalMemory, params: bytes, stats: LaunchStats) -> None:
@@ -158,6 +161,8 @@ class Wave:
                 arr.fill(0)
         self.smem.fill(0)
         self.lmem.fill(0)
+        if self.async_copies is not None:
+            self.async_copies.reset()
         self.cur = None
         self._memo = {}
         self._views = {}
@@ -250,13 +255,25 @@ class Wave:
         return np.arange(self.T)[ix] if isinstance(ix, slice) else ix
 
     # ------------------------------------------------------------ error reporting
-    def _where(self, thread: int, inst: Instruction) -> str:
+    def _where(self, thread: int, inst: Instruction | None) -> str:
         b = self.block_ids[int(self.thread_block[thread])]
         lin = int(self.thread_linear[thread])
         bx, by, _ = self.cfg.block
         t = (lin % bx, lin // bx % by, lin // (bx * by))
+        if inst is None:
+            return f"kernel {self.kernel.name}, block {tuple(b)}, thread {t}"
         return (f"kernel {self.kernel.name}, block {tuple(b)}, thread {t}, "
                 f"line {inst.line} ({inst.text!r})")
+
+    def location(self, thread: int, inst: Instruction | None) -> str:
+        """"kernel K, block B, thread T[, line L (text)]" of a thread slot of this wave."""
+        return self._where(thread, inst)
+
+    def shared_offsets(self, ix: Any, ex: Exec, addr: Any, width: int,
+                       inst: Instruction) -> np.ndarray:
+        """Byte offsets into this wave's shared memory of a ``width``-byte .shared store
+        at ``addr`` (checked, and counted in the statistics)."""
+        return self._access("st", "shared", ix, ex, self._full(ix, addr), width, inst)[1]
 
     def fault_here(self, inst: Instruction, msg: str) -> None:
         ex = self.cur
@@ -399,6 +416,8 @@ class Wave:
             return out
         width = elem.itemsize * n
         buf, off = self._access("ld", space, ix, ex, addr, width, inst)
+        if space == "shared" and self.async_copies is not None:
+            self.async_copies.check(off, width, ix, inst, "load")
         view = self._view(buf, elem)
         e = off // elem.itemsize
         return view[e][:, None] if n == 1 else view[e[:, None] + np.arange(n)]
@@ -421,6 +440,8 @@ class Wave:
         elem = vals.dtype
         n = vals.shape[1]
         buf, off = self._access("st", space, ix, ex, addr, elem.itemsize * n, inst)
+        if space == "shared" and self.async_copies is not None:
+            self.async_copies.check(off, elem.itemsize * n, ix, inst, "store")
         view = self._view(buf, elem)
         e = off // elem.itemsize
         if n == 1:
@@ -447,6 +468,8 @@ class Wave:
             from .errors import UnsupportedPtxError
             raise UnsupportedPtxError(f"line {inst.line}: atomics on .{space}")
         buf, off = self._locate(space, ix, ex, addr, t.bytes, inst)
+        if space == "shared" and self.async_copies is not None:
+            self.async_copies.check(off, t.bytes, ix, inst, "atomic")
         if self.stats is not None:
             self.stats.atomic_requests += int(ex.mask.any(axis=1).sum())
         view = buf[: buf.size - buf.size % t.bytes].view(t.storage).view(t.dtype)

@@ -21,16 +21,20 @@ Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
   neg, copysign, with .ftz and .sat;
 - float16/bfloat16 (scalar and .x2): add, sub, mul, fma.rn, neg, abs, min, max, setp;
 - cvt: every integer/float pair with .rn/.rz/.rm/.rp/.rni/.rzi/.rmi/.rpi, .sat, .ftz;
-  to and from f16/bf16, to f16x2/bf16x2 and e4m3x2/e5m2x2 (.satfinite, .relu);
+  to and from f16/bf16, to f16x2/bf16x2; the packed FP8/FP6/FP4/UE8M0 forms
+  (e4m3x2, e5m2x2, e2m3x2, e3m2x2, e2m1x2, ue8m0x2) in :mod:`.lowprec`;
 - data movement: mov (incl. special registers, variable addresses, vector pack/unpack),
   ld/ldu/st on .param/.global/.shared/.local/.const and generic addresses, .v2/.v4,
-  cp.async global -> shared (performed at once; commit/wait are no-ops),
+  cp.async global -> shared with its commit/wait groups (:mod:`.async_copy`),
   cache operators accepted; cvta (to/from .global/.shared/.local/.const); isspacep;
 - atomics: atom and red on .global/.shared/generic: add, min, max, exch, cas, and, or,
   xor, inc, dec (integer; add/min/max/exch on f32/f64; add.noftz on f16/bf16 and
   their .x2 pairs);
 - warp level: shfl.sync (up/down/bfly/idx, clamp and segment), vote.sync (all/any/uni/
   ballot), activemask, redux.sync (integer), match.sync (any/all), bar.warp.sync;
+- warp matrix (:mod:`.matrix`): mma.sync (m8n8k4 f16; m16n8k8/k16 f16, bf16; m16n8k4/k8
+  tf32; m16n8k32 e4m3/e5m2; m16n8k16/k32 s8/u8), ldmatrix/stmatrix .m8n8.b16,
+  movmatrix, wmma.load/store/mma (m16n16k16, m32n8k16, m8n32k16, m16n16k8);
 - control: bra (.uni), ret, exit, bar.sync / barrier.sync (id, thread count),
   membar/fence (no effect: execution is sequentially consistent).
 
@@ -52,7 +56,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import rounding
-from .errors import UnsupportedPtxError
+from .errors import PtxError, UnsupportedPtxError
 from .parser import Addr, FImm, Imm, Instruction, Pair, Reg, Sink, Sym, Vec
 from .types import TYPES, UINT_OF_WIDTH, PtxType
 
@@ -1022,7 +1026,7 @@ def c_cvta(inst: Instruction, ctx: Any) -> Op:
 # ------------------------------------------------------------------------ conversion
 
 
-_LOWP = {"f16": "fp16", "bf16": "bf16", "e4m3x2": "e4m3", "e5m2x2": "e5m2"}
+_LOWP = {"f16": "fp16", "bf16": "bf16"}
 
 
 def _encode(x: np.ndarray, fmt: str, mode: str, sat: bool) -> np.ndarray:
@@ -1040,20 +1044,20 @@ def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def c_cvt(inst: Instruction, ctx: Any) -> Op:
-    """cvt.frnd/irnd{.ftz}{.sat}.dtype.atype (9.7.9.21), incl. f16/bf16/e4m3x2/e5m2x2."""
+    """cvt.frnd/irnd{.ftz}{.sat}.dtype.atype (9.7.9.21), incl. f16/bf16 and f16x2/bf16x2
+    from two .f32; the packed FP8/FP6/FP4/UE8M0 forms are in :mod:`.lowprec`."""
     parts = inst.parts[1:]
+    from .lowprec import PACKED, X4, compile_cvt
+    if any(p in PACKED or p in X4 or p == "tf32" for p in parts):
+        return compile_cvt(inst, ctx)
     names = [p for p in parts if p in TYPES or p in _LOWP]
     if len(names) != 2:
         raise _unsupported(inst, "cvt needs a destination and a source type")
     dname, sname = names
-    if dname in ("e4m3x2", "e5m2x2"):
-        return _cvt_fp8x2(inst, ctx, dname, sname)
     if dname in ("f16x2", "bf16x2"):
         return _cvt_half2(inst, ctx, dname, sname)
     if sname in ("f16x2", "bf16x2"):
         raise _unsupported(inst, f"cvt from .{sname}")
-    if sname in ("e4m3x2", "e5m2x2"):
-        return _cvt_from_fp8x2(inst, ctx, dname, sname)
     d, s = TYPES[dname], TYPES[sname]
     _nops(inst, 2)
     sat = "sat" in parts
@@ -1195,15 +1199,6 @@ def _cvt_pack2(inst: Instruction, ctx: Any, fmt: str, satf: bool, width: int) ->
     return Op(inst, "alu", fn)
 
 
-def _cvt_fp8x2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
-    """cvt.rn.satfinite{.relu}.e4m3x2.f32 d, a, b: a -> high byte, b -> low byte."""
-    if sname != "f32" or _mode(inst, "") != "rn" or "satfinite" not in inst.parts:
-        raise _unsupported(inst, "FP8x2 conversion needs .rn.satfinite from .f32")
-    if len(inst.operands) != 3:
-        raise _unsupported(inst, "FP8x2 conversion from f16x2 is not supported")
-    return _cvt_pack2(inst, ctx, _LOWP[dname], True, 16)
-
-
 def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
     """cvt.rn{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b: a -> upper half, b -> lower."""
     mode = _mode(inst, "")
@@ -1211,22 +1206,6 @@ def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
         raise _unsupported(inst, f"{dname} conversion needs .rn and two .f32 sources")
     fmt = "fp16" if dname == "f16x2" else "bf16"
     return _cvt_pack2(inst, ctx, fmt, "satfinite" in inst.parts, 32)
-
-
-def _cvt_from_fp8x2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
-    """cvt.rn.f16x2.e4m3x2 d, a: both bytes to f16 (exact), low byte to the low half."""
-    if dname != "f16x2":
-        raise _unsupported(inst, "FP8x2 can only be converted to f16x2")
-    fmt = _LOWP[sname]
-    get = getter(inst.operands[1], TYPES["b16"], ctx, inst)
-    put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
-
-    def fn(ix: Any, ex: Any) -> None:
-        v = np.atleast_1d(np.asarray(get(ix), np.uint16))
-        lo = _encode(_decode((v & 0xFF).astype(np.uint8), fmt), "fp16", "rn", False)
-        hi = _encode(_decode((v >> 8).astype(np.uint8), fmt), "fp16", "rn", False)
-        put(ix, lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16)))
-    return Op(inst, "alu", fn)
 
 
 # --------------------------------------------------------------------- approx / sqrt
@@ -1572,51 +1551,6 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
         op.uniform = True
         op.fn = inst.operands[1].value  # thread count
     return op
-
-
-def c_cp(inst: Instruction, ctx: Any) -> Op:
-    """cp.async.{ca,cg}.shared{::cta}.global [dst], [src], cp-size{, src-size}{, policy}
-    (PTX ISA 9.7.9.25): copies cp-size bytes (4, 8 or 16) from global to shared memory,
-    the bytes past src-size filled with zeros. Performed at once, so commit_group,
-    wait_group and wait_all have nothing left to wait for (a legal schedule of the
-    asynchronous copy: a kernel that reads the data before waiting races on hardware)."""
-    parts = inst.parts
-    if len(parts) < 2 or parts[1] != "async":
-        raise _unsupported(inst, "only cp.async is supported")
-    if any(p in ("commit_group", "wait_group", "wait_all") for p in parts[2:]):
-        return Op(inst, "alu", lambda ix, ex: None)
-    if any(p.startswith("bulk") or p in ("mbarrier", "tensor") for p in parts[2:]):
-        raise _unsupported(inst, "bulk / tensor asynchronous copies are not supported")
-    if "shared" not in [p.split("::")[0] for p in parts] or "global" not in parts:
-        raise _unsupported(inst, "cp.async needs .shared and .global")
-    ops = inst.operands
-    if len(ops) < 3 or not isinstance(ops[2], Imm):
-        raise _unsupported(inst, "cp.async needs an immediate cp-size")
-    size = ops[2].value
-    if size not in (4, 8, 16):
-        raise _unsupported(inst, f"cp-size {size} (4, 8 or 16 expected)")
-    src_size = size
-    rest = ops[3:]
-    if "L2::cache_hint" in parts and rest:
-        rest = rest[:-1]                    # the cache policy operand
-    if rest:
-        if not isinstance(rest[0], Imm):
-            raise _unsupported(inst, "cp.async with a register src-size or an ignore-src "
-                                     "predicate is not supported")
-        src_size = rest[0].value
-        if not 0 <= src_size <= size:
-            raise _unsupported(inst, f"src-size {src_size} outside [0, {size}]")
-    dst = _address(ops[0], ctx, inst, "shared")
-    src = _address(ops[1], ctx, inst, "global")
-    u8 = np.dtype(np.uint8)
-
-    def fn(ix: Any, ex: Any) -> None:
-        cnt = ctx.count(ix)
-        vals = np.zeros((cnt, size), dtype=u8)
-        if src_size:
-            vals[:, :src_size] = ctx.load("global", ix, ex, src(ix), u8, src_size, inst)
-        ctx.store("shared", ix, ex, dst(ix), vals, inst)
-    return Op(inst, "alu", fn)
 
 
 def c_noop(inst: Instruction, ctx: Any) -> Op:
@@ -2085,12 +2019,21 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "tanh": c_unary_float,
     "ld": c_ld, "ldu": c_ld, "st": c_st, "atom": c_atom, "red": c_atom,
     "bar": c_bar, "barrier": c_bar, "membar": c_noop, "fence": c_noop, "nanosleep": c_noop,
-    "cp": c_cp,
     "bra": c_bra, "ret": c_exit, "exit": c_exit,
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
     "match": c_match, "isspacep": c_isspacep,
 }
+
+
+def _register_extensions() -> None:
+    """The warp-matrix instructions and cp.async live in their own modules."""
+    from . import async_copy, matrix
+    _TABLE.update(matrix.COMPILERS)
+    _TABLE["cp"] = async_copy.c_cp
+
+
+_register_extensions()
 
 #: the opcodes this interpreter implements (see each compiler's docstring for forms)
 SUPPORTED_OPCODES = tuple(sorted(_TABLE))
@@ -2101,12 +2044,13 @@ def compile_instruction(inst: Instruction, ctx: Any) -> Op:
     c = _TABLE.get(inst.parts[0])
     if c is None:
         raise _unsupported(inst, f"opcode {inst.parts[0]!r} is not supported")
-    if inst.parts[0] not in ("cvt", "mov", "ld", "st", "ldu", "selp", "atom", "red") and any(
+    if inst.parts[0] not in ("cvt", "mov", "ld", "st", "ldu", "selp", "atom", "red", "mma",
+                             "wmma") and any(
             p in _HALF_FORMATS for p in inst.parts[1:]):
         c = c_half
     try:
         op = c(inst, ctx)
-    except UnsupportedPtxError:
+    except PtxError:
         raise
     except (KeyError, IndexError, ValueError, AttributeError, TypeError) as e:
         raise _unsupported(inst, f"cannot decode ({type(e).__name__}: {e})") from None

@@ -1,6 +1,7 @@
 """Modules and kernels: ``load_ptx(text) -> Module`` and ``Module.launch``."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -12,13 +13,17 @@ from .memory import GlobalMemory
 from .parser import KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .stats import LaunchStats
 
-__all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE"]
+__all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE",
+           "DEFAULT_GPU", "known_gpus"]
 
 #: default bound on warp instructions per launch
 DEFAULT_MAX_STEPS = 50_000_000
+#: the GPU whose tensor-core model ``mma``/``wmma`` use unless ``launch(gpu=...)`` says
+DEFAULT_GPU = "H100"
 #: blocks are executed in batches of at most this many threads (memory bound only)
 MAX_THREADS_PER_WAVE = 1 << 17
-_SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
+_SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
+                      "sm_70", "sm_75", "sm_100a", "sm_120a")
 
 
 class Kernel:
@@ -77,7 +82,7 @@ class Kernel:
              stats: LaunchStats) -> Wave:
         """A compiled wave for ``blocks`` (reused across launches of the same shape:
         compiling every instruction costs as much as running a small kernel)."""
-        key = (cfg.grid, cfg.block, cfg.dynamic_shared, blocks[0], len(blocks))
+        key = (cfg.grid, cfg.block, cfg.dynamic_shared, blocks[0], len(blocks), cfg.gpu)
         w = self._waves.get(key)
         if w is None:
             w = Wave(cfg, self, blocks, memory, params, stats)
@@ -135,6 +140,19 @@ class Kernel:
         return bytes(buf)
 
 
+@lru_cache(maxsize=1)
+def known_gpus() -> tuple[str, ...]:
+    """The NVIDIA GPUs ``launch(gpu=...)`` accepts: those of :mod:`hardware.specs` and
+    those with a tensor-core preset (or alias) in :mod:`refimpl.matmul.presets`."""
+    from refimpl.matmul import presets
+
+    from .. import specs
+    names = {n for n in specs.names() if specs.get(n).vendor == "NVIDIA"}
+    names |= {p.gpu for p in presets.PRESETS.values() if not p.gpu.startswith("MI")}
+    names |= {a.split("-", 1)[0] for a in presets.ALIASES if not a.startswith("MI")}
+    return tuple(sorted(names))
+
+
 def _dim3(v: Any, what: str) -> tuple[int, int, int]:
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         v = (int(v),)
@@ -182,7 +200,7 @@ class Module:
     def launch(self, name: str, grid: Any, block: Any, args: Sequence[Any],
                memory: GlobalMemory, dynamic_shared: int = 0,
                max_steps: int = DEFAULT_MAX_STEPS,
-               barrier_mode: str = "strict") -> LaunchStats:
+               barrier_mode: str = "strict", gpu: str = DEFAULT_GPU) -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -198,6 +216,11 @@ class Module:
                 warp reaching the barrier arrives with all its live threads and exited
                 threads count as arrived (the per-warp hardware behaviour that kernels
                 with an early ``return`` before ``__syncthreads()`` rely on).
+            gpu: the GPU (one of :func:`known_gpus`, default ``DEFAULT_GPU`` = "H100")
+                whose tensor-core model floating-point ``mma``/``wmma.mma`` use: the
+                ``refimpl.matmul`` preset "<gpu>-<format>" (see
+                :mod:`hardware.simt.matrix`); a kernel with an mma the GPU has no preset
+                for is refused with a LaunchError.
 
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
@@ -221,8 +244,11 @@ class Module:
             raise LaunchError(f"max_steps must be a positive int, got {max_steps!r}")
         if barrier_mode not in BARRIER_MODES:
             raise LaunchError(f"barrier_mode must be one of {BARRIER_MODES}, got {barrier_mode!r}")
+        gpus = known_gpus()
+        if not isinstance(gpu, str) or gpu not in gpus:
+            raise LaunchError(f"gpu must be one of {list(gpus)}, got {gpu!r}")
         params = k.pack_args(args)
-        cfg = LaunchConfig(k, g, b, int(dynamic_shared))
+        cfg = LaunchConfig(k, g, b, int(dynamic_shared), gpu)
         if cfg.shared_bytes > 228 * 1024:
             raise LaunchError(f"{cfg.shared_bytes} bytes of shared memory per block exceed "
                               "the 228 KiB of sm_90")

@@ -612,8 +612,6 @@ _UNSUPPORTED_OPCODES = {
     "sust": "surface instructions are not supported",
     "sured": "surface instructions are not supported",
     "suq": "surface instructions are not supported",
-    "wmma": "warp matrix (wmma) instructions are not supported",
-    "mma": "warp matrix (mma) instructions are not supported",
     "wgmma": "warpgroup matrix instructions are not supported",
     "trap": "trap is not supported",
 }

@@ -18,6 +18,10 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | module_vars | poly (a __constant__ table, an initialised __device__ array, a __device__ counter) |
 | half_precision | halfk (f16 add/fma/neg), half2k (f16x2 add/max/mul), bf16k (bf16 setp/fma/sub) |
 | memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
+| mma_gemm | mma_gemm_f16 (ldmatrix.x4 / .trans, mma.m16n8k16 f16 -> f32), mma_gemm_s8 (mma.m16n8k32 s8 -> s32), mma_gemm_f16_pipelined (cp.async.cg double buffer + ldmatrix + mma), sm_80 |
+| wmma | wmma_f16, wmma_f16_acc, wmma_s8, wmma_bf16, wmma_tf32, wmma_u8_wide (nvcuda::wmma), sm_80 |
+| fp8_dequant | dequant_e4m3 (cvt.rn.f16x2.e4m3x2), dequant_e5m2, quant_e4m3, sm_90 |
+| cp_async_gemm | cp_async_gemm (double-buffered, commit/wait_group), cp_async_zero_fill (src-size), cp_async_race (a read before the wait), sm_80 |
 | edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared), double_math (tanh, rsqrt: rcp/rsqrt.approx.f64 seeds), device_calls (.func calls: double sin/cos slow path, a __noinline__ function), call_forms (nested, void, struct-returning, argument-less calls), int8_dot (dp4a, dp2a) |
 """
 from __future__ import annotations
@@ -39,6 +43,11 @@ NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histog
 #: ``convert_sm80`` holds nvcc's software FP8 conversion (integer bit manipulation)
 BUILD = {name: (name, "sm_90") for name in NAMES}
 BUILD["convert_sm80"] = ("convert", "sm_80")
+#: tensor-core, FP8 and asynchronous-copy kernels
+NAMES += ("mma_gemm", "wmma", "fp8_dequant", "cp_async_gemm")
+BUILD.update({"mma_gemm": ("mma_gemm", "sm_80"), "wmma": ("wmma", "sm_80"),
+              "fp8_dequant": ("fp8_dequant", "sm_90"),
+              "cp_async_gemm": ("cp_async_gemm", "sm_80")})
 
 
 def directory() -> Path:
