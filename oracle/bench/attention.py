@@ -8,7 +8,7 @@ call (NumPy reports its array allocations to tracemalloc).
 
 On a machine with two or more cores and OpenBLAS, ``flash_v2`` runs its float64 products
 on a helper thread, one key tile ahead, beside the elementwise work of the calling
-thread (:mod:`refimpl._blas`); the last line of the report says whether it did. The
+thread (:mod:`refimpl.blas`); the last line of the report says whether it did. The
 results do not depend on it, nor on ``OPENBLAS_NUM_THREADS``.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 from tabulate import tabulate
 
 from oracle.bench._timing import best_of
-from refimpl._blas import product_thread_available
+from refimpl.blas import product_thread_available
 from refimpl.attention import attention, flash_v2
 
 GOALS = {"exact reference": 10.0, "flash_v2 128x128": 3.0}

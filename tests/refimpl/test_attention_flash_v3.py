@@ -86,7 +86,7 @@ def test_fp16_mode_own_loop_matches_flash_v2(sq, sk, br, bc, group, causal, seed
     {"causal": True, "p_rowsum": "quantized"},
     {"window": (4, 4), "softcap": 3.0, "p_offset": 0},
     {"accumulate": "H100-FP8"},
-    {"fp8_format": "e5m2", "key_padding_mask": np.arange(33)[None, :] < 20},
+    {"fmt": "e5m2", "key_padding_mask": np.arange(33)[None, :] < 20},
 ])
 def test_fp8_fast_equals_plain(opts):
     q, k, v = rand((1, 4, 21, 16), 4), rand((1, 2, 33, 16), 5), rand((1, 2, 33, 16), 6)
@@ -363,7 +363,7 @@ def test_fp8_defaults_and_options():
     q, k, v = rand((1, 1, 20, 16), 40), rand((1, 1, 20, 16), 41), rand((1, 1, 20, 16), 42)
     a = flash_v3(q, k, v, fp8=True)
     b = flash_v3(q, k, v, fp8=True, block=(128, 64), block_quantization=True,
-                 incoherent=False, seed=0, fp8_format="e4m3", accumulate="exact",
+                 incoherent=False, seed=0, fmt="e4m3", accumulate="exact",
                  p_offset=8, p_rowsum="unquantized")
     assert a[0].tobytes() == b[0].tobytes()
     out, stats = flash_v3(q, k, v, fp8=True, return_lse=False)
@@ -388,7 +388,7 @@ def test_fully_masked_rows_give_zero_and_minus_inf():
     ({"p_offset": 9}, "p_offset"),
     ({"p_offset": -1}, "p_offset"),
     ({"p_rowsum": "fp16"}, "p_rowsum"),
-    ({"fp8_format": "fp16"}, "fp8_format"),
+    ({"fmt": "fp16"}, "fmt"),
     ({"seed": -1}, "seed"),
     ({"implementation": "gpu"}, "implementation"),
     ({"accumulate": "nope"}, "accumulate"),
