@@ -846,7 +846,9 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
     passed too; otherwise ``fn(q, k, v)``. ``alignment`` restricts the causal alignment
     to the one ``fn`` implements (``"top_left"``: PyTorch SDPA's ``is_causal``);
     ``window=False`` never passes a sliding window."""
-    from refimpl.attention import ALIGNMENTS, NAIVE_DTYPES, attention, naive_attention
+    from refimpl.attention import (
+        ALIGNMENTS, NAIVE_DTYPES, MaskOptions, attention, naive_attention,
+    )
     from refimpl.validation import check_bool
 
     from oracle.strategies import attention_inputs
@@ -868,8 +870,10 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
         opts = {k: x[k] for k in ("causal", "causal_alignment", "window", "key_padding_mask")}
         if not masks:
             opts = {}
-        want = attention(x["q"], x["k"], x["v"], **opts)
-        naive = naive_attention(x["q"], x["k"], x["v"], dtype=dtype, **opts)
+        mask = MaskOptions(**opts)
+        want = attention(x["q"], x["k"], x["v"], mask=mask)
+        naive = naive_attention(x["q"], x["k"], x["v"], dtype=dtype, mask=mask)
+        # the implementation under test takes the options as keywords
         got = np.asarray(_invoke(fn, x["q"], x["k"], x["v"], **opts))
         c = RelativeToNaive(factor, naive, atol).compare(got, want)
         if c.problem:

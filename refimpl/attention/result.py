@@ -25,19 +25,11 @@ class _PartsTuple(tuple):
 
     _fields: tuple[str, ...] = ()
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "_PartsTuple":
-        names = cls._fields
-        if len(args) > len(names):
-            raise TypeError(f"{cls.__name__} takes at most {len(names)} parts, got "
-                            f"{len(args)}")
-        parts = dict(zip(names, args))
-        for name, value in kwargs.items():
-            if name not in names:
-                raise TypeError(f"{cls.__name__} has no field {name!r}; fields: {names}")
-            if name in parts:
-                raise TypeError(f"{cls.__name__} got {name} twice")
-            parts[name] = value
-        values = tuple(parts.get(name) for name in names)
+    def __new__(cls, *values: Any) -> "_PartsTuple":
+        """``values``: one per field, in field order (None for a part not produced)."""
+        if len(values) != len(cls._fields):
+            raise TypeError(f"{cls.__name__} takes {len(cls._fields)} values "
+                            f"{cls._fields}, got {len(values)}")
         self = super().__new__(cls, tuple(x for x in values if x is not None))
         self._values = values  # type: ignore[attr-defined]
         return self
