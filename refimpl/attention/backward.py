@@ -123,10 +123,11 @@ def attention_backward(
         lse: (..., Hq, Sq) the forward's natural LSE (``-inf`` for fully masked rows).
         precision: ``"exact"`` or ``"float64"``.
         mask: the forward's masking options, a
-            :class:`refimpl.attention.MaskOptions`; or give them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+            :class:`refimpl.attention.MaskOptions`; or give them one by one as the
+            keywords ``scale``, ``causal``, ``causal_alignment``, ``window``,
+            ``softcap``, ``alibi_slopes``, ``key_padding_mask``, ``query_padding_mask``
+            (the fields of :class:`MaskOptions`: same names, meanings and defaults),
+            not together with ``mask``.
     Returns:
         :class:`refimpl.attention.AttentionGradients` ``(dq, dk, dv)`` shaped like q, k,
         v (``stats`` is None: the reference has no schedule).
@@ -202,10 +203,11 @@ def flash_v2_backward(
         q, k, v, o, do, lse: as :func:`attention_backward`.
         block: ``(B_r, B_c)`` (default 128 x 128).
         mask: the forward's masking options, a
-            :class:`refimpl.attention.MaskOptions`; or give them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+            :class:`refimpl.attention.MaskOptions`; or give them one by one as the
+            keywords ``scale``, ``causal``, ``causal_alignment``, ``window``,
+            ``softcap``, ``alibi_slopes``, ``key_padding_mask``, ``query_padding_mask``
+            (the fields of :class:`MaskOptions`: same names, meanings and defaults),
+            not together with ``mask``.
     Returns:
         :class:`refimpl.attention.AttentionGradients` ``(dq, dk, dv, stats)``.
     """

@@ -80,7 +80,6 @@ from refimpl.attention.online import OnlineState, finalize, product_operand
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import scores_from_product
-from refimpl.attention.stats import ScheduleStats
 from refimpl.attention.tiles import check_block, computed_tiles, tile_ranges
 from refimpl.deprecation import renamed_arguments
 from refimpl.matmul import matmul, resolve_accumulation

@@ -96,7 +96,8 @@ class MaskOptions:
             raise TypeError(f"causal_alignment must be a string, one of {sorted(ALIGNMENTS)}, "
                             f"got {al!r}")
         if al not in ALIGNMENTS:
-            raise ValueError(f"causal_alignment must be one of {sorted(ALIGNMENTS)}, got {al!r}")
+            raise ValueError(
+                f"causal_alignment must be one of {sorted(ALIGNMENTS)}, got {al!r}")
         put("window", _window(self.window))
         if self.softcap is not None:
             cap = as_float("softcap", self.softcap)
@@ -141,8 +142,8 @@ def _pair(name: str, what: str, value: object) -> tuple[object, object]:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
         raise TypeError(f"{name} must be a pair {what}, got {value!r}")
     if len(value) != 2:  # type: ignore[arg-type]
-        raise ValueError(f"{name} must be a pair {what}, got {len(value)} items: "  # type: ignore[arg-type]
-                         f"{value!r}")
+        raise ValueError(f"{name} must be a pair {what}, got {value!r} "
+                         f"({len(value)} items)")  # type: ignore[arg-type]
     first, second = value  # type: ignore[misc]
     return first, second
 

@@ -32,7 +32,7 @@ BAD = [
     ("causal_alignment", "Bottom_Right", ValueError, "causal_alignment"),
     ("window", 5, TypeError, "pair"),
     ("window", "ab", TypeError, "pair"),
-    ("window", (1, 2, 3), ValueError, "3 items"),
+    ("window", (1, 2, 3), ValueError, r"\(3 items\)"),
     ("window", (1.0, 0), TypeError, "w_left"),
     ("window", (0, True), TypeError, "w_right"),
     ("window", (-1, 0), ValueError, "w_left"),
@@ -181,7 +181,8 @@ def masks(draw, padding=True):
     kw["causal"] = draw(st.booleans())
     kw["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
     if draw(st.booleans()):
-        kw["window"] = (draw(st.none() | st.integers(0, 4)), draw(st.none() | st.integers(0, 4)))
+        bound = st.none() | st.integers(0, 4)
+        kw["window"] = (draw(bound), draw(bound))
     if draw(st.booleans()):
         kw["softcap"] = draw(st.sampled_from([1.5, 20.0]))
     if draw(st.booleans()):
