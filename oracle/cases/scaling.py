@@ -112,7 +112,7 @@ OPERATIONS = [
     Operation("scaling.hadamard_transform", _hadamard,
               "y = refimpl.scaling.hadamard_transform(x, size=, inverse=) (TE's signs)"),
     Operation("scaling.mx_quantize", _mx,
-              "q = refimpl.scaling.mx_quantize(x, elem, block_size=, axis=, scale_rule=, "
+              "q = refimpl.scaling.mx_quantize(x, fmt=elem, block_size=, axis=, scale_rule=, "
               "inf_block=); codes, scales, dequantized = q.codes, q.scales, q.dequantize()"),
     Operation("scaling.mx_matmul", _mx_matmul,
               "c = refimpl.scaling.mx_matmul(MXArray(a_codes, a_scales, axis=-1), "

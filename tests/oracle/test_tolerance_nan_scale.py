@@ -49,7 +49,7 @@ def test_negative_zero_differs_under_a_finite_scale() -> None:
     expected = np.zeros(32, np.uint8)
     got = expected.copy()
     got[5] = 0x8                            # E2M1 -0
-    c = tol.compare(got, expected, format="e2m1")
+    c = tol.compare(got, expected, fmt="e2m1")
     assert not c.ok and c.failures == 1
 
 
