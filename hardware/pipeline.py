@@ -944,8 +944,7 @@ def render_gantt(timeline: Timeline, *, width: int = 100, start: float = 0.0,
     ``K``/``V`` transfer of a K or V tile, ``S``/``s`` GEMM0 (S = Q K^T) of warpgroup
     0/1, ``O``/``o`` GEMM1 (O += P V), ``E``/``e`` softmax, ``.`` idle.
     """
-    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-        raise ValueError(f"width must be a positive integer, got {width!r}")
+    width = check_positive_int("width", width)
     end = timeline.total_time if end is None else end
     if not end > start:
         raise ValueError(f"end ({end!r}) must be greater than start ({start!r})")
@@ -1430,8 +1429,7 @@ def simulate(schedule: str | Kernel = "fa3", *, gpu: specs.GPUSpec | str = "H100
     batch = check_positive_int("batch", batch)
     heads = check_positive_int("heads", heads)
     stages = check_positive_int("stages", stages)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    causal = check_bool("causal", causal)
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
     g = specs.get(gpu) if isinstance(gpu, str) else gpu

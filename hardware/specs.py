@@ -137,9 +137,13 @@ class GPUSpec:
     # ---- derived figures (SI units) ----
 
     def flops(self, precision: str) -> float:
-        """Dense peak of ``precision`` in FLOP/s (OP/s for integers)."""
+        """Dense peak of ``precision`` in FLOP/s (OP/s for integers).
+
+        Raises:
+            ValueError: no figure for ``precision`` on this GPU.
+        """
         if precision not in self.dense_tflops:
-            raise KeyError(
+            raise ValueError(
                 f"{self.name} has no {precision!r} figure; it has "
                 f"{', '.join(self.dense_tflops)}"
             )
@@ -178,11 +182,14 @@ class GPUSpec:
         return self.sm_count * self.sfu_ops_per_clk_per_sm * self.boost_clock_mhz * 1e6
 
     def source(self, name: str) -> str:
-        """Where figure ``name`` comes from (``"dense_tflops.fp8"`` for a precision)."""
-        try:
-            return self.sources[name]
-        except KeyError:
-            raise KeyError(f"{self.name}: no source recorded for {name!r}") from None
+        """Where figure ``name`` comes from (``"dense_tflops.fp8"`` for a precision).
+
+        Raises:
+            ValueError: no source recorded for ``name``.
+        """
+        if name not in self.sources:
+            raise ValueError(f"{self.name}: no source recorded for {name!r}")
+        return self.sources[name]
 
 
 def _src(common: dict[str, str], **extra: str) -> dict[str, str]:
@@ -379,7 +386,8 @@ def get(name: str) -> GPUSpec:
     """The catalogue entry ``name`` (case-insensitive, surrounding spaces ignored).
 
     Raises:
-        KeyError: unknown name; the message lists the known ones.
+        TypeError: ``name`` is not a string.
+        ValueError: unknown name; the message lists the known ones.
     """
     if not isinstance(name, str):
         raise TypeError(f"GPU name must be a string, got {type(name).__name__}")
@@ -387,4 +395,4 @@ def get(name: str) -> GPUSpec:
     for known, spec in CATALOGUE.items():
         if known.upper() == key:
             return spec
-    raise KeyError(f"unknown GPU {name!r}; known: {', '.join(CATALOGUE)}")
+    raise ValueError(f"unknown GPU {name!r}; known: {', '.join(CATALOGUE)}")

@@ -700,7 +700,7 @@ class Suite:
         for c in self.cases:
             if c.id == case_id:
                 return c
-        raise KeyError(f"no case {case_id!r} in suite {self.root}")
+        raise ValueError(f"no case {case_id!r} in suite {self.root}")
 
     @property
     def seed(self) -> int:

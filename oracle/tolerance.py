@@ -299,7 +299,7 @@ class Tolerance:
             v = getattr(self, f.name)
             if f.metadata.get("array") and isinstance(v, str):
                 if v not in outputs:
-                    raise KeyError(f"{self.kind} tolerance refers to output {v!r}, "
+                    raise ValueError(f"{self.kind} tolerance refers to output {v!r}, "
                                    f"which the case does not have")
                 changes[f.name] = outputs[v]
         return replace(self, **changes) if changes else self

@@ -73,6 +73,8 @@ def check_int(name: str, value: object, *, minimum: Optional[int] = None,
     if minimum is not None and v < minimum:
         if minimum == 1:
             raise ValueError(f"{name} must be a positive int, got {v}")
+        if minimum == 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v}")
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
     if maximum is not None and v > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {v}")

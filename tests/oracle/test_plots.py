@@ -112,7 +112,7 @@ def test_roofline(mpl, tmp_path):
     # memory-bound: intensity x bandwidth (1 FLOP/B x 2.039 / 3.35 TB/s)
     assert sorted(gemv.get_ydata()) == pytest.approx([2.039, 3.35])
     assert "model" in labels
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError):
         plots.draw_roofline(["H300"])
 
 
