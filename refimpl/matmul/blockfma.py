@@ -101,6 +101,7 @@ import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, add_round_to_odd, to_format
+from refimpl.rounding_modes import rounding_mode
 from refimpl.validation import check_int
 
 #: Exponent choices for a product (module docstring, step 1).
@@ -290,8 +291,10 @@ class BlockFMA(Accumulation):
         for attr, lo, hi in (("n", 1, 1 << 12), ("fraction_bits", 1, 40),
                              ("output_fraction_bits", 1, 23)):
             check_int(f"BlockFMA.{attr}", getattr(self, attr), minimum=lo, maximum=hi)
-        for attr, allowed in (("output_rounding", ROUNDINGS), ("fp16_rounding", ROUNDINGS),
-                              ("product_exponent", PRODUCT_EXPONENTS),
+        for attr in ("output_rounding", "fp16_rounding"):  # plain names, one vocabulary
+            object.__setattr__(self, attr, rounding_mode(getattr(self, attr),
+                                                         f"BlockFMA.{attr}", allowed=ROUNDINGS))
+        for attr, allowed in (("product_exponent", PRODUCT_EXPONENTS),
                               ("c_placement", C_PLACEMENTS), ("overflow", OVERFLOWS)):
             if getattr(self, attr) not in allowed:
                 raise ValueError(f"BlockFMA.{attr} must be one of {allowed}, "
