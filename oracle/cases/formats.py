@@ -260,7 +260,9 @@ def _round_to_case(fmt: str, level: int) -> CaseSpec:
 
 
 def _pack_cases() -> list[CaseSpec]:
-    """FP4/FP6 packing: the layout is a convention (reference doc), so each case is a
+    """FP4/FP6 packing: the layout is a convention no specification fixes (torchao puts
+    element 0 in the low nibble, PTX ``cvt...e2m1x2`` the first source in the high one,
+    PTX ISA 9.7.9.21), so each case is a
     variant of the choice ``fp4_packing`` / ``fp6_packing``."""
     out = []
     for fmt, dense, order, level in (("e2m1", False, "low_first", 1),

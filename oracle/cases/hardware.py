@@ -116,7 +116,7 @@ def _tile_loads(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[
 
 OPERATIONS = [
     Operation("hardware.fusion.traffic", _fusion,
-              "global tensor accesses of seed 002's sin^2+cos^2 (unfused, fused) and "
+              "global tensor accesses of the worked sin^2+cos^2 (unfused, fused) and "
               "stacked sigmoids (forward, backward; stored vs recomputed)"),
     Operation("hardware.memory.tile_load_segments", _tile_loads,
               "per row (tile_rows, tile_cols, leading_dim, elem_bytes, base_address): "

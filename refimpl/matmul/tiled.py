@@ -1,7 +1,7 @@
 """The shared-memory tiled matrix product, with its memory traffic counted.
 
-The algorithm of the seed text (section 6.6.6 "Tiling"; the same as Kirk and Hwu,
-"Programming Massively Parallel Processors", chapter 5): C is cut into BM x BN output
+The algorithm of Kirk and Hwu, "Programming Massively Parallel Processors", chapter 5
+(tiled matrix multiplication): C is cut into BM x BN output
 tiles, one per thread block. For each output tile, k is walked in steps of BK: the
 BM x BK tile of A and the BK x BN tile of B are loaded from global into shared memory,
 every thread (one per output element) reads its row of the A tile and its column of the B
@@ -63,8 +63,8 @@ class TiledStats:
     @property
     def tile_utilisation(self) -> float:
         """Outputs computed / output slots of all tiles (BM x BN each): below 1 when
-        ragged edge tiles leave threads (and, for small matrices, SMs) idle (the seed's
-        tile-quantisation effect)."""
+        ragged edge tiles leave threads (and, for small matrices, SMs) idle (tile
+        quantisation, NVIDIA "Matrix Multiplication Background User's Guide")."""
         slots = self.tiles * self.block[0] * self.block[1]
         return self.global_writes / slots if slots else 1.0
 

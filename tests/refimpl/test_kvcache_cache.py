@@ -261,7 +261,7 @@ def test_stats_hand_derived() -> None:
     assert s.sequences == 2 and s.cached_blocks == 0
 
 
-def test_seed_example_300_tokens_waste_4_slots() -> None:
+def test_300_tokens_waste_4_slots() -> None:
     # 300 tokens in 16-token pages: ceil(300 / 16) = 19 pages = 304 slots
     c = PagedKVCache(32, 16, 1, 1)
     c.add_sequence("C")

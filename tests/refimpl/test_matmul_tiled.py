@@ -82,8 +82,8 @@ def test_bad_tile():
         tiled_matmul(a, a, block=(2, 2))
 
 
-def test_seed_example_257_columns_needs_six_tiles():
-    """Seed section 6.6.6: 128-wide tiles cover 256 columns with 2 x 2 tiles; one more
+def test_257_columns_need_six_tiles():
+    """Tile quantisation: 128-wide tiles cover 256 columns with 2 x 2 tiles; one more
     column (257) needs 2 x 3 = 6, the extra column of tiles holding a single column."""
     a = np.ones((256, 8), np.float32)
     _, even = tiled_matmul(a, np.ones((8, 256), np.float32), block=(128, 128, 8))
