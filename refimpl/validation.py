@@ -23,6 +23,7 @@ __all__ = [
     "check_int",
     "check_positive_int",
     "check_index",
+    "check_axis",
     "as_float_array",
     "as_float64",
     "as_float",
@@ -100,6 +101,20 @@ def check_index(name: str, value: object, size: int) -> int:
     if not 0 <= v < size:
         raise ValueError(f"{name} {v} out of range [0, {size})")
     return v
+
+
+def check_axis(name: str, axis: object, ndim: int) -> int:
+    """``axis`` of an array of ``ndim`` dimensions as a non-negative int (negative axes
+    count from the end, as in NumPy).
+
+    Raises:
+        TypeError: not an int or NumPy integer.
+        ValueError: outside ``[-ndim, ndim)``.
+    """
+    a = check_int(name, axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{name}: {a} is out of range for an array of {ndim} dimensions")
+    return a % ndim
 
 
 def _precision(precision: Any) -> type:

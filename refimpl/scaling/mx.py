@@ -60,7 +60,7 @@ from refimpl import formats
 from refimpl.deprecation import REMOVED_IN, renamed_arguments
 from refimpl.formats import Format
 from refimpl.formats.rounding import resolve_rounding
-from refimpl.validation import as_float_array, check_bool, check_int, check_positive_int
+from refimpl.validation import as_float_array, check_axis, check_bool, check_positive_int
 
 from .exponent import ceil_log2, ceil_log2_ratio, floor_log2, round_log2
 
@@ -270,10 +270,7 @@ def _check_codes(codes: np.ndarray, fmt: Element, name: str = "codes") -> np.nda
 
 
 def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
-    axis = check_int(name, axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{name}: {axis} is out of range for an array of {ndim} dimensions")
-    return int(axis) % ndim
+    return check_axis(name, axis, ndim)
 
 
 def block_span(n: int, block_size: int) -> int:
