@@ -6,10 +6,10 @@ memory) attains at most ``min(peak, I * bandwidth)``; the *ridge point*
 ``peak / bandwidth`` is the intensity at which it stops being bandwidth-bound.
 
 Applied to LLM inference (the analysis of Pope et al., "Efficiently Scaling Transformer
-Inference", MLSys 2023, section 2; arXiv:2211.05102): a decode step at batch 1 must read every weight
-once (``weight_bytes / bandwidth``); a prefill of ``T`` tokens must do ``2 * params * T``
-FLOPs; in decode the weights are shared by the batch, so the weight GEMMs have
-intensity ``2 * batch / bytes_per_weight`` and become compute-bound at
+Inference", MLSys 2023, section 2; arXiv:2211.05102): a decode step at batch 1 must read
+every weight once (``weight_bytes / bandwidth``); a prefill of ``T`` tokens must do
+``2 * params * T`` FLOPs; in decode the weights are shared by the batch, so the weight
+GEMMs have intensity ``2 * batch / bytes_per_weight`` and become compute-bound at
 ``batch = ridge * bytes_per_weight / 2``; attention's KV is private to each request, so
 its intensity is the number of query heads sharing a KV head, whatever the batch.
 

@@ -17,4 +17,5 @@ __all__ = [
     "Request", "SimulationResult", "simulate", "sharegpt_like_trace", "paged_example_trace",
 ]
 
-__getattr__ = deprecated_names(__name__, {"seed_example_trace": ("paged_example_trace", paged_example_trace)})
+__getattr__ = deprecated_names(
+    __name__, {"seed_example_trace": ("paged_example_trace", paged_example_trace)})

@@ -275,4 +275,5 @@ def simulate(trace: Sequence[Request], policy: str, *, memory_slots: int = 16 * 
     )
 
 
-__getattr__ = deprecated_names(__name__, {"seed_example_trace": ("paged_example_trace", paged_example_trace)})
+__getattr__ = deprecated_names(
+    __name__, {"seed_example_trace": ("paged_example_trace", paged_example_trace)})

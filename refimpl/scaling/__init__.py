@@ -50,4 +50,5 @@ __all__ = [
     "QuantizationMetrics", "quantization_error",
 ]
 
-__getattr__ = deprecated_names(__name__, {"QuantizationError": ("QuantizationMetrics", QuantizationMetrics)})
+__getattr__ = deprecated_names(
+    __name__, {"QuantizationError": ("QuantizationMetrics", QuantizationMetrics)})

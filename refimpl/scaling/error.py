@@ -124,4 +124,5 @@ def quantization_error(x: Any, q: Any) -> QuantizationMetrics:
     return QuantizationMetrics(float(rmse), float(abs_err.max()), float(sqnr))
 
 
-__getattr__ = deprecated_names(__name__, {"QuantizationError": ("QuantizationMetrics", QuantizationMetrics)})
+__getattr__ = deprecated_names(
+    __name__, {"QuantizationError": ("QuantizationMetrics", QuantizationMetrics)})

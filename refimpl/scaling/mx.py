@@ -432,7 +432,8 @@ class MXArray:
 
 
 # the keyword spelling MXArray(elem=...) of the constructor
-MXArray.__init__ = renamed_arguments({"elem": "fmt"})(MXArray.__init__)  # type: ignore[method-assign]
+MXArray.__init__ = renamed_arguments(  # type: ignore[method-assign]
+    {"elem": "fmt"})(MXArray.__init__)
 
 _TABLES: dict = {}
 

@@ -20,7 +20,7 @@ from refimpl.attention import attention, flash_v2
 from refimpl.attention.flash_v3 import (
     TABLE3_PAPER, flash_v3, incoherent_transform, outlier_inputs, table3_experiment,
 )
-from refimpl.matmul import ExactAccumulation
+from refimpl.matmul import ExactAccumulation as Exact
 from refimpl.scaling import random_signs
 
 U8 = 2.0**-4  # E4M3 unit roundoff: 3 fraction bits, round to nearest
@@ -58,7 +58,7 @@ def test_fp16_mode_is_flash_v2_bit_for_bit(opts, block):
         assert s3 == s2
     # this module's own loop (taken for any other accumulation model) gives the same bytes
     for impl in ("fast", "plain"):
-        o4, l4, s4 = flash_v3(q, k, v, block=block, accumulate=ExactAccumulation(), implementation=impl,
+        o4, l4, s4 = flash_v3(q, k, v, block=block, accumulate=Exact(), implementation=impl,
                               **opts)
         assert o4.tobytes() == o2.tobytes() and l4.tobytes() == l2.tobytes()
         assert s4 == s2
@@ -74,7 +74,7 @@ def test_fp16_mode_own_loop_matches_flash_v2(sq, sk, br, bc, group, causal, seed
     q = rand((1, 2 * group, sq, 8), seed)
     k, v = rand((1, 2, sk, 8), seed + 1), rand((1, 2, sk, 4), seed + 2)
     o2, l2, s2 = flash_v2(q, k, v, block=(br, bc), causal=causal)
-    o3, l3, s3 = flash_v3(q, k, v, block=(br, bc), causal=causal, accumulate=ExactAccumulation())
+    o3, l3, s3 = flash_v3(q, k, v, block=(br, bc), causal=causal, accumulate=Exact())
     assert o3.tobytes() == o2.tobytes() and l3.tobytes() == l2.tobytes() and s3 == s2
 
 
@@ -418,7 +418,7 @@ ALIBI_SLOPE = 16519105 * 2.0**-55
 
 
 @pytest.mark.parametrize("route", [
-    {"accumulate": ExactAccumulation()},  # this module's loop with the exact GEMMs
+    {"accumulate": Exact()},  # this module's loop with the exact GEMMs
     {"p_offset": 1},  # this module's loop, P shifted
     {},  # the shared flash_v2 code
 ])
@@ -463,5 +463,5 @@ def test_fp16_mode_loop_is_flash_v2_with_alibi_slopes_of_many_bits():
         o2, l2, _ = flash_v2(q, k, v, block=(8, 16), alibi_slopes=slopes, **opts)
         for impl in ("plain", "fast"):
             o3, l3, _ = flash_v3(q, k, v, block=(8, 16), alibi_slopes=slopes,
-                                 accumulate=ExactAccumulation(), implementation=impl, **opts)
+                                 accumulate=Exact(), implementation=impl, **opts)
             assert np.array_equal(o3, o2) and np.array_equal(l3, l2)
