@@ -70,13 +70,14 @@ def resolve_nan(nan: Optional[Union[str, int]], fmt: Format) -> NanPolicy:
     - an int: that code for every NaN (ml_dtypes gives 0x8 for NaN -> E2M1, torchao 0x3).
 
     Raises:
+        TypeError: ``nan`` is neither None, a policy name nor an int (a bool included).
         ValueError: unknown policy, ``"nan"`` for a format without NaN, an int code
             outside the format's width.
     """
     if nan is None:
         nan = "nan" if fmt.has_nan else "error"
-    if isinstance(nan, (bool, np.bool_)):
-        raise ValueError(f"nan must be a policy name or an int code, got {nan!r}")
+    if isinstance(nan, (bool, np.bool_)) or not isinstance(nan, (str, int, np.integer)):
+        raise TypeError(f"nan must be a policy name or an int code, got {nan!r}")
     if isinstance(nan, (int, np.integer)):
         code = int(nan)
         if not 0 <= code < (1 << fmt.bits):

@@ -142,7 +142,10 @@ def _quantum_exp(fmt: Element) -> int:
 
 
 def _choice(name: str, value: str, allowed: Tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value.strip().lower() not in allowed:
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected one of {', '.join(allowed)} (a string), "
+                        f"got {value!r}")
+    if value.strip().lower() not in allowed:
         raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
     return value.strip().lower()
 
@@ -180,6 +183,7 @@ def mx_scale_exponent(
         is ``2**e``; 0 where the code is NaN).
 
     Raises:
+        TypeError: an option that is not a string.
         ValueError: a bad option or a negative amax.
     """
     el = element_format(fmt)
@@ -521,6 +525,8 @@ def mx_quantize(
         An ``MXArray``.
 
     Raises:
+        TypeError: an option of the wrong type (``block_size`` not an int, ``pad`` not a
+            bool, ``scale_rule`` not a string).
         ValueError: bad options, a non-float input, a length not a multiple of
             ``block_size`` without ``pad``.
     """

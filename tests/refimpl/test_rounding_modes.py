@@ -110,3 +110,4 @@ def test_accumulators_use_the_same_names():
     assert a == b and type(a.output_rounding) is str and repr(a) == repr(b)
     with pytest.raises(ValueError, match="output_rounding"):
         BlockFMA(4, 24, output_rounding="toward_positive")
+

@@ -326,3 +326,15 @@ def test_softmax_axis_errors():
             fn(x, axis=2)   # an IndexError from NumPy before
         with pytest.raises(TypeError, match="axis"):
             fn(x, axis=1.0)
+
+
+def test_option_types_are_type_errors():
+    x = np.ones(32, np.float32)
+    with pytest.raises(TypeError, match="scale_rule"):
+        S.mx_quantize(x, "e4m3", scale_rule=None)
+    with pytest.raises(TypeError, match="inf_block"):
+        S.mx_quantize(x, "e4m3", inf_block=0)
+    with pytest.raises(TypeError, match="nan must be"):
+        F.encode(np.float32([np.nan]), "e4m3", nan=True)
+    with pytest.raises(TypeError, match="nan must be"):
+        F.encode(np.float32([np.nan]), "e4m3", nan=1.0)
