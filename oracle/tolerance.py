@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Mapping, Union
 import numpy as np
 
 from refimpl.deprecation import deprecated_names, renamed_arguments
-from refimpl.validation import as_float, as_float64
+from refimpl.validation import as_float, as_float64, check_int, check_positive_int
 
 #: an array field given inline, or the name of another output of the same case
 ArrayRef = Union[np.ndarray, str]
@@ -412,13 +412,8 @@ class ExactUnlessNaNScale(Tolerance):
     error_label: ClassVar[str] = "steps apart"
 
     def __post_init__(self) -> None:
-        for name in ("block_size", "axis"):
-            v = getattr(self, name)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                raise ValueError(f"exact_unless_nan_scale: {name} must be an int, got {v!r}")
-        if self.block_size < 1:
-            raise ValueError(f"exact_unless_nan_scale: block_size must be >= 1, got "
-                             f"{self.block_size}")
+        check_int("exact_unless_nan_scale: axis", self.axis)
+        check_positive_int("exact_unless_nan_scale: block_size", self.block_size)
 
     def _needs_same_dtype(self) -> bool:
         return True

@@ -112,3 +112,12 @@ def test_manifest_refuses_a_scales_name_that_is_no_expected_output() -> None:
     assert any("nosuch" in p for p in validate_manifest(bad))
     bad["cases"][0]["expected"]["codes"]["tolerance"]["scales"] = "codes"
     assert any("'codes'" in p for p in validate_manifest(bad))
+
+
+def test_layout_fields_are_checked():
+    with pytest.raises(TypeError, match="block_size must be an int"):
+        T.ExactUnlessNaNScale(block_size=True)
+    with pytest.raises(TypeError, match="axis must be an int"):
+        T.ExactUnlessNaNScale(axis=1.0)
+    with pytest.raises(ValueError, match="block_size must be a positive int"):
+        T.ExactUnlessNaNScale(block_size=0)
