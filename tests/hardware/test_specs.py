@@ -46,7 +46,8 @@ def test_a100_figures_from_the_whitepaper():
 
 
 def test_a100_memory_hierarchy_table():
-    # roofline.md, "Memory hierarchy (002, A100)": latency, capacity, bandwidth
+    # the approximate A100 hierarchy: capacities from the A100 whitepaper, latencies of the
+    # order measured by Abdelkhalik et al. (arXiv:2208.11174)
     KiB, MiB = 1024, 1024 * 1024
     levels = {lv.name: lv for lv in specs.get("A100").memory_hierarchy}
     assert list(levels) == ["registers", "shared/L1", "L2", "HBM2e", "constant"]
