@@ -649,7 +649,7 @@ class Case:
     def check(self, outputs: Mapping[str, Any]) -> dict[str, tol.Comparison]:
         """Compare an implementation's outputs (by name) with this case's."""
         return {name: self.tolerance[name].compare(outputs[name], self.expected[name],
-                                                   format=self.formats.get(name))
+                                                   fmt=self.formats.get(name))
                 for name in self.expected if name in outputs}
 
     def assert_matches(self, outputs: Mapping[str, Any]) -> None:
@@ -676,7 +676,7 @@ class Case:
             if name in outputs:
                 try:
                     tol.assert_matches(outputs[name], self.expected[name],
-                                       self.tolerance[name], format=self.formats.get(name),
+                                       self.tolerance[name], fmt=self.formats.get(name),
                                        inputs=self.inputs)
                 except AssertionError as exc:
                     raise AssertionError(f"case {self.id}, output {name}: {exc}") from None
@@ -700,7 +700,7 @@ class Suite:
         for c in self.cases:
             if c.id == case_id:
                 return c
-        raise KeyError(f"no case {case_id!r} in suite {self.root}")
+        raise ValueError(f"no case {case_id!r} in suite {self.root}")
 
     @property
     def seed(self) -> int:

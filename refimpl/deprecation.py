@@ -30,14 +30,16 @@ def renamed_arguments(renames: Mapping[str, str]) -> Callable[[F], F]:
     renames = dict(renames)
 
     def wrap(func: F) -> F:
+        where = getattr(func, "__qualname__", func.__name__)  # MXArray.__init__
+
         @functools.wraps(func)
         def inner(*args: Any, **kwargs: Any) -> Any:
             for old, new in renames.items():
                 if old in kwargs:
                     if new in kwargs:
-                        raise TypeError(f"{func.__name__}() got both {old}= (deprecated) "
+                        raise TypeError(f"{where}() got both {old}= (deprecated) "
                                         f"and {new}=; pass {new}= only")
-                    warnings.warn(f"{func.__name__}({old}=...) is deprecated and will be "
+                    warnings.warn(f"{where}({old}=...) is deprecated and will be "
                                   f"removed in {REMOVED_IN}; use {new}=",
                                   DeprecationWarning, stacklevel=2)
                     kwargs[new] = kwargs.pop(old)

@@ -56,7 +56,7 @@ from math import factorial
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.validation import as_float64
+from refimpl.validation import as_float64, check_int
 
 __all__ = ["exp", "exp_f32", "expm1", "log", "tanh", "LN2"]
 
@@ -381,10 +381,7 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     Returns:
         float32 array of the shape of ``x`` (``out`` when given).
     """
-    if not isinstance(shift, (int, np.integer)) or isinstance(shift, bool) \
-            or shift not in _F_SHIFTS:
-        raise ValueError(f"shift must be an integer in [-64, 8], got {shift!r}")
-    shift = int(shift)
+    shift = check_int("shift", shift, minimum=-64, maximum=8)  # the range of _F_SHIFTS
     x = as_float64(x)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow gives +inf, the answer
         return _elementwise(lambda xc, oc, ws: _exp_f32_into(xc, oc, ws, shift), x, out,

@@ -1,6 +1,6 @@
 """Warp execution: the SIMT stack, the warp scheduler, barriers and memory spaces.
 
-Model (documented choice; the reference doc allows either pre-Volta or Volta semantics):
+Model (a documented choice: CUDA C++ Programming Guide, "SIMT Architecture", allows either):
 - **Pre-Volta SIMT stack.** Each warp has a stack of (pc, reconvergence pc, active mask)
   entries. At a branch where the active lanes disagree, the top entry's pc becomes the
   branch's immediate post-dominator ``r`` and one entry per path is pushed with

@@ -55,6 +55,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from refimpl.rounding_modes import PTX_MODIFIERS
+
 from . import rounding
 from .errors import PtxError, UnsupportedPtxError
 from .parser import Addr, FImm, Imm, Instruction, Pair, Reg, Sink, Sym, Vec
@@ -1031,8 +1033,7 @@ _LOWP = {"f16": "fp16", "bf16": "bf16"}
 
 def _encode(x: np.ndarray, fmt: str, mode: str, sat: bool) -> np.ndarray:
     from refimpl import formats  # the format codec (IEEE binary16, bfloat16, OCP OFP8)
-    rnd = {"rn": "nearest_even", "rz": "toward_zero", "rm": "toward_negative",
-           "rp": "toward_positive"}[mode]
+    rnd = PTX_MODIFIERS[mode].value  # the PTX modifier's IEEE 754 rounding mode
     # NVIDIA's canonical NaN codes: 0x7FFF for f16/bf16, 0x7F for both FP8 formats
     nan = 0x7FFF if fmt in ("fp16", "bf16") else 0x7F
     return formats.encode(np.asarray(x), fmt, rounding=rnd, saturate=sat, nan=nan)

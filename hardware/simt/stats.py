@@ -1,6 +1,6 @@
 """Execution statistics of one launch, named as the profiler names them.
 
-Counting rules (Nsight Compute metric definitions, the reference doc's table):
+Counting rules (Nsight Compute Kernel Profiling Guide, "Metrics Reference"):
 - a *warp instruction* is one instruction issued for one warp
   (``smsp__inst_executed.sum``); a branch, a barrier and an exit count like any other;
 - *thread instructions* count the lanes active in the warp's SIMT-stack entry when the

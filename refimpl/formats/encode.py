@@ -260,9 +260,10 @@ def encode(
         x: float16, float32 or float64 array (or scalar/list; integers exactly
             representable in float64 are accepted). Never pre-rounded to float32.
         fmt: a Format or its name.
-        rounding: ``"nearest_even"`` (default), ``"nearest_away"``, ``"toward_zero"``,
-            ``"toward_positive"`` (``"ceil"``), ``"toward_negative"`` (``"floor"``),
-            ``"stochastic"``; ``"up"`` (ties toward +Inf) for E8M0.
+        rounding: ``"nearest_even"`` (default), ``"nearest_away"`` (E8M0: ties up),
+            ``"toward_zero"``, ``"toward_positive"``, ``"toward_negative"``,
+            ``"stochastic"``, or a :class:`refimpl.rounding_modes.RoundingMode`; the
+            older ``"ceil"``, ``"floor"`` and ``"up"`` (E8M0) are deprecated.
         saturate: clamp overflow and +-Inf to +-max finite (OCP SATFINITE).
         nan: NaN-input policy: None (default: the format's NaN, or an error when it has
             none), ``"error"``, ``"nan"``, ``"zero"`` (+0 for every NaN),

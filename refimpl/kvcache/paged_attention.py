@@ -1,6 +1,6 @@
 """Attention over a paged KV cache, reading K/V page by page through each sequence's
-block table (Kwon et al. 2023, section 4.1, "PagedAttention"; the seed's loop
-"for each block: look up the page table, find the physical block, read").
+block table (Kwon et al. 2023, section 4.1, "PagedAttention": for each logical block,
+look up the block table, find the physical block, read it).
 
 The schedule is FlashAttention-2's (Dao 2023, Algorithm 1) with key tile = page: for
 each query tile, for each logical block ``i`` of the sequence in order, the scores of

@@ -13,16 +13,19 @@ from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.blockfma import BlockFMA
 from refimpl.matmul.blockscaled import BlockScaledFMA, block_scaled_matmul, mma_block_scaled
 from refimpl.matmul.matrixcore import MatrixCore
-from refimpl.matmul.exact import Exact, ExactStats, exact_dot_reference, exact_matmul64
+from refimpl.matmul.exact import ExactAccumulation, ExactStats, exact_dot_reference, exact_matmul64
 from refimpl.matmul.gemm import IN_CONVERSIONS, NAMED, matmul, resolve_accumulation
 from refimpl.matmul.presets import ALIASES, PRESETS, Preset, canonical, preset
 from refimpl.matmul.ordered import Chunked, Pairwise, Sequential
 from refimpl.matmul.tiled import TiledStats, tiled_matmul
+from refimpl.deprecation import deprecated_names
 
 __all__ = [
     "ALIASES", "Accumulation", "BlockFMA", "BlockScaledFMA", "Chunked", "MatrixCore",
-    "block_scaled_matmul", "mma_block_scaled", "Exact", "ExactStats",
+    "block_scaled_matmul", "mma_block_scaled", "ExactAccumulation", "ExactStats",
     "IN_CONVERSIONS", "NAMED", "PRESETS", "Preset", "canonical", "preset",
     "Pairwise", "Sequential", "TiledStats", "exact_dot_reference", "exact_matmul64",
     "matmul", "resolve_accumulation", "tiled_matmul",
 ]
+
+__getattr__ = deprecated_names(__name__, {"Exact": ("ExactAccumulation", ExactAccumulation)})

@@ -101,6 +101,8 @@ import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, add_round_to_odd, to_format
+from refimpl.rounding_modes import rounding_mode
+from refimpl.validation import check_int
 
 #: Exponent choices for a product (module docstring, step 1).
 PRODUCT_EXPONENTS = ("unnormalised", "normalised")
@@ -288,11 +290,11 @@ class BlockFMA(Accumulation):
     def __post_init__(self) -> None:
         for attr, lo, hi in (("n", 1, 1 << 12), ("fraction_bits", 1, 40),
                              ("output_fraction_bits", 1, 23)):
-            v = getattr(self, attr)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-                raise ValueError(f"BlockFMA.{attr} must be an int in [{lo}, {hi}], got {v!r}")
-        for attr, allowed in (("output_rounding", ROUNDINGS), ("fp16_rounding", ROUNDINGS),
-                              ("product_exponent", PRODUCT_EXPONENTS),
+            check_int(f"BlockFMA.{attr}", getattr(self, attr), minimum=lo, maximum=hi)
+        for attr in ("output_rounding", "fp16_rounding"):  # plain names, one vocabulary
+            object.__setattr__(self, attr, rounding_mode(getattr(self, attr),
+                                                         f"BlockFMA.{attr}", allowed=ROUNDINGS))
+        for attr, allowed in (("product_exponent", PRODUCT_EXPONENTS),
                               ("c_placement", C_PLACEMENTS), ("overflow", OVERFLOWS)):
             if getattr(self, attr) not in allowed:
                 raise ValueError(f"BlockFMA.{attr} must be one of {allowed}, "

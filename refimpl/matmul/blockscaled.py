@@ -322,18 +322,18 @@ def mma_block_scaled(qa: Any, qb: Any, c: Any = None, *,
         for q, ax, name in ((qa, 1, "qa"), (qb, 0, "qb")):
             if q.codes.ndim != 2 or q.axis != ax:
                 raise ValueError(f"{name}: a 2-D MXArray with blocks along K (axis {ax})")
-            if not isinstance(q.elem, F.Format):
+            if not isinstance(q.fmt, F.Format):
                 raise ValueError(f"{name}: MXINT8 elements have no tensor-core preset here")
         if accumulate is None:
-            accumulate = "B200-MXF4" if qa.elem.name == qb.elem.name == "e2m1" \
+            accumulate = "B200-MXF4" if qa.fmt.name == qb.fmt.name == "e2m1" \
                 else "B200-MXF8F6F4"
         with np.errstate(over="ignore"):
-            vals = [F.decode(q.codes, q.elem).astype(np.float64) for q in (qa, qb)]
+            vals = [F.decode(q.codes, q.fmt).astype(np.float64) for q in (qa, qb)]
             scales = [np.where(q.scales == 0xFF, np.nan,
                                np.ldexp(1.0, q.scales.astype(np.int64) - 127)) for q in (qa, qb)]
         return block_scaled_matmul(vals[0], scales[0], vals[1], scales[1], c,
                                    accumulate=accumulate,
-                                   in_format=(qa.elem.name, qb.elem.name))
+                                   in_format=(qa.fmt.name, qb.fmt.name))
     if isinstance(qa, NVFP4Array) and isinstance(qb, NVFP4Array):
         for q, ax, name in ((qa, 1, "qa"), (qb, 0, "qb")):
             if q.codes.ndim != 2 or q.axis != ax or tuple(q.block) != (1, 16):

@@ -750,7 +750,7 @@ def resolve_fp32(a3: np.ndarray, b3: np.ndarray, s3: np.ndarray, bt: np.ndarray,
     return vals
 
 
-class Exact(WholeK):
+class ExactAccumulation(WholeK):
     """Correctly rounded accumulation: exact sum of exact products, rounded once (RNE).
 
     The default model of :func:`refimpl.matmul.matmul`. Streaming keeps the k slices
@@ -758,13 +758,13 @@ class Exact(WholeK):
     """
 
     def __repr__(self) -> str:
-        return "Exact()"
+        return "ExactAccumulation()"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Exact)
+        return isinstance(other, ExactAccumulation)
 
     def __hash__(self) -> int:
-        return hash("Exact")
+        return hash("ExactAccumulation")
 
     def finish_k(self, a: np.ndarray, b: np.ndarray, tgt: Target,
                  shape: tuple[int, ...]) -> np.ndarray:

@@ -11,7 +11,7 @@ from typing import Union
 import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.exact import Exact
+from refimpl.matmul.exact import ExactAccumulation
 from refimpl.matmul.ordered import Chunked, Pairwise, Sequential
 from refimpl.matmul.presets import ALIASES, PRESETS, is_preset, preset
 from refimpl.matmul.rounding import target
@@ -21,7 +21,7 @@ AccumulationLike = Union[str, Accumulation]
 
 #: accumulation names accepted by ``matmul`` (BlockFMA presets are accepted too)
 NAMED: dict[str, Accumulation] = {
-    "exact": Exact(),
+    "exact": ExactAccumulation(),
     "sequential": Sequential(fma=False),
     "sequential_fma": Sequential(fma=True),
     "pairwise": Pairwise(),
@@ -168,7 +168,7 @@ def matmul(
             (``"H100-E4M3"``, ``"A100-TF32"``, ``"MI300X-BF16"``: every name and its source
             in ``refimpl.matmul.presets``, also ``python -m oracle formats --presets``),
             or a model object (:class:`Sequential`, :class:`Pairwise`,
-            :class:`Chunked`, :class:`BlockFMA`, :class:`Exact`).
+            :class:`Chunked`, :class:`BlockFMA`, :class:`ExactAccumulation`).
         out_format: the output format (default ``"fp32"``); any registered format no
             wider than FP32. Results come back as float32 arrays holding its values.
             The tensor-core presets accumulate in it when it is ``"fp16"`` (the

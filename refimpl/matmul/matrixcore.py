@@ -51,6 +51,7 @@ import numpy as np
 from refimpl.matmul.accumulation import Accumulation
 from refimpl.matmul.blockfma import _NO_EXP, _emin_pair, _floor_log2, EminLike, exponents
 from refimpl.matmul.rounding import FP32, Target, add_round_to_odd, to_format
+from refimpl.validation import check_int
 
 KINDS = ("exact", "ftz_pairwise", "truncated", "truncated_split")
 
@@ -96,9 +97,7 @@ class MatrixCore(Accumulation):
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"MatrixCore.kind must be one of {KINDS}, got {self.kind!r}")
-        g = self.group
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 1 <= g <= 64:
-            raise ValueError(f"MatrixCore.group must be an int in [1, 64], got {g!r}")
+        g = check_int("MatrixCore.group", self.group, minimum=1, maximum=64)
         if self.kind == "ftz_pairwise" and g not in (2, 4):
             raise ValueError(f"MatrixCore.group must be 2 or 4 for ftz_pairwise, got {g}")
         if self.kind == "truncated_split" and g % 2:

@@ -21,7 +21,7 @@ import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation, WholeK, round_in
 from refimpl.matmul.rounding import Target, add_round_to_odd, target
-from refimpl.validation import check_bool
+from refimpl.validation import check_bool, check_positive_int
 
 
 def _product(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
@@ -131,9 +131,7 @@ class Chunked(Accumulation):
     inner_format: Optional[str] = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) \
-                or self.size < 1:
-            raise ValueError(f"Chunked.size must be a positive int, got {self.size!r}")
+        check_positive_int("Chunked.size", self.size)
         if isinstance(self.inner, Chunked):
             raise ValueError("Chunked.inner must not itself be Chunked")
 

@@ -22,8 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Rounding modes an accumulator may apply when storing into its format.
-ROUNDINGS = ("nearest_even", "toward_zero")
+from refimpl.rounding_modes import RoundingMode, rounding_mode
+
+#: Rounding modes an accumulator may apply when storing into its format
+#: (:mod:`refimpl.rounding_modes` names).
+ROUNDINGS = (RoundingMode.NEAREST_EVEN.value, RoundingMode.TOWARD_ZERO.value)
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,7 @@ def to_format(x: np.ndarray, tgt: Target, rounding: str = "nearest_even") -> np.
     signed zeros keep their sign. ``rounding="toward_zero"`` truncates (IEEE
     roundTowardZero: overflow gives the largest finite value, never Inf).
     """
-    if rounding not in ROUNDINGS:
-        raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
+    rounding = rounding_mode(rounding, allowed=ROUNDINGS)
     x = np.asarray(x, dtype=np.float64)
     if tgt.is_fp32:
         with np.errstate(over="ignore"):

@@ -50,15 +50,17 @@ larger than the axis makes the whole axis one block; its padding is never materi
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Tuple, Union
 
 import numpy as np
 
 from refimpl import formats
+from refimpl.deprecation import REMOVED_IN, renamed_arguments
 from refimpl.formats import Format
 from refimpl.formats.rounding import resolve_rounding
-from refimpl.validation import as_float_array, check_bool, check_positive_int
+from refimpl.validation import as_float_array, check_axis, check_bool, check_positive_int
 
 from .exponent import ceil_log2, ceil_log2_ratio, floor_log2, round_log2
 
@@ -106,58 +108,63 @@ ElementLike = Union[Format, MXInt8, str]
 Element = Union[Format, MXInt8]
 
 
-def element_format(elem: ElementLike) -> Element:
-    """The MX element format for ``elem`` (a Format, a format name, or ``"int8"``).
+@renamed_arguments({"elem": "fmt"})
+def element_format(fmt: ElementLike) -> Element:
+    """The MX element format for ``fmt`` (a Format, a format name, or ``"int8"``).
 
     Raises:
         ValueError: not one of the MX element formats E4M3, E5M2, E2M3, E3M2, E2M1, INT8.
     """
-    if isinstance(elem, MXInt8):
-        return elem
-    if isinstance(elem, str) and elem.strip().lower().replace("_", "") in ("int8", "mxint8"):
+    if isinstance(fmt, MXInt8):
+        return fmt
+    if isinstance(fmt, str) and fmt.strip().lower().replace("_", "") in ("int8", "mxint8"):
         return INT8
-    f = formats.get(elem)
+    f = formats.get(fmt)
     if f.name not in MX_ELEMENTS:
         raise ValueError(
-            f"elem: {f.name!r} is not an MX element format; expected one of "
+            f"fmt: {f.name!r} is not an MX element format; expected one of "
             f"{', '.join(MX_ELEMENTS)}"
         )
     if f != formats.get(f.name):
         # a user Format that merely borrows a registered name has other values
         raise ValueError(
-            f"elem: {f!r} is named {f.name!r} but differs from the MX element format "
+            f"fmt: {f!r} is named {f.name!r} but differs from the MX element format "
             f"{formats.get(f.name)!r}"
         )
     return f
 
 
-def _quantum_exp(elem: Element) -> int:
+def _quantum_exp(fmt: Element) -> int:
     """Exponent of the element format's smallest positive step (its smallest subnormal)."""
-    if isinstance(elem, MXInt8):
-        return elem.quantum_exp
-    return elem.emin - elem.man_bits
+    if isinstance(fmt, MXInt8):
+        return fmt.quantum_exp
+    return fmt.emin - fmt.man_bits
 
 
 def _choice(name: str, value: str, allowed: Tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value.strip().lower() not in allowed:
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected one of {', '.join(allowed)} (a string), "
+                        f"got {value!r}")
+    if value.strip().lower() not in allowed:
         raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
     return value.strip().lower()
 
 
-def _rule_exponent(a: np.ndarray, elem: Element, rule: str) -> np.ndarray:
+def _rule_exponent(a: np.ndarray, fmt: Element, rule: str) -> np.ndarray:
     """Unclamped scale exponent for finite positive amax values ``a`` (int64)."""
     if rule == "floor":
-        return floor_log2(a) - elem.emax
+        return floor_log2(a) - fmt.emax
     if rule == "ceil":
-        return ceil_log2(a) - elem.emax
+        return ceil_log2(a) - fmt.emax
     if rule == "even":
-        return round_log2(a, elem.man_bits) - elem.emax
-    return ceil_log2_ratio(a, float(elem.max))
+        return round_log2(a, fmt.man_bits) - fmt.emax
+    return ceil_log2_ratio(a, float(fmt.max))
 
 
+@renamed_arguments({"elem": "fmt"})
 def mx_scale_exponent(
     amax: Any,
-    elem: ElementLike,
+    fmt: ElementLike,
     *,
     scale_rule: str = "floor",
     inf_block: str = "nan",
@@ -167,7 +174,7 @@ def mx_scale_exponent(
     Args:
         amax: block maxima ``max |V_i|`` (float32 or float64; NaN marks a block containing
             NaN, Inf one containing Inf).
-        elem: the element format.
+        fmt: the element format.
         scale_rule: ``"floor"`` (default), ``"ceil"``, ``"even"`` or ``"rceil"``.
         inf_block: ``"nan"`` (default), ``"max"`` or ``"exponent"`` (module docstring).
 
@@ -176,9 +183,10 @@ def mx_scale_exponent(
         is ``2**e``; 0 where the code is NaN).
 
     Raises:
+        TypeError: an option that is not a string.
         ValueError: a bad option or a negative amax.
     """
-    el = element_format(elem)
+    el = element_format(fmt)
     rule = _choice("scale_rule", scale_rule, SCALE_RULES)
     policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
     a = as_float_array(amax, "amax")  # floats in native byte order, or exact integers
@@ -239,14 +247,14 @@ def _decode_int8(codes: np.ndarray) -> np.ndarray:
     return codes.astype(np.uint8).view(np.int8).astype(np.float64) * (1.0 / 64)
 
 
-def decode_elements(codes: np.ndarray, elem: Element) -> np.ndarray:
+def decode_elements(codes: np.ndarray, fmt: Element) -> np.ndarray:
     """Element values (float64, exact) of element codes."""
-    if isinstance(elem, MXInt8):
+    if isinstance(fmt, MXInt8):
         return _decode_int8(np.asarray(codes))
-    return formats.decode(codes, elem).astype(np.float64)
+    return formats.decode(codes, fmt).astype(np.float64)
 
 
-def _check_codes(codes: np.ndarray, elem: Element, name: str = "codes") -> np.ndarray:
+def _check_codes(codes: np.ndarray, fmt: Element, name: str = "codes") -> np.ndarray:
     arr = np.asarray(codes)
     if arr.dtype != np.uint8:
         if arr.dtype.kind not in "ui":
@@ -254,23 +262,19 @@ def _check_codes(codes: np.ndarray, elem: Element, name: str = "codes") -> np.nd
         if arr.size and (arr.min() < 0 or arr.max() > 0xFF):
             raise ValueError(f"{name}: codes must lie in [0, 255]")
         arr = arr.astype(np.uint8)
-    if elem.bits < 8 and arr.size:
-        bad = arr >> elem.bits
+    if fmt.bits < 8 and arr.size:
+        bad = arr >> fmt.bits
         if bad.any():
             first = np.unravel_index(int(np.argmax(bad != 0)), arr.shape)
             raise ValueError(
                 f"{name}: code {int(arr[first]):#x} at index {tuple(int(i) for i in first)} "
-                f"has bits above the {elem.bits}-bit {elem.name} code"
+                f"has bits above the {fmt.bits}-bit {fmt.name} code"
             )
     return arr
 
 
 def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise ValueError(f"{name}: expected an int, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{name}: {axis} is out of range for an array of {ndim} dimensions")
-    return int(axis) % ndim
+    return check_axis(name, axis, ndim)
 
 
 def block_span(n: int, block_size: int) -> int:
@@ -296,23 +300,23 @@ class MXArray:
             low bits; MXINT8 as two's complement bytes).
         scales: uint8 E8M0 codes; the source shape with the ``axis`` length replaced by
             the number of blocks ``ceil(n / block_size)``.
-        elem: the element format (a ``Format`` or ``INT8``).
+        fmt: the element format (a ``Format`` or ``INT8``).
         block_size: elements per block along ``axis`` (32 in OCP MX v1.0).
         axis: the (non-negative) axis the blocks run along.
     """
 
     codes: np.ndarray
     scales: np.ndarray
-    elem: Element
+    fmt: Element
     block_size: int = 32
     axis: int = -1
 
     def __post_init__(self) -> None:
-        elem = element_format(self.elem)
-        object.__setattr__(self, "elem", elem)
+        fmt = element_format(self.fmt)
+        object.__setattr__(self, "fmt", fmt)
         bs = _check_block_size(self.block_size)
         object.__setattr__(self, "block_size", bs)
-        codes = _check_codes(self.codes, elem)
+        codes = _check_codes(self.codes, fmt)
         if codes.ndim == 0:
             raise ValueError("codes: expected at least one dimension")
         ax = _norm_axis(self.axis, codes.ndim)
@@ -351,7 +355,7 @@ class MXArray:
         dt = np.dtype(dtype)
         if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"dtype: expected float32 or float64, got {dt}")
-        vals = _element_table(self.elem)[self.codes]
+        vals = _element_table(self.fmt)[self.codes]
         moved = np.moveaxis(vals, self.axis, -1)
         n = moved.shape[-1]
         nblk = self.scales.shape[self.axis]
@@ -376,16 +380,24 @@ class MXArray:
         with the default ``order="low_first"``), FP6 one code per byte (or four in three
         bytes with ``dense=True``), FP8 and INT8 one code per byte as they are."""
         flat = self.codes.reshape(-1)
-        if self.elem.bits == 8:
+        if self.fmt.bits == 8:
             return flat.copy()
-        return formats.pack(flat, self.elem, order=order, dense=dense)
+        return formats.pack(flat, self.fmt, order=order, dense=dense)
+
+    @property
+    def elem(self) -> Element:
+        """Deprecated spelling of :attr:`fmt`."""
+        warnings.warn(f"MXArray.elem is deprecated and will be removed in {REMOVED_IN}; "
+                      "use MXArray.fmt", DeprecationWarning, stacklevel=2)
+        return self.fmt
 
     @classmethod
+    @renamed_arguments({"elem": "fmt"})
     def from_packed(
         cls,
         packed: Any,
         scales: Any,
-        elem: ElementLike,
+        fmt: ElementLike,
         shape: Tuple[int, ...],
         *,
         block_size: int = 32,
@@ -399,7 +411,7 @@ class MXArray:
             ValueError: the packed data does not hold ``prod(shape)`` codes, stray high
                 bits, or scales that do not match the layout.
         """
-        el = element_format(elem)
+        el = element_format(fmt)
         shape = tuple(int(s) for s in shape)
         count = int(np.prod(shape, dtype=np.int64))
         if el.bits == 8:
@@ -423,17 +435,21 @@ class MXArray:
         return cls(flat.reshape(shape), np.asarray(scales), el, block_size, axis)
 
 
+# the keyword spelling MXArray(elem=...) of the constructor
+MXArray.__init__ = renamed_arguments(  # type: ignore[method-assign]
+    {"elem": "fmt"})(MXArray.__init__)
+
 _TABLES: dict = {}
 
 
-def _element_table(elem: Element) -> np.ndarray:
+def _element_table(fmt: Element) -> np.ndarray:
     """Value of every element code (float64, 256 entries; codes above the format's width
     are rejected before lookup)."""
-    key = elem  # the format itself (frozen, hashable), never just its name
+    key = fmt  # the format itself (frozen, hashable), never just its name
     if key not in _TABLES:
-        codes = np.arange(1 << elem.bits, dtype=np.uint8)
+        codes = np.arange(1 << fmt.bits, dtype=np.uint8)
         table = np.zeros(256, dtype=np.float64)
-        table[: codes.size] = decode_elements(codes, elem)
+        table[: codes.size] = decode_elements(codes, fmt)
         table.setflags(write=False)
         _TABLES[key] = table
     return _TABLES[key]
@@ -470,9 +486,10 @@ def _prepare_bits(
     return arr if nbits is None else (arr, nbits)
 
 
+@renamed_arguments({"elem": "fmt"})
 def mx_quantize(
     x: Any,
-    elem: ElementLike,
+    fmt: ElementLike,
     *,
     block_size: int = 32,
     axis: int = -1,
@@ -490,7 +507,7 @@ def mx_quantize(
         x: float16, float32 or float64 array (integers exactly representable in float64
             are accepted); never pre-rounded: each element is rounded once, from its own
             precision, after an exact division by the power-of-two scale.
-        elem: element format: ``"e4m3"``, ``"e5m2"`` (MXFP8), ``"e2m3"``, ``"e3m2"``
+        fmt: element format: ``"e4m3"``, ``"e5m2"`` (MXFP8), ``"e2m3"``, ``"e3m2"``
             (MXFP6), ``"e2m1"`` (MXFP4), ``"int8"`` (MXINT8), or a Format.
         block_size: elements per block (32 in OCP MX v1.0).
         axis: the axis the blocks run along.
@@ -508,10 +525,12 @@ def mx_quantize(
         An ``MXArray``.
 
     Raises:
+        TypeError: an option of the wrong type (``block_size`` not an int, ``pad`` not a
+            bool, ``scale_rule`` not a string).
         ValueError: bad options, a non-float input, a length not a multiple of
             ``block_size`` without ``pad``.
     """
-    el = element_format(elem)
+    el = element_format(fmt)
     rule = _choice("scale_rule", scale_rule, SCALE_RULES)
     policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
     bs = _check_block_size(block_size)

@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import List, Sequence, Tuple
 
 from refimpl import formats
+from refimpl.deprecation import renamed_arguments
 from refimpl.formats.reference import encode_exact, floor_log2
 from refimpl.formats.rounding import resolve_rounding
 
@@ -34,7 +35,8 @@ def _ceil_log2(a: Fraction) -> int:
     return k if Fraction(2) ** k == a else k + 1
 
 
-def scale_exponent_exact(amax: Fraction, elem: ElementLike, scale_rule: str = "floor") -> int:
+@renamed_arguments({"elem": "fmt"})
+def scale_exponent_exact(amax: Fraction, fmt: ElementLike, scale_rule: str = "floor") -> int:
     """The unclamped scale exponent of a block with finite positive ``amax``.
 
     - floor: ``floor(log2 amax) - emax``;
@@ -42,7 +44,7 @@ def scale_exponent_exact(amax: Fraction, elem: ElementLike, scale_rule: str = "f
     - even: amax rounded to the element's mantissa width (half to even), then floor;
     - rceil: the smallest ``e`` with ``amax <= max_elem * 2**e``.
     """
-    el = element_format(elem)
+    el = element_format(fmt)
     if scale_rule not in SCALE_RULES:
         raise ValueError(f"scale_rule: expected one of {', '.join(SCALE_RULES)}")
     if amax <= 0:
@@ -89,9 +91,10 @@ def _int8_code(v: Fraction, rounding: str) -> int:
     return max(-127, min(127, k)) & 0xFF
 
 
+@renamed_arguments({"elem": "fmt"})
 def quantize_block(
     values: Sequence[float],
-    elem: ElementLike,
+    fmt: ElementLike,
     *,
     scale_rule: str = "floor",
     rounding: str = "nearest_even",
@@ -103,7 +106,7 @@ def quantize_block(
     ``inf_exponent`` is the exponent an Inf counts as under ``inf_block="exponent"``
     (128 for float32 input, 1024 for float64).
     """
-    el = element_format(elem)
+    el = element_format(fmt)
     if inf_block not in INF_BLOCK_POLICIES:
         raise ValueError(f"inf_block: expected one of {', '.join(INF_BLOCK_POLICIES)}")
     vals = [float(v) for v in values]

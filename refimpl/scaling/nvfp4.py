@@ -51,7 +51,7 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from refimpl import formats
-from refimpl.validation import check_bool
+from refimpl.validation import check_bool, check_int
 
 from .float32_input import float32_values
 from .hadamard import TE_WGRAD_SIGNS, hadamard_transform
@@ -266,8 +266,8 @@ class NVFP4Array:
 
 
 def _axis(axis: int, ndim: int, block: Tuple[int, int]) -> int:
-    is_int = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
-    if not is_int or not -ndim <= axis < ndim:
+    axis = check_int("axis", axis)
+    if not -ndim <= axis < ndim:
         raise ValueError(f"axis: {axis!r} is out of range for an array of {ndim} dimensions")
     ax = int(axis) % ndim
     if block[0] != 1:

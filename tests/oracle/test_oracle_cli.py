@@ -199,7 +199,7 @@ def test_text_form(tmp_path: Path) -> None:
     assert main(["verify", str(out), "--quiet"]) == 0
     lines = (out / "formats.encode.e2m1.f32.nearest_even" / "vectors.txt").read_text()
     pairs = dict(line.split() for line in lines.splitlines()[1:])
-    # reference doc sharp cases: 0.25 -> 0x0, 0.75 -> 0x2, 5.0 -> 0x6, 7.0 -> 0x7
+    # E2M1 ties (OCP MX v1.0 section 5.3): 0.25 -> 0x0, 0.75 -> 0x2, 5.0 -> 0x6, 7.0 -> 0x7
     assert pairs["3E800000"] == "00" and pairs["3F400000"] == "02"
     assert pairs["40A00000"] == "06" and pairs["40E00000"] == "07"
 

@@ -20,7 +20,7 @@ from refimpl.attention import attention, flash_v2
 from refimpl.attention.flash_v3 import (
     TABLE3_PAPER, flash_v3, incoherent_transform, outlier_inputs, table3_experiment,
 )
-from refimpl.matmul import Exact
+from refimpl.matmul import ExactAccumulation as Exact
 from refimpl.scaling import random_signs
 
 U8 = 2.0**-4  # E4M3 unit roundoff: 3 fraction bits, round to nearest
