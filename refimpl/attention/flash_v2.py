@@ -45,7 +45,7 @@ from refimpl.attention.online import OnlineState, finalize, nonfinite_rows, onli
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.stats import ScheduleStats, forward_working_set
-from refimpl.matmul.exact import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
+from refimpl.matmul.screening import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
 from refimpl.summation import fold_sum_axis1
 from refimpl.validation import check_bool, check_positive_int
 

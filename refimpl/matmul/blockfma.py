@@ -99,8 +99,10 @@ from typing import Optional, Union
 
 import numpy as np
 
+from refimpl.eft import add_round_to_odd
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, add_round_to_odd, to_format
+from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, to_format
+from refimpl.rational import floor_log2, round_rational
 
 #: Exponent choices for a product (module docstring, step 1).
 PRODUCT_EXPONENTS = ("unnormalised", "normalised")
@@ -140,11 +142,6 @@ class AccumulatorFormat:
         return (2.0 - 2.0 ** -self.bits) * 2.0 ** self.emax
 
 
-def _floor_log2(x: Fraction) -> int:
-    e = x.numerator.bit_length() - x.denominator.bit_length()
-    return e - 1 if Fraction(2) ** e > x else e
-
-
 def _trunc(x: Fraction) -> int:
     """Toward zero (Python's // floors)."""
     return x.numerator // x.denominator if x >= 0 else -((-x.numerator) // x.denominator)
@@ -152,22 +149,11 @@ def _trunc(x: Fraction) -> int:
 
 def round_fraction(x: Fraction, acc: AccumulatorFormat) -> float:
     """Exact rational ``x`` rounded into ``acc`` (plain version; module docstring step 5
-    and the overflow rule). Returns a float (signed zero for a non-zero ``x`` that
-    underflows, +0 for ``x == 0``)."""
-    if x == 0:
-        return 0.0
-    mag = abs(x)
-    e = max(_floor_log2(mag), acc.emin)
-    quantum = Fraction(2) ** (e - acc.bits)
-    q, r = divmod(mag, quantum)
-    if acc.rounding == "nearest_even" and (r > quantum / 2 or (r == quantum / 2 and q % 2)):
-        q += 1
-    value = q * quantum
-    if value >= Fraction(2) ** (acc.emax + 1):
-        out = float("inf") if acc.overflow == "inf" else acc.fmax
-    else:
-        out = float(value)
-    return -out if x < 0 else out
+    and the overflow rule): :func:`refimpl.rational.round_rational` on the accumulator's
+    grid. Returns a float (signed zero for a non-zero ``x`` that underflows, +0 for
+    ``x == 0``)."""
+    return round_rational(x, acc.bits + 1, acc.emin, acc.emax, acc.rounding,
+                          overflow=acc.overflow)
 
 
 _NO_EXP = np.int64(-(1 << 20))
@@ -347,7 +333,7 @@ class BlockFMA(Accumulation):
         return c
 
     def _input_exponent(self, x: float, which: int) -> int:
-        e = _floor_log2(abs(Fraction(x)))
+        e = floor_log2(abs(Fraction(x)))
         emin = _emin_pair(self.input_emin)[which]
         return e if emin is None else max(e, emin)
 
@@ -362,9 +348,9 @@ class BlockFMA(Accumulation):
             exps = [self._input_exponent(x, 0) + self._input_exponent(y, 1)
                     for (x, y), p in zip(pairs, products) if p != 0]
             if c != 0 and inside:
-                exps.append(max(_floor_log2(abs(Fraction(c))), acc.emin))
+                exps.append(max(floor_log2(abs(Fraction(c))), acc.emin))
         else:
-            exps = [_floor_log2(abs(Fraction(t))) for t in (terms if inside else products)
+            exps = [floor_log2(abs(Fraction(t))) for t in (terms if inside else products)
                     if t != 0]
         total = Fraction(0)
         if exps:

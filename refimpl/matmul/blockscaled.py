@@ -41,9 +41,10 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from refimpl.matmul.blockfma import (
-    _NO_EXP, AccumulatorFormat, _floor_log2, _trunc, exponents, round_fraction, round_into,
+    _NO_EXP, AccumulatorFormat, _trunc, exponents, round_fraction, round_into,
     truncated_sum,
 )
+from refimpl.rational import floor_log2
 
 KINDS = ("mxf8f6f4", "mxf4nvf4")
 
@@ -51,7 +52,7 @@ _ACC = AccumulatorFormat("fp32", 23, -126, 127, "toward_zero", "inf")
 
 
 def _exp(x: float, emin: Optional[int]) -> int:
-    e = _floor_log2(abs(Fraction(x)))
+    e = floor_log2(abs(Fraction(x)))
     return e if emin is None else max(e, emin)
 
 
@@ -118,7 +119,7 @@ class BlockScaledFMA:
         if not all(np.isfinite(v) for v in values):
             with np.errstate(invalid="ignore"):
                 return float(np.sum(np.array(values, dtype=np.float64)))
-        terms, exps = [Fraction(c)], [max(_floor_log2(abs(Fraction(c))), -126) if c else None]
+        terms, exps = [Fraction(c)], [max(floor_log2(abs(Fraction(c))), -126) if c else None]
         se = self._scale_emin
         if self.kind == "mxf8f6f4":
             for x, y, s, t in items:

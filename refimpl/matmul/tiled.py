@@ -35,7 +35,8 @@ from typing import Union
 import numpy as np
 
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.gemm import as_format_values, resolve_accumulation
+from refimpl.matmul.accumulation import resolve_accumulation
+from refimpl.matmul.gemm import as_format_values
 from refimpl.matmul.rounding import target
 
 
