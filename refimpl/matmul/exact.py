@@ -63,7 +63,6 @@ def exact_dot_reference(a: np.ndarray, b: np.ndarray, tgt: Target = FP32) -> flo
     return round_rational(total, tgt.precision, tgt.emin)
 
 
-
 class Exact(WholeK):
     """Correctly rounded accumulation: exact sum of exact products, rounded once (RNE).
 
