@@ -100,18 +100,24 @@ def _zero_sign_rm(res: np.ndarray, exact_zero: np.ndarray, same_sign_zeros: np.n
     return np.where(exact_zero & ~same_sign_zeros, np.float32(-0.0), res)
 
 
+def _sum_to32(x: np.ndarray, y: np.ndarray, mode: str) -> np.ndarray:
+    """The exact ``x + y`` of two float64 values rounded once to float32 in ``mode``:
+    TwoSum gives ``rn64`` of the sum and the side of the exact value (IEEE 754-2019 6.3
+    for the sign of an exact zero)."""
+    s, e = two_sum(x, y)               # x + y = s + e exactly while s is finite
+    e = np.where(np.isfinite(s), e, 0.0)
+    r = round64_to32(s, e, mode)
+    same = (x == 0) & (y == 0) & (np.signbit(x) == np.signbit(y))
+    return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
+
+
 def add_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
     """``add{.rnd}.f32``: correctly rounded a + b."""
     a = np.asarray(a, np.float32)
     b = np.asarray(b, np.float32)
     if mode == "rn":
         return (a + b).astype(np.float32)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    s, e = two_sum(a64, b64)
-    e = np.where(np.isfinite(s), e, 0.0)
-    r = round64_to32(s, e, mode)
-    same = (a64 == 0) & (b64 == 0) & (np.signbit(a64) == np.signbit(b64))
-    return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
+    return _sum_to32(a.astype(np.float64), b.astype(np.float64), mode)
 
 
 def mul_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
@@ -141,17 +147,10 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np
             return r
         idx = np.flatnonzero(suspect.ravel())
         pf, cf = np.broadcast_to(p, s.shape).ravel()[idx], np.broadcast_to(c64, s.shape).ravel()[idx]
-        ss, e = two_sum(pf, cf)
-        e = np.where(np.isfinite(ss), e, 0.0)
-        fixed = round64_to32(ss, e, mode)
         out = np.atleast_1d(r).copy()
-        out.ravel()[idx] = fixed
+        out.ravel()[idx] = _sum_to32(pf, cf, mode)
         return out.reshape(np.shape(r))
-    s, e = two_sum(p, c64)             # p + c = s + e exactly while s is finite
-    e = np.where(np.isfinite(s), e, 0.0)
-    r = round64_to32(s, e, mode)
-    same = (p == 0) & (c64 == 0) & (np.signbit(p) == np.signbit(c64))
-    return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
+    return _sum_to32(p, c64, mode)
 
 
 def div_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:

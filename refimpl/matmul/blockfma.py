@@ -156,6 +156,27 @@ def round_fraction(x: Fraction, acc: AccumulatorFormat) -> float:
                           overflow=acc.overflow)
 
 
+def exponent_of(x: float, emin: Optional[int]) -> int:
+    """floor(log2 |x|) of a finite non-zero ``x``, raised to ``emin`` (the format's
+    exponent field) when given: the plain counterpart of :func:`exponents`."""
+    e = floor_log2(abs(Fraction(x)))
+    return e if emin is None else max(e, emin)
+
+
+def _nearest(acc: AccumulatorFormat) -> AccumulatorFormat:
+    """The accumulator format of ``acc`` with full precision, rounding to nearest even
+    and overflowing to Inf: the separate addition of C (``c_placement="after"``)."""
+    return AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
+                             acc.emax, "nearest_even", "inf")
+
+
+def _add_after(c: np.ndarray, s: np.ndarray, acc: AccumulatorFormat) -> np.ndarray:
+    """RN(c + s) in the accumulator (one rounding: round-to-odd first), an overflowed
+    block sum ``s`` (Inf) kept: finite c cannot bring it back."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(s), s, round_into(add_round_to_odd(c, s), _nearest(acc)))
+
+
 _NO_EXP = np.int64(-(1 << 20))
 
 
@@ -333,9 +354,7 @@ class BlockFMA(Accumulation):
         return c
 
     def _input_exponent(self, x: float, which: int) -> int:
-        e = floor_log2(abs(Fraction(x)))
-        emin = _emin_pair(self.input_emin)[which]
-        return e if emin is None else max(e, emin)
+        return exponent_of(x, _emin_pair(self.input_emin)[which])
 
     def _block_reference(self, c: float, pairs: list, acc: AccumulatorFormat) -> float:
         products = [x * y for x, y in pairs]  # float64: exact for float32 inputs
@@ -348,9 +367,9 @@ class BlockFMA(Accumulation):
             exps = [self._input_exponent(x, 0) + self._input_exponent(y, 1)
                     for (x, y), p in zip(pairs, products) if p != 0]
             if c != 0 and inside:
-                exps.append(max(floor_log2(abs(Fraction(c))), acc.emin))
+                exps.append(exponent_of(c, acc.emin))
         else:
-            exps = [floor_log2(abs(Fraction(t))) for t in (terms if inside else products)
+            exps = [exponent_of(t, None) for t in (terms if inside else products)
                     if t != 0]
         total = Fraction(0)
         if exps:
@@ -367,9 +386,7 @@ class BlockFMA(Accumulation):
         if np.isinf(s):  # the block overflowed: c (finite) cannot bring it back
             return s
         exact = Fraction(c) + Fraction(s)  # one addition, round to nearest even
-        near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
-                                 acc.emax, "nearest_even", "inf")
-        return round_fraction(exact, near)
+        return round_fraction(exact, _nearest(acc))
 
     # ------------------------------------------------------------------ one block
     def _term_exponents(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -410,10 +427,7 @@ class BlockFMA(Accumulation):
             d = round_into(truncated_sum(terms, e, self.fraction_bits, floor), acc)
         else:
             s = round_into(truncated_sum(finite_p, e, self.fraction_bits, floor), acc)
-            near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
-                                     acc.emax, "nearest_even", "inf")
-            with np.errstate(invalid="ignore"):
-                d = np.where(np.isinf(s), s, round_into(add_round_to_odd(c, s), near))
+            d = _add_after(c, s, acc)
         finite = np.isfinite(products).all(axis=-1) & np.isfinite(c)
         with np.errstate(invalid="ignore"):
             special = products.sum(axis=-1) + c  # IEEE: NaN and Inf rules of the terms' sum
@@ -502,10 +516,7 @@ class BlockFMA(Accumulation):
         total = np.where(total == 0, 0.0, total)  # an exact zero sum is +0
         s = round_into(total / scale, acc)
         if not inside:
-            near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
-                                     acc.emax, "nearest_even", "inf")
-            with np.errstate(invalid="ignore"):
-                s = np.where(np.isinf(s), s, round_into(add_round_to_odd(cf, s), near))
+            s = _add_after(cf, s, acc)
         return np.where(cfin, s, c)
 
     def update(self, state: dict, a: np.ndarray, b: np.ndarray) -> dict:

@@ -50,9 +50,9 @@ import numpy as np
 
 from refimpl.eft import add_round_to_odd, two_sum
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.blockfma import _NO_EXP, _emin_pair, EminLike, exponents
+from refimpl.matmul.blockfma import _NO_EXP, _emin_pair, EminLike, exponent_of, exponents
 from refimpl.matmul.rounding import Target, to_format
-from refimpl.rational import floor_log2, round_rational
+from refimpl.rational import round_rational
 
 KINDS = ("exact", "ftz_pairwise", "truncated", "truncated_split")
 
@@ -126,9 +126,7 @@ class MatrixCore(Accumulation):
         return c
 
     def _exp(self, x: float, which: int) -> int:
-        e = floor_log2(abs(Fraction(x)))
-        emin = _emin_pair(self.input_emin)[which]
-        return e if emin is None else max(e, emin)
+        return exponent_of(x, _emin_pair(self.input_emin)[which])
 
     def _fused_reference(self, pairs: list) -> tuple[Fraction, Optional[int]]:
         """Products aligned to their largest exponent, truncated F bits below, summed."""
@@ -162,7 +160,7 @@ class MatrixCore(Accumulation):
             if e is not None:
                 q = Fraction(2) ** (e - self.fraction_bits)
                 s = _trunc_to(s0, q) + _trunc_to(s1, q)
-        ec = max(floor_log2(abs(Fraction(c))), -126) if c != 0 else None
+        ec = exponent_of(c, -126) if c != 0 else None
         es = [x for x in (e, ec) if x is not None]
         if not es:
             return 0.0

@@ -49,11 +49,11 @@ normal s^) does not reach below the binade of s^, then RN(s^) = RN(s): we return
 Otherwise the output is summed again, in a fixed order with an error-free split
 (:func:`_split_sum`, error about 2^-100 of the terms), and the same test is applied with
 that much smaller bound; what still fails (true near-ties, cancellation to zero) is
-recomputed exactly with integer arithmetic (:mod:`refimpl.matmul.limbs`). Either way the output equals RN(s),
-a function of the inputs alone: a different kernel can only change *which* outputs take
-the slower paths (the reported fractions), never their bytes. (The same argument covers
-the BLAS-free parts: every later step is certified or exact, so the summation order
-inside ``np.sum`` does not matter either.)
+recomputed exactly with integer arithmetic (:mod:`refimpl.matmul.limbs`). Either way the
+output equals RN(s), a function of the inputs alone: a different kernel can only change
+*which* outputs take the slower paths (the reported fractions), never their bytes.
+(The same argument covers the BLAS-free parts: every later step is certified or exact,
+so the summation order inside ``np.sum`` does not matter either.)
 """
 from __future__ import annotations
 

@@ -84,7 +84,8 @@ def test_add_round_to_odd_against_fraction(a, b):
     with np.errstate(over="ignore"):
         r32 = np.float32(ro)
     if np.isfinite(r32):
-        for other in (np.nextafter(r32, np.float32(-np.inf)), np.nextafter(r32, np.float32(np.inf))):
+        for other in (np.nextafter(r32, np.float32(-np.inf)),
+                      np.nextafter(r32, np.float32(np.inf))):
             if np.isfinite(other):
                 d, do = abs(x - F(float(r32))), abs(x - F(float(other)))
                 assert d < do or (d == do and np.float32(r32).view(np.uint32) % 2 == 0)
