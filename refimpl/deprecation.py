@@ -54,7 +54,8 @@ def renamed_arguments(renames: Mapping[str, str]) -> Callable[[F], F]:
 def deprecated_names(module: str, renames: Mapping[str, tuple[str, Any]]
                      ) -> Callable[[str], Any]:
     """A module ``__getattr__`` serving old names: ``renames`` maps an old name to
-    ``(new name, object)``.
+    ``(new name, object)``; a new name with a dot is the full path of a name that moved
+    to another module.
 
     Usage in a module: ``__getattr__ = deprecated_names(__name__, {"Old": ("New", New)})``.
 
@@ -66,8 +67,9 @@ def deprecated_names(module: str, renames: Mapping[str, tuple[str, Any]]
     def __getattr__(name: str) -> Any:
         if name in renames:
             new, obj = renames[name]
+            where = new if "." in new else f"{module}.{new}"
             warnings.warn(f"{module}.{name} is deprecated and will be removed in "
-                          f"{REMOVED_IN}; use {module}.{new}", DeprecationWarning,
+                          f"{REMOVED_IN}; use {where}", DeprecationWarning,
                           stacklevel=2)
             return obj
         raise AttributeError(f"module {module!r} has no attribute {name!r}")

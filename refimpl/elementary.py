@@ -56,6 +56,8 @@ from math import factorial
 import numpy as np
 from numpy.typing import ArrayLike
 
+from refimpl.eft import two_sum
+from refimpl.rational import round_rational
 from refimpl.validation import as_float64, check_int
 
 __all__ = ["exp", "exp_f32", "expm1", "log", "tanh", "LN2"]
@@ -450,17 +452,7 @@ def _exp_f32_slow(x: np.ndarray, shift: int) -> np.ndarray:
 
 def _rn32(v: Fraction) -> np.float32:
     """A positive rational rounded to binary32 (ties to even), +inf past the range."""
-    e = v.numerator.bit_length() - v.denominator.bit_length()
-    if Fraction(2) ** e > v:
-        e -= 1  # 2^e <= v < 2^(e+1)
-    quantum = Fraction(2) ** (max(e, -126) - 23)
-    q, rem = divmod(v, quantum)
-    if rem > quantum / 2 or (rem == quantum / 2 and q % 2 == 1):
-        q += 1
-    value = q * quantum
-    if value >= Fraction(2) ** 128:
-        return np.float32(np.inf)
-    return np.float32(float(value))  # exact: value is a binary32 number
+    return np.float32(round_rational(v, 24, -126, 127))  # exact: a binary32 value or inf
 
 
 def _exp_f32_decimal(x: float, shift: int = 0) -> np.float32:
@@ -512,9 +504,7 @@ def _expm1(x: np.ndarray) -> np.ndarray:
     m <<= 52
     scale = m.view(np.float64)  # 2^m, m in [-87, 1023]: normal
     h = t_hi * scale
-    d = h - 1.0
-    hv = d + 1.0
-    dl = (h - hv) + (-1.0 - (d - hv))
+    d, dl = two_sum(-1.0, h)
     s *= scale
     dl += s
     d += dl
@@ -547,9 +537,7 @@ def log(x: ArrayLike) -> np.ndarray:
     corr = hfsq - (s * (hfsq + r) + e * LN2_LO)
     # e*LN2_HI + f as an exact pair (TwoSum), then one rounding of hi + (lo - corr)
     a = e * LN2_HI  # exact: <= 11 + 32 bits
-    hi = a + f
-    av = hi - f
-    lo = (a - av) + (f - (hi - av))
+    hi, lo = two_sum(f, a)
     out = hi + (lo - corr)
     out = np.where(x == 0, -np.inf, out)
     out = np.where(x < 0, np.nan, out)

@@ -55,6 +55,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from refimpl import elementary
+from refimpl.eft import round_to_odd, two_sum
 from refimpl.rounding_modes import PTX_MODIFIERS
 
 from . import rounding
@@ -1212,35 +1214,27 @@ def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
 # --------------------------------------------------------------------- approx / sqrt
 
 
+# The transcendental .approx instructions are modelled by the bit-reproducible float64
+# functions of refimpl.elementary (within a few float64 ulp) rounded to float32: well
+# inside the error bounds of APPROX_ERROR.
+
+
 def _exp2_f64(x: np.ndarray) -> np.ndarray:
-    # 2**x = 2**n * 2**f, f in [-0.5, 0.5]; Taylor series of exp(f ln 2) in float64
-    # using + and * only, so the result is the same on every machine
+    # 2**x = 2**n * e**(f ln 2), n = rint(x), f = x - n in [-0.5, 0.5] (exact)
     x = np.asarray(x, np.float64)
     big = np.clip(x, -1100.0, 1100.0)
     n = np.rint(big)
-    f = big - n
-    y = f * 0.6931471805599453
-    term = np.ones_like(y)
-    acc = np.ones_like(y)
-    for k in range(1, 20):
-        term = term * y / k
-        acc = acc + term
-    return np.ldexp(acc, n.astype(np.int64))
+    return np.ldexp(elementary.exp((big - n) * elementary.LN2), n.astype(np.int64))
 
 
 def _log2_f64(x: np.ndarray) -> np.ndarray:
-    # log2(m * 2**e) = e + 2/ln2 * atanh((m-1)/(m+1)), m in [sqrt(1/2), sqrt(2))
+    # log2(m * 2**e) = e + log(m) / ln 2, m in [sqrt(1/2), sqrt(2)): exact for powers of 2
     x = np.asarray(x, np.float64)
     m, e = np.frexp(np.where(x > 0, x, 1.0))
     small = m < 0.7071067811865476
     m = np.where(small, m * 2.0, m)
     e = np.where(small, e - 1, e)
-    s = (m - 1.0) / (m + 1.0)
-    s2 = s * s
-    acc = np.zeros_like(s)
-    for k in range(31, 0, -2):
-        acc = acc * s2 + 1.0 / k
-    r = e + 2.0 * s * acc / 0.6931471805599453
+    r = e + elementary.log(m) / elementary.LN2
     r = np.where(x == 0, -np.inf, r)
     r = np.where(x < 0, np.nan, r)
     r = np.where(np.isinf(x) & (x > 0), np.inf, r)
@@ -1362,10 +1356,7 @@ def c_unary_float(inst: Instruction, ctx: Any) -> Op:
 
 
 def _tanh_f64(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    e = _exp2_f64(np.clip(-2.0 * np.abs(x), -2000, 0) / 0.6931471805599453)
-    r = (1.0 - e) / (1.0 + e)
-    return np.copysign(r, x)
+    return elementary.tanh(x)
 
 
 # -------------------------------------------------------------------- memory and sync
@@ -1860,19 +1851,6 @@ _HALF_FORMATS = {"f16": "fp16", "f16x2": "fp16", "bf16": "bf16", "bf16x2": "bf16
 _HALF_OPS = ("add", "sub", "mul", "fma", "neg", "abs", "min", "max", "setp")
 
 
-def _round_to_odd(s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Given s = rn64(x) and e = x - s exactly, round x to odd at 53 bits: an inexact
-    result takes the neighbour whose last bit is odd. Rounding that value once more to a
-    format of at most 51 significand bits equals rounding x directly (Boldo and
-    Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
-    rounding to odd", IEEE TC 2008)."""
-    even = (np.atleast_1d(s).view(np.uint64) & np.uint64(1)) == 0
-    nudge = (e != 0) & even
-    if nudge.any():
-        s = np.where(nudge, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
-    return s
-
-
 def _half_arith(op: str, fmt: str, mode: str, codes: list[np.ndarray], ftz: bool,
                 sat: bool) -> np.ndarray:
     """add/sub/mul/fma of binary16 or bfloat16 codes, computed exactly and rounded once."""
@@ -1888,14 +1866,14 @@ def _half_arith(op: str, fmt: str, mode: str, codes: list[np.ndarray], ftz: bool
                 x, y = vals[0] * vals[1], vals[2]          # the product is exact
             else:
                 x, y = vals[0], (-vals[1] if op == "sub" else vals[1])
-            s = x + y
-            bb = s - x
-            e = (x - (s - bb)) + (y - bb)                  # TwoSum: x + y = s + e
+            s, e = two_sum(x, y)                           # x + y = s + e exactly
             e = np.where(np.isfinite(s), e, 0.0)
             if mode == "rm":                               # IEEE 754 6.3: exact zero sums
                 same = (x == 0) & (y == 0) & (np.signbit(x) == np.signbit(y))
                 s = np.where((s == 0) & (e == 0) & ~same, -0.0, s)
-    s = _round_to_odd(s, e)
+    # round to odd at 53 bits, then once to the format: one correct rounding of the
+    # exact result (Boldo and Melquiond, IEEE TC 57(4), 2008, Theorem 1)
+    s = round_to_odd(s, e)
     if sat:
         s = np.where(np.isnan(s), 0.0, np.clip(s, 0.0, 1.0))
     out = _encode(s, fmt, mode, False).astype(np.uint16)

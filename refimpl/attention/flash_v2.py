@@ -48,7 +48,7 @@ from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.tiles import DEFAULT_BLOCK, check_block, computed_tiles, tile_ranges
 from refimpl.attention.stats import ScheduleStats, forward_working_set
-from refimpl.matmul.exact import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
+from refimpl.matmul.screening import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
 from refimpl.summation import fold_sum_axis1
 from refimpl.validation import check_bool, check_positive_int
 

@@ -41,18 +41,13 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from refimpl.matmul.blockfma import (
-    _NO_EXP, AccumulatorFormat, _floor_log2, _trunc, exponents, round_fraction, round_into,
+    _NO_EXP, AccumulatorFormat, _trunc, exponent_of, exponents, round_fraction, round_into,
     truncated_sum,
 )
 
 KINDS = ("mxf8f6f4", "mxf4nvf4")
 
 _ACC = AccumulatorFormat("fp32", 23, -126, 127, "toward_zero", "inf")
-
-
-def _exp(x: float, emin: Optional[int]) -> int:
-    e = _floor_log2(abs(Fraction(x)))
-    return e if emin is None else max(e, emin)
 
 
 @dataclass(frozen=True)
@@ -118,14 +113,14 @@ class BlockScaledFMA:
         if not all(np.isfinite(v) for v in values):
             with np.errstate(invalid="ignore"):
                 return float(np.sum(np.array(values, dtype=np.float64)))
-        terms, exps = [Fraction(c)], [max(_floor_log2(abs(Fraction(c))), -126) if c else None]
+        terms, exps = [Fraction(c)], [exponent_of(c, -126) if c else None]
         se = self._scale_emin
         if self.kind == "mxf8f6f4":
             for x, y, s, t in items:
                 if x * y * s * t != 0:
                     terms.append(Fraction(x) * Fraction(y) * Fraction(s) * Fraction(t))
-                    exps.append(_exp(x, emin[0]) + _exp(y, emin[1]) + _exp(s, se)
-                                + _exp(t, se))
+                    exps.append(exponent_of(x, emin[0]) + exponent_of(y, emin[1])
+                                + exponent_of(s, se) + exponent_of(t, se))
         else:
             for g in range(0, len(items), 16):
                 grp = items[g:g + 16]
@@ -133,7 +128,7 @@ class BlockScaledFMA:
                 p = sum((Fraction(x) * Fraction(y) for x, y, _, _ in grp), Fraction(0))
                 if p != 0 and s != 0 and t != 0:
                     terms.append(p * Fraction(s) * Fraction(t))
-                    exps.append(_exp(s, se) + _exp(t, se))
+                    exps.append(exponent_of(s, se) + exponent_of(t, se))
         known = [e for e in exps if e is not None]
         if not known:
             return 0.0

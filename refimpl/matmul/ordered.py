@@ -19,8 +19,9 @@ from typing import Optional, Union
 
 import numpy as np
 
-from refimpl.matmul.accumulation import Accumulation, WholeK, round_in
-from refimpl.matmul.rounding import Target, add_round_to_odd, target
+from refimpl.eft import add_round_to_odd
+from refimpl.matmul.accumulation import NAMED, Accumulation, WholeK, resolve_accumulation, round_in
+from refimpl.matmul.rounding import Target, target
 from refimpl.validation import check_bool, check_positive_int
 
 
@@ -136,8 +137,6 @@ class Chunked(Accumulation):
             raise ValueError("Chunked.inner must not itself be Chunked")
 
     def _inner(self) -> Accumulation:
-        from refimpl.matmul.gemm import resolve_accumulation
-
         return resolve_accumulation(self.inner)
 
     def begin(self, shape: tuple[int, ...], tgt: Target) -> dict:
@@ -175,3 +174,7 @@ class Chunked(Accumulation):
         if state["acc"] is None:
             return np.zeros(state["shape"], dtype=np.float32)
         return np.broadcast_to(state["acc"], state["shape"]).astype(np.float32)
+
+
+NAMED.update({"sequential": Sequential(fma=False), "sequential_fma": Sequential(fma=True),
+              "pairwise": Pairwise(), "chunked": Chunked()})

@@ -37,7 +37,8 @@ import numpy as np
 
 from refimpl.deprecation import REMOVED_IN, renamed_arguments
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.gemm import as_format_values, resolve_accumulation
+from refimpl.matmul.accumulation import resolve_accumulation
+from refimpl.matmul.gemm import as_format_values
 from refimpl.matmul.rounding import target
 from refimpl.validation import check_positive_int
 

@@ -22,7 +22,8 @@ from typing import List, Sequence, Tuple
 
 from refimpl import formats
 from refimpl.deprecation import renamed_arguments
-from refimpl.formats.reference import encode_exact, floor_log2
+from refimpl.formats.reference import encode_exact
+from refimpl.rational import floor_log2, round_rational
 from refimpl.formats.rounding import resolve_rounding
 
 from .mx import INF_BLOCK_POLICIES, SCALE_RULES, ElementLike, MXInt8, element_format
@@ -54,14 +55,11 @@ def scale_exponent_exact(amax: Fraction, fmt: ElementLike, scale_rule: str = "fl
     if scale_rule == "ceil":
         return _ceil_log2(amax) - el.emax
     if scale_rule == "even":
+        # amax rounded to the element's significand width within its own binade (ties to
+        # even): the exponent goes up by one exactly when that rounding reaches 2^(k+1)
         k = floor_log2(amax)
-        step = Fraction(2) ** (k - el.man_bits)
-        n = amax / step
-        q = n.numerator // n.denominator
-        rest = n - q
-        if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and q % 2 == 1):
-            q += 1
-        return floor_log2(q * step) - el.emax
+        carry = round_rational(amax / Fraction(2) ** k, el.man_bits + 1, 0) == 2.0
+        return k + int(carry) - el.emax
     top = Fraction(el.max) if isinstance(el, MXInt8) else el.max_exact
     e = floor_log2(amax) - floor_log2(top) - 1
     while amax > top * Fraction(2) ** e:
