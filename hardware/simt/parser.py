@@ -161,8 +161,32 @@ def _strip_comments(text: str) -> str:
     return _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
+#: directives without a terminator (PTX ISA 11.2 / 11.5: ``.version``, ``.target``,
+#: ``.address_size``, ``.file``, ``.loc``): each ends where its grammar ends, which is
+#: usually, but not necessarily, the end of its line (inlined code may follow on the
+#: same line). An optional ``;`` after one is accepted.
+_NUM = r"(?:0[xX][0-9a-fA-F]+|[0-9]+)"
+LINE_DIRECTIVES = {
+    ".version": re.compile(r"\.version[ \t]+[0-9]+\.[0-9]+"),
+    ".target": re.compile(r"\.target[ \t]+\w+(?:[ \t]*,[ \t]*\w+)*"),
+    ".address_size": re.compile(r"\.address_size[ \t]+[0-9]+"),
+    ".file": re.compile(rf"\.file[ \t]+{_NUM}[ \t]+\"[^\"\n]*\""
+                        rf"(?:[ \t]*,[ \t]*{_NUM}[ \t]*,[ \t]*{_NUM})?"),
+    ".loc": re.compile(rf"\.loc[ \t]+{_NUM}[ \t]+{_NUM}[ \t]+{_NUM}"
+                       rf"(?:[ \t]*,[ \t]*function_name[ \t]+[A-Za-z_$][\w$]*"
+                       rf"(?:[ \t]*\+[ \t]*{_NUM})?[ \t]*,[ \t]*inlined_at[ \t]+{_NUM}"
+                       rf"[ \t]+{_NUM}[ \t]+{_NUM})?"),
+}
+_LINE_DIRECTIVE_START = re.compile(r"\.(?:version|target|address_size|file|loc)(?![\w$])")
+_DIRECTIVE_END = re.compile(r"[ \t]*;?")
+
+
 def _statements(text: str) -> Iterator[tuple[int, str, str]]:
-    """Yield (line, statement text, terminator) with terminator one of ``; { } :``."""
+    """Yield (line, statement text, terminator) with terminator one of ``; { } :``.
+
+    The directives of :data:`LINE_DIRECTIVES` are matched against their grammar and
+    yielded with terminator ``;``; one that does not match it is a PtxSyntaxError (the
+    scanner never lets a directive swallow the text after it)."""
     buf: list[str] = []
     line = 1
     start = 1
@@ -173,14 +197,23 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
         ch = text[i]
         if ch == "\n":
             line += 1
-            # .version/.target/.address_size/.file/.loc end at the end of their line
-            head = "".join(buf).strip()
-            if head.startswith((".version", ".target", ".address_size", ".file", ".loc")):
-                yield start, head, ";"
+        blank = not "".join(buf).strip()
+        if ch == "." and blank:
+            m = _LINE_DIRECTIVE_START.match(text, i)
+            if m:
+                head = m.group(0)
+                d = LINE_DIRECTIVES[head].match(text, i)
+                if d is None:
+                    eol = text.find("\n", i)
+                    bad = text[i: eol if eol >= 0 else n].strip()
+                    raise PtxSyntaxError(f"line {line}: malformed {head} directive "
+                                         f"{bad[:80]!r}")
+                yield line, " ".join(d.group(0).split()), ";"
+                line += d.group(0).count("\n")
                 buf = []
-                i += 1
+                i = _DIRECTIVE_END.match(text, d.end()).end()
                 continue
-        if not "".join(buf).strip():
+        if blank:
             start = line
         if ch == '"':  # string (in .pragma): copy through
             j = text.index('"', i + 1) if '"' in text[i + 1:] else n - 1
@@ -221,6 +254,25 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
     if "".join(buf).strip():
         raise PtxSyntaxError(f"line {start}: statement not terminated by ';': "
                              f"{''.join(buf).strip()[:60]!r}")
+
+
+_PRAGMA = re.compile(r'\.pragma\s+"[^"]*"(?:\s*,\s*"[^"]*")*')
+
+
+def _check_pragma(stmt: str, line: int) -> None:
+    """``.pragma "string" {, "string"}`` (PTX ISA 11.7.1); anything else is refused."""
+    if not _PRAGMA.fullmatch(stmt):
+        raise PtxSyntaxError(f"line {line}: malformed .pragma {stmt[:80]!r}")
+
+
+def check_line_directive(stmt: str, line: int) -> None:
+    """Refuse a ``.version/.target/.address_size/.file/.loc`` statement with anything
+    its grammar does not consume."""
+    head = stmt.split()[0] if stmt.split() else ""
+    rx = LINE_DIRECTIVES.get(head)
+    if rx is None or not rx.fullmatch(stmt):
+        raise PtxSyntaxError(f"line {line}: malformed {head} directive {stmt[:80]!r} "
+                             "(text after a directive's operands is not consumed)")
 
 
 # ---------------------------------------------------------------------------- operands
@@ -438,13 +490,25 @@ def _parse_entry_header(stmt: str, line: int) -> KernelSource:
     k = KernelSource(m.group(2), line)
     k.params = _parse_params(m.group(3), line, k.name)
     rest = m.group(4).strip()
-    for d in re.finditer(r"\.(\w+)\s*([0-9,\s]*)", rest):
+    pos = 0
+    while pos < len(rest):
+        d = _HEADER_DIRECTIVE.match(rest, pos)
+        if d is None or d.end() == pos:
+            raise PtxSyntaxError(f"line {line}: cannot parse {rest[pos:pos + 60]!r} in the "
+                                 f"header of kernel {k.name}")
         if d.group(1) not in _PERF_DIRECTIVES:
             raise UnsupportedPtxError(f"line {line}: directive .{d.group(1)} on kernel "
                                       f"{k.name}")
-        nums = tuple(int(x) for x in re.findall(r"\d+", d.group(2)))
+        nums = tuple(int(x) for x in re.findall(r"\d+", d.group(2) or ""))
         k.directives[d.group(1)] = nums
+        pos = d.end()
     return k
+
+
+#: one performance-tuning directive of a kernel header (PTX ISA 11.4): a name and a
+#: comma-separated list of integers, or a .pragma string list
+_HEADER_DIRECTIVE = re.compile(
+    r'\s*\.(\w+)(?:\s+([0-9]+(?:\s*,\s*[0-9]+)*)|\s+"[^"]*"(?:\s*,\s*"[^"]*")*)?\s*;?\s*')
 
 
 # ------------------------------------------------------------------------------ module
@@ -492,6 +556,8 @@ def parse_ptx(text: str) -> ModuleSource:
             continue
         words = s.split()
         head = words[0]
+        if head in LINE_DIRECTIVES:
+            check_line_directive(s, line)
         if head == ".version":
             mod.version = words[1] if len(words) > 1 else ""
         elif head == ".target":
@@ -579,15 +645,16 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
                     k.registers[name] = typ
             elif head in (".shared", ".local", ".extern"):
                 k.variables.append(_parse_variable(s, line))
-            elif head in (".pragma", ".loc", ".file"):
-                pass
+            elif head in (".loc", ".file"):
+                check_line_directive(s, line)
+            elif head == ".pragma":
+                _check_pragma(s, line)
             elif head == ".param" and len(scopes) > 1:
                 # the start of nvcc's call sequence ({ .param ...; st.param; call ...})
                 raise UnsupportedPtxError(
-                    f"line {line}: {s[:60]!r} in kernel {k.name} begins a function call; "
-                    "function calls are not supported (inline device functions with "
-                    "__forceinline__; math functions with slow paths, e.g. double sin, "
-                    "cos and pow, call one)")
+                    f"line {line}: {s[:60]!r} in kernel {k.name} begins a call sequence "
+                    "that was not inlined (load the module with load_ptx, which inlines "
+                    "calls to the .func functions the module defines)")
             else:
                 raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r} "
                                           f"in kernel {k.name}")
@@ -604,7 +671,6 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
 
 
 _UNSUPPORTED_OPCODES = {
-    "call": "function calls are not supported (inline device functions)",
     "tex": "texture instructions are not supported",
     "tld4": "texture instructions are not supported",
     "txq": "texture instructions are not supported",
@@ -634,5 +700,13 @@ def _parse_instruction(s: str, line: int) -> Instruction:
     parts = tuple(opcode.split("."))
     if parts[0] in _UNSUPPORTED_OPCODES:
         raise UnsupportedPtxError(f"line {line}: {text!r}: {_UNSUPPORTED_OPCODES[parts[0]]}")
-    operands = tuple(parse_operand(o, line, text) for o in _split_top(ops)) if ops else ()
+    toks = _split_top(ops) if ops else []
+    if parts[0] == "call":
+        # call{.uni} (ret), func, (args) (PTX ISA 9.7.12.2): the lists become Vec operands
+        operands = tuple(
+            Vec(tuple(parse_operand(x, line, text) for x in _split_top(o[1:-1])))
+            if o.startswith("(") and o.endswith(")") else parse_operand(o, line, text)
+            for o in toks)
+    else:
+        operands = tuple(parse_operand(o, line, text) for o in toks)
     return Instruction(line, text, opcode, parts, operands, guard)
