@@ -25,6 +25,7 @@ inlining), :mod:`.cfg` (reconvergence points), :mod:`.instructions` (the opcode 
 """
 from .errors import (
     DeadlockError,
+    DeviceAssertionError,
     ExecutionError,
     LaunchError,
     MemoryAccessError,
@@ -55,4 +56,5 @@ __all__ = [
     "MemoryAccessError",
     "DeadlockError",
     "StepLimitError",
+    "DeviceAssertionError",
 ]

@@ -258,6 +258,11 @@ class Wave:
         return (f"kernel {self.kernel.name}, block {tuple(b)}, thread {t}, "
                 f"line {inst.line} ({inst.text!r})")
 
+    def thread_where(self, thread: int, inst: Instruction) -> str:
+        """``kernel K, block (x, y, z), thread (x, y, z), line N ('...')`` of a thread
+        slot of this wave."""
+        return self._where(thread, inst)
+
     def fault_here(self, inst: Instruction, msg: str) -> None:
         ex = self.cur
         thread = int(ex.rows[ex.mask][0]) if ex is not None and ex.mask.any() else 0
@@ -542,10 +547,10 @@ _SPECIAL_NAMES = frozenset([
 BARRIER_MODES = ("strict", "warp")
 
 
-def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "strict") -> int:
-    """Execute every warp of ``wave`` to completion; returns the steps (warp
-    instructions) executed so far in the launch. ``barrier_mode`` is described in
-    :meth:`hardware.simt.Module.launch`."""
+def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict") -> None:
+    """Execute every warp of ``wave`` to completion; a warp that executes more than
+    ``max_steps`` instructions stops the launch (StepLimitError naming it).
+    ``barrier_mode`` is described in :meth:`hardware.simt.Module.launch`."""
     exited_threads_arrive = barrier_mode == "warp"
     k = wave.kernel
     ops = wave.ops
@@ -600,7 +605,7 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
         woke = np.flatnonzero(st == _RUN)
         if woke.size:
             pop_check(woke)
-    steps = steps_done
+    wsteps = np.zeros(W, dtype=np.int64)   # instructions executed by each warp
     warp_block = wave.warp_block
 
     def pop_check(ws: np.ndarray) -> None:
@@ -642,6 +647,8 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
         rp = toprpc[warps]
         ahead = rp[rp > pc]
         stop = min(others, int(ahead.min())) if ahead.size else others
+        budget = max_steps - int(wsteps[warps].max())
+        pc0 = pc
         # ---------------------------------------------------------- straight-line run
         while pc < n:
             op = ops[pc]
@@ -649,9 +656,8 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
                 break
             wcount[pc] += G
             tcount[pc] += nact
-            steps += G
-            if steps > max_steps:
-                _step_limit(wave, op, max_steps)
+            if pc - pc0 >= budget:
+                _step_limit(wave, op, max_steps, warps, wsteps)
             g = op.guard
             if g is None:
                 op.fn(ix, ex)
@@ -672,6 +678,7 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
             pc += 1
             if pc >= stop:
                 break
+        wsteps[warps] += pc - pc0
         tp[warps] = pc
         if pc >= n:
             # fell off the end of the kernel: behaves like ret
@@ -686,9 +693,9 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
             continue
         wcount[pc] += G
         tcount[pc] += nact
-        steps += G
-        if steps > max_steps:
-            _step_limit(wave, op, max_steps)
+        if pc - pc0 >= budget:
+            _step_limit(wave, op, max_steps, warps, wsteps)
+        wsteps[warps] += 1
         g = op.guard
         if g is not None:
             gr = g[rows]
@@ -765,7 +772,6 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
         stats.divergent_branches += divergent
         stats.max_stack_depth = max(stats.max_stack_depth, max_depth)
         stats.barriers += barriers
-    return steps
 
 
 def _exit_lanes(wave: Wave, warps: np.ndarray, em: np.ndarray, stacks: list, tp: np.ndarray,
@@ -802,10 +808,17 @@ def _exit_lanes(wave: Wave, warps: np.ndarray, em: np.ndarray, stacks: list, tp:
         depth[w] = len(s)
 
 
-def _step_limit(wave: Wave, op: Op, max_steps: int) -> None:
-    raise StepLimitError(f"kernel {wave.kernel.name}: more than max_steps={max_steps} warp "
-                         f"instructions executed (last at line {op.inst.line}: "
-                         f"{op.inst.text!r}); a runaway loop? raise max_steps if not")
+def _step_limit(wave: Wave, op: Op, max_steps: int, warps: np.ndarray,
+                wsteps: np.ndarray) -> None:
+    w = int(warps[int(np.argmax(wsteps[warps]))])
+    b = int(wave.warp_block[w])
+    first = int(np.flatnonzero(wave.warp_block == b)[0])
+    k = w - first
+    raise StepLimitError(
+        f"kernel {wave.kernel.name}: warp {k} of block {tuple(wave.block_ids[b])} (threads "
+        f"{32 * k}-{32 * k + 31} of the block) executed more than max_steps={max_steps} "
+        f"instructions, now at line {op.inst.line} ({op.inst.text!r}): a spinning or "
+        "runaway loop? Raise max_steps if the kernel needs more")
 
 
 def _deadlock(wave: Wave, st: np.ndarray, tp: np.ndarray, arrived: dict, ops: list[Op]) -> None:

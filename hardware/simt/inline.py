@@ -206,7 +206,8 @@ class _Inliner:
             call_text = text[m.start():m.end()]
             if builtin:
                 renamed = {a: f"{a}{site}" for a in rets + args}
-                inlined = (f"call.uni ({', '.join(renamed[a] for a in rets)}), {name}, "
+                ret_list = f"({', '.join(renamed[a] for a in rets)}), " if rets else ""
+                inlined = (f"call.uni {ret_list}{name}, "
                            f"({', '.join(renamed[a] for a in args)});")
             else:
                 f_rets, f_params, _, _ = self.funcs[name]

@@ -152,6 +152,9 @@ def getter(op: Any, t: PtxType, ctx: Any, inst: Instruction) -> Callable:
         if t.kind == "pred":
             v = bool(op.value)
             return lambda ix: v
+        if t.kind != "f" and not -(1 << (t.bits - 1)) <= op.value < (1 << t.bits):
+            raise _unsupported(inst, f"immediate {op.value} does not fit .{t.name} "
+                                     f"({t.bits} bits)")
         s = _scalar(op.value, t)
         return lambda ix: s
     if isinstance(op, FImm):
@@ -1566,11 +1569,18 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, "barrier id must be an immediate")
     op = Op(inst, "bar")
     op.target = inst.operands[0].value
+    if not 0 <= op.target <= 15:
+        raise _unsupported(inst, f"barrier id {op.target} outside 0..15 (a CTA has 16 "
+                                 "barriers)")
     if len(inst.operands) > 1:
         if not isinstance(inst.operands[1], Imm):
             raise _unsupported(inst, "barrier thread count must be an immediate")
+        count = inst.operands[1].value
+        if count <= 0 or count % 32 or count > 1024:
+            raise _unsupported(inst, f"barrier thread count {count} is not a positive "
+                                     "multiple of the warp size up to 1024")
         op.uniform = True
-        op.fn = inst.operands[1].value  # thread count
+        op.fn = count  # thread count
     return op
 
 
@@ -2071,6 +2081,8 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
+from .device_runtime import c_call  # noqa: E402 (it uses Op, defined above)
+
 _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "add": c_add_sub, "sub": c_add_sub, "mul": c_mul, "mad": c_mad, "fma": c_fma,
     "addc": c_carry, "subc": c_carry, "madc": c_carry, "dp4a": c_dot, "dp2a": c_dot,
@@ -2090,6 +2102,7 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
     "match": c_match, "isspacep": c_isspacep,
+    "call": c_call,
 }
 
 #: the opcodes this interpreter implements (see each compiler's docstring for forms)

@@ -388,7 +388,12 @@ def _parse_reg_decl(stmt: str, line: int) -> list[tuple[str, PtxType]]:
     for name in _split_top(m.group(2)):
         r = re.fullmatch(rf"({_IDENT})<(\d+)>", name)
         if r:
-            out += [(f"{r.group(1)}{k}", typ) for k in range(int(r.group(2)))]
+            count = int(r.group(2))
+            if count > MAX_REGISTERS:
+                raise UnsupportedPtxError(
+                    f"line {line}: {stmt[:60]!r} declares {count} registers; at most "
+                    f"{MAX_REGISTERS} per kernel are supported")
+            out += [(f"{r.group(1)}{k}", typ) for k in range(count)]
         elif re.fullmatch(_IDENT, name):
             out.append((name, typ))
         else:
@@ -420,12 +425,35 @@ def _parse_variable(stmt: str, line: int) -> Variable:
         raise UnsupportedPtxError(f"line {line}: .extern .{space} variable {name} is "
                                   "defined in another module")
     nbytes = n * typ.bytes
+    limit = MAX_VARIABLE_BYTES[space]
+    if nbytes > limit:
+        raise UnsupportedPtxError(
+            f"line {line}: .{space} variable {name} of {nbytes} bytes exceeds the "
+            f"{limit} bytes {_LIMIT_SOURCE[space]}")
     data = None
     if space in ("global", "const"):
         data = _initial_bytes(init, typ, nbytes, line, stmt) if init else bytes(nbytes)
     elif init:
         raise UnsupportedPtxError(f"line {line}: .{space} variables cannot be initialised")
     return Variable(name, space, int(align) if align else typ.bytes, nbytes, extern, data)
+
+
+#: the most registers a kernel may declare (its threads each hold all of them)
+MAX_REGISTERS = 1 << 16
+#: the largest variable of each state space (CUDA C Programming Guide, "Technical
+#: Specifications per Compute Capability"; a .global variable bounded by this
+#: interpreter's memory, not by the device's)
+MAX_VARIABLE_BYTES = {"shared": 48 << 10, "local": 512 << 10, "const": 64 << 10,
+                      "global": 1 << 30}
+_LIMIT_SOURCE = {
+    "shared": "of static shared memory per block (larger arrays must be dynamic: "
+              "extern __shared__)",
+    "local": "of local memory per thread",
+    "const": "of constant memory",
+    "global": "a .global variable may have in this interpreter",
+}
+#: kernel parameters: at most 32764 bytes (CUDA 12.1+, compute capability 7.0+)
+MAX_PARAM_BYTES = 32764
 
 
 def _initial_bytes(init: str, typ: PtxType, nbytes: int, line: int, stmt: str) -> bytes:
@@ -474,6 +502,9 @@ def _parse_params(text: str, line: int, kname: str) -> list[Param]:
         offset = -(-offset // align) * align
         params.append(Param(m.group(4), typ, typ.bytes * count, align, offset))
         offset += typ.bytes * count
+        if offset > MAX_PARAM_BYTES:
+            raise UnsupportedPtxError(f"line {line}: the parameters of kernel {kname} "
+                                      f"take more than {MAX_PARAM_BYTES} bytes")
     return params
 
 
@@ -546,8 +577,9 @@ def parse_ptx(text: str) -> ModuleSource:
                 mod.kernels[k.name] = k
                 continue
             if re.search(r"\.func\s", s):
-                raise UnsupportedPtxError(f"line {line}: device functions (.func) are "
-                                          "not supported; inline them (__forceinline__)")
+                raise UnsupportedPtxError(f"line {line}: a .func definition left in the "
+                                          "text (parse_ptx does not inline calls: load the "
+                                          "module with load_ptx)")
             if not s:
                 raise UnsupportedPtxError(f"line {line}: '{{' scope at module level")
             raise UnsupportedPtxError(f"line {line}: unsupported module-level block {s[:60]!r}")
@@ -607,6 +639,7 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
         return op
 
     pending_labels: list[str] = []
+    totals: dict[str, int] = {}
     while i < len(stmts):
         line, s, term = stmts[i]
         i += 1
@@ -643,8 +676,20 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
                         scopes[-1][name] = internal
                         name = internal
                     k.registers[name] = typ
+                if len(k.registers) > MAX_REGISTERS:
+                    raise UnsupportedPtxError(
+                        f"line {line}: kernel {k.name} declares more than {MAX_REGISTERS} "
+                        "registers (counting those of every inlined call)")
             elif head in (".shared", ".local", ".extern"):
-                k.variables.append(_parse_variable(s, line))
+                v = _parse_variable(s, line)
+                k.variables.append(v)
+                totals[v.space] = totals.get(v.space, 0) + v.nbytes
+                for space, total in totals.items():
+                    if total > MAX_VARIABLE_BYTES[space]:
+                        raise UnsupportedPtxError(
+                            f"line {line}: the .{space} variables of kernel {k.name} take "
+                            f"{total} bytes, more than the {MAX_VARIABLE_BYTES[space]} "
+                            f"bytes {_LIMIT_SOURCE[space]}")
             elif head in (".loc", ".file"):
                 check_line_directive(s, line)
             elif head == ".pragma":

@@ -18,6 +18,9 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | module_vars | poly (a __constant__ table, an initialised __device__ array, a __device__ counter) |
 | half_precision | halfk (f16 add/fma/neg), half2k (f16x2 add/max/mul), bf16k (bf16 setp/fma/sub) |
 | memory_spaces | vec4_scale (.v4), local_table (.local), generic_pointer (cvta.shared, generic ld), dyn_reverse (dynamic shared) |
+| printf | printf_formats (device printf: every conversion, with flags, widths, precisions and length modifiers, shared with printf_host.c, whose glibc output is printf_host.txt), assert_positive (a device-side assert) |
+| noinline, noinline_G | noinline_calls (__noinline__ device functions: nested, looping, void), built with -lineinfo and with -G |
+| reduction_G | the reduction kernels built with -G (debug: unoptimised, generic loads, DWARF sections) |
 | edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared), double_math (tanh, rsqrt: rcp/rsqrt.approx.f64 seeds), device_calls (.func calls: double sin/cos slow path, a __noinline__ function), call_forms (nested, void, struct-returning, argument-less calls), int8_dot (dp4a, dp2a) |
 """
 from __future__ import annotations
@@ -33,12 +36,19 @@ __all__ = ["NAMES", "BUILD", "source", "cuda_source", "load", "directory"]
 
 NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histogram",
          "convert", "memory_spaces", "convert_sm80", "struct_param", "intrinsics",
-         "module_vars", "half_precision", "edge_cases")
+         "module_vars", "half_precision", "edge_cases", "printf", "noinline", "noinline_G",
+         "reduction_G")
 
-#: PTX file -> (CUDA source, target architecture); sm_80 has no FP8 cvt instruction, so
-#: ``convert_sm80`` holds nvcc's software FP8 conversion (integer bit manipulation)
-BUILD = {name: (name, "sm_90") for name in NAMES}
-BUILD["convert_sm80"] = ("convert", "sm_80")
+#: PTX file -> (CUDA source, target architecture, extra nvcc options); sm_80 has no FP8
+#: cvt instruction, so ``convert_sm80`` holds nvcc's software FP8 conversion (integer
+#: bit manipulation); ``-lineinfo`` and ``-G`` (debug) builds carry ``.loc``/``.file``
+#: directives and DWARF sections, and ``-G`` ones unoptimised code
+BUILD: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    name: (name, "sm_90", ()) for name in NAMES}
+BUILD["convert_sm80"] = ("convert", "sm_80", ())
+BUILD["noinline"] = ("noinline", "sm_90", ("-lineinfo",))
+BUILD["noinline_G"] = ("noinline", "sm_90", ("-G",))
+BUILD["reduction_G"] = ("reduction", "sm_90", ("-G",))
 
 
 def directory() -> Path:
