@@ -153,8 +153,8 @@ def getter(op: Any, t: PtxType, ctx: Any, inst: Instruction) -> Callable:
             v = bool(op.value)
             return lambda ix: v
         if t.kind != "f" and not -(1 << (t.bits - 1)) <= op.value < (1 << t.bits):
-            raise _unsupported(inst, f"immediate {op.value} does not fit .{t.name} "
-                                     f"({t.bits} bits)")
+            raise _unsupported(inst, f"immediate {op.value} does not fit a {t.bits}-bit "
+                                     "operand")
         s = _scalar(op.value, t)
         return lambda ix: s
     if isinstance(op, FImm):

@@ -16,7 +16,7 @@ from .stats import LaunchStats
 __all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE"]
 
 #: default bound on the instructions one warp may execute in a launch
-DEFAULT_MAX_STEPS = 1_000_000
+DEFAULT_MAX_STEPS = 200_000
 #: blocks are executed in batches of at most this many threads (memory bound only)
 MAX_THREADS_PER_WAVE = 1 << 17
 #: and of at most this many bytes of registers and local memory (at least one block)
