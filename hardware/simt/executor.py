@@ -1,6 +1,6 @@
 """Warp execution: the SIMT stack, the warp scheduler, barriers and memory spaces.
 
-Model (documented choice; the reference doc allows either pre-Volta or Volta semantics):
+Model (documented choice: pre-Volta reconvergence, with Volta's forward progress):
 - **Pre-Volta SIMT stack.** Each warp has a stack of (pc, reconvergence pc, active mask)
   entries. At a branch where the active lanes disagree, the top entry's pc becomes the
   branch's immediate post-dominator ``r`` and one entry per path is pushed with
@@ -24,8 +24,19 @@ Model (documented choice; the reference doc allows either pre-Volta or Volta sem
   executed on a per-warp basis), and threads that have exited count as arrived.
 - Within one instruction, lanes act in thread order: for conflicting stores to one
   address the highest thread index wins; atomics apply lane by lane in thread order.
-- A kernel in which one warp spins waiting for another warp of the same launch (a
-  flag in memory) may not finish under lowest-pc scheduling: ``max_steps`` stops it.
+- **Independent thread scheduling** (``scheduling="independent"``, the default for
+  sm_70 and later; CUDA C Programming Guide, "Independent Thread Scheduling"): on top
+  of the stack and the lowest-pc order, a path that takes :data:`YIELD_AFTER` (64)
+  uniform backward branches in a row while other threads of its warp wait for it
+  yields to them: a sibling path of the same divergent branch is swapped to the top of
+  the stack, or the threads waiting at the path's reconvergence point go on from there
+  as a path of their own (the two then reconverge where the waiting entry would have).
+  Likewise a warp that takes :data:`YIELD_AFTER` backward branches while other warps
+  can run gives way to them until every runnable warp has given way. A spin lock thus
+  completes (the holder of the lock gets to release it), and code that loops fewer
+  than 64 times in a row behaves as under the plain stack. ``scheduling="lockstep"``
+  is the pre-Volta model alone, under which such a kernel livelocks until
+  ``max_steps``.
 - Registers, shared and local memory start at zero (on a GPU they start undefined).
 - Blocks run in batches of at most ``module.MAX_THREADS_PER_WAVE`` threads, in block
   order; all blocks of a batch execute together.
@@ -545,12 +556,19 @@ _SPECIAL_NAMES = frozenset([
 
 
 BARRIER_MODES = ("strict", "warp")
+SCHEDULING_MODES = ("independent", "lockstep")
+#: backward branches a path (or a warp) takes in a row while other threads wait for it
+#: before it yields to them under independent thread scheduling
+YIELD_AFTER = 64
 
 
-def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict") -> None:
+def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict",
+             scheduling: str = "independent") -> None:
     """Execute every warp of ``wave`` to completion; a warp that executes more than
     ``max_steps`` instructions stops the launch (StepLimitError naming it).
-    ``barrier_mode`` is described in :meth:`hardware.simt.Module.launch`."""
+    ``barrier_mode`` and ``scheduling`` are described in
+    :meth:`hardware.simt.Module.launch` and the module docstring."""
+    independent = scheduling == "independent"
     exited_threads_arrive = barrier_mode == "warp"
     k = wave.kernel
     ops = wave.ops
@@ -569,7 +587,11 @@ def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict") -> None:
     toprpc = np.full(W, n, dtype=np.int64)
     topmask = exists.copy()
     st = np.where(topmask.any(axis=1), _RUN, _DONE).astype(np.int8)
-    stacks: list[list[list[Any]]] = [[[0, n, topmask[w].copy()]] for w in range(W)]
+    # stack entries: [pc, reconvergence pc, active mask, backward branches in a row]
+    stacks: list[list[list[Any]]] = [[[0, n, topmask[w].copy(), 0]] for w in range(W)]
+    yielded = np.zeros(W, dtype=bool)      # warps that gave way to the others
+    any_yielded = False
+    wspin = np.zeros(W, dtype=np.int64)    # backward branches while other warps wait
     depth = np.ones(W, dtype=np.int64)
     max_depth = 1
     divergent = 0
@@ -621,7 +643,15 @@ def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict") -> None:
                 depth[w] = len(s)
 
     while True:
-        cand = np.where(st == _RUN, tp, _BIG)
+        if any_yielded:
+            live = (st == _RUN) & ~yielded
+            if not live.any():
+                yielded[:] = False
+                any_yielded = False
+                live = st == _RUN
+            cand = np.where(live, tp, _BIG)
+        else:
+            cand = np.where(st == _RUN, tp, _BIG)
         pc = int(cand.min())
         if pc >= _BIG:
             if (st == _WAIT).any():
@@ -725,9 +755,9 @@ def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict") -> None:
                         else:
                             s[-1][0] = r
                         if pc + 1 != r:
-                            s.append([pc + 1, r, nt[i].copy()])
+                            s.append([pc + 1, r, nt[i].copy(), 0])
                         if target != r:
-                            s.append([target, r, pm[i].copy()])
+                            s.append([target, r, pm[i].copy(), 0])
                         top = s[-1]
                         tp[w] = top[0]
                         toprpc[w] = top[1]
@@ -736,6 +766,29 @@ def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict") -> None:
                         divergent += 1
                         if len(s) > max_depth:
                             max_depth = len(s)
+            if independent and target <= pc:
+                # a backward branch: a path that keeps looping while other threads
+                # wait for it yields to them (independent thread scheduling)
+                if g is None:
+                    took = warps
+                    uniform = warps
+                else:
+                    took = warps[t_any]
+                    uniform = warps[t_any & ~nt_any]
+                for w in uniform[depth[uniform] > 1].tolist():
+                    if _spin_yield(stacks[w], int(tp[w])):
+                        top = stacks[w][-1]
+                        tp[w] = top[0]
+                        toprpc[w] = top[1]
+                        topmask[w] = top[2]
+                        depth[w] = len(stacks[w])
+                if (others < _BIG or any_yielded) and took.size:
+                    wspin[took] += 1
+                    over = took[wspin[took] >= YIELD_AFTER]
+                    if over.size:
+                        wspin[over] = 0
+                        yielded[over] = True
+                        any_yielded = True
             pop_check(warps)
         elif op.kind == "exit":
             tp[warps] = pc + 1
@@ -772,6 +825,32 @@ def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict") -> None:
         stats.divergent_branches += divergent
         stats.max_stack_depth = max(stats.max_stack_depth, max_depth)
         stats.barriers += barriers
+
+
+def _spin_yield(s: list, pc: int) -> bool:
+    """Count a uniform backward branch of the top entry of stack ``s``; after
+    :data:`YIELD_AFTER` of them in a row, let the threads waiting for it run: a sibling
+    path (same reconvergence pc) is swapped to the top, or the threads waiting at the
+    top's reconvergence point go on from there as a path of their own (the looping
+    path then reconverges with them where the waiting entry would have). Returns
+    whether the stack changed. ``pc`` is the top entry's current pc."""
+    top = s[-1]
+    top[0] = pc
+    top[3] += 1
+    if top[3] < YIELD_AFTER:
+        return False
+    top[3] = 0
+    below = s[-2]
+    if below[1] == top[1] and below[0] != top[1]:
+        s[-2], s[-1] = top, below                      # a sibling path runs
+        return True
+    if below[0] == top[1]:
+        waiting = below[2] & ~top[2]
+        if waiting.any():
+            s[-2] = [top[0], below[1], top[2], 0]
+            s[-1] = [below[0], below[1], waiting, 0]  # the waiting threads run on
+            return True
+    return False
 
 
 def _exit_lanes(wave: Wave, warps: np.ndarray, em: np.ndarray, stacks: list, tp: np.ndarray,

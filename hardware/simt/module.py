@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Sequence
 
 import numpy as np
 
 from .cfg import reconvergence_points
 from .errors import LaunchError, PtxSyntaxError, UnsupportedPtxError
-from .executor import BARRIER_MODES, LaunchConfig, Wave, run_wave
+from .executor import BARRIER_MODES, SCHEDULING_MODES, LaunchConfig, Wave, run_wave
 from .memory import GlobalMemory
 from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .stats import LaunchStats
@@ -174,6 +175,11 @@ class Module:
         self.source = source
         self.version = source.version
         self.target = source.target
+        #: "independent" for sm_70 and later targets (PTX ISA 9.7.12, "independent
+        #: thread scheduling"), else "lockstep"
+        arch = source.target.split(",")[0].strip()
+        num = int(re.sub(r"\D", "", arch) or 0) if arch.startswith("sm_") else 0
+        self.default_scheduling = "independent" if (num >= 70 or not arch) else "lockstep"
         self.kernels: dict[str, Kernel] = {
             name: Kernel(k, source.variables, self) for name, k in source.kernels.items()}
         self.variables = {v.name: v for v in source.variables if v.space in ("global", "const")}
@@ -202,7 +208,7 @@ class Module:
     def launch(self, name: str, grid: Any, block: Any, args: Sequence[Any],
                memory: GlobalMemory, dynamic_shared: int = 0,
                max_steps: int = DEFAULT_MAX_STEPS,
-               barrier_mode: str = "strict") -> LaunchStats:
+               barrier_mode: str = "strict", scheduling: str | None = None) -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -220,6 +226,12 @@ class Module:
                 warp reaching the barrier arrives with all its live threads and exited
                 threads count as arrived (the per-warp hardware behaviour that kernels
                 with an early ``return`` before ``__syncthreads()`` rely on).
+            scheduling: "independent" (the default for sm_70 and later PTX, which is
+                every target this interpreter accepts): independent thread scheduling,
+                under which a path of a warp (or a warp) that keeps looping while other
+                threads wait for it yields to them, so that spin locks complete (policy
+                in :mod:`hardware.simt.executor`); "lockstep": the pre-Volta SIMT stack
+                alone, under which they livelock.
 
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
@@ -256,6 +268,11 @@ class Module:
             raise LaunchError(f"max_steps must be a positive int, got {max_steps!r}")
         if barrier_mode not in BARRIER_MODES:
             raise LaunchError(f"barrier_mode must be one of {BARRIER_MODES}, got {barrier_mode!r}")
+        if scheduling is None:
+            scheduling = self.default_scheduling
+        if scheduling not in SCHEDULING_MODES:
+            raise LaunchError(f"scheduling must be one of {SCHEDULING_MODES}, got "
+                              f"{scheduling!r}")
         params = k.pack_args(args)
         cfg = LaunchConfig(k, g, b, int(dynamic_shared))
         if cfg.shared_bytes > 228 * 1024:
@@ -272,7 +289,7 @@ class Module:
                 ids = range(start, min(start + per_wave, nblocks))
                 blocks = [(i % g[0], i // g[0] % g[1], i // (g[0] * g[1])) for i in ids]
                 wave = k.wave(cfg, blocks, memory, params, stats)
-                run_wave(wave, int(max_steps), barrier_mode)
+                run_wave(wave, int(max_steps), barrier_mode, scheduling)
         return stats
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hardware.simt import GlobalMemory, gallery
+from hardware.simt import GlobalMemory, StepLimitError, gallery
 
 
 def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -763,3 +763,73 @@ def test_device_assert_names_kernel_thread_and_message():
     mem.write(pv, ok)
     gallery.load("printf").launch("assert_positive", 2, 4, [pv, po, 8], mem)
     np.testing.assert_array_equal(mem.from_device(po, np.int32, 8), 2 * ok)
+
+
+# ------------------------------------------------------ independent thread scheduling
+
+
+@pytest.mark.parametrize("grid,block,n", [(1, 32, 32), (1, 8, 5), (2, 48, 80)])
+def test_spin_lock_completes_under_independent_scheduling(grid, block, n):
+    """Every thread takes a global spin lock (atomicCAS loop), appends its index to
+    order[] at position *total and increments *total without an atomic: the lock makes
+    that race-free, so total = n and order is a permutation of the thread indices.
+    Under the lock-step SIMT stack the threads that failed to take the lock spin forever
+    while the holder waits at their reconvergence point."""
+    mod = gallery.load("spinlock")
+    mem = GlobalMemory()
+    order, total = mem.alloc(4 * n), mem.alloc(4)
+    mod.launch("spinlock_order", grid, block, [order, total, n], mem)
+    assert mem.from_device(total, np.int32, 1)[0] == n
+    assert sorted(mem.from_device(order, np.int32, n).tolist()) == list(range(n))
+
+
+def test_spin_lock_livelocks_in_lockstep_mode():
+    mod = gallery.load("spinlock")
+    mem = GlobalMemory()
+    order, total = mem.alloc(4 * 32), mem.alloc(4)
+    with pytest.raises(StepLimitError, match="warp 0 of block"):
+        mod.launch("spinlock_order", 1, 32, [order, total, 32], mem, max_steps=20_000,
+                   scheduling="lockstep")
+
+
+@pytest.mark.parametrize("scheduling", ["independent", "lockstep"])
+def test_flag_handoff_between_warps(scheduling):
+    """Warp 1 spins on a flag (laid out at a lower pc than warp 0's producer code): the
+    waiting warp gives way to the producer under independent scheduling."""
+    mod = gallery.load("spinlock")
+    mem = GlobalMemory()
+    flag, data, out = mem.alloc(4), mem.alloc(4 * 32), mem.alloc(4 * 32)
+    if scheduling == "lockstep":
+        with pytest.raises(StepLimitError, match="warp 1 of block"):
+            mod.launch("flag_handoff", 1, 64, [flag, data, out], mem, max_steps=20_000,
+                       scheduling=scheduling)
+        return
+    mod.launch("flag_handoff", 1, 64, [flag, data, out], mem, scheduling=scheduling)
+    t = np.arange(32)
+    np.testing.assert_array_equal(mem.from_device(out, np.int32, 32), t * t + 1)
+
+
+def test_scheduling_option_is_checked():
+    from hardware.simt import LaunchError
+    mod = gallery.load("spinlock")
+    assert mod.default_scheduling == "independent"      # .target sm_90
+    mem = GlobalMemory()
+    with pytest.raises(LaunchError, match="scheduling must be one of"):
+        mod.launch("flag_handoff", 1, 64, [mem.alloc(4), mem.alloc(128), mem.alloc(128)],
+                   mem, scheduling="volta")
+
+
+def test_independent_scheduling_keeps_short_divergent_loops_converged():
+    """Loops shorter than YIELD_AFTER iterations: the same outputs and the same
+    statistics as the plain SIMT stack (nothing yields)."""
+    x = np.random.default_rng(5).integers(0, 2**31, 300).astype(np.int32)
+    runs = []
+    for scheduling in ("independent", "lockstep"):
+        mem = GlobalMemory()
+        px, po = mem.to_device(x), mem.alloc(4 * 300)
+        st_ = gallery.load("divergence").launch("divergent_loop", 2, 256, [px, po, 300], mem,
+                                                scheduling=scheduling)
+        runs.append((mem.from_device(po, np.int32, 300), st_))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1].metrics() == runs[1][1].metrics()
+    assert runs[0][1].line_warp_instructions == runs[1][1].line_warp_instructions
