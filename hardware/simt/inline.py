@@ -18,7 +18,14 @@ renamed per site, ``ret`` becomes a branch to the end of the inlined body, and t
 is wrapped in a ``{ }`` scope (so its register declarations are its own). The inlined
 text is put on the line of the ``call``, and every removed ``.func`` definition is
 replaced by as many empty lines, so that line numbers in messages stay those of the
-source. Recursion is refused.
+source. Recursion, indirect calls (through a function pointer, with a prototype) and
+predicated calls are refused, and so are calls to functions the module only declares,
+except the CUDA runtime's ``vprintf`` and ``__assertfail``: their call sequences keep
+the ``call`` (its parameters turned into site-local ``.local`` variables), which
+:mod:`hardware.simt.device_runtime` executes. Each function is rewritten once into a
+template (its site-local names carrying a placeholder for the call site), so inlining
+takes time proportional to the inlined text: each call of the call tree becomes its own
+copy, up to :data:`MAX_INLINED_CHARS`.
 """
 from __future__ import annotations
 

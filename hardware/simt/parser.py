@@ -7,7 +7,11 @@ PTX ISA (version 9.0) chapters 4 (syntax), 5 (state spaces, types, variables), 9
 (including the ``%r<N>`` range form), ``.shared`` arrays (module or kernel scope, and
 ``.extern .shared`` dynamic arrays), ``.local`` arrays, labels, predicate guards
 ``@%p`` / ``@!%p``, ``{ }`` scopes from inline asm (registers declared inside are local to
-the scope), ``//`` and ``/* */`` comments, ``.pragma``, ``.file`` and ``.loc``.
+the scope), ``//`` and ``/* */`` comments, ``.pragma``, ``.file`` and ``.loc`` (each
+line directive ends where its grammar ends, not only at a newline), and the ``call``
+instructions the inliner leaves for the CUDA runtime functions. Text a statement's
+grammar does not consume is refused, and so are declarations beyond the CUDA limits
+(:data:`MAX_REGISTERS`, :data:`MAX_VARIABLE_BYTES`, :data:`MAX_PARAM_BYTES`).
 Everything else is an :class:`~hardware.simt.errors.UnsupportedPtxError` or a
 :class:`~hardware.simt.errors.PtxSyntaxError` naming the line.
 """
