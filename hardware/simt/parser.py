@@ -197,11 +197,11 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
     i = 0
     n = len(text)
     depth_paren = 0
-    while i < n:
+    blank = True            # nothing but whitespace in buf (kept up to date: joining
+    while i < n:            # buf per character would be quadratic in DWARF sections)
         ch = text[i]
         if ch == "\n":
             line += 1
-        blank = not "".join(buf).strip()
         if ch == "." and blank:
             m = _LINE_DIRECTIVE_START.match(text, i)
             if m:
@@ -220,8 +220,10 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
         if blank:
             start = line
         if ch == '"':  # string (in .pragma): copy through
-            j = text.index('"', i + 1) if '"' in text[i + 1:] else n - 1
+            j = text.find('"', i + 1)
+            j = n - 1 if j < 0 else j
             buf.append(text[i:j + 1])
+            blank = False
             i = j + 1
             continue
         if ch == "(":
@@ -242,6 +244,7 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
                 continue
             yield start, stmt, ch
             buf = []
+            blank = True
             i += 1
             continue
         if ch == ":" and depth_paren == 0:
@@ -251,9 +254,12 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
             if nxt != ":" and prv != ":" and _LABEL.match(stmt):
                 yield start, stmt, ":"
                 buf = []
+                blank = True
                 i += 1
                 continue
         buf.append(ch)
+        if blank and not ch.isspace():
+            blank = False
         i += 1
     if "".join(buf).strip():
         raise PtxSyntaxError(f"line {start}: statement not terminated by ';': "
