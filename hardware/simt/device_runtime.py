@@ -47,7 +47,7 @@ from .parser import Instruction, Sym, Vec
 if TYPE_CHECKING:
     from .instructions import Op
 
-__all__ = ["c_call", "format_printf", "RUNTIME_FUNCTIONS"]
+__all__ = ["c_call", "c_trap", "format_printf", "RUNTIME_FUNCTIONS"]
 
 #: the CUDA runtime functions a ``call`` may name, with their (return, argument) counts
 RUNTIME_FUNCTIONS = {"vprintf": (1, 2), "__assertfail": (0, 5)}
@@ -334,3 +334,16 @@ def c_call(inst: Instruction, ctx: Any) -> Op:
         if ctx.stats is not None:
             ctx.stats.stdout += b"".join(texts).decode("utf-8", "backslashreplace")
     return Op(inst, "alu", vprintf)
+
+
+def c_trap(inst: Instruction, ctx: Any) -> Op:
+    """trap (PTX ISA 9.7.19.1, ``__trap()``): aborts the kernel; an executing thread
+    raises an :class:`ExecutionError` naming it (the first in thread order)."""
+    from .instructions import Op  # noqa: F811
+
+    def trap(ix: Any, ex: Any) -> None:
+        t = int((np.arange(ctx.T)[ix] if isinstance(ix, slice) else ix)[0])
+        raise ExecutionError(f"{ctx.thread_where(t, inst)}: trap: the kernel aborted")
+    if inst.operands:
+        raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: trap takes no operands")
+    return Op(inst, "alu", trap)

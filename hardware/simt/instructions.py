@@ -2081,7 +2081,7 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
-from .device_runtime import c_call  # noqa: E402 (it uses Op, defined above)
+from .device_runtime import c_call, c_trap  # noqa: E402 (they use Op, defined above)
 
 _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "add": c_add_sub, "sub": c_add_sub, "mul": c_mul, "mad": c_mad, "fma": c_fma,
@@ -2102,7 +2102,7 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
     "match": c_match, "isspacep": c_isspacep,
-    "call": c_call,
+    "call": c_call, "trap": c_trap,
 }
 
 #: the opcodes this interpreter implements (see each compiler's docstring for forms)

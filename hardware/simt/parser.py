@@ -736,7 +736,6 @@ _UNSUPPORTED_OPCODES = {
     "wmma": "warp matrix (wmma) instructions are not supported",
     "mma": "warp matrix (mma) instructions are not supported",
     "wgmma": "warpgroup matrix instructions are not supported",
-    "trap": "trap is not supported",
 }
 
 

@@ -269,3 +269,27 @@ $L__ok:
     assert ("kernel k, block (0, 0, 0), thread (4, 0, 0)" in str(e.value)
             and "`x < 4` failed (k.cu:17, in void k(int *))" in str(e.value))
     assert e.value.stdout == "hi\n" * 16
+
+
+def test_trap_aborts_naming_the_thread():
+    """__trap() compiles to trap (it was refused at load as unsupported)."""
+    ptx = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p0)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<2>;
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 37;
+    @%p1 bra $L__done;
+    trap;
+$L__done:
+    ret;
+}
+"""
+    mod = load_ptx(ptx)
+    mod.launch("k", 1, 32, [0], GlobalMemory())        # thread 37 does not exist
+    with pytest.raises(ExecutionError, match=r"block \(0, 0, 0\), thread \(37, 0, 0\).*trap"):
+        mod.launch("k", 1, 64, [0], GlobalMemory())
