@@ -3,7 +3,10 @@
 ``cudaMalloc`` returns 256-byte-aligned memory (CUDA C Programming Guide, "Device Memory
 Accesses"); :meth:`GlobalMemory.alloc` does the same. Every access is checked against the
 allocations: an address outside every allocation, or an access that runs past the end of
-its allocation, is an error naming the kernel, block, thread, PTX line and address.
+its allocation, is an error naming the kernel, block, thread, PTX line and address. Each
+allocation is followed by an unallocated guard gap as large as itself (at least 256
+bytes), so that an index past the end by up to the array's own size is caught rather
+than landing in the next array; an access before anything is allocated is an error too.
 
 Address map of the generic address space (PTX ISA 6.4.1, "Generic Addressing"): global
 allocations live in ``[GLOBAL_BASE, SHARED_WINDOW)``; a ``.shared`` address ``a`` has the
