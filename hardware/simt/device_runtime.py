@@ -11,8 +11,9 @@ their parameters in ``.local`` variables; this module compiles them.
 Special-value policy first: ``%f``/``%e``/``%g`` of an infinity print ``inf`` (``INF``
 for the upper-case conversions) and of a NaN ``nan``, with a ``-`` when the sign bit is
 set (glibc); the ``0`` flag does not apply to them. ``%s`` of a null pointer prints
-``(null)`` and ``%p`` of one ``(nil)`` (glibc). ``%n``, ``%a``/``%A`` and ``long
-double`` (``L``) are refused with an :class:`ExecutionError` (the format is only known
+``(null)`` and ``%p`` of one ``(nil)`` (glibc). ``%n``, ``%a``/``%A``, ``long double``
+(``L``), wide characters and strings (``%lc``, ``%ls``) and fields wider than 65536
+are refused with an :class:`ExecutionError` (the format is only known
 when the call runs).
 
 printf: the argument buffer holds each argument at the next multiple of its size (C
@@ -55,6 +56,7 @@ RUNTIME_FUNCTIONS = {"vprintf": (1, 2), "__assertfail": (0, 5)}
 _SPEC = re.compile(rb"%([-+ #0]*)(\*|[0-9]+)?(?:\.(\*|[0-9]*))?(hh|h|ll|l|L|q|j|z|t)?(.?)",
                    re.S)
 _MAX_STRING = 1 << 16
+_MAX_FIELD = 1 << 16
 
 
 class _Fault(Exception):
@@ -147,7 +149,7 @@ def format_printf(fmt: bytes, read_arg: Callable[[int], int],
         if conv == "" or conv not in "diouxXcspeEfFgGaAn":
             raise ExecutionError(f"printf: malformed conversion {fmt[k:pos + 1]!r} in "
                                  f"format {fmt[:60]!r}")
-        if conv in "naA" or length in ("L", "q"):
+        if conv in "naA" or length in ("L", "q") or (length and conv in "csp"):
             raise ExecutionError(f"printf: conversion {fmt[k:pos].decode('latin-1')!r} is "
                                  "not supported")
         width: int | None = None
@@ -168,6 +170,9 @@ def format_printf(fmt: bytes, read_arg: Callable[[int], int],
                 prec = p if p >= 0 else None
             else:
                 prec = int(m.group(3) or b"0")
+        if max(width or 0, prec or 0) > _MAX_FIELD:
+            raise ExecutionError(f"printf: field width or precision above {_MAX_FIELD} in "
+                                 f"{fmt[k:pos].decode('latin-1')!r}")
         nargs += 1
         if conv in "diouxX":
             size = 8 if length in ("l", "ll", "j", "z", "t") else 4

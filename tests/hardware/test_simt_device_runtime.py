@@ -85,7 +85,8 @@ def test_printf_negative_nan_and_strings():
     assert _fmt("%p|%p|%18p", [0x7F00, 0, 0x10]) == "0x7f00|(nil)|              0x10"
 
 
-@pytest.mark.parametrize("fmt", ["%n", "%a", "%A", "%Lf", "%q", "%"])
+@pytest.mark.parametrize("fmt", ["%n", "%a", "%A", "%Lf", "%q", "%", "%ls", "%lc",
+                                 "%100000d", "%.100000f"])
 def test_printf_unsupported_conversions_are_refused(fmt):
     with pytest.raises(ExecutionError, match="printf"):
         format_printf(fmt.encode(), lambda size: 0, lambda a, lim: b"")
