@@ -1567,6 +1567,8 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, "unsupported barrier form")
     if not inst.operands or not isinstance(inst.operands[0], Imm):
         raise _unsupported(inst, "barrier id must be an immediate")
+    if len(inst.operands) > 2:
+        raise _unsupported(inst, "a barrier takes an id and an optional thread count")
     op = Op(inst, "bar")
     op.target = inst.operands[0].value
     if not 0 <= op.target <= 15:
@@ -1648,6 +1650,8 @@ def c_bra(inst: Instruction, ctx: Any) -> Op:
 
 def c_exit(inst: Instruction, ctx: Any) -> Op:
     """ret / exit (9.7.12.4-5): in a kernel, ret ends the thread like exit."""
+    if inst.operands:
+        raise _unsupported(inst, f"{inst.parts[0]} takes no operands")
     return Op(inst, "exit")
 
 

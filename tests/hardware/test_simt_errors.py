@@ -273,6 +273,8 @@ def test_oversized_module_variables_and_parameters_are_refused():
     ("add.s32 %r1, %r1, 5000000000;", "immediate 5000000000 does not fit a 32-bit"),
     ("add.u32 %r1, %r1, -2147483649;", "immediate -2147483649 does not fit a 32-bit"),
     ("mov.u16 %rs1, 65536;", "immediate 65536 does not fit a 16-bit"),
+    ("bar.sync 0, 64, 3;", "an id and an optional thread count"),
+    ("ret %r1;", "ret takes no operands"),
 ])
 def test_out_of_range_operands_are_refused(inst, match):
     with pytest.raises(UnsupportedPtxError, match=match):
