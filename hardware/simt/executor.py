@@ -27,8 +27,8 @@ Model (documented choice: pre-Volta reconvergence, with Volta's forward progress
 - **Independent thread scheduling** (``scheduling="independent"``, the default for
   sm_70 and later; CUDA C Programming Guide, "Independent Thread Scheduling"): on top
   of the stack and the lowest-pc order, a path that takes :data:`YIELD_AFTER` (64)
-  uniform backward branches in a row while other threads of its warp wait for it
-  yields to them: a sibling path of the same divergent branch is swapped to the top of
+  uniform backward branches (counted since it last diverged or yielded) while other
+  threads of its warp wait for it yields to them: a sibling path of the same divergent branch is swapped to the top of
   the stack, or the threads waiting at the path's reconvergence point go on from there
   as a path of their own (the two then reconverge where the waiting entry would have).
   Likewise a warp that takes :data:`YIELD_AFTER` backward branches while other warps
