@@ -28,9 +28,10 @@ Model (documented choice: pre-Volta reconvergence, with Volta's forward progress
   sm_70 and later; CUDA C Programming Guide, "Independent Thread Scheduling"): on top
   of the stack and the lowest-pc order, a path that takes :data:`YIELD_AFTER` (64)
   uniform backward branches (counted since it last diverged or yielded) while other
-  threads of its warp wait for it yields to them: a sibling path of the same divergent branch is swapped to the top of
-  the stack, or the threads waiting at the path's reconvergence point go on from there
-  as a path of their own (the two then reconverge where the waiting entry would have).
+  threads of its warp wait for it yields to them: the sibling paths of its divergent
+  branch run in turn (the yielding path goes below them on the stack), or the threads
+  waiting at the path's reconvergence point go on from there as a path of their own
+  (the two then reconverge where the waiting entry would have).
   Likewise a warp that takes :data:`YIELD_AFTER` backward branches while other warps
   can run gives way to them until every runnable warp has given way. A spin lock thus
   completes (the holder of the lock gets to release it), and code that loops fewer
@@ -830,7 +831,8 @@ def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict",
 def _spin_yield(s: list, pc: int) -> bool:
     """Count a uniform backward branch of the top entry of stack ``s``; after
     :data:`YIELD_AFTER` of them in a row, let the threads waiting for it run: a sibling
-    path (same reconvergence pc) is swapped to the top, or the threads waiting at the
+    path (same reconvergence pc) comes to the top (the yielding path goes below all of
+    its siblings, so that they run in turn), or the threads waiting at the
     top's reconvergence point go on from there as a path of their own (the looping
     path then reconverges with them where the waiting entry would have). Returns
     whether the stack changed. ``pc`` is the top entry's current pc."""
@@ -842,7 +844,11 @@ def _spin_yield(s: list, pc: int) -> bool:
     top[3] = 0
     below = s[-2]
     if below[1] == top[1] and below[0] != top[1]:
-        s[-2], s[-1] = top, below                      # a sibling path runs
+        # sibling paths (same reconvergence pc) run in turn: the top goes below them all
+        j = len(s) - 2
+        while j > 0 and s[j - 1][1] == top[1] and s[j - 1][0] != top[1]:
+            j -= 1
+        s.insert(j, s.pop())
         return True
     if below[0] == top[1]:
         waiting = below[2] & ~top[2]

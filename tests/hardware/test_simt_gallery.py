@@ -809,6 +809,22 @@ def test_flag_handoff_between_warps(scheduling):
     np.testing.assert_array_equal(mem.from_device(out, np.int32, 32), t * t + 1)
 
 
+@pytest.mark.parametrize("block", [32, 64, 48])
+def test_warp_halves_hand_over_through_memory(block):
+    """Lanes 0-15 publish 7 and wait for the other half's answer (7 + 1); lanes 16-31
+    wait for the 7 first: two sibling paths of one branch that each spin until the
+    other has run. Under independent scheduling they run in turn."""
+    mod = gallery.load("spinlock")
+    mem = GlobalMemory()
+    flags, out = mem.alloc(8), mem.alloc(4 * 32)
+    mod.launch("warp_handshake", 1, block, [flags, out], mem)
+    np.testing.assert_array_equal(mem.from_device(out, np.int32, 32),
+                                  [8] * 16 + [7] * 16)
+    with pytest.raises(StepLimitError):
+        mod.launch("warp_handshake", 1, block, [mem.alloc(8), out], mem,
+                   max_steps=20_000, scheduling="lockstep")
+
+
 def test_scheduling_option_is_checked():
     from hardware.simt import LaunchError
     mod = gallery.load("spinlock")

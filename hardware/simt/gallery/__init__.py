@@ -21,7 +21,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | printf | printf_formats (device printf: every conversion, with flags, widths, precisions and length modifiers, shared with printf_host.c, whose glibc output is printf_host.txt), assert_positive (a device-side assert) |
 | noinline, noinline_G | noinline_calls (__noinline__ device functions: nested, looping, void), built with -lineinfo and with -G |
 | reduction_G | the reduction kernels built with -G (debug: unoptimised, generic loads, DWARF sections) |
-| spinlock | spinlock_order (a global spin lock taken by every thread in turn), flag_handoff (warp 1 waits for a flag warp 0 sets): both need independent thread scheduling |
+| spinlock | spinlock_order (a global spin lock taken by every thread in turn), flag_handoff (warp 1 waits for a flag warp 0 sets), warp_handshake (the two halves of a warp wait for each other): all need independent thread scheduling |
 | edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared), double_math (tanh, rsqrt: rcp/rsqrt.approx.f64 seeds), device_calls (.func calls: double sin/cos slow path, a __noinline__ function), call_forms (nested, void, struct-returning, argument-less calls), int8_dot (dp4a, dp2a) |
 """
 from __future__ import annotations

@@ -48,3 +48,22 @@ extern "C" __global__ void flag_handoff(volatile int *flag, volatile int *data, 
             *flag = 1;
     }
 }
+
+// The two halves of one warp hand a value to each other through memory: each half
+// waits for the other inside its own branch, so neither branch can finish first (a
+// livelock under the lock-step SIMT stack, whichever path it runs first).
+extern "C" __global__ void warp_handshake(volatile int *flags, int *out)
+{
+    int lane = threadIdx.x & 31;
+    if (lane < 16) {
+        flags[0] = 7;
+        while (flags[1] == 0) {
+        }
+        out[lane] = flags[1];
+    } else {
+        while (flags[0] == 0) {
+        }
+        flags[1] = flags[0] + 1;
+        out[lane] = flags[0];
+    }
+}
