@@ -19,7 +19,8 @@ array([1., 2., 3.], dtype=float32)
 
 Modules: :mod:`.parser` (PTX text), :mod:`.inline` (device-function calls, by
 inlining), :mod:`.cfg` (reconvergence points), :mod:`.instructions` (the opcode table),
-:mod:`.rounding` (exact IEEE arithmetic),
+:mod:`.rounding` (exact IEEE arithmetic), :mod:`.device_runtime` (device ``printf``,
+``assert`` and ``trap``),
 :mod:`.executor` (SIMT stack, scheduler, barriers, memory spaces), :mod:`.memory`
 (:class:`GlobalMemory`), :mod:`.stats` (:class:`LaunchStats`), :mod:`.gallery`.
 """
