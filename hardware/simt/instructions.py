@@ -160,6 +160,9 @@ def getter(op: Any, t: PtxType, ctx: Any, inst: Instruction) -> Callable:
         if t.kind == "pred":
             v = bool(op.value)
             return lambda ix: v
+        if t.kind != "f" and not -(1 << (t.bits - 1)) <= op.value < (1 << t.bits):
+            raise _unsupported(inst, f"immediate {op.value} does not fit a {t.bits}-bit "
+                                     "operand")
         s = _scalar(op.value, t)
         return lambda ix: s
     if isinstance(op, FImm):
@@ -1535,13 +1538,22 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, "unsupported barrier form")
     if not inst.operands or not isinstance(inst.operands[0], Imm):
         raise _unsupported(inst, "barrier id must be an immediate")
+    if len(inst.operands) > 2:
+        raise _unsupported(inst, "a barrier takes an id and an optional thread count")
     op = Op(inst, "bar")
     op.target = inst.operands[0].value
+    if not 0 <= op.target <= 15:
+        raise _unsupported(inst, f"barrier id {op.target} outside 0..15 (a CTA has 16 "
+                                 "barriers)")
     if len(inst.operands) > 1:
         if not isinstance(inst.operands[1], Imm):
             raise _unsupported(inst, "barrier thread count must be an immediate")
+        count = inst.operands[1].value
+        if count <= 0 or count % 32 or count > 1024:
+            raise _unsupported(inst, f"barrier thread count {count} is not a positive "
+                                     "multiple of the warp size up to 1024")
         op.uniform = True
-        op.fn = inst.operands[1].value  # thread count
+        op.fn = count  # thread count
     return op
 
 
@@ -1564,6 +1576,8 @@ def c_bra(inst: Instruction, ctx: Any) -> Op:
 
 def c_exit(inst: Instruction, ctx: Any) -> Op:
     """ret / exit (9.7.12.4-5): in a kernel, ret ends the thread like exit."""
+    if inst.operands:
+        raise _unsupported(inst, f"{inst.parts[0]} takes no operands")
     return Op(inst, "exit")
 
 
@@ -1984,6 +1998,8 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
+from .device_runtime import c_call, c_trap  # noqa: E402 (they use Op, defined above)
+
 _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "add": c_add_sub, "sub": c_add_sub, "mul": c_mul, "mad": c_mad, "fma": c_fma,
     "addc": c_carry, "subc": c_carry, "madc": c_carry, "dp4a": c_dot, "dp2a": c_dot,
@@ -2002,6 +2018,7 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
     "match": c_match, "isspacep": c_isspacep,
+    "call": c_call, "trap": c_trap,
 }
 
 

@@ -59,6 +59,9 @@ class LaunchStats:
     atomic_requests: int = 0
     #: undefined behaviour observed (e.g. a shuffle reading an inactive lane)
     warnings: list[str] = field(default_factory=list)
+    #: device ``printf`` output, each call's text per thread in thread order, calls in
+    #: the order the warps executed them (:mod:`hardware.simt.device_runtime`)
+    stdout: str = ""
 
     @property
     def simd_efficiency(self) -> float:
