@@ -47,6 +47,14 @@ Non-multiple lengths: ``pad=True`` treats the last block as zero-padded; zeros n
 a block's amax, and the padding is not stored (``codes`` has x's shape). A ``block_size``
 larger than the axis makes the whole axis one block; its padding is never materialised
 (``block_size=10**9`` costs no more memory than the axis itself).
+
+Two implementations, one definition: float32 input rounded to nearest or toward zero
+(the default case) runs in cache-sized chunks on the bit patterns
+(:mod:`refimpl.scaling.float32_blocks`); float64 input, the directed and stochastic modes
+take the plain whole-array path. Tests check both against each other and against the
+per-block ``Fraction`` reference (:mod:`refimpl.scaling.mx_reference`). ``dequantize`` to
+float32 moves each element's bits into a float32 and multiplies once by the block's
+power of two (exact, then one rounding).
 """
 from __future__ import annotations
 
@@ -57,6 +65,7 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
+from refimpl.formats.encode import float32_lookup
 from refimpl.formats.rounding import resolve_rounding
 from refimpl.validation import as_float_array, check_bool, check_positive_int
 
@@ -507,13 +516,8 @@ def _encoder_table(elem: Element, mode: str) -> Tuple[np.ndarray, int]:
             k = 23 - elem.man_bits - 2
             table = float32_blocks.float32_table(lambda v: _encode_int8(v, mode), k)
         else:
-            from refimpl.formats.encode import _table, _table_shape
-            from refimpl.formats.rounding import resolve_nan
-
-            shape = _table_shape(elem, np.dtype(np.float32))
-            assert shape is not None  # every MX element format has a float32 table
             # NaN entries are never read (a NaN makes the block's scale NaN)
-            table, k, _ = _table(elem, mode, True, resolve_nan("zero", elem), "f")
+            table, k = float32_lookup(elem, mode, saturate=True, nan="zero")
         _TABLES[key] = (table, k)
     return _TABLES[key]
 

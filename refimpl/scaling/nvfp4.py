@@ -42,6 +42,11 @@ Optional random Hadamard transform (``hadamard=True``, TransformerEngine's RHT f
 gradient inputs): the 16-point transform of ``refimpl.scaling.hadamard`` is applied along
 ``axis`` before quantisation (global amax taken after it); ``dequantize`` undoes it by
 default.
+
+The block maxima and the element codes are computed in cache-sized chunks on the float32
+bit patterns (:mod:`refimpl.scaling.float32_blocks`): the same float32 operations in the
+same order, the E2M1 rounding read from the encoder's table (which saturates at +-6 as
+the clamp does).
 """
 from __future__ import annotations
 
@@ -51,6 +56,7 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from refimpl import formats
+from refimpl.formats.encode import float32_lookup
 from refimpl.validation import check_bool
 
 from . import float32_blocks
@@ -314,15 +320,10 @@ def _block_divisors(sf: np.ndarray, gscale: np.float32, rule: str) -> np.ndarray
 
 
 def _e2m1_table() -> Tuple[np.ndarray, int]:
-    from refimpl.formats.encode import _table
-    from refimpl.formats.rounding import resolve_nan
-
     # without saturation, like the rule: E2M1 has neither Inf nor NaN, so anything
     # beyond +-6 (Inf included) gives +-6, as the rule's clamp to [-6, 6] does; NaN
     # entries are never read (a NaN makes its block's scale NaN)
-    table, k, _ = _table(formats.E2M1, "nearest_even", False,
-                         resolve_nan("zero", formats.E2M1), "f")
-    return table, k
+    return float32_lookup(formats.E2M1, "nearest_even", nan="zero")
 
 
 def _encode_elements(flat: np.ndarray, tiles: np.ndarray, sf: np.ndarray,

@@ -266,3 +266,26 @@ def test_nvfp4_chunked_matches_whole_array(rule, blk, data):
     want = NV._untile(NV._encode_elements_plain(tiles, sf, q.global_scale, rule, nan_block,
                                                 blk), blk, x.shape)
     np.testing.assert_array_equal(q.codes, want)
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "e4m3fnuz", "bf16"])
+@pytest.mark.parametrize("mode", MODES + ["toward_positive"])
+def test_float32_lookup_with_the_kernels_index_is_encode(name, mode):
+    """``encode_blocks``'s index ``(b | ((b & low) + low)) >> k`` read in
+    ``float32_lookup``'s table gives ``encode`` for random bit patterns (every class:
+    subnormal, normal, Inf, NaN) and every index's extreme low bits."""
+    from refimpl.formats.encode import float32_lookup
+
+    f = formats.get(name)
+    table, k = float32_lookup(f, mode, saturate=True, nan="zero")
+    low = np.uint32((1 << k) - 1)
+    rng = np.random.default_rng(k)
+    b = rng.integers(0, 1 << 32, 20000, dtype=np.uint64).astype(np.uint32)
+    top = np.arange(1 << (32 - k), dtype=np.uint32) << np.uint32(k)
+    b = np.concatenate([b, top, top | np.uint32(1), top | low])
+    x = b.view(np.float32)
+    got = table[(b | ((b & low) + low)) >> np.uint32(k)]
+    want = formats.encode(x, f, rounding=mode, saturate=True, nan="zero")
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="no float32 table"):
+        float32_lookup(f, "stochastic")
