@@ -29,10 +29,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = [
-    "CHUNK", "block_max_bits", "float32_table", "encode_blocks", "decode_blocks",
-    "decode_fields", "decode_int8",
-]
+__all__ = ["CHUNK", "block_max_bits", "float32_table", "encode_blocks", "decode_fields",
+           "decode_int8"]
 
 #: Elements per chunk: its float32 and uint32 scratch (256 KiB each) stay in L2.
 CHUNK = 1 << 16
@@ -123,26 +121,6 @@ def encode_blocks(
             np.right_shift(i, ks, out=i)
             # indices are always in range; "wrap" is numpy's fastest take mode
             np.take(table, i, out=out[s:e], mode="wrap")
-    return out
-
-
-def decode_blocks(
-    codes: np.ndarray, values: np.ndarray, mult: np.ndarray, bs: int
-) -> np.ndarray:
-    """``values[code] * mult[block]`` for 1-D uint8 ``codes`` (length a multiple of
-    ``bs``), in the dtype of ``values`` and ``mult``: one rounding of the exact product."""
-    n = codes.size
-    out = np.empty(n, dtype=values.dtype)
-    if n == 0:
-        return out
-    chunk = _chunk(bs, n)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for s in range(0, n, chunk):
-            e = min(s + chunk, n)
-            o = out[s:e]
-            np.take(values, codes[s:e], out=o, mode="wrap")
-            o2 = o.reshape(-1, bs)
-            np.multiply(o2, mult[s // bs:e // bs, None], out=o2)
     return out
 
 

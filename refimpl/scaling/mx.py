@@ -574,6 +574,7 @@ def _quantize_chunked(
         codes.reshape(-1, bs)[nan_blocks] = 0
     return scale_codes, codes
 
+
 _EXACT_F32_MODES = ("nearest_even", "nearest_away", "toward_zero", "stochastic")
 _TINY64 = 2.0 ** -1000  # far below half the smallest step of any element format
 
