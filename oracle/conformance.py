@@ -595,14 +595,15 @@ def check_mx_quantize(fn: Callable, fmt: Any = "e4m3", *, scale_rule: str = "flo
     Element codes and E8M0 scale codes are compared exactly; element codes under an
     expected NaN scale are not compared (no reader can use them). Blocks holding NaN or
     Inf are swept and drawn only when ``inf_block`` names the policy ``fn`` follows, and
-    then always (so contradicting policies cannot all pass).
+    then always (so contradicting policies cannot all pass). The fixed sweep includes blocks
+    whose amax lies in 2^-137 .. 2^-119, around the smallest scale 2^-127.
 
     Raises:
         ConformanceError: every kind of failing block, each with its simplest example.
     """
     from refimpl.scaling import INF_BLOCK_POLICIES, mx_quantize
 
-    from oracle.cases.scaling import special_blocks
+    from oracle.cases.scaling import special_blocks, tiny_amax_blocks
     from oracle.random_stream import CaseRandom
     from oracle.strategies import BLOCK_KINDS, mx_blocks
 
@@ -629,7 +630,10 @@ def check_mx_quantize(fn: Callable, fmt: Any = "e4m3", *, scale_rule: str = "flo
                                 ("codes", codes, q.codes, block_size)],
                                phase, count, 0xFF, q.fmt)
 
-    blocks = special_blocks(CaseRandom(0, "conformance"), block_size, fmt_name)
+    rng = CaseRandom(0, "conformance")
+    # tiny maxima (2^-137 .. 2^-119) around E8M0's smallest scale 2^-127: a quantiser that
+    # divides by max(scale, 2^-126) while storing 0x00 differs only there
+    blocks = special_blocks(rng, block_size, fmt_name) + tiny_amax_blocks(rng, block_size)
     if inf_block:
         blocks = blocks + nonfinite_blocks(block_size)
     x = np.stack(blocks)

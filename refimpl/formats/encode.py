@@ -46,7 +46,7 @@ from .rounding import (
 from .types import Format
 from ..validation import as_float_array, check_bool
 
-__all__ = ["encode", "encode_float64", "as_float_array"]
+__all__ = ["encode", "encode_float64", "as_float_array", "float32_lookup"]
 
 #: Elements per chunk of the table path (a few uint32 temporaries).
 CHUNK = 1 << 16
@@ -232,6 +232,29 @@ def _table(
     table.setflags(write=False)
     return table, k, sentinel
 
+
+def float32_lookup(
+    fmt: FormatLike, rounding: str = "nearest_even", *, saturate: bool = False,
+    nan: Optional[Union[str, int]] = None,
+) -> Tuple[np.ndarray, int]:
+    """``(table, k)`` of the table path for float32 input, for callers that form the
+    index themselves: the code of a float32 with bit pattern ``b`` is
+    ``table[(b >> k) | sticky]``, ``sticky`` = 1 when any of the ``k`` low bits is set
+    (what :func:`encode` computes; the same special-value policy). Under ``nan="error"``
+    (the default for formats without NaN) NaN entries hold ``2**fmt.bits``.
+
+    Raises:
+        ValueError: a mode or format without a float32 table (stochastic rounding,
+            formats with more than 19 mantissa bits or an inexact subnormal range).
+    """
+    f = get(fmt)
+    mode = resolve_rounding(rounding, f)
+    policy = resolve_nan(nan, f)
+    shape = _table_shape(f, np.dtype(np.float32)) if mode != "stochastic" else None
+    if shape is None:
+        raise ValueError(f"format {f.name!r} with rounding={mode!r} has no float32 table")
+    table, k, _ = _table(f, mode, check_bool("saturate", saturate), policy, "f")
+    return table, k
 
 def _nan_error(fmt: Format, flat_index: int, shape: Tuple[int, ...]) -> ValueError:
     return ValueError(
