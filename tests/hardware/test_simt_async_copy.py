@@ -194,3 +194,49 @@ def test_a_copy_past_the_source_allocation_faults_but_src_size_zero_reads_nothin
     with pytest.raises(ExecutionError, match="out-of-bounds"):
         run(far.format(tail=""))
     assert run(far.format(tail=", 0"))[:32].tolist() == [0] * 32
+
+
+_CP_ASYNC_PTX = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p0, .param .u64 p1)
+{
+    .shared .align 16 .b8 buf[1024];
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [p0];
+    ld.param.u64 %rd2, [p1];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 16;
+    add.s64 %rd4, %rd1, %rd3;
+    shl.b32 %r2, %r1, 4;
+    mov.u32 %r3, buf;
+    add.s32 %r4, %r3, %r2;
+    cp.async.cg.shared.global [%r4], [%rd4], 16, 8;
+    add.s32 %r5, %r4, 512;
+    cp.async.ca.shared.global [%r5], [%rd4+12], 4;
+    cp.async.commit_group;
+    cp.async.wait_group 0;
+    bar.sync 0;
+    ld.shared.v4.u32 {%r6, %r7, %r8, %r9}, [%r4];
+    ld.shared.u32 %r10, [%r5];
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.v4.u32 [%rd5], {%r6, %r7, %r8, %r10};
+    ret;
+}
+"""
+
+
+def test_cp_async_copies_with_zero_fill():
+    """cp.async (PTX ISA 9.7.9.25): cp-size bytes from global to shared, the bytes past
+    src-size zero-filled; commit_group / wait_group complete it."""
+    x = np.arange(32 * 4, dtype=np.uint32).reshape(32, 4) + 1000
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(16 * 32)
+    load_ptx(_CP_ASYNC_PTX).launch("k", 1, 32, [px, po], mem)
+    got = mem.from_device(po, np.uint32, 128).reshape(32, 4)
+    exp = np.stack([x[:, 0], x[:, 1], np.zeros(32, np.uint32), x[:, 3]], axis=1)
+    np.testing.assert_array_equal(got, exp)

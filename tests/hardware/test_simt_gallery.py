@@ -6,37 +6,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from simt_reference import bf16_codes, f16_codes, fma32, nearest_code
+
 from hardware.simt import GlobalMemory, StepLimitError, gallery
-
-
-def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Single-rounded float32 fma, independent of the interpreter: the float64 product
-    of float32 values is exact, and the sum is rounded once with Fraction where the
-    float64 sum could double-round (checked exhaustively per element)."""
-    from fractions import Fraction
-    a64, b64, c64 = (np.asarray(x, np.float32).astype(np.float64) for x in (a, b, c))
-    a64, b64, c64 = np.broadcast_arrays(a64, b64, c64)
-    out = np.empty(a64.shape, np.float32)
-    for i in np.ndindex(a64.shape):
-        exact = Fraction(float(a64[i])) * Fraction(float(b64[i])) + Fraction(float(c64[i]))
-        out[i] = _round_fraction_f32(exact)
-    return out
-
-
-def _round_fraction_f32(x) -> np.float32:
-    from fractions import Fraction
-    f = np.float32(float(x))  # a nearby candidate; fix it up by exact comparison
-    cands = [f, np.nextafter(f, np.float32(-np.inf)), np.nextafter(f, np.float32(np.inf))]
-    best = None
-    for c in cands:
-        if not np.isfinite(c):
-            continue
-        d = abs(Fraction(float(c)) - x)
-        even = (int(np.float32(c).view(np.uint32)) & 1) == 0
-        key = (d, not even)
-        if best is None or key < best[0]:
-            best = (key, c)
-    return np.float32(best[1])
 
 
 def _launch(name, kernel, grid, block, arrays, scalars=(), outs=()):
@@ -109,31 +81,8 @@ def _matmul_ref(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """acc = fma(A[:, p], B[p, :], acc) for p = 0..k-1 (nvcc contracts a*b + acc)."""
     acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
     for p in range(A.shape[1]):
-        acc = _fma32_fast(A[:, p][:, None], B[p, :][None, :], acc)
+        acc = fma32(A[:, p][:, None], B[p, :][None, :], acc)
     return acc
-
-
-def _fma32_fast(a, b, c):
-    """Single rounding of a*b + c: exact float64 product, then the float64 sum is
-    correct unless it lands exactly on a float32 midpoint; those rare elements are
-    rounded with Fraction (independent of the interpreter's method)."""
-    a64, b64, c64 = (np.asarray(x, np.float32).astype(np.float64) for x in (a, b, c))
-    a64, b64, c64 = np.broadcast_arrays(a64, b64, c64)
-    s = a64 * b64 + c64
-    r = s.astype(np.float32)
-    # candidates for double rounding: s is exactly halfway between two float32
-    up = np.nextafter(r, np.float32(np.inf)).astype(np.float64)
-    dn = np.nextafter(r, np.float32(-np.inf)).astype(np.float64)
-    r64 = r.astype(np.float64)
-    suspicious = (s == (r64 + up) / 2) | (s == (r64 + dn) / 2)
-    if suspicious.any():
-        idx = np.flatnonzero(suspicious.ravel())
-        rr = r.ravel().copy()
-        sub = _fma32(a64.ravel()[idx].astype(np.float32), b64.ravel()[idx].astype(np.float32),
-                     c64.ravel()[idx].astype(np.float32))
-        rr[idx] = sub
-        r = rr.reshape(r.shape)
-    return r
 
 
 @settings(max_examples=5)
@@ -328,41 +277,6 @@ def test_atomics_kernel():
 # -------------------------------------------------------------------------- conversions
 
 
-def _bf16_rn(x: np.ndarray) -> np.ndarray:
-    b = x.view(np.uint32).astype(np.uint64)
-    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(np.isnan(x), np.uint16(0x7FFF), r)
-
-
-def _fp8_table(e_bits: int, m_bits: int, fnuz_max: float, e5m2: bool):
-    vals = []
-    for code in range(128):
-        e = code >> m_bits
-        m = code & ((1 << m_bits) - 1)
-        bias = (1 << (e_bits - 1)) - 1
-        v = (m / 2**m_bits) * 2.0**(1 - bias) if e == 0 else (1 + m / 2**m_bits) * 2.0**(e - bias)
-        vals.append(v)
-    vals = np.array(vals)
-    finite = vals <= fnuz_max
-    return vals, finite
-
-
-def _fp8_rn_sat(x: np.ndarray, e_bits: int, m_bits: int, maxv: float) -> np.ndarray:
-    vals, finite = _fp8_table(e_bits, m_bits, maxv, e_bits == 5)
-    codes = np.flatnonzero(finite)
-    out = np.empty(x.shape, np.uint16)
-    for i, v in enumerate(x.astype(np.float64)):
-        if np.isnan(v):
-            out[i] = 0x7F
-            continue
-        a = min(abs(v), maxv)
-        d = np.abs(vals[codes] - a)
-        best = codes[d == d.min()]
-        c = best[0] if len(best) == 1 else best[best % 2 == 0][0]
-        out[i] = c | (0x80 if np.signbit(v) else 0)
-    return out
-
-
 SPECIALS = np.array([0.0, -0.0, 1.0, -1.5, 448.0, 464.0, 480.0, 1e6, -1e6, np.inf, -np.inf,
                      np.nan, 2.0**-9, 2.0**-10, 3 * 2.0**-11, 57344.0, 61440.0, 1e-30,
                      65504.0, 65520.0, 3.0e38, 1.00390625, 1.01171875], np.float32)
@@ -382,16 +296,13 @@ def test_conversions(ptx, values):
     conv = gallery.load(ptx)
     out = mem.alloc(2 * n)
     conv.launch("to_bf16", 1, 128, [px, out, n], mem)
-    np.testing.assert_array_equal(mem.from_device(out, np.uint16, n), _bf16_rn(x))
+    np.testing.assert_array_equal(mem.from_device(out, np.uint16, n), bf16_codes(x))
     conv.launch("to_fp16", 1, 128, [px, out, n], mem)
-    with np.errstate(over="ignore"):
-        h = x.astype(np.float16).view(np.uint16)
-    h = np.where(np.isnan(x), np.uint16(0x7FFF), h)
-    np.testing.assert_array_equal(mem.from_device(out, np.uint16, n), h)
-    for kernel, e, m, mx in (("to_e4m3", 4, 3, 448.0), ("to_e5m2", 5, 2, 57344.0)):
+    np.testing.assert_array_equal(mem.from_device(out, np.uint16, n), f16_codes(x))
+    for kernel, fmt in (("to_e4m3", "e4m3"), ("to_e5m2", "e5m2")):
         conv.launch(kernel, 1, 128, [px, out, n // 2], mem)
         got = mem.from_device(out, np.uint16, n // 2)
-        codes = _fp8_rn_sat(x, e, m, mx)
+        codes = np.array([nearest_code(fmt, float(v)) for v in x], np.uint16)
         # x[2i] goes to the low byte, x[2i+1] to the high byte
         np.testing.assert_array_equal(got, codes[0::2] | (codes[1::2] << 8), err_msg=kernel)
 
@@ -419,7 +330,7 @@ def test_bf16_round_trip():
     po = mem.alloc(4 * 50)
     gallery.load("convert").launch("bf16_round_trip", 1, 64, [px, po, np.float32(1.7), 50], mem)
     prod = (x * np.float32(1.7)).astype(np.float32)
-    ref = (_bf16_rn(prod).astype(np.uint32) << 16).view(np.float32)
+    ref = (bf16_codes(prod).astype(np.uint32) << 16).view(np.float32)
     np.testing.assert_array_equal(mem.from_device(po, np.float32, 50), ref)
 
 
@@ -520,7 +431,7 @@ def test_struct_parameter():
     mem = GlobalMemory()
     px, py = mem.to_device(x), mem.alloc(4 * 50)
     gallery.load("struct_param").launch("affine", 1, 64, [px, py, p.tobytes()], mem)
-    ref = _fma32_fast(np.float32(1.25), x, np.float32(-0.5))
+    ref = fma32(np.float32(1.25), x, np.float32(-0.5))
     np.testing.assert_array_equal(mem.from_device(py, np.float32, 50), ref)
     from hardware.simt import LaunchError
     with pytest.raises(LaunchError, match="12-byte aggregate"):
@@ -588,7 +499,7 @@ def test_module_variables_constant_and_device():
     st_ = mod.launch("poly", 1, 32, [px, py, 10], mem)
     c = np.float32([1.0, 0.5, 0.25, 0.125])
     table = np.float32([3.0, -1.0, 2.5])
-    h = _fma32_fast(x, _fma32_fast(x, _fma32_fast(x, c[3], c[2]), c[1]), c[0])
+    h = fma32(x, fma32(x, fma32(x, c[3], c[2]), c[1]), c[0])
     ref = table[np.arange(10) % 3] + h
     np.testing.assert_array_equal(mem.from_device(py, np.float32, 10), ref)
     assert st_.constant_requests == 4      # four ld.const by one warp
@@ -629,19 +540,12 @@ def test_half_precision_kernels(seed):
     ref2 = (s * mx).astype(np.float16)
     np.testing.assert_array_equal(mem.from_device(py2, np.uint16, 2 * n), ref2.view(np.uint16).ravel())
     # bf16: x < x0 ? fma(x, x, x0) : x - x0, values given as bf16 codes
-    xb = _bf16_rn(rng.standard_normal(n).astype(np.float32))
+    xb = bf16_codes(rng.standard_normal(n).astype(np.float32))
     pb, pyb = mem.to_device(xb), mem.alloc(2 * n)
     mod.launch("bf16k", 1, 64, [pb, pyb, n], mem)
     v = (xb.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     exact = np.where(v < v[0], v * v + v[0], v - v[0])      # exact in float64 here
-    # float64 -> bfloat16 in one rounding: keep 8 significand bits of the float64 with
-    # ties to even (normal range), then the result is exact in float32
-    b = exact.view(np.uint64)
-    drop = np.uint64(45)
-    r = (b + (np.uint64(1) << np.uint64(44)) - np.uint64(1) + ((b >> drop) & np.uint64(1))) >> drop << drop
-    assert (np.abs(exact[exact != 0]) > 2.0**-126).all()
-    f32 = r.view(np.float64).astype(np.float32)
-    np.testing.assert_array_equal(mem.from_device(pyb, np.uint16, n), f32.view(np.uint32) >> 16)
+    np.testing.assert_array_equal(mem.from_device(pyb, np.uint16, n), bf16_codes(exact))
 
 
 def test_summary_report():

@@ -1,35 +1,19 @@
 """Gallery kernels with tensor-core, FP8 and asynchronous-copy instructions against
 independent NumPy references: integer and small-integer products exactly (float64 /
 int64 matmul), other float products against refimpl.matmul's preset for the launch's
-GPU, FP8 values from a table built from the E4M3/E5M2 definitions (OCP OFP8)."""
+GPU, FP8 values from tables built from the E4M3/E5M2 definitions (OCP OFP8) in
+simt_reference."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from simt_reference import decode_table, nearest_code
 
 from hardware.simt import ExecutionError, GlobalMemory, gallery
 from refimpl import matmul as mm
 
-
-def _fp8_table(e: int, m: int, bias: int, kind: str) -> np.ndarray:
-    """float64 value of each of the 256 codes (NaN where the format has NaN)."""
-    out = np.empty(256)
-    for code in range(256):
-        sign = -1.0 if code & 0x80 else 1.0
-        ef, mf = (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1)
-        if kind == "fn" and ef == (1 << e) - 1 and mf == (1 << m) - 1:
-            out[code] = np.nan
-        elif kind == "ieee" and ef == (1 << e) - 1:
-            out[code] = np.nan if mf else sign * np.inf
-        elif ef == 0:
-            out[code] = sign * mf / (1 << m) * 2.0 ** (1 - bias)
-        else:
-            out[code] = sign * (1 + mf / (1 << m)) * 2.0 ** (ef - bias)
-    return out
-
-
-E4M3 = _fp8_table(4, 3, 7, "fn")
-E5M2 = _fp8_table(5, 2, 15, "ieee")
+E4M3 = decode_table("e4m3")
+E5M2 = decode_table("e5m2")
 
 
 def _launch(file, kernel, grid, block, arrays, outs, scalars=(), **kw):
@@ -210,23 +194,6 @@ def test_dequant_e5m2_every_code():
     np.testing.assert_array_equal(out, want)
 
 
-def _nearest_e4m3(x: np.ndarray) -> np.ndarray:
-    """RNE to E4M3 with saturation to +-448 (the satfinite rule), NaN -> 0x7F."""
-    pos = np.array([c for c in range(0x7F)])               # 0x00..0x7E: finite, >= 0
-    vals = E4M3[pos]
-    out = np.empty(x.shape, np.uint8)
-    for i, v in np.ndenumerate(x.astype(np.float64)):
-        if v != v:
-            out[i] = 0x7F
-            continue
-        a = min(abs(v), 448.0)
-        d = np.abs(vals - a)
-        best = pos[d == d.min()]
-        code = int(best[0] if len(best) == 1 else best[best % 2 == 0][0])
-        out[i] = code | (0x80 if np.signbit(v) else 0)
-    return out
-
-
 def test_quant_e4m3_then_dequant_round_trip():
     rng = np.random.default_rng(28)
     rows, cols = 4, 64
@@ -238,7 +205,7 @@ def test_quant_e4m3_then_dequant_round_trip():
                             [rows, cols])
     q = mem.from_device(pq, np.uint8, (rows, cols))
     inv = (np.float32(1.0) / scale).astype(np.float32)          # rcp.rn.f32
-    want = _nearest_e4m3((x * inv[:, None]).astype(np.float32))
+    want = [[nearest_code("e4m3", float(v)) for v in row] for row in x * inv[:, None]]
     np.testing.assert_array_equal(q, want)
 
 

@@ -5,135 +5,24 @@ pseudocode, vote/activemask under divergence."""
 
 from __future__ import annotations
 
+import zlib
+from fractions import Fraction
+
 import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from simt_harness import load, run_elementwise
+from simt_reference import (MODES, c_div, f16_codes, float_to_int, round_code, round_fraction,
+                            value, wrap)
 
-from hardware.simt import GlobalMemory, load_ptx
-
-_REG = {1: "%rc", 2: "%rs", 4: "%r", 8: "%rd"}
-
-
-def run_instruction(template: str, inputs: list[np.ndarray], out_dtype, *,
-                    block: int = 128, extra_outputs: int = 0) -> np.ndarray | list:
-    """Execute ``template`` (with {d}, {a}, {b}, {c}, ... placeholders; {d1} for a second
-    destination) once per element. Inputs/outputs are raw-bit arrays; their itemsize picks
-    the register width. Returns the output array (or a list with the extra outputs)."""
-    n = len(inputs[0])
-    out_dtype = np.dtype(out_dtype)
-    names = "abcefgh"  # "d" is the destination
-    lines = []
-    params = []
-    regs = {}
-    for i, arr in enumerate(inputs):
-        w = arr.dtype.itemsize
-        regs[names[i]] = f"{_REG[w]}{i + 1}"
-        params.append(f".param .u64 p{i}")
-        lines.append(f"ld.param.u64 %rd{20 + i}, [p{i}];")
-        lines.append(f"mul.wide.u32 %rd31, %r30, {w};")
-        lines.append(f"add.s64 %rd{20 + i}, %rd{20 + i}, %rd31;")
-        lines.append(f"ld.global.b{8 * w} {regs[names[i]]}, [%rd{20 + i}];")
-    outs = [out_dtype] * (1 + extra_outputs)
-    for j, dt in enumerate(outs):
-        w = dt.itemsize
-        key = "d" if j == 0 else f"d{j}"
-        regs[key] = f"{_REG[w]}{9 - j}"
-        params.append(f".param .u64 q{j}")
-    lines.append(template.format(**regs) + ";")
-    for j, dt in enumerate(outs):
-        w = dt.itemsize
-        key = "d" if j == 0 else f"d{j}"
-        lines.append(f"ld.param.u64 %rd{40 + j}, [q{j}];")
-        lines.append(f"mul.wide.u32 %rd31, %r30, {w};")
-        lines.append(f"add.s64 %rd{40 + j}, %rd{40 + j}, %rd31;")
-        lines.append(f"st.global.b{8 * w} [%rd{40 + j}], {regs[key]};")
-    body = "\n\t".join(x for x in lines if x)
-    ptx = f"""
-.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry k({", ".join(params)})
-{{
-\t.reg .pred %p<10>;
-\t.reg .b16 %rs<10>;
-\t.reg .b32 %r<40>;
-\t.reg .b64 %rd<50>;
-\tmov.u32 %r31, %ctaid.x;
-\tmov.u32 %r32, %ntid.x;
-\tmov.u32 %r33, %tid.x;
-\tmad.lo.s32 %r30, %r31, %r32, %r33;
-\tsetp.ge.u32 %p9, %r30, {n};
-\t@%p9 bra $L_end;
-\t{body}
-$L_end:
-\tret;
-}}
-"""
-    mod = load_ptx(ptx)
-    mem = GlobalMemory()
-    ptrs = [mem.to_device(np.ascontiguousarray(a)) for a in inputs]
-    optrs = [mem.alloc(max(1, n * dt.itemsize)) for dt in outs]
-    mod.launch("k", -(-n // block), block, ptrs + optrs, mem)
-    res = [mem.from_device(p, dt, n) for p, dt in zip(optrs, outs)]
-    return res[0] if not extra_outputs else res
-
-
-# ---------------------------------------------------------------- exact references
-import zlib  # noqa: E402
-from fractions import Fraction  # noqa: E402
-
-import pytest  # noqa: E402
-from hypothesis import example, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-F32_MAX = Fraction(float(np.finfo(np.float32).max))
-
-
-def round_fraction(x: Fraction, mode: str, dtype=np.float32) -> float:
-    """Round the exact rational x to dtype by searching the neighbours of a nearby
-    float: rn = nearest (ties to even code), rz/rm/rp = the directed neighbour."""
-    top = Fraction(float(np.finfo(dtype).max))
-    f = dtype(float(x)) if abs(x) <= top else (np.finfo(dtype).max * dtype(1 if x > 0 else -1))
-    cands = {f}
-    with np.errstate(over="ignore"):  # stepping past the largest finite value: inf
-        for _ in range(2):
-            cands |= {np.nextafter(c, dtype(np.inf)) for c in cands}
-            cands |= {np.nextafter(c, dtype(-np.inf)) for c in cands}
-    finite = sorted((c for c in cands if np.isfinite(c)), key=lambda c: Fraction(float(c)))
-    big = Fraction(float(np.finfo(dtype).max))
-    if mode == "rn":
-        # overflow threshold: MAX + half an ulp at MAX rounds to infinity
-        ulp = Fraction(float(np.finfo(dtype).max)) - Fraction(float(np.nextafter(
-            np.finfo(dtype).max, dtype(0))))
-        if abs(x) >= big + ulp / 2:
-            return float(np.inf if x > 0 else -np.inf)
-        best = min(finite, key=lambda c: (abs(Fraction(float(c)) - x),
-                                          int(np.asarray(c, dtype).view(
-                                              np.uint32 if dtype == np.float32 else np.uint64)) & 1))
-        return float(best)
-    if mode == "rz":
-        if x > 0:
-            return float(max(c for c in finite if Fraction(float(c)) <= x)) if x <= big else float(big)
-        return float(min(c for c in finite if Fraction(float(c)) >= x)) if x >= -big else float(-big)
-    if mode == "rm":
-        if x < -big:
-            return float("-inf")
-        if x > big:
-            return float(big)
-        return float(max(c for c in finite if Fraction(float(c)) <= x))
-    if mode == "rp":
-        if x > big:
-            return float("inf")
-        if x < -big:
-            return float(-big)
-        return float(min(c for c in finite if Fraction(float(c)) >= x))
-    raise AssertionError(mode)
-
+from hardware.simt import GlobalMemory
 
 def f32(bits):
     return np.asarray(bits, np.uint32).view(np.float32)
 
 
 finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
-MODES = ("rn", "rz", "rm", "rp")
 
 
 def _check_float(got_bits, exact_values, mode, zero_sign=None):
@@ -161,7 +50,7 @@ _A = float(np.float32(1 + 2**-12))
 @example([(3.4e38, 3.4e38, -1.0), (-3.4e38, 3.4e38, 1.0), (1.0, 2.0**-149, 1.0)], "rz")
 def test_fma_f32_single_rounding(triples, mode):
     a, b, c = (np.array([t[i] for t in triples], np.float32) for i in range(3))
-    got = run_instruction(f"fma.{mode}.f32 {{d}}, {{a}}, {{b}}, {{c}}",
+    got = run_elementwise(f"fma.{mode}.f32 {{d}}, {{a}}, {{b}}, {{c}}",
                           [a.view(np.uint32), b.view(np.uint32), c.view(np.uint32)], np.uint32)
     exact = [Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
              for x, y, z in zip(a, b, c)]
@@ -184,7 +73,7 @@ def test_fma_f32_single_rounding(triples, mode):
 def test_arith_f32_modes(pairs, mode, op):
     a = np.array([p[0] for p in pairs], np.float32)
     b = np.array([p[1] for p in pairs], np.float32)
-    got = run_instruction(f"{op}.{mode}.f32 {{d}}, {{a}}, {{b}}",
+    got = run_elementwise(f"{op}.{mode}.f32 {{d}}, {{a}}, {{b}}",
                           [a.view(np.uint32), b.view(np.uint32)], np.uint32)
     exact = []
     for x, y in zip(a, b):
@@ -209,7 +98,7 @@ def test_arith_f32_modes(pairs, mode, op):
 @example([2.0, 1e-45, 0.0, 3.4e38, 1.0 + 2.0**-23, 4.0], "rp")
 def test_sqrt_f32_modes(xs, mode):
     a = np.array(xs, np.float32)
-    got = f32(run_instruction(f"sqrt.{mode}.f32 {{d}}, {{a}}", [a.view(np.uint32)], np.uint32))
+    got = f32(run_elementwise(f"sqrt.{mode}.f32 {{d}}, {{a}}", [a.view(np.uint32)], np.uint32))
     for x, g in zip(a, got):
         fx = Fraction(float(x))
         fg = Fraction(float(g))
@@ -234,10 +123,10 @@ def test_sqrt_f32_modes(xs, mode):
 @example([2**63 - 1, -2**63, 2**24 + 1, 2**24 + 3, -(2**25 + 3), 2**53 + 1, 0], "rn")
 def test_cvt_s64_to_f32_and_f64(vals, mode):
     v = np.array(vals, np.int64)
-    got = f32(run_instruction(f"cvt.{mode}.f32.s64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint32))
+    got = f32(run_elementwise(f"cvt.{mode}.f32.s64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint32))
     for x, g in zip(vals, got):
         assert float(g) == round_fraction(Fraction(x), mode), (x, mode)
-    got64 = run_instruction(f"cvt.{mode}.f64.s64 {{d}}, {{a}}", [v.view(np.uint64)],
+    got64 = run_elementwise(f"cvt.{mode}.f64.s64 {{d}}, {{a}}", [v.view(np.uint64)],
                             np.uint64).view(np.float64)
     for x, g in zip(vals, got64):
         assert float(g) == round_fraction(Fraction(x), mode, np.float64), (x, mode)
@@ -248,7 +137,7 @@ def test_cvt_s64_to_f32_and_f64(vals, mode):
 @example([2**64 - 1, 2**63, 2**24 + 1], "rn")
 def test_cvt_u64_to_f32(vals, mode):
     v = np.array(vals, np.uint64)
-    got = f32(run_instruction(f"cvt.{mode}.f32.u64 {{d}}, {{a}}", [v], np.uint32))
+    got = f32(run_elementwise(f"cvt.{mode}.f32.u64 {{d}}, {{a}}", [v], np.uint32))
     for x, g in zip(vals, got):
         assert float(g) == round_fraction(Fraction(x), mode), (x, mode)
 
@@ -260,7 +149,7 @@ def test_cvt_u64_to_f32(vals, mode):
           1.0 + 2.0**-24 + 2.0**-50, 2.0**-150, 2.0**-149 * 1.5, -1e300], "rn")
 def test_cvt_f64_to_f32(vals, mode):
     v = np.array(vals, np.float64)
-    got = f32(run_instruction(f"cvt.{mode}.f32.f64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint32))
+    got = f32(run_elementwise(f"cvt.{mode}.f32.f64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint32))
     for x, g in zip(vals, got):
         if np.isinf(x):
             assert g == x
@@ -277,18 +166,9 @@ def test_cvt_float_to_int_saturates(mode, dst):
     wide = max(bits, 16) // 8
     out_dt = np.dtype(f"uint{8 * wide}")
     tmpl = f"cvt.{mode}.{dst}.f64 {{d}}, {{a}}"
-    got = run_instruction(tmpl, [x.view(np.uint64)], out_dt)
-    lo = -(1 << (bits - 1)) if dst[0] == "s" else 0
-    hi = (1 << (bits - 1)) - 1 if dst[0] == "s" else (1 << bits) - 1
-    rnd = {"rni": lambda f: round(f), "rzi": int,
-           "rmi": lambda f: int(np.floor(f)), "rpi": lambda f: int(np.ceil(f))}[mode]
+    got = run_elementwise(tmpl, [x.view(np.uint64)], out_dt)
     for xv, g in zip(x, got):
-        if np.isnan(xv):
-            want = 0
-        elif np.isinf(xv):
-            want = hi if xv > 0 else lo
-        else:
-            want = min(max(rnd(Fraction(xv)) if mode == "rni" else rnd(xv), lo), hi)
+        want = float_to_int(float(xv), mode[:2], bits, signed=dst[0] == "s")
         g = int(np.asarray(g).astype(out_dt))
         # a narrow destination in a wider register: the value sign- or zero-extended
         gv = g - (1 << (8 * wide)) if (dst[0] == "s" and g >> (8 * wide - 1)) else g
@@ -297,19 +177,19 @@ def test_cvt_float_to_int_saturates(mode, dst):
 
 def test_cvt_integer_sat_and_extension():
     v = np.array([-5, 300, 70000, -70000, 2**31 - 1], np.int32)
-    got = run_instruction("cvt.sat.u8.s32 {d}, {a}", [v.view(np.uint32)], np.uint32)
+    got = run_elementwise("cvt.sat.u8.s32 {d}, {a}", [v.view(np.uint32)], np.uint32)
     np.testing.assert_array_equal(got, [0, 255, 255, 0, 255])
-    got = run_instruction("cvt.sat.s16.s32 {d}, {a}", [v.view(np.uint32)], np.uint32)
+    got = run_elementwise("cvt.sat.s16.s32 {d}, {a}", [v.view(np.uint32)], np.uint32)
     np.testing.assert_array_equal(got.view(np.int32), [-5, 300, 32767, -32768, 32767])
-    got = run_instruction("cvt.s64.s32 {d}, {a}", [v.view(np.uint32)], np.uint64)
+    got = run_elementwise("cvt.s64.s32 {d}, {a}", [v.view(np.uint32)], np.uint64)
     np.testing.assert_array_equal(got.view(np.int64), v.astype(np.int64))
-    got = run_instruction("cvt.u64.u32 {d}, {a}", [v.view(np.uint32)], np.uint64)
+    got = run_elementwise("cvt.u64.u32 {d}, {a}", [v.view(np.uint32)], np.uint64)
     np.testing.assert_array_equal(got, v.view(np.uint32).astype(np.uint64))
 
 
 def test_cvt_sat_float():
     x = np.array([-1.0, 0.25, 2.0, np.nan, -0.0], np.float32)
-    got = f32(run_instruction("cvt.sat.f32.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    got = f32(run_elementwise("cvt.sat.f32.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
     np.testing.assert_array_equal(got, [0.0, 0.25, 1.0, 0.0, 0.0])
 
 
@@ -319,11 +199,6 @@ i32s = st.lists(st.integers(-2**31, 2**31 - 1), min_size=1, max_size=40)
 i64s = st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=40)
 
 
-def _wrap(v: int, bits: int, signed: bool) -> int:
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if signed and v >> (bits - 1) else v
-
-
 @settings(max_examples=30)
 @given(i64s, i64s)
 @example([-2**63, -1, 2**63 - 1, 12345678901234], [-1, -1, 2**63 - 1, -98765432109])
@@ -331,11 +206,11 @@ def test_mul_hi_and_wide_64(xs, ys):
     n = min(len(xs), len(ys))
     a = np.array(xs[:n], np.int64)
     b = np.array(ys[:n], np.int64)
-    got = run_instruction("mul.hi.s64 {d}, {a}, {b}", [a.view(np.uint64), b.view(np.uint64)],
+    got = run_elementwise("mul.hi.s64 {d}, {a}, {b}", [a.view(np.uint64), b.view(np.uint64)],
                           np.uint64).view(np.int64)
     assert [int(g) for g in got] == [(x * y) >> 64 for x, y in zip(a.tolist(), b.tolist())]
     ua, ub = a.view(np.uint64), b.view(np.uint64)
-    got = run_instruction("mul.hi.u64 {d}, {a}, {b}", [ua, ub], np.uint64)
+    got = run_elementwise("mul.hi.u64 {d}, {a}, {b}", [ua, ub], np.uint64)
     assert [int(g) for g in got] == [(x * y) >> 64 for x, y in zip(ua.tolist(), ub.tolist())]
 
 
@@ -348,24 +223,20 @@ def test_int32_ops(xs, ys):
     a = np.array(xs, np.int32).view(np.uint32)
     b = np.array(ys, np.int32).view(np.uint32)
     def run(t):
-        return [int(v) for v in run_instruction(t, [a, b], np.uint32).view(np.int32)]
-    def trunc_div(x, y):
-        q = abs(x) // abs(y)
-        return q if (x < 0) == (y < 0) else -q
-    assert run("div.s32 {d}, {a}, {b}") == [_wrap(trunc_div(x, y), 32, True) for x, y in zip(xs, ys)]
-    assert run("rem.s32 {d}, {a}, {b}") == [_wrap(x - trunc_div(x, y) * y, 32, True)
-                                            for x, y in zip(xs, ys)]
-    assert run("mul.hi.s32 {d}, {a}, {b}") == [_wrap((x * y) >> 32, 32, True) for x, y in zip(xs, ys)]
-    assert run("mul.lo.s32 {d}, {a}, {b}") == [_wrap(x * y, 32, True) for x, y in zip(xs, ys)]
+        return [int(v) for v in run_elementwise(t, [a, b], np.uint32).view(np.int32)]
+    assert run("div.s32 {d}, {a}, {b}") == [c_div(x, y, 32)[0] for x, y in zip(xs, ys)]
+    assert run("rem.s32 {d}, {a}, {b}") == [c_div(x, y, 32)[1] for x, y in zip(xs, ys)]
+    assert run("mul.hi.s32 {d}, {a}, {b}") == [wrap((x * y) >> 32, 32, True) for x, y in zip(xs, ys)]
+    assert run("mul.lo.s32 {d}, {a}, {b}") == [wrap(x * y, 32, True) for x, y in zip(xs, ys)]
     assert run("add.sat.s32 {d}, {a}, {b}") == [min(max(x + y, -2**31), 2**31 - 1) for x, y in zip(xs, ys)]
     assert run("min.s32 {d}, {a}, {b}") == [min(x, y) for x, y in zip(xs, ys)]
-    assert run("max.u32 {d}, {a}, {b}") == [_wrap(max(x % 2**32, y % 2**32), 32, True)
+    assert run("max.u32 {d}, {a}, {b}") == [wrap(max(x % 2**32, y % 2**32), 32, True)
                                             for x, y in zip(xs, ys)]
-    assert run("div.u32 {d}, {a}, {b}") == [_wrap((x % 2**32) // (y % 2**32), 32, True)
+    assert run("div.u32 {d}, {a}, {b}") == [wrap((x % 2**32) // (y % 2**32), 32, True)
                                             for x, y in zip(xs, ys)]
-    wide = run_instruction("mul.wide.s32 {d}, {a}, {b}", [a, b], np.uint64).view(np.int64)
+    wide = run_elementwise("mul.wide.s32 {d}, {a}, {b}", [a, b], np.uint64).view(np.int64)
     assert [int(w) for w in wide] == [x * y for x, y in zip(xs, ys)]
-    mad = run_instruction("mad.wide.u32 {d}, {a}, {b}, {c}",
+    mad = run_elementwise("mad.wide.u32 {d}, {a}, {b}, {c}",
                           [a, b, np.arange(n, dtype=np.uint64) * np.uint64(2**40)], np.uint64)
     assert [int(w) for w in mad] == [((x % 2**32) * (y % 2**32) + i * 2**40) % 2**64
                                      for i, (x, y) in enumerate(zip(xs, ys))]
@@ -389,9 +260,9 @@ def test_bfe_bfi(cases):
             bit = ((x >> (p + i)) & 1) if (i < l and p + i <= 31) else sbit
             r |= bit << i
         return r
-    got = run_instruction("bfe.u32 {d}, {a}, {b}, {c}", [a, pos, ln], np.uint32)
+    got = run_elementwise("bfe.u32 {d}, {a}, {b}, {c}", [a, pos, ln], np.uint32)
     assert got.tolist() == [bfe(x, p, l, False) for x, p, l in zip(a.tolist(), pos.tolist(), ln.tolist())]
-    got = run_instruction("bfe.s32 {d}, {a}, {b}, {c}", [a, pos, ln], np.uint32)
+    got = run_elementwise("bfe.s32 {d}, {a}, {b}, {c}", [a, pos, ln], np.uint32)
     assert got.tolist() == [bfe(x, p, l, True) for x, p, l in zip(a.tolist(), pos.tolist(), ln.tolist())]
     base = a[::-1].copy()
     def bfi(x, y, p, l):
@@ -402,7 +273,7 @@ def test_bfe_bfi(cases):
                 break
             r = (r & ~(1 << (p + i))) | (((x >> i) & 1) << (p + i))
         return r & 0xFFFFFFFF
-    got = run_instruction("bfi.b32 {d}, {a}, {b}, {c}, {e}", [a, base, pos, ln], np.uint32)
+    got = run_elementwise("bfi.b32 {d}, {a}, {b}, {c}, {e}", [a, base, pos, ln], np.uint32)
     assert got.tolist() == [bfi(x, y, p, l) for x, y, p, l in
                             zip(a.tolist(), base.tolist(), pos.tolist(), ln.tolist())]
 
@@ -412,19 +283,18 @@ def test_bfe_bfi(cases):
 def test_bit_counts_and_shifts(xs, sh):
     a = np.array(xs, np.uint32)
     s = np.full(a.shape, sh, np.uint32)
-    assert run_instruction("popc.b32 {d}, {a}", [a], np.uint32).tolist() == [bin(x).count("1") for x in xs]
-    assert run_instruction("clz.b32 {d}, {a}", [a], np.uint32).tolist() == [32 - x.bit_length() for x in xs]
-    assert run_instruction("brev.b32 {d}, {a}", [a], np.uint32).tolist() == [
+    assert run_elementwise("popc.b32 {d}, {a}", [a], np.uint32).tolist() == [bin(x).count("1") for x in xs]
+    assert run_elementwise("clz.b32 {d}, {a}", [a], np.uint32).tolist() == [32 - x.bit_length() for x in xs]
+    assert run_elementwise("brev.b32 {d}, {a}", [a], np.uint32).tolist() == [
         int(f"{x:032b}"[::-1], 2) for x in xs]
-    assert run_instruction("shl.b32 {d}, {a}, {b}", [a, s], np.uint32).tolist() == [
+    assert run_elementwise("shl.b32 {d}, {a}, {b}", [a, s], np.uint32).tolist() == [
         (x << sh) & 0xFFFFFFFF if sh < 32 else 0 for x in xs]
-    assert run_instruction("shr.u32 {d}, {a}, {b}", [a, s], np.uint32).tolist() == [
+    assert run_elementwise("shr.u32 {d}, {a}, {b}", [a, s], np.uint32).tolist() == [
         x >> sh if sh < 32 else 0 for x in xs]
     signed = [x - 2**32 if x >> 31 else x for x in xs]
-    assert run_instruction("shr.s32 {d}, {a}, {b}", [a, s], np.uint32).view(np.int32).tolist() == [
+    assert run_elementwise("shr.s32 {d}, {a}, {b}", [a, s], np.uint32).view(np.int32).tolist() == [
         x >> min(sh, 31) for x in signed]
     b = a[::-1].copy()
-    sel = np.array([0x3210, 0x7654, 0x0123, 0x8888, 0xBA98][: 1] * len(xs), np.uint32)
     def prmt(x, y, c):
         src = x | (y << 32)
         r = 0
@@ -437,36 +307,36 @@ def test_bit_counts_and_shifts(xs, sh):
         return r
     for c in (0x3210, 0x7654, 0x0123, 0x8888, 0xBA98, 0x5140):
         sel = np.full(a.shape, c, np.uint32)
-        got = run_instruction("prmt.b32 {d}, {a}, {b}, {c}", [a, b, sel], np.uint32)
+        got = run_elementwise("prmt.b32 {d}, {a}, {b}, {c}", [a, b, sel], np.uint32)
         assert got.tolist() == [prmt(x, y, c) for x, y in zip(a.tolist(), b.tolist())]
 
 
 def test_float_min_max_abs_neg():
     a = np.array([1.0, -0.0, np.nan, np.nan, 2.0, -3.0], np.float32)
     b = np.array([2.0, 0.0, 1.0, np.nan, np.nan, -np.inf], np.float32)
-    got = f32(run_instruction("min.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)], np.uint32))
+    got = f32(run_elementwise("min.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)], np.uint32))
     assert got[0] == 1.0 and got[1] == 0 and np.signbit(got[1]) and got[2] == 1.0
     assert np.isnan(got[3]) and got[4] == 2.0 and got[5] == -np.inf
-    got = f32(run_instruction("max.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)], np.uint32))
+    got = f32(run_elementwise("max.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)], np.uint32))
     assert got[1] == 0 and not np.signbit(got[1])
-    got = run_instruction("neg.f32 {d}, {a}", [a.view(np.uint32)], np.uint32)
+    got = run_elementwise("neg.f32 {d}, {a}", [a.view(np.uint32)], np.uint32)
     np.testing.assert_array_equal(got, a.view(np.uint32) ^ np.uint32(0x80000000))
-    got = run_instruction("abs.f32 {d}, {a}", [a.view(np.uint32)], np.uint32)
+    got = run_elementwise("abs.f32 {d}, {a}", [a.view(np.uint32)], np.uint32)
     np.testing.assert_array_equal(got, a.view(np.uint32) & np.uint32(0x7FFFFFFF))
 
 
 def test_approx_within_documented_error():
     x = np.array([0.5, 1.0, 2.0, 3.0, 10.0, 0.1, -1.5, 100.0], np.float32)
     pos = np.abs(x)
-    ex2 = f32(run_instruction("ex2.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    ex2 = f32(run_elementwise("ex2.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
     np.testing.assert_allclose(ex2, np.exp2(x.astype(np.float64)), rtol=2 * 2.0**-23)
-    lg2 = f32(run_instruction("lg2.approx.f32 {d}, {a}", [pos.view(np.uint32)], np.uint32))
+    lg2 = f32(run_elementwise("lg2.approx.f32 {d}, {a}", [pos.view(np.uint32)], np.uint32))
     np.testing.assert_allclose(lg2, np.log2(pos.astype(np.float64)), atol=2.0**-21, rtol=2.0**-21)
-    rcp = f32(run_instruction("rcp.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    rcp = f32(run_elementwise("rcp.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
     np.testing.assert_allclose(rcp, 1.0 / x.astype(np.float64), rtol=2.0**-23)
-    sin = f32(run_instruction("sin.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    sin = f32(run_elementwise("sin.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
     np.testing.assert_allclose(sin, np.sin(x.astype(np.float64)), atol=2.0**-20.5)
-    tanh = f32(run_instruction("tanh.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    tanh = f32(run_elementwise("tanh.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
     np.testing.assert_allclose(tanh, np.tanh(x.astype(np.float64)), rtol=2.0**-11)
 
 
@@ -475,12 +345,12 @@ def test_approx_sharp_cases():
     # below 2^-41, far inside half a binary32 ulp, so the float32 x itself is the answer
     # (signed zeros keep their sign); 2^k and log2(2^k) = k are exact
     tiny = np.array([1e-10, -1e-10, 2.0**-20, -(2.0**-126), 1e-30, 0.0, -0.0], np.float32)
-    got = run_instruction("tanh.approx.f32 {d}, {a}", [tiny.view(np.uint32)], np.uint32)
+    got = run_elementwise("tanh.approx.f32 {d}, {a}", [tiny.view(np.uint32)], np.uint32)
     np.testing.assert_array_equal(got, tiny.view(np.uint32))
     k = np.arange(-126, 128).astype(np.float32)
-    ex2 = f32(run_instruction("ex2.approx.f32 {d}, {a}", [k.view(np.uint32)], np.uint32))
+    ex2 = f32(run_elementwise("ex2.approx.f32 {d}, {a}", [k.view(np.uint32)], np.uint32))
     np.testing.assert_array_equal(ex2, [np.float32(2.0**int(v)) for v in k])
-    lg2 = f32(run_instruction("lg2.approx.f32 {d}, {a}", [ex2.view(np.uint32)], np.uint32))
+    lg2 = f32(run_elementwise("lg2.approx.f32 {d}, {a}", [ex2.view(np.uint32)], np.uint32))
     np.testing.assert_array_equal(lg2, k)
 
 
@@ -521,7 +391,7 @@ def test_shfl_sync_segments(mode, width, b):
     vals = (np.arange(64, dtype=np.uint32) * 7 + 3)
     bb = np.full(64, b, np.uint32)
     cc = np.full(64, c, np.uint32)
-    got, valid = run_instruction(f"shfl.sync.{mode}.b32 {{d}}|%p1, {{a}}, {{b}}, {{c}}, -1;\n"
+    got, valid = run_elementwise(f"shfl.sync.{mode}.b32 {{d}}|%p1, {{a}}, {{b}}, {{c}}, -1;\n"
                                  "\tselp.u32 {d1}, 1, 0, %p1",
                                  [vals, bb, cc], np.uint32, block=64, extra_outputs=1)
     for w in range(2):
@@ -564,7 +434,7 @@ def test_shfl_lane_operand_uses_low_five_bits(mode, b, c):
     ptx = _SHFL_PTX.replace("MODE", mode).replace("BVAL", str(b)).replace("CVAL", str(c))
     mem = GlobalMemory()
     px, po = mem.to_device(x), mem.alloc(128)
-    load_ptx(ptx).launch("k", 1, 32, [px, po], mem)
+    load(ptx).launch("k", 1, 32, [px, po], mem)
     got = mem.from_device(po, np.uint32, 32)
     ref, ok = _shfl_ref(x.tolist(), mode, b, c)
     np.testing.assert_array_equal(got, np.array([v | (o << 16) for v, o in zip(ref, ok)],
@@ -603,8 +473,7 @@ $L_end:
     ret;
 }
 """
-    from hardware.simt import load_ptx as _load
-    mod = _load(ptx)
+    mod = load(ptx)
     mem = GlobalMemory()
     out = mem.alloc(8 * 32)
     st_ = mod.launch("k", 1, 32, [out], mem)
@@ -632,7 +501,7 @@ def test_f64_modes(triples, mode, op):
     tmpl = {"fma": "fma.{m}.f64 {{d}}, {{a}}, {{b}}, {{c}}", "add": "add.{m}.f64 {{d}}, {{a}}, {{b}}",
             "div": "div.{m}.f64 {{d}}, {{a}}, {{b}}", "mul": "mul.{m}.f64 {{d}}, {{a}}, {{b}}"}[op]
     nin = 3 if op == "fma" else 2
-    got = run_instruction(tmpl.format(m=mode), [c.view(np.uint64) for c in cols[:nin]],
+    got = run_elementwise(tmpl.format(m=mode), [c.view(np.uint64) for c in cols[:nin]],
                           np.uint64).view(np.float64)
     for i in range(len(triples)):
         a, b, c = (Fraction(float(col[i])) for col in cols)
@@ -648,12 +517,12 @@ def test_f64_modes(triples, mode, op):
 def test_f32_nan_results_are_canonical():
     payload = np.array([0x7FC01234, 0xFFC00001, 0x7F800000, 0xFF800000], np.uint32)
     one = np.float32([1.0, 1.0, -1.0, 0.0]).view(np.uint32)
-    got = run_instruction("add.f32 {d}, {a}, {b}", [payload, one], np.uint32)
+    got = run_elementwise("add.f32 {d}, {a}, {b}", [payload, one], np.uint32)
     # NaN payloads are not propagated; inf + (-1) = inf; -inf + 0 = -inf
     np.testing.assert_array_equal(got, [0x7FFFFFFF, 0x7FFFFFFF, 0x7F800000, 0xFF800000])
     inf = np.array([0x7F800000] * 4, np.uint32)
     ninf = np.array([0xFF800000] * 4, np.uint32)
-    got = run_instruction("fma.rn.f32 {d}, {a}, {b}, {c}", [inf, one, ninf], np.uint32)
+    got = run_elementwise("fma.rn.f32 {d}, {a}, {b}, {c}", [inf, one, ninf], np.uint32)
     np.testing.assert_array_equal(got[:2], [0x7FFFFFFF, 0x7FFFFFFF])  # inf - inf
 
 
@@ -667,21 +536,17 @@ def test_int64_div_rem_mad_shift(xs, ys, sh):
     b = np.array(ys, np.int64).view(np.uint64)
     s = np.full(n, sh, np.uint32)
     def run(t, ins):
-        return [int(v) for v in run_instruction(t, ins, np.uint64).view(np.int64)]
-    def trunc_div(x, y):
-        q = abs(x) // abs(y)
-        return q if (x < 0) == (y < 0) else -q
-    assert run("div.s64 {d}, {a}, {b}", [a, b]) == [_wrap(trunc_div(x, y), 64, True) for x, y in zip(xs, ys)]
-    assert run("rem.s64 {d}, {a}, {b}", [a, b]) == [_wrap(x - trunc_div(x, y) * y, 64, True)
-                                                   for x, y in zip(xs, ys)]
-    assert run("mad.hi.s64 {d}, {a}, {b}, {a}", [a, b]) == [_wrap(((x * y) >> 64) + x, 64, True)
+        return [int(v) for v in run_elementwise(t, ins, np.uint64).view(np.int64)]
+    assert run("div.s64 {d}, {a}, {b}", [a, b]) == [c_div(x, y, 64)[0] for x, y in zip(xs, ys)]
+    assert run("rem.s64 {d}, {a}, {b}", [a, b]) == [c_div(x, y, 64)[1] for x, y in zip(xs, ys)]
+    assert run("mad.hi.s64 {d}, {a}, {b}, {a}", [a, b]) == [wrap(((x * y) >> 64) + x, 64, True)
                                                            for x, y in zip(xs, ys)]
-    assert run("mad.lo.s64 {d}, {a}, {b}, {b}", [a, b]) == [_wrap(x * y + y, 64, True)
+    assert run("mad.lo.s64 {d}, {a}, {b}, {b}", [a, b]) == [wrap(x * y + y, 64, True)
                                                            for x, y in zip(xs, ys)]
-    assert run("shl.b64 {d}, {a}, {b}", [a, s]) == [_wrap(x << sh, 64, True) if sh < 64 else 0
+    assert run("shl.b64 {d}, {a}, {b}", [a, s]) == [wrap(x << sh, 64, True) if sh < 64 else 0
                                                    for x in xs]
     assert run("shr.s64 {d}, {a}, {b}", [a, s]) == [x >> min(sh, 63) for x in xs]
-    assert run("shr.u64 {d}, {a}, {b}", [a, s]) == [_wrap((x % 2**64) >> sh, 64, True)
+    assert run("shr.u64 {d}, {a}, {b}", [a, s]) == [wrap((x % 2**64) >> sh, 64, True)
                                                    if sh < 64 else 0 for x in xs]
 
 
@@ -707,10 +572,9 @@ $L_end:
     ret;
 }
 """
-    from hardware.simt import load_ptx as _load
     mem = GlobalMemory()
     out = mem.alloc(128)
-    st_ = _load(ptx).launch("k", 1, 32, [out], mem)
+    st_ = load(ptx).launch("k", 1, 32, [out], mem)
     assert st_.warnings and "inactive" in st_.warnings[0] and "thread (0, 0, 0)" in st_.warnings[0]
 
 
@@ -778,7 +642,7 @@ def test_atomics_in_thread_order(space, op, typ):
         if op in ("min", "max"):
             vals[:, 0] = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
         cells = rng.integers(0, 12, 4).astype(np.uint32)
-    mod = load_ptx(_atomic_kernel(space, op, typ, op == "cas"))
+    mod = load(_atomic_kernel(space, op, typ, op == "cas"))
     mem = GlobalMemory()
     pc, pv, po = mem.to_device(cells), mem.to_device(vals), mem.alloc(4 * n)
     mod.launch("k", 1, n, [pc, pv, po], mem)
@@ -811,12 +675,9 @@ def test_atomics_in_thread_order(space, op, typ):
 def test_cvt_f16x2_packs_first_operand_high():
     a = np.float32([1.0, -2.5, 65520.0, np.nan])
     b = np.float32([0.333, 3.0, -1e-8, 7.0])
-    got = run_instruction("cvt.rn.f16x2.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)],
+    got = run_elementwise("cvt.rn.f16x2.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)],
                           np.uint32)
-    with np.errstate(over="ignore"):
-        hi = a.astype(np.float16).view(np.uint16).astype(np.uint32)
-        lo = b.astype(np.float16).view(np.uint16).astype(np.uint32)
-    hi = np.where(np.isnan(a), 0x7FFF, hi)
+    hi, lo = (f16_codes(v).astype(np.uint32) for v in (a, b))
     np.testing.assert_array_equal(got, (hi << 16) | lo)
 
 
@@ -839,7 +700,7 @@ def test_cvt_fp8x2_packs_first_operand_high(fmt, relu):
         hi = [0 if x < 0 else h for x, h in zip(a, hi)]
         lo = [0 if x < 0 else h for x, h in zip(b, lo)]
     text = f"cvt.rn.satfinite{'.relu' if relu else ''}.{fmt}.f32 {{d}}, {{a}}, {{b}}"
-    got = run_instruction(text, [np.float32(a).view(np.uint32), np.float32(b).view(np.uint32)],
+    got = run_elementwise(text, [np.float32(a).view(np.uint32), np.float32(b).view(np.uint32)],
                           np.uint16)
     assert got.tolist() == [(h << 8) | lo_ for h, lo_ in zip(hi, lo)]
 
@@ -847,7 +708,7 @@ def test_cvt_fp8x2_packs_first_operand_high(fmt, relu):
 def test_cvt_f16x2_relu():
     a = np.float32([-1.0, 2.0, np.nan])
     b = np.float32([3.0, -0.5, -7.0])
-    got = run_instruction("cvt.rn.relu.f16x2.f32 {d}, {a}, {b}",
+    got = run_elementwise("cvt.rn.relu.f16x2.f32 {d}, {a}, {b}",
                           [a.view(np.uint32), b.view(np.uint32)], np.uint32)
     # PTX .relu: negative -> +0, NaN stays NaN (canonical f16 NaN 0x7FFF)
     assert got.tolist() == [(0x0000 << 16) | 0x4200, (0x4000 << 16) | 0x0000,
@@ -859,59 +720,10 @@ def test_cvt_f16x2_relu():
 def test_unsupported_half_forms_are_refused(text):
     from hardware.simt import UnsupportedPtxError
     with pytest.raises(UnsupportedPtxError, match="not supported"):
-        run_instruction(text, [np.zeros(2, np.uint32), np.zeros(2, np.uint32)], np.uint32)
+        run_elementwise(text, [np.zeros(2, np.uint32), np.zeros(2, np.uint32)], np.uint32)
 
 
 # ---------------------------------------------------------------- 16-bit floats
-
-
-def _half_table(fmt: str):
-    """Every code of binary16 / bfloat16 decoded by the format's definition."""
-    e_bits, m_bits = (5, 10) if fmt == "fp16" else (8, 7)
-    bias = (1 << (e_bits - 1)) - 1
-    vals = {}
-    for code in range(1 << 16):
-        sign = -1 if code >> 15 else 1
-        e = (code >> m_bits) & ((1 << e_bits) - 1)
-        m = code & ((1 << m_bits) - 1)
-        if e == (1 << e_bits) - 1:
-            continue  # inf / NaN
-        mag = Fraction(m, 1 << m_bits) * Fraction(2) ** (1 - bias) if e == 0 else \
-            (1 + Fraction(m, 1 << m_bits)) * Fraction(2) ** (e - bias)
-        vals[code] = sign * mag
-    return vals, e_bits, m_bits, bias
-
-
-_HALF_TABLES = {}
-
-
-def _round_half(x: Fraction, fmt: str) -> int:
-    if fmt not in _HALF_TABLES:
-        vals, e_bits, m_bits, bias = _half_table(fmt)
-        pos = sorted((v, c) for c, v in vals.items() if c >> 15 == 0)
-        top = pos[-1][0]
-        ulp = top - pos[-2][0]
-        _HALF_TABLES[fmt] = (pos, top, ulp, e_bits, m_bits)
-    pos, top, ulp, e_bits, m_bits = _HALF_TABLES[fmt]
-    sign = 0x8000 if x < 0 else 0
-    ax = abs(x)
-    if ax >= top + ulp / 2:
-        return sign | (((1 << e_bits) - 1) << m_bits)  # infinity
-    import bisect
-    i = bisect.bisect_left(pos, (ax, -1))
-    cands = [pos[j] for j in (i - 1, i) if 0 <= j < len(pos)]
-    best = min(cands, key=lambda vc: (abs(vc[0] - ax), vc[1] & 1))
-    return sign | best[1]
-
-
-def _half_value(code: int, fmt: str) -> Fraction:
-    e_bits, m_bits = (5, 10) if fmt == "fp16" else (8, 7)
-    bias = (1 << (e_bits - 1)) - 1
-    e = (code >> m_bits) & ((1 << e_bits) - 1)
-    m = code & ((1 << m_bits) - 1)
-    mag = Fraction(m, 1 << m_bits) * Fraction(2) ** (1 - bias) if e == 0 else \
-        (1 + Fraction(m, 1 << m_bits)) * Fraction(2) ** (e - bias)
-    return -mag if code >> 15 else mag
 
 
 def _finite_codes(fmt: str):
@@ -931,22 +743,22 @@ def test_half_arithmetic_single_rounding(fmt, tname, data):
     for op, tmpl in (("add", "add.{t} {{d}}, {{a}}, {{b}}"), ("mul", "mul.{t} {{d}}, {{a}}, {{b}}"),
                      ("sub", "sub.{t} {{d}}, {{a}}, {{b}}"),
                      ("fma", "fma.rn.{t} {{d}}, {{a}}, {{b}}, {{c}}")):
-        got = run_instruction(tmpl.format(t=tname), [a, b, c], np.uint16)
+        got = run_elementwise(tmpl.format(t=tname), [a, b, c], np.uint16)
         for i, (x, y, z) in enumerate(triples):
-            fx, fy, fz = (_half_value(v, fmt) for v in (x, y, z))
+            fx, fy, fz = (Fraction(value(fmt, v)) for v in (x, y, z))
             exact = {"add": fx + fy, "sub": fx - fy, "mul": fx * fy, "fma": fx * fy + fz}[op]
             if exact == 0:
                 assert int(got[i]) & 0x7FFF == 0, (op, i)
                 continue
-            assert int(got[i]) == _round_half(exact, fmt), (op, fmt, x, y, z, hex(got[i]))
+            assert int(got[i]) == round_code(fmt, exact), (op, fmt, x, y, z, hex(got[i]))
 
 
 def test_half2_packed_lanes_independent():
     a = np.array([0x3C00_4000, 0xC200_3800], np.uint32)   # (hi, lo) = (1, 2), (-3, 0.5)
     b = np.array([0x4000_3C00, 0x3C00_BC00], np.uint32)   # (2, 1), (1, -1)
-    got = run_instruction("mul.f16x2 {d}, {a}, {b}", [a, b], np.uint32)
+    got = run_elementwise("mul.f16x2 {d}, {a}, {b}", [a, b], np.uint32)
     np.testing.assert_array_equal(got, [0x4000_4000, 0xC200_B800])  # (2, 2), (-3, -0.5)
-    got = run_instruction("max.f16x2 {d}, {a}, {b}", [a, b], np.uint32)
+    got = run_elementwise("max.f16x2 {d}, {a}, {b}", [a, b], np.uint32)
     np.testing.assert_array_equal(got, [0x4000_4000, 0x3C00_3800])
 
 
@@ -956,31 +768,31 @@ def test_half2_packed_lanes_independent():
        st.integers(0, 255))
 def test_lop3_cnot_bfind(triples, lut):
     a, b, c = (np.array([t[i] for t in triples], np.uint32) for i in range(3))
-    got = run_instruction(f"lop3.b32 {{d}}, {{a}}, {{b}}, {{c}}, {lut}", [a, b, c], np.uint32)
+    got = run_elementwise(f"lop3.b32 {{d}}, {{a}}, {{b}}, {{c}}, {lut}", [a, b, c], np.uint32)
     for g, (x, y, z) in zip(got.tolist(), triples):
         want = 0
         for bit in range(32):
             k = (((x >> bit) & 1) << 2) | (((y >> bit) & 1) << 1) | ((z >> bit) & 1)
             want |= ((lut >> k) & 1) << bit
         assert g == want
-    got = run_instruction("cnot.b32 {d}, {a}", [a], np.uint32)
+    got = run_elementwise("cnot.b32 {d}, {a}", [a], np.uint32)
     assert got.tolist() == [int(x == 0) for x in a.tolist()]
     def bfind(x, signed):
         if signed and x >> 31:
             x = ~x & 0xFFFFFFFF
         return x.bit_length() - 1 if x else 0xFFFFFFFF
-    got = run_instruction("bfind.u32 {d}, {a}", [a], np.uint32)
+    got = run_elementwise("bfind.u32 {d}, {a}", [a], np.uint32)
     assert got.tolist() == [bfind(x, False) for x in a.tolist()]
-    got = run_instruction("bfind.s32 {d}, {a}", [a], np.uint32)
+    got = run_elementwise("bfind.s32 {d}, {a}", [a], np.uint32)
     assert got.tolist() == [bfind(x, True) for x in a.tolist()]
-    got = run_instruction("bfind.shiftamt.u32 {d}, {a}", [a], np.uint32)
+    got = run_elementwise("bfind.shiftamt.u32 {d}, {a}", [a], np.uint32)
     assert got.tolist() == [31 - bfind(x, False) if x else 0xFFFFFFFF for x in a.tolist()]
 
 
 def test_copysign_testp_isspacep():
     a = np.float32([1.0, -2.0, 0.0, -0.0, np.inf, np.nan, 1e-40, -3.0])
     b = np.float32([-5.0, 6.0, -1.0, 2.0, 1.0, -1.0, 1.0, np.nan])
-    got = f32(run_instruction("copysign.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)],
+    got = f32(run_elementwise("copysign.f32 {d}, {a}, {b}", [a.view(np.uint32), b.view(np.uint32)],
                               np.uint32))
     np.testing.assert_array_equal(np.signbit(got), np.signbit(a))
     np.testing.assert_array_equal(np.abs(got)[:7], np.abs(b)[:7])
@@ -988,13 +800,13 @@ def test_copysign_testp_isspacep():
                    ("number", lambda v: ~np.isnan(v)),
                    ("normal", lambda v: np.isfinite(v) & (np.abs(v) >= np.finfo(np.float32).tiny)),
                    ("subnormal", lambda v: (v != 0) & (np.abs(v) < np.finfo(np.float32).tiny))):
-        got = run_instruction(f"testp.{op}.f32 %p1, {{a}};\n\tselp.u32 {{d}}, 1, 0, %p1",
+        got = run_elementwise(f"testp.{op}.f32 %p1, {{a}};\n\tselp.u32 {{d}}, 1, 0, %p1",
                               [a.view(np.uint32)], np.uint32)
         np.testing.assert_array_equal(got, fn(a).astype(np.uint32), err_msg=op)
     from hardware.simt.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW
     addr = np.array([GLOBAL_BASE + 64, SHARED_WINDOW + 4, LOCAL_WINDOW + 8], np.uint64)
     for space, want in (("global", [1, 0, 0]), ("shared", [0, 1, 0]), ("local", [0, 0, 1])):
-        got = run_instruction(f"isspacep.{space} %p1, {{a}};\n\tselp.u32 {{d}}, 1, 0, %p1",
+        got = run_elementwise(f"isspacep.{space} %p1, {{a}};\n\tselp.u32 {{d}}, 1, 0, %p1",
                               [addr], np.uint32)
         assert got.tolist() == want, space
 
@@ -1004,7 +816,7 @@ def test_more_approx_within_documented_error():
     for op, ref, tol in (("tanh", np.tanh, 2.0**-10.9), ("cos", np.cos, 2.0**-20.5),
                          ("rsqrt", lambda v: 1 / np.sqrt(np.abs(v) + 1), 2.0**-22)):
         src = np.abs(x) + np.float32(1) if op == "rsqrt" else x
-        got = f32(run_instruction(f"{op}.approx.f32 {{d}}, {{a}}", [src.view(np.uint32)], np.uint32))
+        got = f32(run_elementwise(f"{op}.approx.f32 {{d}}, {{a}}", [src.view(np.uint32)], np.uint32))
         want = ref(x.astype(np.float64))
         with np.errstate(invalid="ignore"):  # 0/0 where want is 0 (masked below)
             err = np.abs(got - want) / (np.abs(want) if op in ("tanh", "rsqrt") else 1.0)
@@ -1017,25 +829,9 @@ def test_cvt_s64_to_bf16_single_rounding(mode):
     # rounding through float64 would lose (2**60 + 2**52 is a tie -> even)
     vals = [2**60 + 2**52 + 1, 2**60 + 2**52, -(2**60 + 2**52 + 1), 3, -(2**63), 2**62 + 1]
     v = np.array(vals, np.int64)
-    got = run_instruction(f"cvt.{mode}.bf16.s64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint16)
+    got = run_elementwise(f"cvt.{mode}.bf16.s64 {{d}}, {{a}}", [v.view(np.uint64)], np.uint16)
     for x, g in zip(vals, got.tolist()):
-        assert g == _round_half_mode(Fraction(x), "bf16", mode), (x, mode, hex(g))
-
-
-def _round_half_mode(x: Fraction, fmt: str, mode: str) -> int:
-    if mode == "rn":
-        return _round_half(x, fmt)
-    _round_half(Fraction(0), fmt)
-    pos, top, ulp, e_bits, m_bits = _HALF_TABLES[fmt]
-    sign = 0x8000 if x < 0 else 0
-    ax = abs(x)
-    below = max((vc for vc in pos if vc[0] <= ax), key=lambda vc: vc[0])
-    above = [vc for vc in pos if vc[0] >= ax]
-    up = min(above, key=lambda vc: vc[0])[1] if above else (((1 << e_bits) - 1) << m_bits)
-    toward_zero = below[1]
-    if mode == "rz" or (mode == "rm" and x > 0) or (mode == "rp" and x < 0):
-        return sign | toward_zero
-    return sign | (toward_zero if below[0] == ax else up)
+        assert g == round_code("bf16", Fraction(x), mode), (x, mode, hex(g))
 
 
 @settings(max_examples=20)
@@ -1050,7 +846,7 @@ def test_fma_f64_rn_fast_path(triples):
     a, b, c = (np.array([t[i] for t in triples], np.float64) for i in range(3))
     with np.errstate(over="ignore"):  # huge triples: the negated product may be inf
         c = np.where(np.arange(len(c)) % 2 == 0, c, -(a * b) * (1 + 2.0**-40))
-    got = run_instruction("fma.rn.f64 {d}, {a}, {b}, {c}",
+    got = run_elementwise("fma.rn.f64 {d}, {a}, {b}, {c}",
                           [a.view(np.uint64), b.view(np.uint64), c.view(np.uint64)],
                           np.uint64).view(np.float64)
     for i in range(len(triples)):

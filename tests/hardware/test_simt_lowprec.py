@@ -1,65 +1,21 @@
 """cvt to and from packed FP8/FP6/FP4/UE8M0 (hardware/simt/lowprec.py) against references
-written here from the formats' definitions (OCP OFP8 / OCP MX v1.0 section 5.3: sign,
-exponent, mantissa and bias; E4M3 without Inf, FP6/FP4 without Inf or NaN), rounded with
-fractions.Fraction by exhaustive search of each format's values, and numpy.float16 /
-bfloat16 bit patterns for the wide side."""
+written from the formats' definitions in simt_reference (OCP OFP8 / OCP MX v1.0 section
+5.3: sign, exponent, mantissa and bias; E4M3 without Inf, FP6/FP4 without Inf or NaN),
+rounded with fractions.Fraction by exhaustive search of each format's values, and
+numpy.float16 / bfloat16 bit patterns for the wide side."""
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
 
 import numpy as np
 import pytest
+from simt_reference import nearest_code, value
 
 from hardware.simt import ExecutionError, UnsupportedPtxError
 
-# (exponent bits, mantissa bits, bias, has NaN at all-ones magnitude (E4M3), IEEE Inf/NaN)
-FORMATS = {"e4m3": (4, 3, 7, "fn"), "e5m2": (5, 2, 15, "ieee"), "e2m3": (2, 3, 1, "none"),
-           "e3m2": (3, 2, 3, "none"), "e2m1": (2, 1, 1, "none")}
-
-
-def value(fmt: str, code: int):
-    """Fraction value of a code, or "nan"/"inf"/"-inf"."""
-    e, m, bias, kind = FORMATS[fmt]
-    sign = -1 if code >> (e + m) & 1 else 1
-    ef, mf = (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1)
-    if kind == "fn" and ef == (1 << e) - 1 and mf == (1 << m) - 1:
-        return "nan"
-    if kind == "ieee" and ef == (1 << e) - 1:
-        return "nan" if mf else ("inf" if sign > 0 else "-inf")
-    if ef == 0:
-        if mf == 0:
-            return -0.0 if sign < 0 else Fraction(0)
-        return sign * Fraction(mf, 1 << m) * Fraction(2) ** (1 - bias)
-    return sign * (1 + Fraction(mf, 1 << m)) * Fraction(2) ** (ef - bias)
-
-
-@lru_cache(maxsize=None)
-def finite_codes(fmt):
-    e, m, _, _ = FORMATS[fmt]
-    return tuple((c, value(fmt, c)) for c in range(1 << (1 + e + m))
-                 if not isinstance(value(fmt, c), str))
-
-
-def nearest_code(fmt: str, x: float) -> int:
-    """Round to nearest, ties to the even code; beyond the largest value: +-MAX (the
-    .satfinite rule); NaN: 0x7F for FP8, +MAX for the formats without NaN."""
-    e, m, _, _ = FORMATS[fmt]
-    pos = [(c, v) for c, v in finite_codes(fmt) if v >= 0 and not (v == 0 and c)]
-    top_code, top = max(pos, key=lambda cv: cv[1])
-    if x != x:
-        return 0x7F if fmt in ("e4m3", "e5m2") else top_code
-    sign = (1 << (e + m)) if (x < 0 or (x == 0 and np.signbit(x))) else 0
-    if abs(x) == float("inf"):
-        return sign | top_code
-    a = abs(Fraction(x))
-    if a >= top:
-        return sign | top_code
-    best = min(pos, key=lambda cv: (abs(cv[1] - a), cv[0] & 1))
-    return sign | best[0]
-
 
 def f16_bits(v) -> int:
+    """binary16 code of a value of :func:`simt_reference.value` (NaN: 0x7FFF)."""
     if v == "nan":
         return 0x7FFF
     if isinstance(v, str):

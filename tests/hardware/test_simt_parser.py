@@ -1,6 +1,7 @@
 """The PTX scanner and the call inliner (hardware/simt/parser.py, inline.py): directives
 end where their grammar ends, nothing the parser did not consume passes silently, and
-inlining costs time linear in the size of its result."""
+inlining costs time linear in the size of its result, refuses recursive, undefined and
+indirect calls, and keeps the source line numbers."""
 from __future__ import annotations
 
 import time
@@ -200,3 +201,99 @@ def test_indirect_and_predicated_calls_are_refused():
     with pytest.raises(UnsupportedPtxError, match="predicated call"):
         load_ptx(base.replace("call.uni (retval0), f0, (param0);",
                               "@%p1 call.uni (retval0), f0, (param0);"))
+
+
+def test_call_sequence_is_refused_with_a_clear_message():
+    """nvcc's call sequence (as for double sin/cos/pow slow paths) opens with a scoped
+    .param declaration; a call to a function the module only declares is refused with
+    a message naming it."""
+    ptx = """
+.version 9.0
+.target sm_90
+.address_size 64
+.func (.param .b64 func_retval0) helper(.param .b64 helper_param_0);
+.visible .entry k(.param .u64 p0)
+{
+    .reg .f64 %fd<3>;
+    mov.f64 %fd1, 0d3FF0000000000000;
+    { // callseq 0, 0
+    .param .b64 param0;
+    st.param.f64 [param0+0], %fd1;
+    .param .b64 retval0;
+    call.uni (retval0), helper, (param0);
+    ld.param.f64 %fd2, [retval0+0];
+    } // callseq 0
+    ret;
+}
+"""
+    with pytest.raises(UnsupportedPtxError, match="call to helper, which this module "
+                       "declares but does not define"):
+        load_ptx(ptx)
+
+
+def _func_module(body: str) -> str:
+    return """
+.version 9.0
+.target sm_90
+.address_size 64
+.func (.param .b32 func_retval0) f(.param .b32 f_param_0)
+{
+    .reg .b32 %r<3>;
+    ld.param.b32 %r1, [f_param_0];
+""" + body + """
+    st.param.b32 [func_retval0+0], %r2;
+    ret;
+}
+.visible .entry k(.param .u64 p0)
+{
+    .reg .b32 %r<3>;
+    mov.u32 %r1, 1;
+    {
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), f, (param0);
+    ld.param.b32 %r2, [retval0+0];
+    }
+    ret;
+}
+"""
+
+
+def test_recursive_and_undefined_calls_are_refused():
+    recursive = _func_module("""
+    {
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), f, (param0);
+    ld.param.b32 %r2, [retval0+0];
+    }""")
+    with pytest.raises(UnsupportedPtxError, match="recursive call to f"):
+        load_ptx(recursive)
+    undefined = _func_module("""
+    {
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), g, (param0);
+    ld.param.b32 %r2, [retval0+0];
+    }""")
+    with pytest.raises(UnsupportedPtxError, match="call to g"):
+        load_ptx(undefined)
+    # the same call to a defined, non-recursive function loads and runs
+    mod = load_ptx(_func_module("    add.s32 %r2, %r1, 1;"))
+    assert list(mod.kernels) == ["k"]
+    mod.launch("k", 1, 1, [0], GlobalMemory())
+
+
+def test_inlining_keeps_source_line_numbers():
+    """An error after an inlined call (and inside a function body) names the line of
+    the source text, not of the rewritten text."""
+    text = _func_module("    add.s32 %r2, %r1, 1;").replace(
+        "    ld.param.b32 %r2, [retval0+0];\n    }\n    ret;",
+        "    ld.param.b32 %r2, [retval0+0];\n    }\n"
+        "    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;\n    ret;")
+    line = text.splitlines().index("    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;") + 1
+    with pytest.raises(UnsupportedPtxError, match=rf"line {line}:"):
+        load_ptx(text)

@@ -1,0 +1,244 @@
+"""Independent references shared by the SIMT tests, written from the number formats'
+definitions and exact arithmetic only (``fractions.Fraction``, Python integers,
+``numpy.float16`` conversion); nothing here calls the code under test.
+
+- :func:`round_fraction`: an exact rational to binary32/binary64 in the four IEEE 754
+  rounding directions (IEEE 754-2019 section 4.3), by exact comparison of neighbours.
+- :func:`fma32`: single-rounded binary32 ``a*b + c``.
+- :data:`FORMATS`, :func:`value`, :func:`nearest_code`, :func:`round_code`,
+  :func:`decode_table`: the small binary formats by sign, exponent, mantissa and bias
+  (IEEE 754 binary16; bfloat16; OCP OFP8 E4M3/E5M2; OCP MX v1.0 section 5.3 FP6/FP4),
+  rounded by exhaustive search of each format's values.
+- :func:`f16_codes`, :func:`bf16_codes`: binary16 (through ``numpy.float16``) and
+  bfloat16 codes with the PTX canonical NaN 0x7FFF.
+- :func:`float_to_int`: PTX ISA ``cvt`` float-to-integer (round, saturate, NaN -> 0).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+MODES = ("rn", "rz", "rm", "rp")
+
+# ------------------------------------------------------------- binary32 / binary64
+
+
+def round_fraction(x: Fraction, mode: str, dtype=np.float32) -> float:
+    """Round the exact rational ``x`` to ``dtype`` (float32 or float64): "rn" nearest
+    with ties to the even code, "rz"/"rm"/"rp" the directed neighbour. Overflow follows
+    IEEE 754: rn gives +-inf from MAX + ulp/2 on; rz gives +-MAX; rm/rp give inf on
+    their side and MAX on the other."""
+    dtype = np.dtype(dtype).type
+    big = Fraction(float(np.finfo(dtype).max))
+    if abs(x) > big:
+        f = np.finfo(dtype).max * dtype(1 if x > 0 else -1)
+    else:
+        f = dtype(float(x))
+    cands = {f}
+    with np.errstate(over="ignore"):  # stepping past the largest finite value: inf
+        for _ in range(2):
+            cands |= {np.nextafter(c, dtype(np.inf)) for c in cands}
+            cands |= {np.nextafter(c, dtype(-np.inf)) for c in cands}
+    finite = [c for c in cands if np.isfinite(c)]
+    if mode == "rn":
+        ulp = big - Fraction(float(np.nextafter(np.finfo(dtype).max, dtype(0))))
+        if abs(x) >= big + ulp / 2:
+            return float(np.inf if x > 0 else -np.inf)
+        uint = np.uint32 if dtype == np.float32 else np.uint64
+        best = min(finite, key=lambda c: (abs(Fraction(float(c)) - x),
+                                          int(np.asarray(c, dtype).view(uint)) & 1))
+        return float(best)
+    if mode == "rz":
+        if x > 0:
+            return float(max(c for c in finite if Fraction(float(c)) <= x)) if x <= big else float(big)
+        return float(min(c for c in finite if Fraction(float(c)) >= x)) if x >= -big else float(-big)
+    if mode == "rm":
+        if x < -big:
+            return float("-inf")
+        if x > big:
+            return float(big)
+        return float(max(c for c in finite if Fraction(float(c)) <= x))
+    if mode == "rp":
+        if x > big:
+            return float("inf")
+        if x < -big:
+            return float(-big)
+        return float(min(c for c in finite if Fraction(float(c)) >= x))
+    raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+
+def fma32(a, b, c) -> np.ndarray:
+    """Single-rounded float32 ``a*b + c`` elementwise (broadcast): the float64 product
+    of two float32 values is exact and the float64 sum is correctly rounded, so its
+    rounding to float32 is right unless the float64 sum lies exactly halfway between two
+    float32 values (a possible double rounding); those elements are rounded from the
+    exact Fraction sum."""
+    a64, b64, c64 = np.broadcast_arrays(*(np.asarray(v, np.float32).astype(np.float64)
+                                          for v in (a, b, c)))
+    s = a64 * b64 + c64
+    r = s.astype(np.float32)
+    with np.errstate(over="ignore"):
+        up = np.nextafter(r, np.float32(np.inf)).astype(np.float64)
+        dn = np.nextafter(r, np.float32(-np.inf)).astype(np.float64)
+    r64 = r.astype(np.float64)
+    halfway = (s == (r64 + up) / 2) | (s == (r64 + dn) / 2)
+    for i in zip(*np.nonzero(halfway)):
+        exact = Fraction(float(a64[i])) * Fraction(float(b64[i])) + Fraction(float(c64[i]))
+        r[i] = np.float32(round_fraction(exact, "rn"))
+    return r
+
+
+# ------------------------------------------------------------------ small formats
+
+#: name -> (exponent bits, mantissa bits, bias, special values): "ieee" = the largest
+#: exponent holds Inf and NaN; "fn" = only the all-ones magnitude is NaN (E4M3);
+#: "none" = every code is finite (FP6, FP4)
+FORMATS = {"fp16": (5, 10, 15, "ieee"), "bf16": (8, 7, 127, "ieee"),
+           "e4m3": (4, 3, 7, "fn"), "e5m2": (5, 2, 15, "ieee"), "e2m3": (2, 3, 1, "none"),
+           "e3m2": (3, 2, 3, "none"), "e2m1": (2, 1, 1, "none")}
+
+
+def value(fmt: str, code: int):
+    """The value of ``code``: a Fraction (-0.0 for negative zero), or "nan"/"inf"/"-inf"."""
+    e, m, bias, kind = FORMATS[fmt]
+    sign = -1 if code >> (e + m) & 1 else 1
+    ef, mf = (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1)
+    if kind == "fn" and ef == (1 << e) - 1 and mf == (1 << m) - 1:
+        return "nan"
+    if kind == "ieee" and ef == (1 << e) - 1:
+        return "nan" if mf else ("inf" if sign > 0 else "-inf")
+    if ef == 0:
+        if mf == 0:
+            return -0.0 if sign < 0 else Fraction(0)
+        return sign * Fraction(mf, 1 << m) * Fraction(2) ** (1 - bias)
+    return sign * (1 + Fraction(mf, 1 << m)) * Fraction(2) ** (ef - bias)
+
+
+@lru_cache(maxsize=None)
+def finite_codes(fmt: str) -> tuple:
+    """(code, value) of every finite code, both signs."""
+    e, m, _, _ = FORMATS[fmt]
+    return tuple((c, v) for c in range(1 << (1 + e + m))
+                 if not isinstance(v := value(fmt, c), str))
+
+
+@lru_cache(maxsize=None)
+def _positive(fmt: str) -> tuple[list, list]:
+    """The non-negative finite values (exact floats, increasing with the code) and their
+    codes."""
+    e, m, bias, kind = FORMATS[fmt]
+    codes = [c for c in range(1 << (e + m))
+             if not (kind == "ieee" and c >> m == (1 << e) - 1 or kind == "fn" and
+                     c == (1 << (e + m)) - 1)]
+    vals = [math.ldexp(c, 1 - bias - m) if c >> m == 0 else
+            math.ldexp((1 << m) | (c & ((1 << m) - 1)), (c >> m) - bias - m) for c in codes]
+    return vals, codes
+
+
+def decode_table(fmt: str) -> np.ndarray:
+    """float64 value of every code (NaN where the format has NaN, +-inf for Inf)."""
+    e, m, _, _ = FORMATS[fmt]
+    vals = [value(fmt, c) for c in range(1 << (1 + e + m))]
+    return np.array([{"nan": np.nan, "inf": np.inf, "-inf": -np.inf}[v] if isinstance(v, str)
+                     else float(v) for v in vals])
+
+
+def round_code(fmt: str, x, mode: str = "rn", *, saturate: bool = False) -> int:
+    """The code of the finite or infinite number ``x`` (float or Fraction) rounded to
+    ``fmt`` in ``mode`` ("rn": nearest, ties to the even code; "rz"/"rm"/"rp").
+    ``saturate``: beyond the largest value gives +-MAX (the PTX ``.satfinite`` rule) and
+    so does an infinite ``x``; otherwise overflow follows IEEE 754 (Inf where the format
+    has one, in rn from MAX + ulp/2 on). Zero keeps its sign."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    e, m, _, kind = FORMATS[fmt]
+    vals, codes = _positive(fmt)
+    top = Fraction(vals[-1])
+    negative = x < 0 or (x == 0 and np.signbit(float(x)))
+    sign = 1 << (e + m) if negative else 0
+    inf_code = ((1 << e) - 1) << m if kind == "ieee" else None
+    if isinstance(x, float) and math.isinf(x):
+        return sign | (codes[-1] if saturate or inf_code is None else inf_code)
+    a = abs(Fraction(x))      # exact; comparisons of a Fraction with a float are exact
+    away = mode == "rp" and not negative or mode == "rm" and negative
+    toward = mode == "rz" or mode == "rm" and not negative or mode == "rp" and negative
+    if a > top:
+        ulp = top - Fraction(vals[-2])
+        over = not toward and (mode != "rn" or a >= top + ulp / 2)
+        if saturate or not over or inf_code is None:
+            return sign | codes[-1]
+        return sign | inf_code
+    i = bisect.bisect_left(vals, a)          # vals[i - 1] < a <= vals[i]
+    if vals[i] == a:
+        return sign | codes[i]
+    lo, hi = i - 1, i
+    if toward:
+        return sign | codes[lo]
+    if away:
+        return sign | codes[hi]
+    d_lo, d_hi = a - Fraction(vals[lo]), Fraction(vals[hi]) - a
+    if d_lo != d_hi:
+        return sign | codes[lo if d_lo < d_hi else hi]
+    return sign | codes[lo if codes[lo] % 2 == 0 else hi]
+
+
+def nearest_code(fmt: str, x) -> int:
+    """PTX ``cvt.rn.satfinite`` to ``fmt``: round to nearest even, +-MAX beyond the
+    largest value and for +-Inf; NaN gives 0x7F for FP8 and +MAX for the formats
+    without NaN."""
+    if x != x:
+        return 0x7F if fmt in ("e4m3", "e5m2") else _positive(fmt)[1][-1]
+    return round_code(fmt, x, "rn", saturate=True)
+
+
+def f16_codes(x) -> np.ndarray:
+    """binary16 codes of ``x`` (float32 or float64, rounded once to nearest even by
+    numpy's conversion; Inf beyond the range) with NaN as the canonical 0x7FFF."""
+    x = np.asarray(x)
+    with np.errstate(over="ignore"):
+        h = x.astype(np.float16).view(np.uint16)
+    return np.where(np.isnan(x), np.uint16(0x7FFF), h)
+
+
+def bf16_codes(x) -> np.ndarray:
+    """bfloat16 codes of ``x`` (any float array) rounded once to nearest even from the
+    exact value (Inf beyond the range), with NaN as the canonical 0x7FFF."""
+    x = np.asarray(x, np.float64)
+    return np.array([0x7FFF if v != v else round_code("bf16", float(v)) for v in x.ravel()],
+                    np.uint16).reshape(x.shape)
+
+
+# -------------------------------------------------------------------------- integers
+
+
+def float_to_int(v: float, mode: str, bits: int, signed: bool) -> int:
+    """PTX ISA 9.7.9.21 (cvt) float to integer: round in ``mode`` ("rn" ties to even,
+    "rz", "rm", "rp"), saturate to the destination range, NaN -> 0 (C's ``(int)x`` is
+    cvt.rzi)."""
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    if math.isnan(v):
+        return 0
+    if math.isinf(v):
+        return lo if v < 0 else hi
+    f = Fraction(v)
+    r = {"rz": math.trunc, "rn": round, "rm": math.floor, "rp": math.ceil}[mode](f)
+    return min(max(int(r), lo), hi)
+
+
+def c_div(x: int, y: int, bits: int) -> tuple[int, int]:
+    """C99 6.5.5 ``x / y`` and ``x % y`` on ``bits``-bit signed integers: the quotient
+    truncates toward zero and x == (x/y)*y + x%y; results wrap (INT_MIN / -1 wraps on
+    the GPU)."""
+    q = abs(x) // abs(y)
+    q = q if (x < 0) == (y < 0) else -q
+    return wrap(q, bits, True), wrap(x - q * y, bits, True)
+
+
+def wrap(v: int, bits: int, signed: bool) -> int:
+    """``v`` modulo 2**bits, as a signed or unsigned ``bits``-bit integer."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if signed and v >> (bits - 1) else v
