@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from simt_harness import load
 
 from hardware.simt import GlobalMemory, load_ptx
 
@@ -321,7 +322,7 @@ def test_random_control_flow_matches_per_lane_execution(prog, seed, launch, exch
         # insert barrier-separated exchanges between top-level statements
         for pos in sorted(exchanges, reverse=True):
             prog = prog[: pos % (len(prog) + 1)] + [("exchange",)] + prog[pos % (len(prog) + 1):]
-    mod = load_ptx(to_ptx(prog))
+    mod = load(to_ptx(prog))
     mem = GlobalMemory()
     px = mem.to_device(x)
     po = mem.alloc(4 * n)

@@ -193,6 +193,7 @@ def test_deterministic_stats_and_outputs():
         ph = mem.alloc(1024)
         st = gallery.load("histogram").launch("histogram", 2, 96, [pd, ph, 1000], mem)
         runs.append((mem.from_device(ph, np.uint32, 256).tobytes(), st))
+    assert runs[0][0] == np.bincount(data, minlength=256).astype(np.uint32).tobytes()
     assert runs[0][0] == runs[1][0]
     assert runs[0][1] == runs[1][1]
 
@@ -369,7 +370,10 @@ $L_done:
     # with the flag set, every warp finishes well inside the limit
     mem.write(flag, np.uint32([1]))
     st = load_ptx(src).launch("k", 4, 64, [flag], mem, max_steps=3000)
-    assert st.warp_instructions > 0
+    # by hand: 5 instructions to the first branch; warp 0 then ret (6 per block); warp 1
+    # of block 0 runs 5 more and ret (11), warp 1 of the other blocks 2 more and ret (8)
+    assert st.warp_instructions == 4 * 6 + 11 + 3 * 8
+    assert st.thread_instructions == 32 * st.warp_instructions
 
 
 @pytest.mark.slow
