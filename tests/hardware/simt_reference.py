@@ -7,7 +7,8 @@ definitions and exact arithmetic only (``fractions.Fraction``, Python integers,
 - :func:`fma32`: single-rounded binary32 ``a*b + c``.
 - :data:`FORMATS`, :func:`value`, :func:`nearest_code`, :func:`round_code`,
   :func:`decode_table`: the small binary formats by sign, exponent, mantissa and bias
-  (IEEE 754 binary16; bfloat16; OCP OFP8 E4M3/E5M2; OCP MX v1.0 section 5.3 FP6/FP4),
+  (IEEE 754 binary16; bfloat16; TF32; OCP OFP8 E4M3/E5M2; OCP MX v1.0 section 5.3
+  FP6/FP4),
   rounded by exhaustive search of each format's values.
 - :func:`f16_codes`, :func:`bf16_codes`: binary16 (through ``numpy.float16``) and
   bfloat16 codes with the PTX canonical NaN 0x7FFF.
@@ -97,7 +98,7 @@ def fma32(a, b, c) -> np.ndarray:
 #: name -> (exponent bits, mantissa bits, bias, special values): "ieee" = the largest
 #: exponent holds Inf and NaN; "fn" = only the all-ones magnitude is NaN (E4M3);
 #: "none" = every code is finite (FP6, FP4)
-FORMATS = {"fp16": (5, 10, 15, "ieee"), "bf16": (8, 7, 127, "ieee"),
+FORMATS = {"fp16": (5, 10, 15, "ieee"), "bf16": (8, 7, 127, "ieee"), "tf32": (8, 10, 127, "ieee"),
            "e4m3": (4, 3, 7, "fn"), "e5m2": (5, 2, 15, "ieee"), "e2m3": (2, 3, 1, "none"),
            "e3m2": (3, 2, 3, "none"), "e2m1": (2, 1, 1, "none")}
 
@@ -149,12 +150,13 @@ def decode_table(fmt: str) -> np.ndarray:
 
 def round_code(fmt: str, x, mode: str = "rn", *, saturate: bool = False) -> int:
     """The code of the finite or infinite number ``x`` (float or Fraction) rounded to
-    ``fmt`` in ``mode`` ("rn": nearest, ties to the even code; "rz"/"rm"/"rp").
+    ``fmt`` in ``mode`` ("rn": nearest, ties to the even code; "rna": nearest, ties away
+    from zero; "rz"/"rm"/"rp"). A TF32 code is the top 19 bits of the binary32 code.
     ``saturate``: beyond the largest value gives +-MAX (the PTX ``.satfinite`` rule) and
     so does an infinite ``x``; otherwise overflow follows IEEE 754 (Inf where the format
     has one, in rn from MAX + ulp/2 on). Zero keeps its sign."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in MODES + ("rna",):
+        raise ValueError(f"mode must be one of {MODES + ('rna',)}, got {mode!r}")
     e, m, _, kind = FORMATS[fmt]
     vals, codes = _positive(fmt)
     top = Fraction(vals[-1])
@@ -168,7 +170,7 @@ def round_code(fmt: str, x, mode: str = "rn", *, saturate: bool = False) -> int:
     toward = mode == "rz" or mode == "rm" and not negative or mode == "rp" and negative
     if a > top:
         ulp = top - Fraction(vals[-2])
-        over = not toward and (mode != "rn" or a >= top + ulp / 2)
+        over = not toward and (mode not in ("rn", "rna") or a >= top + ulp / 2)
         if saturate or not over or inf_code is None:
             return sign | codes[-1]
         return sign | inf_code
@@ -183,6 +185,8 @@ def round_code(fmt: str, x, mode: str = "rn", *, saturate: bool = False) -> int:
     d_lo, d_hi = a - Fraction(vals[lo]), Fraction(vals[hi]) - a
     if d_lo != d_hi:
         return sign | codes[lo if d_lo < d_hi else hi]
+    if mode == "rna":
+        return sign | codes[hi]
     return sign | codes[lo if codes[lo] % 2 == 0 else hi]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simt_reference import decode_table, nearest_code
+from simt_reference import decode_table, nearest_code, round_code
 
 from hardware.simt import ExecutionError, GlobalMemory, gallery
 from refimpl import matmul as mm
@@ -159,9 +159,9 @@ def test_wmma_tf32_rounds_inputs_then_uses_the_preset():
     mem, (pc,), _ = _launch("wmma", "wmma_tf32", 1, 32, [A, Bt], [4 * 256], gpu="H100")
     C = mem.from_device(pc, np.float32, (16, 16))
 
-    def rna(x):  # round to 10 fraction bits, ties away from zero (no overflow here)
-        b = x.view(np.uint32).astype(np.uint64)
-        return ((b + 0x1000) & 0xFFFFE000).astype(np.uint32).view(np.float32)
+    def rna(x):  # to TF32 (10 fraction bits), ties away from zero
+        codes = [round_code("tf32", float(v), "rna") << 13 for v in x.ravel()]
+        return np.array(codes, np.uint32).view(np.float32).reshape(x.shape)
     want = mm.matmul(rna(A), rna(Bt).T.copy(), np.zeros((16, 16), np.float32),
                      accumulate="H100-TF32")
     assert (C.view(np.uint32) == want.view(np.uint32)).all()

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from simt_reference import nearest_code, value
+from simt_reference import nearest_code, round_code, value
 
 from hardware.simt import ExecutionError, UnsupportedPtxError
 
@@ -190,16 +190,8 @@ def test_tf32_rna_ties_away(simt_lanes):
                      {"d": (1, np.uint32)}, target="sm_80")["d"][:, 0]
 
     def rna(bits):
-        v = np.array(bits, np.uint32).view(np.float32)
-        if v != v:
-            return 0x7FFFFFFF
-        f = Fraction(float(v))
-        q = Fraction(2) ** (int(np.floor(np.log2(abs(float(v))))) - 10) if f else Fraction(1)
-        n = abs(f) / q
-        r = int(n) + (1 if n - int(n) >= Fraction(1, 2) else 0)
-        res = float(r * q) * (1 if f >= 0 else -1)
-        with np.errstate(over="ignore"):   # beyond the largest float32: Inf (no .satfinite)
-            return int(np.array(res, np.float32).view(np.uint32))
+        v = float(np.array(bits, np.uint32).view(np.float32))
+        return 0x7FFFFFFF if v != v else round_code("tf32", v, "rna") << 13
     np.testing.assert_array_equal([int(o) for o in out], [rna(b) for b in x])
 
 
