@@ -4,7 +4,8 @@ definitions and exact arithmetic only (``fractions.Fraction``, Python integers,
 
 - :func:`round_fraction`: an exact rational to binary32/binary64 in the four IEEE 754
   rounding directions (IEEE 754-2019 section 4.3), by exact comparison of neighbours.
-- :func:`fma32`: single-rounded binary32 ``a*b + c``.
+- :func:`fma32`: single-rounded binary32 ``a*b + c``; :func:`zero_sign`: the sign of
+  an exact zero result.
 - :data:`FORMATS`, :func:`value`, :func:`nearest_code`, :func:`round_code`,
   :func:`decode_table`: the small binary formats by sign, exponent, mantissa and bias
   (IEEE 754 binary16; bfloat16; TF32; OCP OFP8 E4M3/E5M2; OCP MX v1.0 section 5.3
@@ -70,6 +71,16 @@ def round_fraction(x: Fraction, mode: str, dtype=np.float32) -> float:
             return float(-big)
         return float(min(c for c in finite if Fraction(float(c)) >= x))
     raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+
+def zero_sign(a: float, b: float, c: float, mode: str) -> bool:
+    """The sign bit of ``a*b + c`` when its exact value is zero (IEEE 754-2019 section
+    6.3): a zero product and a zero addend of the same sign keep that sign; any other
+    exact zero sum is +0, or -0 when rounding toward negative ("rm")."""
+    psign = math.copysign(1.0, a) * math.copysign(1.0, b) < 0
+    if (a == 0 or b == 0) and c == 0 and psign == (math.copysign(1.0, c) < 0):
+        return psign
+    return mode == "rm"
 
 
 def fma32(a, b, c) -> np.ndarray:

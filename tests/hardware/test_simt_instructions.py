@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from simt_harness import load, run_elementwise
 from simt_reference import (MODES, c_div, f16_codes, float_to_int, round_code, round_fraction,
-                            value, wrap)
+                            value, wrap, zero_sign)
 
 from hardware.simt import GlobalMemory
 
@@ -55,12 +55,7 @@ def test_fma_f32_single_rounding(triples, mode):
     exact = [Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
              for x, y, z in zip(a, b, c)]
     # exact zero: +0 except in rm (-0); a product and addend of the same zero sign keep it
-    zs = []
-    for x, y, z, e in zip(a, b, c, exact):
-        psign = np.signbit(x) != np.signbit(y)
-        with np.errstate(over="ignore"):
-            same = (x * y == 0) and z == 0 and psign == np.signbit(z)
-        zs.append(bool(psign) if same else mode == "rm")
+    zs = [zero_sign(float(x), float(y), float(z), mode) for x, y, z in zip(a, b, c)]
     _check_float(got, exact, mode, zs)
 
 
@@ -855,8 +850,7 @@ def test_fma_f64_rn_fast_path(triples):
         fa, fb, fc = (Fraction(float(x[i])) for x in (a, b, c))
         exact = fa * fb + fc
         if exact == 0:
-            psign = np.signbit(a[i]) != np.signbit(b[i])
-            same = (a[i] * b[i] == 0) and c[i] == 0 and psign == np.signbit(c[i])
-            assert got[i] == 0 and np.signbit(got[i]) == (psign if same else False)
+            want = zero_sign(float(a[i]), float(b[i]), float(c[i]), "rn")
+            assert got[i] == 0 and np.signbit(got[i]) == want
             continue
         assert float(got[i]) == round_fraction(exact, "rn", np.float64), i
