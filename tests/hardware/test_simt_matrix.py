@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from simt_reference import round_code
 
 from hardware.simt import ExecutionError, LaunchError, UnsupportedPtxError, load_ptx
 from hardware.simt.matrix import mma_layout
@@ -273,6 +274,11 @@ def bf16_codes(x):
     return (b >> 16).astype(np.int64)
 
 
+def fp8_codes(x, fmt):
+    # values exactly representable in the FP8 format: their codes from its definition
+    return np.array([round_code(fmt, float(v)) for v in x.ravel()], np.int64).reshape(x.shape)
+
+
 def preset_product(gpu, fmt, A, B, C, out="fp32"):
     name = {("H100", "E4M3"): "H100-E4M3-MMA"}.get((gpu, fmt), f"{gpu}-{fmt}")
     return mm.matmul(A.astype(np.float32), B.astype(np.float32), C.astype(np.float32),
@@ -354,7 +360,7 @@ def test_fp8_mma_m16n8k32(simt_lanes, fmt, gpu, acc):
     text = (f"mma.sync.aligned.m16n8k32.row.col.{acc}.{fmt}.{fmt}.{acc} "
             "{d}, {a}, {b}, {c}")
     got = run_mma(simt_lanes, text, "m16n8k32", (cb, 8, 8, cb),
-                  formats.encode(A, fmt).astype(np.int64), formats.encode(B, fmt).astype(np.int64),
+                  fp8_codes(A, fmt), fp8_codes(B, fmt),
                   (f32_codes if acc == "f32" else f16_codes)(C), gpu=gpu)
     vals = got.astype(np.uint32).view(np.float32) if acc == "f32" else \
         got.astype(np.uint16).view(np.float16).astype(np.float32)
