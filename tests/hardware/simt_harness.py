@@ -107,11 +107,12 @@ def run_lanes(inst: str, ins: dict, outs: dict, *, target: str = "sm_90", thread
     """Run ``inst`` once per thread of one block.
 
     ``inst`` uses ``{name}`` for the brace vector of an operand's registers and
-    ``{name0}``, ``{name1}``... for single registers (%r30-%r39 are free scratch). ``ins``: name -> (threads, n) array
-    of uint8/uint16/uint32 (the register width follows the dtype). ``outs``: name ->
-    (n, dtype). ``setup`` is PTX run before ``inst`` (it may use ``%tid``-based
-    ``%r0``); ``shared`` declares ``.shared .align 16 .b8 smem[shared]``. Returns
-    name -> (threads, n) arrays of the outputs."""
+    ``{name0}``, ``{name1}``... for single registers (%r30-%r39 are free scratch).
+    ``ins``: name -> (threads, n) array of uint8/uint16/uint32 (the register width
+    follows the dtype). ``outs``: name -> (n, dtype). ``setup`` is PTX run before
+    ``inst`` (it may use the ``%tid``-based ``%r0``); ``shared`` declares
+    ``.shared .align 16 .b8 smem[shared]``. Returns name -> (threads, n) arrays of the
+    outputs."""
     spec = {k: (v.shape[1], v.dtype) for k, v in ins.items()}
     spec.update({k: (n, np.dtype(dt)) for k, (n, dt) in outs.items()})
     fmt, decl, load_, store, params = {}, [], [], [], []

@@ -9,11 +9,11 @@ definitions and exact arithmetic only (``fractions.Fraction``, Python integers,
 - :data:`FORMATS`, :func:`value`, :func:`nearest_code`, :func:`round_code`,
   :func:`decode_table`: the small binary formats by sign, exponent, mantissa and bias
   (IEEE 754 binary16; bfloat16; TF32; OCP OFP8 E4M3/E5M2; OCP MX v1.0 section 5.3
-  FP6/FP4),
-  rounded by exhaustive search of each format's values.
+  FP6/FP4), rounded by exact search of the sorted list of each format's values.
 - :func:`f16_codes`, :func:`bf16_codes`: binary16 (through ``numpy.float16``) and
   bfloat16 codes with the PTX canonical NaN 0x7FFF.
-- :func:`float_to_int`: PTX ISA ``cvt`` float-to-integer (round, saturate, NaN -> 0).
+- :func:`float_to_int`: PTX ISA ``cvt`` float-to-integer (round, saturate, NaN -> 0);
+  :func:`c_div`, :func:`wrap`: C integer division and wrap-around.
 """
 from __future__ import annotations
 
@@ -55,9 +55,11 @@ def round_fraction(x: Fraction, mode: str, dtype=np.float32) -> float:
                                           int(np.asarray(c, dtype).view(uint)) & 1))
         return float(best)
     if mode == "rz":
+        if abs(x) > big:
+            return float(big if x > 0 else -big)
         if x > 0:
-            return float(max(c for c in finite if Fraction(float(c)) <= x)) if x <= big else float(big)
-        return float(min(c for c in finite if Fraction(float(c)) >= x)) if x >= -big else float(-big)
+            return float(max(c for c in finite if Fraction(float(c)) <= x))
+        return float(min(c for c in finite if Fraction(float(c)) >= x))
     if mode == "rm":
         if x < -big:
             return float("-inf")
