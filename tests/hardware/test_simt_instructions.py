@@ -5,6 +5,7 @@ pseudocode, vote/activemask under divergence."""
 
 from __future__ import annotations
 
+import math
 import zlib
 from fractions import Fraction
 
@@ -746,6 +747,26 @@ def test_half_arithmetic_single_rounding(fmt, tname, data):
                 assert int(got[i]) & 0x7FFF == 0, (op, i)
                 continue
             assert int(got[i]) == round_code(fmt, exact), (op, fmt, x, y, z, hex(got[i]))
+
+
+@pytest.mark.parametrize("fmt,tname", [("fp16", "f16"), ("bf16", "bf16")])
+def test_half_arithmetic_exact_zero_signs(fmt, tname):
+    """Every combination of +-0 and +-1: an exact zero result has the sign IEEE 754-2019
+    section 6.3 gives it (a product of zeros: the exclusive or of the signs)."""
+    vals = [0.0, -0.0, 1.0, -1.0]
+    combos = [(x, y, z) for x in vals for y in vals for z in vals]
+    a, b, c = (np.array([round_code(fmt, t[i]) for t in combos], np.uint16) for i in range(3))
+    for op in ("add", "sub", "mul", "fma"):
+        text = (f"fma.rn.{tname} {{d}}, {{a}}, {{b}}, {{c}}" if op == "fma" else
+                f"{op}.{tname} {{d}}, {{a}}, {{b}}")
+        got = run_elementwise(text, [a, b, c], np.uint16)
+        for (x, y, z), g in zip(combos, got.tolist()):
+            exact, sign = {"add": (x + y, zero_sign(x, 1.0, y, "rn")),
+                           "sub": (x - y, zero_sign(x, 1.0, -y, "rn")),
+                           "mul": (x * y, math.copysign(1, x) * math.copysign(1, y) < 0),
+                           "fma": (x * y + z, zero_sign(x, y, z, "rn"))}[op]
+            if exact == 0:
+                assert g == (0x8000 if sign else 0), (op, x, y, z, hex(g))
 
 
 def test_half2_packed_lanes_independent():
