@@ -133,14 +133,6 @@ def value(fmt: str, code: int):
 
 
 @lru_cache(maxsize=None)
-def finite_codes(fmt: str) -> tuple:
-    """(code, value) of every finite code, both signs."""
-    e, m, _, _ = FORMATS[fmt]
-    return tuple((c, v) for c in range(1 << (1 + e + m))
-                 if not isinstance(v := value(fmt, c), str))
-
-
-@lru_cache(maxsize=None)
 def _positive(fmt: str) -> tuple[list, list]:
     """The non-negative finite values (exact floats, increasing with the code) and their
     codes."""

@@ -11,14 +11,6 @@ from simt_reference import bf16_codes, f16_codes, fma32, nearest_code, wrap
 from hardware.simt import GlobalMemory, StepLimitError, gallery
 
 
-def _launch(name, kernel, grid, block, arrays, scalars=(), outs=()):
-    mem = GlobalMemory()
-    ptrs = [mem.to_device(a) for a in arrays]
-    optr = [mem.alloc(max(1, nbytes)) for nbytes in outs]
-    st_ = gallery.load(name).launch(kernel, grid, block, ptrs + optr + list(scalars), mem)
-    return mem, optr, st_
-
-
 def test_vector_add_and_stats():
     n = 40
     a = np.arange(n, dtype=np.float32) * np.float32(0.1)
