@@ -1,6 +1,7 @@
 """Reference attention and the forward schedules against an independent float64 oracle
-written here from the reference doc's formulas (masks built index by index), with error
-bounds derived from float32 rounding; the doc's sharp cases pinned."""
+written here from the definitions (FlashAttention papers, PyTorch SDPA and flash-attention
+conventions; masks built index by index), with error bounds derived from float32 rounding;
+the sharp cases of those conventions pinned."""
 from __future__ import annotations
 
 import math
