@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,72 @@ def test_corruption_pickled_array(copy: Path, capsys) -> None:
     (copy / "manifest.json").write_bytes(finish_manifest(m))
     code, out = _verify_out(copy, capsys)
     assert code == 1 and "pickled object array; refused" in out
+
+
+def test_version_names_package_python_and_numpy(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out.strip()
+    assert out == (f"python -m oracle {oracle.__version__} "
+                   f"(Python {platform.python_version()}, NumPy {np.__version__})")
+
+
+def test_manifest_records_the_python_and_numpy_that_wrote_it(smoke: Path) -> None:
+    m = json.loads((smoke / "manifest.json").read_text())
+    assert m["runtime"] == {"python": platform.python_version(), "numpy": np.__version__}
+    # a fresh interpreter records its own versions, which this one reads back
+    probe = subprocess.run([sys.executable, "-c", "import platform, sys, numpy; "
+                            "sys.stdout.write(platform.python_version() + ' ' + "
+                            "numpy.__version__)"], check=True, capture_output=True,
+                           text=True).stdout.split()
+    assert probe == [m["runtime"]["python"], m["runtime"]["numpy"]]
+
+
+def _rewrite_manifest(root: Path, edit) -> None:
+    m = json.loads((root / "manifest.json").read_text())
+    edit(m)
+    (root / "manifest.json").write_bytes(finish_manifest(m))
+
+
+def test_verify_recomputes_a_suite_written_by_other_versions(copy: Path, capsys) -> None:
+    """The recorded versions are information, not a condition: a suite written under
+    another Python and NumPy is recomputed bit for bit here (the CI legs do this for
+    real across interpreters), and the difference is noted."""
+    _rewrite_manifest(copy, lambda m: m.update(runtime={"python": "3.10.0",
+                                                         "numpy": "2.0.0"}))
+    code, out = _verify_out(copy, capsys)
+    assert code == 0 and "recomputed bit for bit" in out
+    assert "written with Python 3.10.0 and NumPy 2.0.0" in out
+    assert f"recomputed here with Python {platform.python_version()}" in out
+    # suites written before the versions were recorded still verify
+    _rewrite_manifest(copy, lambda m: m.pop("runtime"))
+    code, out = _verify_out(copy, capsys)
+    assert code == 0 and "written with" not in out
+
+
+@pytest.mark.parametrize("runtime", [{"python": "3.12.1"}, {"python": "3.12.1", "numpy": 2},
+                                     {"python": "", "numpy": "2.1.0"},
+                                     {"python": "3.12.1", "numpy": "2.1.0", "os": "x"},
+                                     ["3.12.1", "2.1.0"]])
+def test_malformed_runtime_is_a_schema_problem(copy: Path, capsys, runtime) -> None:
+    _rewrite_manifest(copy, lambda m: m.update(runtime=runtime))
+    code, out = _verify_out(copy, capsys)
+    assert code == 1 and "runtime" in out
+
+
+def test_merge_refuses_shards_from_different_runtimes(smoke: Path, tmp_path: Path,
+                                                      capsys) -> None:
+    dirs = []
+    for i in (1, 2):
+        d = tmp_path / f"s{i}"
+        assert main(["generate", "--out", str(d), "--suite", "smoke", "--shard", f"{i}/2",
+                     "--quiet"]) == 0
+        dirs.append(str(d))
+    _rewrite_manifest(Path(dirs[1]), lambda m: m["runtime"].update(numpy="2.0.0"))
+    assert main(["generate", "--out", str(tmp_path / "m"), "--merge", *dirs]) == 2
+    assert "different Python/NumPy versions" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
 
 
 def _write_results(suite_dir: Path, dest: Path) -> None:
