@@ -148,11 +148,11 @@ def test_verify_recomputes_a_suite_written_by_other_versions(copy: Path, capsys)
     """The recorded versions are information, not a condition: a suite written under
     another Python and NumPy is recomputed bit for bit here (the CI legs do this for
     real across interpreters), and the difference is noted."""
-    _rewrite_manifest(copy, lambda m: m.update(runtime={"python": "3.10.0",
-                                                         "numpy": "2.0.0"}))
+    _rewrite_manifest(copy, lambda m: m.update(runtime={"python": "3.0.0",
+                                                         "numpy": "1.0.0"}))
     code, out = _verify_out(copy, capsys)
     assert code == 0 and "recomputed bit for bit" in out
-    assert "written with Python 3.10.0 and NumPy 2.0.0" in out
+    assert "written with Python 3.0.0 and NumPy 1.0.0" in out
     assert f"recomputed here with Python {platform.python_version()}" in out
     # suites written before the versions were recorded still verify
     _rewrite_manifest(copy, lambda m: m.pop("runtime"))
@@ -178,7 +178,7 @@ def test_merge_refuses_shards_from_different_runtimes(smoke: Path, tmp_path: Pat
         assert main(["generate", "--out", str(d), "--suite", "smoke", "--shard", f"{i}/2",
                      "--quiet"]) == 0
         dirs.append(str(d))
-    _rewrite_manifest(Path(dirs[1]), lambda m: m["runtime"].update(numpy="2.0.0"))
+    _rewrite_manifest(Path(dirs[1]), lambda m: m["runtime"].update(numpy="1.0.0"))
     assert main(["generate", "--out", str(tmp_path / "m"), "--merge", *dirs]) == 2
     assert "different Python/NumPy versions" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
