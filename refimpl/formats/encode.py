@@ -366,8 +366,8 @@ def _encode_by_table(
     n = flat.size
     chunk = min(CHUNK, n)
     idx = np.empty(chunk, dtype=uint)
-    # NumPy before 2.1 casts take()'s indices to intp only under the 'safe' rule, which
-    # refuses uint64; the indices are below 2^(64-k), so the signed view holds them
+    # NumPy 2.0 (and 1.x) casts take()'s indices to intp only under the 'safe' rule,
+    # which refuses uint64; the indices are below 2^(64-k), so the signed view holds them
     take_idx = idx.view(np.int64) if uint is np.uint64 else idx
     sticky = np.empty(chunk, dtype=uint)
     wide = None if direct else np.empty(chunk, dtype=table.dtype)

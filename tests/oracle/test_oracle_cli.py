@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -119,20 +118,23 @@ def test_corruption_pickled_array(copy: Path, capsys) -> None:
     assert code == 1 and "pickled object array; refused" in out
 
 
+# this interpreter's version tuple and the installed numpy distribution's metadata
+_PYTHON = "{}.{}.{}".format(*sys.version_info[:3])
+_NUMPY = importlib.metadata.version("numpy")
+
+
 def test_version_names_package_python_and_numpy(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0
     out = capsys.readouterr().out.strip()
-    assert out == (f"python -m oracle {oracle.__version__} "
-                   f"(Python {platform.python_version()}, NumPy {np.__version__})")
+    assert out == (f"python -m oracle {oracle.__version__} (Python {_PYTHON}, "
+                   f"NumPy {_NUMPY})")
 
 
 def test_manifest_records_the_python_and_numpy_that_wrote_it(smoke: Path) -> None:
     m = json.loads((smoke / "manifest.json").read_text())
-    # the interpreter's version tuple and the installed distribution's metadata
-    assert m["runtime"] == {"python": "{}.{}.{}".format(*sys.version_info[:3]),
-                            "numpy": importlib.metadata.version("numpy")}
+    assert m["runtime"] == {"python": _PYTHON, "numpy": _NUMPY}
     assert list(m)[:4] == ["schema", "schema_version", "oracle_version", "runtime"]
 
 
@@ -151,7 +153,7 @@ def test_verify_recomputes_a_suite_written_by_other_versions(copy: Path, capsys)
     code, out = _verify_out(copy, capsys)
     assert code == 0 and "recomputed bit for bit" in out
     assert "written with Python 3.0.0 and NumPy 1.0.0" in out
-    assert f"recomputed here with Python {platform.python_version()}" in out
+    assert f"recomputed here with Python {_PYTHON} and NumPy {_NUMPY}" in out
     # suites written before the versions were recorded still verify
     _rewrite_manifest(copy, lambda m: m.pop("runtime"))
     code, out = _verify_out(copy, capsys)
