@@ -79,6 +79,13 @@ def verify(root: str | Path, *, registry: Registry | None = None,
     if not same_sources:
         report.notes.append("the suite was generated from other sources than this "
                             "installation's (recomputation below decides what changed)")
+    here = fmt.runtime_versions()
+    if isinstance(m.get("runtime"), dict) and m["runtime"] != here:
+        report.notes.append(
+            "the suite was written with Python {} and NumPy {}; recomputed here with "
+            "Python {} and NumPy {}".format(m["runtime"].get("python"),
+                                            m["runtime"].get("numpy"),
+                                            here["python"], here["numpy"]))
     from oracle._version import __version__
 
     for key, want in (("spec_versions", reg.spec_versions), ("oracle_version", __version__)):
