@@ -377,26 +377,55 @@ class Wave:
                 width: int, inst: Instruction) -> tuple[np.ndarray, np.ndarray]:
         """Checks and statistics of one access; (buffer, byte offsets).
 
-        An instruction that repeats the very addresses of its previous execution with
-        the same threads (a loop reading the same shared tile) reuses the checks and the
-        statistics of that execution."""
+        An instruction that repeats the addresses of its previous execution with the same
+        threads, or shifts all of them by one amount (a loop walking through a tile),
+        reuses the checks and statistics of that execution when they cannot differ: the
+        shifted range still lies in one allocation (in the block's shared memory, in the
+        thread's local memory), the shift keeps the alignment, and it keeps the
+        statistics (a multiple of 128 bytes for global sectors and lines, of the 4-byte
+        bank width for shared-memory banks, whose wavefronts only depend on which lanes
+        share a word or a bank)."""
         memo = self._memo.get(id(inst))
-        if memo is not None:
-            m_ix, m_addr, m_space, m_deltas, m_off = memo
-            same_ix = (isinstance(ix, slice) and isinstance(m_ix, slice)) or ix is m_ix or (
-                not isinstance(ix, slice) and not isinstance(m_ix, slice)
-                and ix.shape == m_ix.shape and bool((ix == m_ix).all()))
-            if same_ix and m_space == space and addr.shape == m_addr.shape and \
-                    bool((addr == m_addr).all()):
-                if self.counters is not None:
-                    self.counters.apply(m_deltas)
-                buf = self.memory.buffer if space in ("global", "const") else (
-                    self.smem if space == "shared" else self.lmem)
-                return buf, m_off
+        if memo is not None and addr.size:
+            m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi = memo
+            if m_space == space and addr.shape == m_addr.shape and (
+                    ix is m_ix or (isinstance(ix, slice) and isinstance(m_ix, slice)) or (
+                    not isinstance(ix, slice) and not isinstance(m_ix, slice)
+                    and ix.shape == m_ix.shape and bool((ix == m_ix).all()))):
+                d0 = int(addr[0]) - int(m_addr[0])
+                if d0 == 0:
+                    hit = bool((addr == m_addr).all())
+                else:
+                    hit = (d0 % width == 0 and self._shift_keeps_stats(space, d0)
+                           and bool((addr - m_addr == d0).all())
+                           and self._in_bounds(space, m_lo + d0, m_hi + d0 + width))
+                if hit:
+                    if self.counters is not None:
+                        self.counters.apply(m_deltas)
+                    buf = self.memory.buffer if space in ("global", "const") else (
+                        self.smem if space == "shared" else self.lmem)
+                    if d0:
+                        m_off = m_off + d0
+                        self._memo[id(inst)] = (ix, addr.copy(), space, m_deltas, m_off,
+                                                m_lo + d0, m_hi + d0)
+                    return buf, m_off
         buf, off = self._locate(space, ix, ex, addr, width, inst)
         deltas = self._record(kind, space, ix, ex, addr, width)
-        self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off)
+        if addr.size:
+            self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off, int(addr.min()),
+                                    int(addr.max()))
         return buf, off
+
+    def _shift_keeps_stats(self, space: str, shift: int) -> bool:
+        if self.counters is None or space in ("local", "const"):
+            return True  # no statistics, or request counts only
+        return shift % (128 if space == "global" else 4) == 0
+
+    def _in_bounds(self, space: str, lo: int, end: int) -> bool:
+        """Whether ``[lo, end)`` lies in one allocation of ``space``."""
+        if space in ("global", "const"):
+            return self.memory.holds(lo, end)
+        return lo >= 0 and end <= (self.smem_size if space == "shared" else self.local_size)
 
     def _view(self, buf: np.ndarray, elem: np.dtype) -> np.ndarray:
         key = (id(buf), buf.size, elem)

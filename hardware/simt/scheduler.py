@@ -47,10 +47,11 @@ class _Group:
     the wave), ``nact`` the number of active threads, ``stop`` the pc where the
     straight-line run must end (another warp's pc or a reconvergence point ahead),
     ``others`` the lowest pc of the warps left out, ``budget`` the steps the group may
-    take before a warp exceeds ``max_steps``."""
+    take before a warp exceeds ``max_steps``, ``alone`` whether they are the only warps
+    that can run and none has a divergent path on its stack (see :meth:`_jump`)."""
 
     __slots__ = ("start", "warps", "mask", "rows", "ix", "nact", "ex", "stop", "others",
-                 "budget")
+                 "budget", "alone")
 
 
 class WarpScheduler:
@@ -105,8 +106,10 @@ class WarpScheduler:
             group = self._next_group()
             if group is None:
                 break
-            pc = self._run_straight_line(group)
-            self._end_run(group, pc)
+            while True:
+                pc = self._run_straight_line(group)
+                if not self._end_run(group, pc):
+                    break
         self._record_statistics()
 
     def _next_group(self) -> _Group | None:
@@ -147,6 +150,8 @@ class WarpScheduler:
         ahead = rp[rp > pc]
         g.stop = min(g.others, int(ahead.min())) if ahead.size else g.others
         g.budget = self.max_steps - int(self.steps[warps].max())
+        g.alone = g.others == _NO_PC and not self.any_yielded and bool(
+            (self.depth[warps] == 1).all()) and bool(m.any(axis=1).all())
         return g
 
     def _run_straight_line(self, g: _Group) -> int:
@@ -189,9 +194,10 @@ class WarpScheduler:
                 break
         return pc
 
-    def _end_run(self, g: _Group, pc: int) -> None:
+    def _end_run(self, g: _Group, pc: int) -> bool:
         """Account for the straight-line run that ended at ``pc`` and apply what ended
-        it: the end of the kernel, a reconvergence point, or a control instruction."""
+        it: the end of the kernel, a reconvergence point, or a control instruction.
+        Returns True when the group goes on from ``g.start`` as it is (:meth:`_jump`)."""
         warps, m = g.warps, g.mask
         self.steps[warps] += pc - g.start
         self.warp_pc[warps] = pc
@@ -199,13 +205,13 @@ class WarpScheduler:
             # fell off the end of the kernel: behaves like ret
             self._exit_lanes(warps, m)
             self._note_exits(warps, m)
-            return
+            return False
         if (self.top_rpc[warps] == pc).any():
             self._pop_reconverged(warps)  # reached a reconvergence point: regroup first
-            return
+            return False
         op = self.ops[pc]
         if op.kind == "alu":
-            return  # stopped where another warp waits: the next step regroups
+            return False  # stopped where another warp waits: the next step regroups
         self.warp_count[pc] += warps.shape[0]
         self.thread_count[pc] += g.nact
         if pc - g.start >= g.budget:
@@ -218,6 +224,8 @@ class WarpScheduler:
         else:
             taken = m
         if op.kind == "bra":
+            if g.alone and self._jump(g, op, pc, taken):
+                return True
             self._branch(g, op, pc, taken)
         elif op.kind == "exit":
             self._exit(warps, pc, taken)
@@ -225,6 +233,30 @@ class WarpScheduler:
             self._barrier(warps, op, pc, taken)
         else:  # pragma: no cover
             raise AssertionError(op.kind)
+        return False
+
+    # ------------------------------------------------------------------ control flow
+    def _jump(self, g: _Group, op: Op, pc: int, taken: np.ndarray) -> bool:
+        """A branch that every lane of the group takes, or none does, while the group
+        is ``alone`` (no other warp can run, no divergent path is pending): the group
+        goes on at the new pc with the same warps and lanes, exactly as
+        :meth:`_next_group` would regroup them after :meth:`_branch` (which would push
+        nothing, yield nothing and pop nothing). Returns False, changing nothing,
+        otherwise."""
+        if op.guard is None:
+            new_pc = op.target
+        elif not taken.any():
+            new_pc = pc + 1
+        elif bool((taken == g.mask).all()):
+            new_pc = op.target
+        else:
+            return False
+        if new_pc >= self.n:
+            return False
+        self.warp_pc[g.warps] = new_pc
+        g.budget -= pc - g.start + 1  # every warp of the group took the same steps
+        g.start = new_pc
+        return True
 
     # ------------------------------------------------------------------ control flow
     def _branch(self, g: _Group, op: Op, pc: int, taken: np.ndarray) -> None:

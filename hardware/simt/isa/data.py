@@ -194,14 +194,10 @@ def c_shfl(inst: Instruction, ctx: Any) -> Op:
     gc = getter(inst.operands[3], TYPES["u32"], ctx, inst)
     gm = getter(inst.operands[4], TYPES["u32"], ctx, inst)
 
-    def fn(ix: Any, ex: Any) -> None:
-        rows = ex.rows            # (G, 32) thread indices of the warps
-        act = ex.mask             # (G, 32) executing lanes
-        lane = np.broadcast_to(_AR32, rows.shape)
+    def lanes(b: np.ndarray, c: np.ndarray, lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # PTX ISA 9.7.9.6 (shfl.sync semantics): bval = b[4:0], cval = c[4:0],
         # segmask = c[12:8]; a lane offset of 32 or more wraps to its low 5 bits
-        b = _rowvals(gb, ix, ex, np.uint32).astype(np.int64) & 0x1F
-        c = _rowvals(gc, ix, ex, np.uint32).astype(np.int64)
+        b = b & 0x1F
         segmask = (c >> 8) & 0x1F
         maxlane = (lane & segmask) | (c & 0x1F & ~segmask)
         minlane = lane & segmask
@@ -217,8 +213,41 @@ def c_shfl(inst: Instruction, ctx: Any) -> Op:
         else:
             j = minlane | (b & ~segmask)
             valid = j <= maxlane
-        j = np.where(valid, j, lane)
-        jc = np.clip(j, 0, 31)
+        return np.clip(np.where(valid, j, lane), 0, 31), valid
+
+    # full warps whose lane, clamp and member-mask operands agree across the group (the
+    # usual case): the source lane of each lane is computed once per operand triple
+    uniform_lanes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def one_value(g: Callable, ix: Any) -> int | None:
+        v = g(ix)
+        if np.ndim(v) == 0:
+            return int(v)
+        v0 = v[0]
+        return int(v0) if bool((v == v0).all()) else None
+
+    def fn(ix: Any, ex: Any) -> None:
+        rows = ex.rows            # (G, 32) thread indices of the warps
+        act = ex.mask             # (G, 32) executing lanes
+        if act.all() and ex.lane_active.all():
+            key = (one_value(gb, ix), one_value(gc, ix), one_value(gm, ix))
+            if None not in key:
+                hit = uniform_lanes.get(key)
+                if hit is None and key not in uniform_lanes:
+                    jc, valid = lanes(np.int64(key[0]), np.int64(key[1]), _AR32)
+                    member = ((np.int64(key[2]) >> jc) & 1) != 0
+                    # a non-member source lane takes the general path (it warns)
+                    hit = uniform_lanes[key] = (jc, valid) if (member | ~valid).all() else None
+                if hit is not None:
+                    jc, valid = hit
+                    put(ix, src[rows[:, jc]].ravel())
+                    if putp is not None:
+                        putp(ix, np.broadcast_to(valid, rows.shape).ravel())
+                    return
+        lane = np.broadcast_to(_AR32, rows.shape)
+        b = _rowvals(gb, ix, ex, np.uint32).astype(np.int64)
+        c = _rowvals(gc, ix, ex, np.uint32).astype(np.int64)
+        jc, valid = lanes(b, c, lane)
         srcact = np.take_along_axis(ex.lane_active, jc, axis=1)
         memb = _rowvals(gm, ix, ex, np.uint32).astype(np.int64)
         bad = act & (~srcact | ((memb >> jc) & 1 == 0)) & valid
