@@ -70,8 +70,16 @@ class WarpScheduler:
         self.ops = ops = wave.ops
         self.n = n = len(ops)
         self.rpc_of = wave.kernel.reconvergence
-        self.warp_count = [0] * (n + 1)     # warp instructions per pc
-        self.thread_count = [0] * (n + 1)   # thread instructions per pc
+        self.warp_count = [0] * (n + 1)     # warp instructions per pc (control)
+        self.thread_count = [0] * (n + 1)   # thread instructions per pc (control)
+        # straight-line runs are counted as differences: +count at their first pc,
+        # -count after their last (summed up in _record_statistics)
+        self.run_warps = [0] * (n + 2)
+        self.run_threads = [0] * (n + 2)
+        # the first control instruction at or after each pc (n: none)
+        self.next_control = [n] * (n + 1)
+        for pc in range(n - 1, -1, -1):
+            self.next_control[pc] = pc if ops[pc].kind != "alu" else self.next_control[pc + 1]
         n_warps = wave.W
         self.n_warps = n_warps
         self.rows_all = wave.rows_all
@@ -158,46 +166,49 @@ class WarpScheduler:
         """Execute the ALU instructions from ``g.start`` for the whole group, up to the
         first control instruction, the end of the kernel or ``g.stop``; returns the pc
         reached."""
-        wave, ops, n = self.wave, self.ops, self.n
-        warp_count, thread_count = self.warp_count, self.thread_count
-        warps, ix, ex, rows, m = g.warps, g.ix, g.ex, g.rows, g.mask
-        n_group, nact, stop, budget = warps.shape[0], g.nact, g.stop, g.budget
-        pc0 = pc = g.start
+        pc0 = g.start
+        end = self.next_control[pc0]
+        if end > g.stop:
+            end = g.stop
+        if end == pc0:
+            return pc0
+        limit = pc0 + g.budget if end > pc0 + g.budget else end
+        n_group = g.warps.shape[0]
+        self.run_warps[pc0] += n_group
+        self.run_warps[limit] -= n_group
+        self.run_threads[pc0] += g.nact
+        self.run_threads[limit] -= g.nact
+        wave, ix, ex = self.wave, g.ix, g.ex
         wave.cur = ex
-        while pc < n:
-            op = ops[pc]
-            if op.kind != "alu":
-                break
-            warp_count[pc] += n_group
-            thread_count[pc] += nact
-            if pc - pc0 >= budget:
-                _step_limit(wave, op, self.max_steps, warps, self.steps)
+        for op in self.ops[pc0:limit]:
             guard = op.guard
             if guard is None:
                 op.fn(ix, ex)
-            else:
-                sel = guard[ix]
-                if op.guard_neg:
-                    sel = ~sel
-                if sel.all():
-                    op.fn(ix, ex)
-                elif sel.any():
-                    # only the lanes whose guard holds execute
-                    ix2 = np.flatnonzero(sel) if isinstance(ix, slice) else ix[sel]
-                    gr = guard[rows]
-                    ex2 = Exec(warps, rows, m & (~gr if op.guard_neg else gr), m)
-                    wave.cur = ex2
-                    op.fn(ix2, ex2)
-                    wave.cur = ex
-            pc += 1
-            if pc >= stop:
-                break
-        return pc
+                continue
+            sel = guard[ix]
+            if op.guard_neg:
+                sel = ~sel
+            if sel.all():
+                op.fn(ix, ex)
+            elif sel.any():
+                # only the lanes whose guard holds execute
+                ix2 = np.flatnonzero(sel) if isinstance(ix, slice) else ix[sel]
+                rows, m = g.rows, g.mask
+                gr = guard[rows]
+                ex2 = Exec(g.warps, rows, m & (~gr if op.guard_neg else gr), m)
+                wave.cur = ex2
+                op.fn(ix2, ex2)
+                wave.cur = ex
+        if limit < end:
+            _step_limit(wave, self.ops[limit], self.max_steps, g.warps, self.steps)
+        return end
 
     def _end_run(self, g: _Group, pc: int) -> bool:
         """Account for the straight-line run that ended at ``pc`` and apply what ended
         it: the end of the kernel, a reconvergence point, or a control instruction.
         Returns True when the group goes on from ``g.start`` as it is (:meth:`_jump`)."""
+        if g.alone and pc < self.n and self.ops[pc].kind == "bra" and self._jump(g, pc):
+            return True
         warps, m = g.warps, g.mask
         self.steps[warps] += pc - g.start
         self.warp_pc[warps] = pc
@@ -224,8 +235,6 @@ class WarpScheduler:
         else:
             taken = m
         if op.kind == "bra":
-            if g.alone and self._jump(g, op, pc, taken):
-                return True
             self._branch(g, op, pc, taken)
         elif op.kind == "exit":
             self._exit(warps, pc, taken)
@@ -236,25 +245,39 @@ class WarpScheduler:
         return False
 
     # ------------------------------------------------------------------ control flow
-    def _jump(self, g: _Group, op: Op, pc: int, taken: np.ndarray) -> bool:
-        """A branch that every lane of the group takes, or none does, while the group
-        is ``alone`` (no other warp can run, no divergent path is pending): the group
-        goes on at the new pc with the same warps and lanes, exactly as
-        :meth:`_next_group` would regroup them after :meth:`_branch` (which would push
-        nothing, yield nothing and pop nothing). Returns False, changing nothing,
-        otherwise."""
-        if op.guard is None:
-            new_pc = op.target
-        elif not taken.any():
-            new_pc = pc + 1
-        elif bool((taken == g.mask).all()):
+    def _jump(self, g: _Group, pc: int) -> bool:
+        """The branch at ``pc`` that ends a straight-line run, when every lane of the
+        group takes it or none does while the group is ``alone`` (no other warp can run,
+        no divergent path is pending): the group goes on at the new pc with the same
+        warps and lanes, exactly as :meth:`_next_group` would regroup them after
+        :meth:`_branch` (which would push nothing, yield nothing and pop nothing: every
+        stack holds one entry, reconverging at the end of the kernel). Returns False,
+        changing nothing, otherwise."""
+        op = self.ops[pc]
+        guard = op.guard
+        if guard is None:
             new_pc = op.target
         else:
-            return False
+            sel = guard[g.ix]  # the guard of the group's active lanes
+            if op.guard_neg:
+                sel = ~sel
+            if sel.all():
+                new_pc = op.target
+            elif not sel.any():
+                new_pc = pc + 1
+            else:
+                return False
         if new_pc >= self.n:
             return False
-        self.warp_pc[g.warps] = new_pc
-        g.budget -= pc - g.start + 1  # every warp of the group took the same steps
+        warps = g.warps
+        ran = pc - g.start + 1  # the straight-line run and the branch, for every warp
+        self.warp_count[pc] += warps.shape[0]
+        self.thread_count[pc] += g.nact
+        self.steps[warps] += ran
+        if ran > g.budget:
+            _step_limit(self.wave, op, self.max_steps, warps, self.steps)
+        self.warp_pc[warps] = new_pc
+        g.budget -= ran
         g.start = new_pc
         return True
 
@@ -430,7 +453,13 @@ class WarpScheduler:
         if stats is None:
             return
         lines = [op.inst.line for op in self.ops]
-        warp_count, thread_count = self.warp_count, self.thread_count
+        warp_count, thread_count = self.warp_count[:], self.thread_count[:]
+        run_w = run_t = 0
+        for pc in range(self.n):
+            run_w += self.run_warps[pc]
+            run_t += self.run_threads[pc]
+            warp_count[pc] += run_w
+            thread_count[pc] += run_t
         for pc in range(self.n):
             if warp_count[pc]:
                 ln = lines[pc]
