@@ -387,8 +387,9 @@ class Wave:
         share a word or a bank)."""
         memo = self._memo.get(id(inst))
         if memo is not None and addr.size:
-            m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi = memo
-            if m_space == space and addr.shape == m_addr.shape and (
+            m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi, m_kind, m_width = memo
+            if m_space == space and m_kind == kind and m_width == width and \
+                    addr.shape == m_addr.shape and (
                     ix is m_ix or (isinstance(ix, slice) and isinstance(m_ix, slice)) or (
                     not isinstance(ix, slice) and not isinstance(m_ix, slice)
                     and ix.shape == m_ix.shape and bool((ix == m_ix).all()))):
@@ -407,13 +408,13 @@ class Wave:
                     if d0:
                         m_off = m_off + d0
                         self._memo[id(inst)] = (ix, addr.copy(), space, m_deltas, m_off,
-                                                m_lo + d0, m_hi + d0)
+                                                m_lo + d0, m_hi + d0, kind, width)
                     return buf, m_off
         buf, off = self._locate(space, ix, ex, addr, width, inst)
         deltas = self._record(kind, space, ix, ex, addr, width)
         if addr.size:
             self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off, int(addr.min()),
-                                    int(addr.max()))
+                                    int(addr.max()), kind, width)
         return buf, off
 
     def _shift_keeps_stats(self, space: str, shift: int) -> bool:
