@@ -309,9 +309,11 @@ class WarpScheduler:
         """Push the two paths of a divergent branch on the stacks of ``warps[which]``,
         both reconverging at the branch's immediate post-dominator."""
         r = self.rpc_of[pc]
+        stacks = self.stacks
+        warp_pc, top_rpc, top_mask, depth = self.warp_pc, self.top_rpc, self.top_mask, self.depth
         for i in which.tolist():
             w = int(warps[i])
-            s = self.stacks[w]
+            s = stacks[w]
             if len(s) > 1 and s[-1][1] == r:
                 # the top entry already reconverges at r (a loop's divergent exit):
                 # lanes whose path starts at r drop out (the entry below waits at r
@@ -323,7 +325,11 @@ class WarpScheduler:
                 s.append([pc + 1, r, not_taken[i].copy(), 0])
             if target != r:
                 s.append([target, r, taken[i].copy(), 0])
-            self._load_top(w)
+            top = s[-1]
+            warp_pc[w] = top[0]
+            top_rpc[w] = top[1]
+            top_mask[w] = top[2]
+            depth[w] = len(s)
             self.divergent += 1
             if len(s) > self.max_depth:
                 self.max_depth = len(s)
@@ -364,12 +370,21 @@ class WarpScheduler:
 
     def _pop_reconverged(self, ws: np.ndarray) -> None:
         """Pop the entries of ``ws`` whose pc reached their reconvergence pc."""
-        warp_pc, top_rpc = self.warp_pc, self.top_rpc
+        warp_pc, top_rpc, top_mask, depth = self.warp_pc, self.top_rpc, self.top_mask, self.depth
+        stacks = self.stacks
         for w in ws[warp_pc[ws] == top_rpc[ws]].tolist():
-            s = self.stacks[w]
-            while len(s) > 1 and warp_pc[w] == top_rpc[w]:
-                s.pop()
-                self._load_top(w)
+            s = stacks[w]
+            pc, rpc = warp_pc[w], top_rpc[w]
+            if len(s) > 1 and pc == rpc:
+                while len(s) > 1 and pc == rpc:
+                    s.pop()
+                    pc, rpc = s[-1][0], s[-1][1]
+                # mirror the new top entry (the arrays as _load_top sets them)
+                top = s[-1]
+                warp_pc[w] = pc
+                top_rpc[w] = rpc
+                top_mask[w] = top[2]
+                depth[w] = len(s)
 
     def _exit_lanes(self, warps: np.ndarray, em: np.ndarray) -> None:
         """Remove the lanes ``em`` (G, 32) of ``warps`` from every stack entry."""
