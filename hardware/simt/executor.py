@@ -42,6 +42,10 @@ pre-Volta reconvergence, with Volta's forward progress):
 - Registers, shared and local memory start at zero (on a GPU they start undefined).
 - Blocks run in batches of at most ``module.MAX_THREADS_PER_WAVE`` threads, in block
   order; all blocks of a batch execute together.
+
+This module holds the wave (registers, memory spaces, checks and statistics of each
+access); the run loop is :class:`hardware.simt.scheduler.WarpScheduler`
+(:func:`run_wave`).
 """
 from __future__ import annotations
 

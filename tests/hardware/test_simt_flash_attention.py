@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from hardware.simt import GlobalMemory, MemoryAccessError, gallery
+from hardware.simt import GlobalMemory, MemoryAccessError, StepLimitError, gallery
 
 U = 2.0 ** -24                 # float32 unit roundoff
 EX2_ERROR = 2.0 ** -22         # ex2.approx.f32: at most 2 ulp (PTX ISA 9.7.3.20)
@@ -166,3 +166,28 @@ def test_loop_walking_past_its_allocation_still_faults():
     with pytest.raises(MemoryAccessError, match="out-of-bounds global"):
         gallery.load("flash_attention").launch("block_sum_2warps", 1, 64,
                                                [px, po, 64 * 11], mem)
+
+
+@pytest.mark.parametrize("n", [32 * 7, 32 * 7 + 5])
+def test_step_limit_is_exact_through_uniform_loops(n):
+    # one warp (a 32-thread block) loops over x: the warp executes exactly
+    # warp_instructions instructions, so that many steps complete and any fewer stop
+    # the launch, naming the warp and a line of the kernel
+    x = np.ones(n, np.float32)
+    mod = gallery.load("flash_attention")
+
+    def run(max_steps):
+        mem = GlobalMemory()
+        px, po = mem.to_device(x), mem.alloc(4)
+        st = mod.launch("block_sum_2warps", 1, 32, [px, po, n], mem, max_steps=max_steps)
+        return st, mem.from_device(po, np.float32, 1)[0]
+
+    st, total = run(10 ** 6)
+    # the kernel strides by 64: the warp sums the elements i with i % 64 < 32 (small
+    # integers, so every float32 sum is exact)
+    assert total == sum(1 for i in range(n) if i % 64 < 32)
+    steps = st.warp_instructions
+    assert run(steps)[0].warp_instructions == steps
+    for max_steps in range(1, steps):  # every boundary: in a run, at a branch, at exit
+        with pytest.raises(StepLimitError, match=r"warp 0 of block \(0, 0, 0\).*line \d+"):
+            run(max_steps)
