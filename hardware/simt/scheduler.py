@@ -430,24 +430,29 @@ class WarpScheduler:
             count = lanes.sum(axis=1)
         np.add.at(arr, blk, count)
         self.state[warps] = WAITING
-        self._release(np.unique(blk).tolist(), bid, op.fn if op.uniform else None)
+        self._release(np.unique(blk), bid, op.fn if op.uniform else None)
         self._pop_reconverged(warps[self.state[warps] == RUNNING])
 
-    def _release(self, blocks: list[int], bid: int, count: int | None) -> None:
+    def _release(self, blocks: np.ndarray, bid: int, count: int | None) -> None:
         """Release barrier ``bid`` in those ``blocks`` where every expected thread
         (``count``, or the block's threads) has arrived."""
         arr = self.arrived.get(bid)
         if arr is None:
             return
-        for b in blocks:
-            need = count if count is not None else (
-                self.threads_per_block - int(self.exited[b]) if self.exited_threads_arrive
-                else self.threads_per_block)
-            if arr[b] > 0 and arr[b] >= need:
-                arr[b] = 0
-                rel = (self.warp_block == b) & (self.state == WAITING)
-                self.state[rel] = RUNNING
-                self.barriers += 1
+        if count is not None:
+            need: Any = count
+        elif self.exited_threads_arrive:
+            need = self.threads_per_block - self.exited[blocks]
+        else:
+            need = self.threads_per_block
+        have = arr[blocks]
+        done = blocks[(have > 0) & (have >= need)]
+        if done.size:
+            arr[done] = 0
+            released = np.zeros(self.n_blocks, dtype=bool)
+            released[done] = True
+            self.state[released[self.warp_block] & (self.state == WAITING)] = RUNNING
+            self.barriers += int(done.size)
 
     def _note_exits(self, warps: np.ndarray, lanes: np.ndarray) -> None:
         """barrier_mode="warp": exited threads count as arrived at every barrier."""
@@ -455,7 +460,7 @@ class WarpScheduler:
             return
         blk = self.warp_block[warps]
         np.add.at(self.exited, blk, lanes.sum(axis=1))
-        blocks = np.unique(blk).tolist()
+        blocks = np.unique(blk)
         for bid in list(self.arrived):
             self._release(blocks, bid, None)
         woke = np.flatnonzero(self.state == RUNNING)
