@@ -75,9 +75,9 @@ def _block_sum(n: int):
     return lambda: mod.launch("block_sum_2warps", 1, 64, [px, po, n], mem)
 
 
-#: warp instructions per second the interpreter should reach (rows of the table)
-GOALS = {"flash_attention_fwd (8 warps)": 500e3, "block_sum_2warps (2 warps)": 500e3,
-         "matmul_tiled 256x256x256": 2e6}
+#: warp instructions per second the interpreter should reach, per kernel (the goals are
+#: set for the full-size workloads; ``--quick`` runs smaller ones)
+GOALS = {"flash_attention_fwd": 500e3, "block_sum_2warps": 500e3, "matmul_tiled 256": 2e6}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         ("histogram", _histogram(8192 if quick else 65536)),
         ("flash_attention_fwd (8 warps)", _flash_attention(64, 64 if quick else 256)),
         ("block_sum_2warps (2 warps)", _block_sum(64 * (256 if quick else 1024))),
-        ("matmul_tiled 256x256x256", _matmul("matmul_tiled", 64 if quick else 256)),
+        ("matmul_tiled 64x64x64 (quick)" if quick else "matmul_tiled 256x256x256",
+         _matmul("matmul_tiled", 64 if quick else 256)),
     ]
     rows = []
     for name, fn in cases:
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append([name, stats.warp_instructions, f"{stats.simd_efficiency:.3f}",
                      f"{t * 1e3:.1f}", f"{stats.warp_instructions / t:,.0f}"])
     for row in rows:
-        goal = GOALS.get(row[0])
+        goal = next((g for k, g in GOALS.items() if row[0].startswith(k)), None)
         rate = float(row[4].replace(",", ""))
         row.append("" if goal is None else f"{goal:,.0f} " + ("met" if rate >= goal else "MISSED"))
     print(tabulate(rows, headers=["kernel", "warp instr", "SIMD eff", "ms/launch",
