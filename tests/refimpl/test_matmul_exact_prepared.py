@@ -14,25 +14,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from oracles import round_rational, same_bits
 from refimpl.matmul.exact import (
     ExactStats, exact_col_norms, exact_product_fp32, exact_row_bounds,
 )
-
-F32_OVERFLOW = Fraction(2**128 - 2**103)  # max + half an ulp: rounds to Inf
-
-
-def oracle_round32(x: Fraction) -> float:
-    if abs(x) >= F32_OVERFLOW:
-        return float(np.inf if x > 0 else -np.inf)
-    with np.errstate(over="ignore"):
-        y = np.float32(float(x))
-        cands = {y, np.nextafter(y, np.float32(np.inf)), np.nextafter(y, np.float32(-np.inf))}
-    cands = [c for c in cands if np.isfinite(c)]
-    best = min(abs(Fraction(float(c)) - x) for c in cands)
-    near = [c for c in cands if abs(Fraction(float(c)) - x) == best]
-    if len(near) > 1:
-        near = [c for c in near if int(np.array(c, np.float32).view(np.uint32)) % 2 == 0]
-    return float(near[0])
 
 
 def oracle_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -46,7 +31,7 @@ def oracle_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 neg = pairs and all(np.signbit(x) != np.signbit(y) for x, y in pairs)
                 out[i, j] = -0.0 if neg else 0.0
             else:
-                out[i, j] = oracle_round32(total)
+                out[i, j] = round_rational(total, np.float32)
     return out
 
 
@@ -55,10 +40,6 @@ def lean(a: np.ndarray, b: np.ndarray, stats: ExactStats | None = None) -> np.nd
     with np.errstate(over="ignore"):
         return exact_product_fp32(a64, b64, exact_row_bounds(a64), exact_col_norms(b64),
                                   stats)
-
-
-def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
-    return x.shape == y.shape and x.astype(np.float32).tobytes() == y.tobytes()
 
 
 finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
