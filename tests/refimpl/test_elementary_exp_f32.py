@@ -3,7 +3,8 @@ independent reference: e^x from ``decimal`` (``Decimal.exp`` is correctly rounde
 context precision, so the exact value lies within one unit of its last digit), the
 interval of that error bound rounded to binary32 by the IEEE 754 definition written out
 in ``tests/oracles.py`` (round to nearest, ties to even; subnormal quantum 2^-149;
-overflow to +inf from 2^128 - 2^103 on), and the precision raised until both ends of the interval agree."""
+overflow to +inf from 2^128 - 2^103 on), and the precision raised until both ends of
+the interval agree."""
 from __future__ import annotations
 
 import decimal
