@@ -247,6 +247,7 @@ def test_a100_runs():
 # ---------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_cli_sweep(capsys):
     from oracle.cli import main
 

@@ -119,6 +119,7 @@ def _depends_on_alignment(spec) -> bool:
     return any(not np.array_equal(a[k], b[k], equal_nan=True) for k in a)
 
 
+@pytest.mark.slow
 def test_every_alignment_dependent_case_carries_the_variant() -> None:
     dependent = []
     for spec in registry().cases("default"):
@@ -152,6 +153,7 @@ def _attention_f64(q, k, v, mask):
     return np.einsum("...qk,...kd->...qd", p / p.sum(axis=-1, keepdims=True), v)
 
 
+@pytest.mark.slow
 def test_long_bf16_case_against_a_float64_reference() -> None:
     spec, x, out = built_case("attention.attention.long_kv.bf16.d128")
     b, hq, sq, d = x["q"].shape
@@ -234,6 +236,7 @@ def test_check_variant_errors_and_skips(capsys, tmp_path: Path) -> None:
     assert "1 cases of other variants skipped" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["generate", "--list", "--variant", "causal_alignmnt=top_left"],
     ["generate", "--list", "--variant", "causal_alignment=top-left"],

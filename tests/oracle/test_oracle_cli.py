@@ -166,6 +166,7 @@ def test_check_wrong_dtype_is_reported(smoke: Path, tmp_path: Path, capsys) -> N
     assert "dtype float64 differs" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_reproducible_jobs_and_blas_threads(smoke: Path, tmp_path: Path) -> None:
     # --jobs 2 in-process
     assert main(["generate", "--out", str(tmp_path / "j2"), "--suite", "smoke",
@@ -211,6 +212,7 @@ def test_list_cases(capsys) -> None:
     assert main(["generate", "--suite", "smoke"]) == 2          # neither --out nor --list
 
 
+@pytest.mark.slow
 def test_default_suite_generates_verifies_and_stays_small(tmp_path: Path) -> None:
     out = tmp_path / "golden"
     assert main(["generate", "--out", str(out), "--quiet"]) == 0     # the README command

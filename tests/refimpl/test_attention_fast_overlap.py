@@ -92,6 +92,7 @@ class RecordingProductThread(ProductThread):
         return pt
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(problems())
 def test_overlap_gives_plain_bytes(p):
@@ -262,6 +263,7 @@ def test_enabled_product_thread_reports_exceptions_through_wait():
     assert _blas._state["users"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lockstep, part", [(1024, 1 << 17), (32, 1 << 9)])
 def test_overlap_larger_problem_many_tiles_groups_and_parts(monkeypatch, lockstep, part):
     """Many key tiles per group (both double buffers in turn), several lock-step groups

@@ -48,6 +48,7 @@ def test_alibi_double_rounding_counterexample():
 f32 = st.floats(-1e6, 1e6, width=32, allow_subnormal=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(f32, st.integers(1, 300), st.floats(2.0**-40, 64.0, width=32),
        st.booleans(), st.sampled_from(["bottom_right", "top_left"]))

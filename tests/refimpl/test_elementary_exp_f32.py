@@ -107,6 +107,7 @@ def _ln_of(v: Fraction, shift: int) -> float:
                      - Decimal(2).ln() * shift)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(st.lists(st.floats(-120.0, 100.0), min_size=1, max_size=12),
        st.integers(-64, 8))

@@ -202,4 +202,4 @@ class KVCacheMachine(RuleBasedStateMachine):
 
 
 KVCacheMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40)
-test_kvcache_state_machine = KVCacheMachine.TestCase
+test_kvcache_state_machine = pytest.mark.slow(KVCacheMachine.TestCase)

@@ -241,6 +241,7 @@ sys.stdout.write(matmul(a, b).tobytes().hex())
 """
 
 
+@pytest.mark.slow
 def test_bytes_identical_across_blas_thread_counts():
     """The golden answer must not depend on OPENBLAS_NUM_THREADS (OPENBLAS_CORETYPE is
     left as the machine has it). The design makes the kernel irrelevant: see
@@ -277,6 +278,7 @@ near_edges = st.builds(
 bounds = st.builds(lambda m, e: m * 2.0**e, st.floats(0, 1), st.integers(-180, 130))
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(near_edges, bounds)
 @example(1.0 + 2.0**-40, 2.0**-26)   # reaches below 1: the grid is finer there
@@ -295,6 +297,7 @@ def test_screen_certifies_only_safe_intervals(s, bound):
         assert _rounds_same(s, bound, np.float16), (s, bound)
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(matrices())
 def test_plain_reference_agrees_with_fast_path_and_oracle(ab):

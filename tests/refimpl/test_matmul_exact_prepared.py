@@ -59,6 +59,7 @@ def matrices(draw, max_dim=4, max_k=9):
     return a.reshape(m, k), b.reshape(k, n)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(matrices())
 @example((np.array([[1.0, 2.0**-24, 2.0**-80]], np.float32), np.ones((3, 1), np.float32)))

@@ -137,6 +137,7 @@ def test_fsum_fp32_ordinary_sums_certified(p):
 f32 = st.floats(-(2.0**50), 2.0**50, width=32, allow_subnormal=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(st.lists(st.tuples(f32, f32), min_size=1, max_size=12), st.integers(-40, 40))
 @example([(1.0, 1.0), (2.0**-12, 2.0**-12), (2.0**-40, 2.0**-40)], 0)

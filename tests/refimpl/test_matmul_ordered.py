@@ -111,6 +111,7 @@ def test_sequential_fma_differs_where_the_product_is_inexact():
     assert matmul(a, b, accumulate="exact")[0, 0] == np.float32(2.0**-24)
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(mats(f32_values, max_k=17))
 @example((np.array([[1.0, 2.0**-24, 2.0**-24, 1.0, 2.0**-24]]), np.ones((5, 1))))
@@ -130,6 +131,7 @@ def test_pairwise_hand_derived():
     assert matmul(a, np.ones((4, 1), np.float32), accumulate="sequential")[0, 0] == 1.0
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(mats(f32_values, max_k=20), st.integers(1, 6), st.sampled_from(["exact", "sequential"]))
 def test_chunked_composes_inner_and_outer(ab, size, inner):

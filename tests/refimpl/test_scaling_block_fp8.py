@@ -41,6 +41,7 @@ def ref_tile(vals, name, power_of_two):
     return s, [rne_sat(float(F32(F32(v) / s)), name) for v in vals]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["e4m3", "e5m2"])
 @pytest.mark.parametrize("power_of_two", [False, True])
 @settings(max_examples=15)

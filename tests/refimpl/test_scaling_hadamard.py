@@ -47,6 +47,7 @@ WIDE = st.one_of(st.floats(-1e6, 1e6, width=32),
                  st.floats(width=32, allow_nan=False, allow_infinity=False))
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(rows=st.lists(st.lists(WIDE, min_size=32, max_size=32), min_size=1, max_size=3),
        inverse=st.booleans())

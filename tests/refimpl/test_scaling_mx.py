@@ -200,6 +200,7 @@ def check_against_reference(x, name, rule, inf_block="nan", bs=32, mode="nearest
     return q
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("name", ELEMENTS)
 @settings(max_examples=12)
@@ -208,6 +209,7 @@ def test_matches_fraction_reference(name, rule, x):
     check_against_reference(x, name, rule)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ELEMENTS)
 @settings(max_examples=8)
 @given(x=mx_tensor(max_rows=2, max_blocks=2), rule=st.sampled_from(RULES),
@@ -227,6 +229,7 @@ def test_matches_plain_package_reference(name, x, rule, policy, mode):
             assert q.codes[r, 32 * j:32 * (j + 1)].tolist() == codes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["nearest_away", "toward_zero", "toward_positive",
                                   "toward_negative"])
 @pytest.mark.parametrize("name", ELEMENTS)
@@ -238,6 +241,7 @@ def test_rounding_modes_match_reference(name, mode, x, dtype):
     check_against_reference(x.astype(dtype), name, "floor", mode=mode)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["nan", "max", "exponent"])
 @pytest.mark.parametrize("name", ["e4m3", "e2m1", "int8"])
 @settings(max_examples=10)
@@ -370,6 +374,7 @@ def test_axis_and_padding():
     assert np.array_equal(q.dequantize().T, ref.dequantize()[:, :40])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ELEMENTS)
 @settings(max_examples=15)
 @given(x=mx_tensor(max_rows=2, max_blocks=2))
@@ -488,6 +493,7 @@ def test_fp4_packing_low_nibble_first():
     assert int(q.packed()[0]) == 0xF2  # [1.0, -6.0] -> codes 0x2, 0xF
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["e4m3", "e2m1", "e3m2"])
 @settings(max_examples=8)
 @given(x=mx_tensor(max_rows=1, max_blocks=2), data=st.data())

@@ -69,6 +69,7 @@ def mx_vector(draw, name, n, bs):
     return codes, scales
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(data=st.data(), na=st.sampled_from(NAMES), nb=st.sampled_from(NAMES),
        n=st.integers(1, 100), bs=st.sampled_from([32, 8]))

@@ -102,6 +102,7 @@ def nv_tensor(draw):
     return np.array([[x for _ in range(nblk) for x in draw(nv_block())] for _ in range(rows)], F32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["te", "te_kernel", "torchao"])
 @settings(max_examples=30)
 @given(x=nv_tensor(), given_amax=st.one_of(st.none(), st.floats(2.0 ** -10, 2.0 ** 20, width=32)))
@@ -123,6 +124,7 @@ def test_1x16_matches_reference(rule, x, given_amax):
             assert [int(c) for c in q.codes[r, 16 * j:16 * (j + 1)]] == codes, (r, j, block)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["te", "te_kernel", "torchao"])
 @settings(max_examples=6)
 @given(data=st.data())
@@ -229,6 +231,7 @@ def test_nan_block_is_local():
     assert np.isnan(d[0, :16]).all() and (d[0, 16:] == 1.0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["te", "torchao"])
 @settings(max_examples=20)
 @given(x=nv_tensor())
