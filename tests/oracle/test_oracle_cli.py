@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import oracle
+from oracle.cases import registry
 from oracle.cli import main
 from oracle.suite import array_bytes, finish_manifest, npy_size, sha256
 
@@ -56,7 +57,11 @@ def test_generate_then_verify(smoke: Path, capsys) -> None:
     assert main(["verify", str(smoke), "--quiet"]) == 0
     assert "ok:" in capsys.readouterr().out
     s = oracle.load(smoke)
-    assert len(s) >= 4 and {c.operation for c in s} >= {"formats.encode", "formats.decode"}
+    # exactly the registry's level-0 cases come back, every one with its arrays
+    want = {c.id for c in registry().all_cases if c.level == 0}
+    assert want and {c.id for c in s} == want
+    assert {c.operation for c in s} >= {"formats.encode", "formats.decode"}
+    assert all(c.inputs and c.expected for c in s)
 
 
 def test_usage_errors_exit_2(tmp_path: Path, capsys) -> None:
