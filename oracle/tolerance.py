@@ -62,8 +62,13 @@ def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
     return np.asarray(decode(codes, get(fmt)))
 
 
-def _as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
-    """Values as float64 (exact for every format of 32 bits or fewer)."""
+def as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
+    """Values as float64 (exact for every format of 32 bits or fewer): unsigned codes
+    decoded with ``fmt`` when it is given, other arrays converted.
+
+    Raises:
+        ValueError: integers float64 cannot hold exactly, or codes ``fmt`` refuses.
+    """
     if fmt is not None and a.dtype.kind == "u":
         a = _decode(a, fmt)
     # integers only when float64 holds them exactly: 2**53 + 1 must not match 2**53
@@ -442,8 +447,8 @@ class Ulp(Tolerance):
             raise ValueError(f"ulp: n must be a non-negative number, got {self.n!r}")
 
     def _compare(self, actual, expected, fmt):
-        a = _as_values(actual, fmt)
-        e = _as_values(expected, fmt)
+        a = as_values(actual, fmt)
+        e = as_values(expected, fmt)
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.abs(a - e) / ulp_of(e, self.format)
         both_nan = np.isnan(a) & np.isnan(e)
@@ -464,7 +469,7 @@ class Interval(Tolerance):
     error_label: ClassVar[str] = "distance outside"
 
     def _compare(self, actual, expected, fmt):
-        a = _as_values(actual, fmt)
+        a = as_values(actual, fmt)
         lo = np.broadcast_to(as_float64(self.lo, "lo"), a.shape)
         hi = np.broadcast_to(as_float64(self.hi, "hi"), a.shape)
         with np.errstate(invalid="ignore"):
@@ -496,8 +501,8 @@ class AllClose(Tolerance):
                              "(allclose is only for order-dependent results)")
 
     def _compare(self, actual, expected, fmt):
-        a = _as_values(actual, fmt)
-        e = _as_values(expected, fmt)
+        a = as_values(actual, fmt)
+        e = as_values(expected, fmt)
         with np.errstate(invalid="ignore"):
             err = np.abs(a - e)
             bad = ~(err <= self.atol + self.rtol * np.abs(e))
@@ -527,9 +532,9 @@ class RelativeToNaive(Tolerance):
             raise ValueError("relative_to_naive: factor must be > 0 and atol >= 0")
 
     def _compare(self, actual, expected, fmt):
-        a = _as_values(actual, fmt)
-        e = _as_values(expected, fmt)
-        n = np.broadcast_to(_as_values(np.asarray(self.naive), fmt), e.shape)
+        a = as_values(actual, fmt)
+        e = as_values(expected, fmt)
+        n = np.broadcast_to(as_values(np.asarray(self.naive), fmt), e.shape)
         with np.errstate(invalid="ignore"):
             naive_err = np.abs(n - e)
             err = np.abs(a - e)
