@@ -119,6 +119,8 @@ def test_overlap_gives_plain_bytes(p):
 def test_overlap_really_uses_the_helper_thread(monkeypatch):
     """With the threshold at 0 the products run on the helper thread (where it can),
     OpenBLAS is held to one thread meanwhile, and the count is restored after."""
+    if blas_threads() is None:
+        overlap_possible()  # the controls are looked up on first use
     before = blas_threads()
     seen = {"qk": set(), "pv": set(), "threads_in_step": set()}
     orig_qk, orig_pv = fv2._FastContext.qk_product, fv2._FastContext.pv_product
