@@ -14,6 +14,8 @@ compares it with something it could disagree with.
   formats and NVFP4 use them.
 - :func:`same_bits` / :func:`assert_same_bits`: bit-pattern equality of float arrays.
 - :func:`built_case`: a golden-suite case built and computed the way the generator does.
+- :data:`SHARP_FP32_PRODUCTS` with :func:`with_examples`: float32 products pinned as
+  hypothesis examples.
 
 The tests directory is on ``sys.path`` (pytest's rootdir conftest), so a test module
 imports this as ``from oracles import ...``.
@@ -25,6 +27,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from hypothesis import example
 
 from oracle.cases import registry
 from oracle.random_stream import CaseRandom
@@ -217,6 +220,39 @@ def assert_same_bits(got, want, dtype=None) -> None:
         bad = np.argwhere(differ)[:5]
         raise AssertionError([(tuple(i), float(got[tuple(i)]), float(w[tuple(i)]))
                               for i in bad])
+
+
+# ----- pinned examples -------------------------------------------------------------------
+
+_F32 = np.float32
+
+#: float32 products ``(a, b)`` whose correctly rounded ``a @ b`` is sharp: a tie broken
+#: by a tiny term of either sign, a tie to even, just past and just below the overflow
+#: edge 2^128 - 2^103, exact zeros of both signs, exact cancellation, an empty sum, a
+#: subnormal sum and subnormal products that underflow to zero or to 2^-149.
+SHARP_FP32_PRODUCTS = [
+    (np.array([[1.0, 2.0**-24, 2.0**-80]], _F32), np.ones((3, 1), _F32)),
+    (np.array([[1.0, 2.0**-24, -2.0**-80]], _F32), np.ones((3, 1), _F32)),
+    (np.array([[1.0, 3 * 2.0**-24]], _F32), np.ones((2, 1), _F32)),
+    (np.array([[3.4028235e38, 2.0**103]], _F32), np.ones((2, 1), _F32)),
+    (np.array([[3.4028235e38, 2.0**102]], _F32), np.ones((2, 1), _F32)),
+    (np.array([[-0.0, 0.0]], _F32), np.array([[1.0], [-1.0]], _F32)),
+    (np.array([[-0.0, 0.0]], _F32), np.array([[1.0], [1.0]], _F32)),
+    (np.array([[1.0, -1.0]], _F32), np.array([[1.0], [1.0]], _F32)),
+    (np.zeros((2, 0), _F32), np.zeros((0, 3), _F32)),
+    (np.array([[2.0**-149, 2.0**-149]], _F32), np.array([[0.5], [0.5]], _F32)),
+    (np.array([[2.0**-149, 2.0**-149]], _F32), np.array([[2.0**-20], [2.0**-30]], _F32)),
+]
+
+
+def with_examples(cases):
+    """A decorator: ``hypothesis.example(case)`` for every case (place it under
+    ``@given`` of a test that takes one argument)."""
+    def apply(test):
+        for case in reversed(cases):
+            test = example(case)(test)
+        return test
+    return apply
 
 
 # ----- golden-suite cases ---------------------------------------------------------------

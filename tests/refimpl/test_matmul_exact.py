@@ -17,7 +17,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from oracles import BFLOAT16, round_binary, round_rational, same_bits
+from oracles import (BFLOAT16, SHARP_FP32_PRODUCTS, round_binary, round_rational, same_bits,
+                     with_examples)
 from refimpl.matmul import exact_matmul64, matmul
 from refimpl.matmul.rounding import FP32, target
 
@@ -99,15 +100,7 @@ def check(a, b):
 # ------------------------------------------------------------------ tests
 @settings(max_examples=60)
 @given(matrices())
-@example((np.array([[1.0, 2.0**-24, 2.0**-80]], np.float32), np.ones((3, 1), np.float32)))
-@example((np.array([[1.0, 2.0**-24, -2.0**-80]], np.float32), np.ones((3, 1), np.float32)))
-@example((np.array([[1.0, 3 * 2.0**-24]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[3.4028235e38, 2.0**103]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[3.4028235e38, 2.0**102]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[-0.0, 0.0]], np.float32), np.array([[1.0], [-1.0]], np.float32)))
-@example((np.array([[-0.0, 0.0]], np.float32), np.array([[1.0], [1.0]], np.float32)))
-@example((np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32)))
-@example((np.array([[2.0**-149, 2.0**-149]], np.float32), np.array([[0.5], [0.5]], np.float32)))
+@with_examples(SHARP_FP32_PRODUCTS)
 def test_exact_equals_fraction(ab):
     check(*ab)
 

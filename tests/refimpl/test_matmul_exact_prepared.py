@@ -11,10 +11,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracles import round_rational, same_bits
+from oracles import SHARP_FP32_PRODUCTS, round_rational, same_bits, with_examples
 from refimpl.matmul.exact import (
     ExactStats, exact_col_norms, exact_product_fp32, exact_row_bounds,
 )
@@ -62,18 +62,7 @@ def matrices(draw, max_dim=4, max_k=9):
 @pytest.mark.slow
 @settings(max_examples=60)
 @given(matrices())
-@example((np.array([[1.0, 2.0**-24, 2.0**-80]], np.float32), np.ones((3, 1), np.float32)))
-@example((np.array([[1.0, 2.0**-24, -2.0**-80]], np.float32), np.ones((3, 1), np.float32)))
-@example((np.array([[1.0, 3 * 2.0**-24]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[3.4028235e38, 2.0**103]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[3.4028235e38, 2.0**102]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[-0.0, 0.0]], np.float32), np.array([[1.0], [-1.0]], np.float32)))
-@example((np.array([[-0.0, 0.0]], np.float32), np.array([[1.0], [1.0]], np.float32)))
-@example((np.array([[1.0, -1.0]], np.float32), np.array([[1.0], [1.0]], np.float32)))
-@example((np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32)))
-@example((np.array([[2.0**-149, 2.0**-149]], np.float32), np.array([[0.5], [0.5]], np.float32)))
-@example((np.array([[2.0**-149, 2.0**-149]], np.float32), np.array([[2.0**-20], [2.0**-30]],
-                                                                      np.float32)))
+@with_examples(SHARP_FP32_PRODUCTS)
 def test_prepared_product_equals_fraction(ab):
     a, b = ab
     assert same_bits(lean(a, b), oracle_product(a, b))
