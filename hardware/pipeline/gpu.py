@@ -29,7 +29,7 @@ from hardware import specs
 from hardware.pipeline.schedule import (DTYPE_BYTES, HBM_LATENCY_CYCLES, L2_LATENCY_CYCLES,
                                         Schedule, UnitCosts, simulate_block)
 from hardware.pipeline.timeline import Timeline
-from refimpl.validation import check_positive_int
+from refimpl.validation import check_bool, check_positive_int
 
 __all__ = [
     "Calibration",
@@ -501,8 +501,7 @@ def simulate(schedule: str | Kernel = "fa3", *, gpu: specs.GPUSpec | str = "H100
     batch = check_positive_int("batch", batch)
     heads = check_positive_int("heads", heads)
     stages = check_positive_int("stages", stages)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    causal = check_bool("causal", causal)
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
     g = specs.get(gpu) if isinstance(gpu, str) else gpu

@@ -63,8 +63,9 @@ Unit costs (:func:`unit_costs`; ``r`` query rows of one warpgroup = ``B_r / warp
   is the number of thread blocks served by one HBM read of a K/V tile: the query tiles
   of a head run concurrently and read the same K/V tiles, all but the first hitting in
   L2. (The catalogue has no L2 bandwidth, so this ignores L2's own limit.)
-- ``load_latency``: seed 002's memory-hierarchy figures (the only latencies the project's
-  sources give, for A100): ~200 cycles for an L2 hit when ``l2_reuse > 1``, ~500 cycles
+- ``load_latency``: the approximate A100 memory-hierarchy latencies of the catalogue
+  (:data:`hardware.specs.CATALOGUE` ``"A100"``, of the order measured by Abdelkhalik et
+  al., arXiv:2208.11174): ~200 cycles for an L2 hit when ``l2_reuse > 1``, ~500 cycles
   for HBM otherwise, at the GPU's boost clock.
 
 The producer loads K_0, V_0, K_1, V_1, ... in that order. Without a producer, the
@@ -107,7 +108,7 @@ __all__ = [
 #: FP32 instructions per score in the softmax besides the exp2: the scale-and-subtract
 #: FMA, the row-max compare, the row-sum add and the conversion of P to 16 bits
 SOFTMAX_FP32_OPS_PER_SCORE = 4
-#: seed 002, 6.3 (A100): L2 ~200 cycles, HBM2e ~500 cycles
+#: approximate A100 latencies (the catalogue's memory hierarchy): L2 ~200, HBM2e ~500 cycles
 L2_LATENCY_CYCLES = 200
 HBM_LATENCY_CYCLES = 500
 #: bytes per element of the tensor-core input types
@@ -280,7 +281,7 @@ def unit_costs(gpu: specs.GPUSpec | str = "H100", *, seq_len: int, block: tuple[
             FLOP/s / 2 / SMs).
         bandwidth: bytes/s for this block's K/V tiles (default: HBM bandwidth / SMs x
             ``l2_reuse``).
-        load_latency: seconds (default: seed 002's L2 ~200 cycles if ``l2_reuse > 1``,
+        load_latency: seconds (default: the A100 figures, L2 ~200 cycles if ``l2_reuse > 1``,
             else HBM ~500 cycles, at the boost clock).
         l2_reuse: thread blocks served by one HBM read of a K/V tile (default:
             ``min(ceil(seq_len / B_r), SMs)``).

@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from refimpl.validation import check_positive_int
+
 if TYPE_CHECKING:  # annotations only: the schedule module imports this one
     from hardware.pipeline.schedule import Schedule, UnitCosts
 
@@ -200,8 +202,7 @@ def render_gantt(timeline: Timeline, *, width: int = 100, start: float = 0.0,
     ``K``/``V`` transfer of a K or V tile, ``S``/``s`` GEMM0 (S = Q K^T) of warpgroup
     0/1, ``O``/``o`` GEMM1 (O += P V), ``E``/``e`` softmax, ``.`` idle.
     """
-    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-        raise ValueError(f"width must be a positive integer, got {width!r}")
+    width = check_positive_int("width", width)
     end = timeline.total_time if end is None else end
     if not end > start:
         raise ValueError(f"end ({end!r}) must be greater than start ({start!r})")
