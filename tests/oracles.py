@@ -56,6 +56,23 @@ def floor_log2(a: Fraction) -> int:
     return e
 
 
+def _rounds_away(mode: str, negative: bool, below, above, odd: bool) -> bool:
+    """Whether a value strictly between two neighbours, ``below`` above the lower (odd:
+    its last bit is 1) and ``above`` below the upper, rounds to the upper one (away from
+    zero, magnitudes) in rounding direction ``mode``; its sign is ``negative``."""
+    if mode == "toward_zero":
+        return False
+    if mode == "toward_positive":
+        return not negative
+    if mode == "toward_negative":
+        return negative
+    if mode not in ("nearest_even", "nearest_away"):
+        raise ValueError(f"unknown rounding mode {mode!r}; expected one of {MODES}")
+    if below != above:
+        return above < below
+    return mode == "nearest_away" or odd
+
+
 def _round_integer(n: Fraction, mode: str, negative: bool) -> int:
     """A non-negative rational rounded to an integer (the magnitude of a value whose sign
     is ``negative``) in rounding direction ``mode``."""
@@ -63,19 +80,7 @@ def _round_integer(n: Fraction, mode: str, negative: bool) -> int:
     rest = n - lo
     if rest == 0:
         return lo
-    if mode == "nearest_even":
-        up = rest > Fraction(1, 2) or (rest == Fraction(1, 2) and lo % 2 == 1)
-    elif mode == "nearest_away":
-        up = rest >= Fraction(1, 2)
-    elif mode == "toward_zero":
-        up = False
-    elif mode == "toward_positive":
-        up = not negative
-    elif mode == "toward_negative":
-        up = negative
-    else:
-        raise ValueError(f"unknown rounding mode {mode!r}; expected one of {MODES}")
-    return lo + 1 if up else lo
+    return lo + 1 if _rounds_away(mode, negative, rest, 1 - rest, lo % 2 == 1) else lo
 
 
 def round_binary(x: Fraction, precision: int, emin: int, emax: int,
@@ -171,24 +176,11 @@ def nearest_magnitude(a: Fraction, table: list[tuple[Fraction, int]],
     if vals[i] == a:
         return table[i][1]
     lo, hi = table[i - 1], table[i]
-    dlo, dhi = a - lo[0], hi[0] - a
     if mode == "stochastic":
-        frac = dlo / (hi[0] - lo[0])
+        frac = (a - lo[0]) / (hi[0] - lo[0])
         away = math.floor(frac * 2**random_bits) + random >= 2**random_bits
-    elif mode == "toward_zero":
-        away = False
-    elif mode == "toward_positive":
-        away = not negative
-    elif mode == "toward_negative":
-        away = negative
-    elif dlo != dhi:
-        away = dhi < dlo
-    elif mode == "nearest_away":
-        away = True
-    elif mode == "nearest_even":
-        away = lo[1] % 2 == 1
     else:
-        raise ValueError(f"unknown rounding mode {mode!r}")
+        away = _rounds_away(mode, negative, a - lo[0], hi[0] - a, lo[1] % 2 == 1)
     return hi[1] if away else lo[1]
 
 

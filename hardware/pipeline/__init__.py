@@ -10,7 +10,8 @@ built on it and calibrated to published H100 measurements (:func:`simulate`).
   the circular-buffer invariant check and the ASCII Gantt chart.
 - :mod:`hardware.pipeline.gpu`: the whole GPU (FA3 section 4): kernels, output tiles,
   the calibration and list-scheduled waves.
-- :mod:`hardware.pipeline.sweep`: the whole-GPU model next to every published figure.
+- :mod:`hardware.pipeline.published`: the whole-GPU model next to every published figure
+  (:func:`sweep`).
 
 Every public name of the four is importable from here (``from hardware import
 pipeline as pl; pl.simulate_block("fa3", seq_len=8192)``).
@@ -41,7 +42,7 @@ from hardware.pipeline.schedule import (
     simulate_block,
     unit_costs,
 )
-from hardware.pipeline.sweep import SweepRow, sweep
+from hardware.pipeline.published import SweepRow, sweep
 from hardware.pipeline.timeline import (
     GANTT_SYMBOLS,
     UNITS,
