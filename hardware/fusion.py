@@ -1,6 +1,9 @@
 """Global-memory traffic of elementwise dataflow graphs: fusion and recomputation.
 
-A small model of seed 002's sections 6.6.3 (kernel fusion) and 6.6.4 (recomputation).
+A small model of kernel fusion (the data-movement view of Ivanov et al., "Data Movement
+Is All You Need: A Case Study on Optimizing Transformers", MLSys 2021) and of
+recomputation in the backward pass (Chen et al., "Training Deep Nets with Sublinear
+Memory Cost", arXiv:1604.06174, 2016).
 A :class:`Graph` is a list of elementwise ops over named tensors of equal size; traffic
 is counted in *tensor accesses* (one read or one write of a whole tensor from global
 memory), which multiplied by the tensor's bytes is the traffic in bytes.
@@ -17,7 +20,7 @@ memory), which multiplied by the tensor's bytes is the traffic in bytes.
   then the most reads of saved activations (what they were saved for), then the
   derivative form listed first for each op. It writes the gradient of each graph input.
 
-Seed 002's examples, reproduced exactly: ``sin(x)**2 + cos(x)**2`` fused is one read
+Two worked examples, counted by hand in the tests: ``sin(x)**2 + cos(x)**2`` fused is one read
 of ``x`` and one write; three stacked sigmoids cost 8 accesses over forward and
 backward when S1 and S2 are stored, 5 when they are recomputed (5/8 of the traffic).
 """
@@ -259,11 +262,12 @@ def training_traffic(graph: Graph, saved: Sequence[str] | None = None) -> Traini
     return TrainingTraffic(forward, backward)
 
 
-# --------------------------------------------------------------------------- seed examples
+# --------------------------------------------------------------------------- worked examples
 
 
 def sin2_plus_cos2() -> Graph:
-    """Seed 002, 6.6.3: ``y = sin(x)**2 + cos(x)**2`` as five elementwise kernels."""
+    """Kernel fusion's worked example: ``y = sin(x)**2 + cos(x)**2`` as five elementwise
+    kernels."""
     return Graph(
         inputs=("x",),
         ops=(Op("s", "sin", ("x",)), Op("c", "cos", ("x",)),
@@ -274,7 +278,8 @@ def sin2_plus_cos2() -> Graph:
 
 
 def stacked_sigmoids(depth: int = 3) -> Graph:
-    """Seed 002, 6.6.4: ``S1 = sigmoid(x)``, ``S2 = sigmoid(S1)``, ``out = sigmoid(S2)``."""
+    """Recomputation's worked example: ``S1 = sigmoid(x)``, ``S2 = sigmoid(S1)``,
+    ``out = sigmoid(S2)``."""
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
     names = ["x", *(f"S{i}" for i in range(1, depth)), "out"]

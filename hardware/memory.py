@@ -2,11 +2,12 @@
 
 Two models of how one warp-level memory instruction is served, each in a plain version
 that reads like its definition and a vectorised version used by the SIMT interpreter
-(one call per executed warp instruction), plus the seed's tile-load and traversal
-examples built on them.
+(one call per executed warp instruction), plus the tile-load and traversal examples
+built on them.
 
 Global memory (CUDA C Programming Guide, "Device Memory Accesses" and compute
-capability 6.0+ global memory; the seed's 6.6.5 "burst segments"): an access is served
+capability 6.0+ global memory; CUDA C++ Best Practices Guide, "Coalesced Access to
+Global Memory"): an access is served
 in aligned segments of ``segment_bytes`` (32-byte *sectors* by default; 128-byte
 *lines*). The sectors of one instruction are the distinct ``addr // segment_bytes``
 over every byte touched by an active lane. One warp instruction with at least one active
@@ -539,7 +540,7 @@ class TileLoad:
     """Segments needed to load one tile of a row-major matrix.
 
     Attributes:
-        segments: segment reads, each tile row loaded on its own (the seed's count).
+        segments: segment reads, each tile row loaded on its own.
         distinct_segments: distinct segments over the whole tile (smaller than
             ``segments`` only when consecutive tile rows share a segment, i.e. when the
             tile spans almost the whole leading dimension).
@@ -573,8 +574,9 @@ def tile_load_segments(
     """Segments to load a ``tile_rows x tile_cols`` tile of a row-major matrix.
 
     Element ``(r, c)`` of the matrix lives at ``base_address + (r * leading_dim + c) *
-    elem_bytes``; the tile starts at ``(row0, col0)``. This is the seed's 6.6.6
-    "tiling and burst segments" picture: when ``leading_dim * elem_bytes`` is a
+    elem_bytes``; the tile starts at ``(row0, col0)``. The tiled-matrix picture of Kirk
+    and Hwu, "Programming Massively Parallel Processors", chapters 5-6 (tiling, memory
+    coalescing): when ``leading_dim * elem_bytes`` is a
     multiple of the segment size and the tile's first column is segment-aligned, every
     tile row is whole segments; one extra element per row shifts each row against the
     segments and a tile row straddles one more segment, up to doubling the count.
@@ -609,8 +611,8 @@ def padded_leading_dim(cols: int, elem_bytes: int = 4, *, segment_bytes: int = 3
 
     ``leading_dim * elem_bytes`` becomes a multiple of ``segment_bytes`` (rounded up to
     the least multiple that keeps every row start segment-aligned), so tiles whose first
-    column is aligned load whole segments per row (seed 6.6.6: "use padding to make
-    matrix dimensions regular"). The base address must itself be segment-aligned
+    column is aligned load whole segments per row (the pitch ``cudaMallocPitch`` picks,
+    CUDA C++ Programming Guide, "Device Memory"). The base address must itself be segment-aligned
     (``cudaMalloc`` returns 256-byte-aligned memory) and the tile's first column a
     multiple of ``segment_bytes / elem_bytes``; padding cannot fix a misaligned base.
     """
@@ -627,7 +629,7 @@ def padded_leading_dim(cols: int, elem_bytes: int = 4, *, segment_bytes: int = 3
 
 @dataclass(frozen=True)
 class Traversal:
-    """Sectors per request of the two thread-to-matrix mappings of seed 6.6.5."""
+    """Sectors per request of the two thread-to-matrix mappings (:func:`traversal`)."""
 
     thread_per_row: CoalesceReport
     thread_per_column: CoalesceReport
@@ -649,12 +651,12 @@ def traversal_sectors(
 ) -> Traversal:
     """Global traffic of a warp sweeping a row-major ``rows x cols`` matrix two ways.
 
-    Seed 6.6.5: *thread per row* -- lane ``t`` walks row ``t``, so at step ``k`` the
+    (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory".) *Thread per
+    row* -- lane ``t`` walks row ``t``, so at step ``k`` the
     warp reads ``A[t, k]``: lanes are a whole row apart and each needs its own
     sector. *Thread per column* -- lane ``t`` walks column ``t``, reading ``A[k, t]``:
-    the warp reads consecutive addresses and the access coalesces. (The seed's prose
-    swaps the two labels in one sentence; the mapping described here is the standard
-    one and matches its figures.) The first ``warp_size`` rows (columns) are swept, one
+    the warp reads consecutive addresses and the access coalesces. The first
+    ``warp_size`` rows (columns) are swept, one
     load instruction per step.
     """
     for name, v in (("rows", rows), ("cols", cols), ("elem_bytes", elem_bytes),

@@ -1,19 +1,21 @@
-"""The roofline model and the inference lower bounds built on it (seed 003).
+"""The roofline model and the inference lower bounds built on it.
 
 Roofline (Williams, Waterman, Patterson, "Roofline: an insightful visual performance
 model", CACM 2009): a kernel of arithmetic intensity ``I`` (FLOP per byte moved from
 memory) attains at most ``min(peak, I * bandwidth)``; the *ridge point*
 ``peak / bandwidth`` is the intensity at which it stops being bandwidth-bound.
 
-Seed 003 applies it to LLM inference: a decode step at batch 1 must read every weight
-once (``weight_bytes / bandwidth``); a prefill of ``T`` tokens must do ``2 * params * T``
-FLOPs; in decode the weights are shared by the batch, so the weight GEMMs have
-intensity ``2 * batch / bytes_per_weight`` and become compute-bound at
+Applied to LLM inference (the analysis of Pope et al., "Efficiently Scaling Transformer
+Inference", MLSys 2023, section 2; arXiv:2211.05102): a decode step at batch 1 must read
+every weight once (``weight_bytes / bandwidth``); a prefill of ``T`` tokens must do
+``2 * params * T`` FLOPs; in decode the weights are shared by the batch, so the weight
+GEMMs have intensity ``2 * batch / bytes_per_weight`` and become compute-bound at
 ``batch = ridge * bytes_per_weight / 2``; attention's KV is private to each request, so
 its intensity is the number of query heads sharing a KV head, whatever the batch.
 
 Units are SI throughout: FLOP/s, bytes/s, bytes, seconds. The table functions at the
-end produce the seed's three tables from the catalogue (:mod:`hardware.specs`).
+end produce three worked tables (ridge points by generation, lower bounds of an 8B model,
+the batch that makes decode compute-bound) from the catalogue (:mod:`hardware.specs`).
 """
 from __future__ import annotations
 
@@ -111,7 +113,7 @@ def decode_step_lower_bound(weight_bytes: float, bandwidth: float,
 def prefill_lower_bound(n_params: float, tokens: int, peak_flops: float,
                         utilization: float = 0.5) -> float:
     """Seconds for a prefill of ``tokens``: ``2 * n_params * tokens`` FLOPs at
-    ``utilization * peak_flops`` (seed 003 assumes half the peak)."""
+    ``utilization * peak_flops`` (default: half the peak)."""
     u = _positive("utilization", utilization)
     if u > 1:
         raise ValueError(f"utilization must be at most 1, got {utilization}")
@@ -155,7 +157,7 @@ def attention_intensity(query_heads_per_kv_head: float, kv_bytes_per_element: fl
 
 @dataclass(frozen=True)
 class GenerationChange:
-    """Effect of scaling compute and bandwidth (seed 003, exercise 3).
+    """Effect of scaling compute and bandwidth on the roofline bounds.
 
     Attributes:
         decode_speedup: batch-1 decode bound improves by the bandwidth factor.
@@ -178,7 +180,7 @@ def generation_change(compute_factor: float, bandwidth_factor: float) -> Generat
     return GenerationChange(b, 1 - 1 / b, c, c / b)
 
 
-# --------------------------------------------------------------------------- seed tables
+# --------------------------------------------------------------------------- worked tables
 
 
 @dataclass(frozen=True)
@@ -191,13 +193,13 @@ class Model:
     kv_bytes_per_token: float
 
 
-#: seed 003: an 8B model, BF16 weights 16 GB, KV 128 KB (KiB) per token
+#: the worked example: an 8B model, BF16 weights 16 GB, KV 128 KB (KiB) per token
 MODEL_8B = Model("8B", 8e9, 16e9, 128 * 1024)
 
-#: seed 003's generation table, in its order
+#: the generations of the ridge-point table, in order
 GENERATIONS: tuple[str, ...] = ("V100", "A100", "H100", "B200")
 
-#: seed 003's batch table: (label, GPU, precision or None for BF16/FP16)
+#: rows of the batch table: (label, GPU, precision or None for BF16/FP16)
 BATCH_ROWS: tuple[tuple[str, str, str | None], ...] = (
     ("A100", "A100", None),
     ("H100", "H100", None),
@@ -210,7 +212,7 @@ BATCH_ROWS: tuple[tuple[str, str, str | None], ...] = (
 WEIGHT_PRECISIONS: tuple[tuple[str, float], ...] = (
     ("BF16 weights", 2.0), ("FP8 weights", 1.0), ("4-bit weights", 0.5))
 
-#: attention schemes of the seed: (query heads per KV head, name)
+#: attention schemes: (query heads per KV head, name)
 ATTENTION_SCHEMES: tuple[tuple[int, str], ...] = (
     (1, "MHA (one KV per head)"), (8, "GQA, 8 groups"), (128, "MLA (absorbed, 128 heads share)"))
 

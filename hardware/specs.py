@@ -2,7 +2,7 @@
 
 Throughputs are *dense* tensor/matrix-core peaks in TFLOPS (TOPS for integers), as
 the vendors print them without 2:4 sparsity; bandwidth in GB/s (10**9 bytes/s) and
-capacity in GB (10**9 bytes), the units of the datasheets and of the seeds' tables.
+capacity in GB (10**9 bytes), the units of the datasheets.
 On-chip sizes are binary (KiB, MiB), as the architecture whitepapers mean them.
 A figure a vendor does not publish is ``None``, never a guess.
 
@@ -23,11 +23,13 @@ PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8", "int4
 FLOAT_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4")
 
 # Source labels, one per document (sections named in each entry's sources).
-_SEED3 = "seed 003 (architecture evolution), generation table"
-_SEED3_EX = "seed 003, exercise 1"
-_SEED3_AMD = "seed 003, 'AMD Instinct' paragraph"
-_SEED2 = "seed 002, 6.1.3 'A100 GPU Core Architecture'"
-_SEED2_MEM = "seed 002, 6.3 'GPU Memory Model' (layers 1-5)"
+_A100_SM = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), 'A100 SM "
+            "Architecture' and Table 3")
+_A100_MEM = ("approximate figures: capacities from the NVIDIA A100 Tensor Core GPU "
+             "Architecture whitepaper (2020); latencies of the order measured by "
+             "Abdelkhalik et al., 'Demystifying the Nvidia Ampere Architecture through "
+             "Microbenchmarking and Instruction-level Analysis', arXiv:2208.11174 (2022)")
+_H20_PB = "NVIDIA H20 product brief (partner document)"
 _PG_THR = ("CUDA C Programming Guide, 'Arithmetic Instructions' throughput table: "
            "16 results/clock/SM for exp2/log2/rcp/rsqrt/sin/cos (cc 7.x-9.0)")
 _PG_CC = ("CUDA C Programming Guide, 'Technical Specifications per Compute Capability': "
@@ -95,7 +97,7 @@ class GPUSpec:
         fp32_cores_per_sm, tensor_cores_per_sm: per SM (AMD: stream processors and
             matrix cores per CU).
         memory_hierarchy: levels with latency/capacity/bandwidth where a source
-            gives them (A100, from seed 002).
+            gives them (A100: approximate figures, see its ``sources``).
         sources: field name -> where the figure comes from (dense_tflops per
             precision as ``"dense_tflops.bf16"``).
     """
@@ -137,9 +139,13 @@ class GPUSpec:
     # ---- derived figures (SI units) ----
 
     def flops(self, precision: str) -> float:
-        """Dense peak of ``precision`` in FLOP/s (OP/s for integers)."""
+        """Dense peak of ``precision`` in FLOP/s (OP/s for integers).
+
+        Raises:
+            ValueError: no figure for ``precision`` on this GPU.
+        """
         if precision not in self.dense_tflops:
-            raise KeyError(
+            raise ValueError(
                 f"{self.name} has no {precision!r} figure; it has "
                 f"{', '.join(self.dense_tflops)}"
             )
@@ -157,15 +163,14 @@ class GPUSpec:
 
     @property
     def half_precision(self) -> str:
-        """"bf16" where supported, else "fp16" (the seed's "FP16/BF16" column)."""
+        """"bf16" where supported, else "fp16" (the half-precision tensor peak)."""
         return "bf16" if "bf16" in self.dense_tflops else "fp16"
 
     @property
     def lowest_precision(self) -> str:
         """The narrowest floating-point format with a tensor-core figure.
 
-        The seed's "lowest precision" column: V100 FP16, A100 BF16, H100 FP8, B200 FP4
-        (integer formats are not counted).
+        V100 FP16, A100 BF16, H100 FP8, B200 FP4 (integer formats are not counted).
         """
         present = [p for p in FLOAT_PRECISIONS if p in self.dense_tflops]
         return present[-1]
@@ -178,11 +183,14 @@ class GPUSpec:
         return self.sm_count * self.sfu_ops_per_clk_per_sm * self.boost_clock_mhz * 1e6
 
     def source(self, name: str) -> str:
-        """Where figure ``name`` comes from (``"dense_tflops.fp8"`` for a precision)."""
-        try:
-            return self.sources[name]
-        except KeyError:
-            raise KeyError(f"{self.name}: no source recorded for {name!r}") from None
+        """Where figure ``name`` comes from (``"dense_tflops.fp8"`` for a precision).
+
+        Raises:
+            ValueError: no source recorded for ``name``.
+        """
+        if name not in self.sources:
+            raise ValueError(f"{self.name}: no source recorded for {name!r}")
+        return self.sources[name]
 
 
 def _src(common: dict[str, str], **extra: str) -> dict[str, str]:
@@ -202,8 +210,8 @@ _V100 = GPUSpec(
     fp32_cores_per_sm=64, tensor_cores_per_sm=8,
     sources=_src(
         {"fp32_cores_per_sm": _V100_WP, "tensor_cores_per_sm": _V100_WP,
-         "year": _SEED3, "memory_bandwidth_gbs": _SEED3, "memory_gb": _SEED3,
-         "dense_tflops.fp16": _SEED3, "dense_tflops.fp64": _V100_DS,
+         "year": _V100_WP, "memory_bandwidth_gbs": _V100_DS, "memory_gb": _V100_DS,
+         "dense_tflops.fp16": _V100_DS, "dense_tflops.fp64": _V100_DS,
          "vector_fp32_tflops": _V100_DS, "sm_count": _V100_WP,
          "smem_per_sm_kib": _V100_WP, "l1_smem_per_sm_kib": _V100_WP,
          "regfile_per_sm_kib": _V100_WP, "l2_mib": _V100_WP, "warp_size": _PG_CC,
@@ -211,7 +219,7 @@ _V100 = GPUSpec(
 )
 
 _KIB, _MIB = 1024, 1024 * 1024
-#: seed 002's A100 memory hierarchy (approximate figures, as the seed gives them)
+#: the A100 memory hierarchy (approximate figures: ``_A100_MEM``)
 _A100_HIERARCHY = (
     MemoryLevel("registers", (1, 1), (256 * _KIB,), 10e12, True, "~10 TB/s per SM"),
     MemoryLevel("shared/L1", (20, 40), (192 * _KIB,), 1e12, True, "~1 TB/s per SM"),
@@ -233,16 +241,16 @@ _A100 = GPUSpec(
     fp32_cores_per_sm=64, tensor_cores_per_sm=4,
     memory_hierarchy=_A100_HIERARCHY,
     sources=_src(
-        {"memory_hierarchy": _SEED2_MEM,
-         "fp32_cores_per_sm": _SEED2, "tensor_cores_per_sm": _SEED2,
-         "year": _SEED3, "memory_bandwidth_gbs": _SEED3 + "; " + _A100_DS,
-         "memory_gb": _SEED3 + "; " + _SEED2_MEM, "dense_tflops.bf16": _SEED3 + "; " + _SEED2,
-         "dense_tflops.fp16": _SEED2, "dense_tflops.fp64": _SEED2 + " (FP64 tensor core)",
-         "dense_tflops.tf32": _SEED2, "dense_tflops.int8": _SEED2,
-         "dense_tflops.int4": _SEED2,
-         "vector_fp32_tflops": _A100_DS + "; seed 002, 6.6.2 (FP32 19.5 TFLOPS)",
-         "sm_count": _SEED2, "smem_per_sm_kib": _A100_WP + " (164 KB of the 192 KB)",
-         "l1_smem_per_sm_kib": _SEED2, "regfile_per_sm_kib": _SEED2, "l2_mib": _SEED2_MEM,
+        {"memory_hierarchy": _A100_MEM,
+         "fp32_cores_per_sm": _A100_SM, "tensor_cores_per_sm": _A100_SM,
+         "year": _A100_WP, "memory_bandwidth_gbs": _A100_DS,
+         "memory_gb": _A100_DS, "dense_tflops.bf16": _A100_DS + "; " + _A100_WP,
+         "dense_tflops.fp16": _A100_WP, "dense_tflops.fp64": _A100_WP + " (FP64 tensor core)",
+         "dense_tflops.tf32": _A100_WP, "dense_tflops.int8": _A100_WP,
+         "dense_tflops.int4": _A100_WP,
+         "vector_fp32_tflops": _A100_DS + " (FP32 19.5 TFLOPS)",
+         "sm_count": _A100_SM, "smem_per_sm_kib": _A100_WP + " (164 KB of the 192 KB)",
+         "l1_smem_per_sm_kib": _A100_SM, "regfile_per_sm_kib": _A100_SM, "l2_mib": _A100_WP,
          "warp_size": _PG_CC, "boost_clock_mhz": _A100_WP,
          "sfu_ops_per_clk_per_sm": _PG_THR}),
 )
@@ -259,9 +267,9 @@ _H100 = GPUSpec(
     fp32_cores_per_sm=128, tensor_cores_per_sm=4,
     sources=_src(
         {"fp32_cores_per_sm": _H100_WP, "tensor_cores_per_sm": _H100_WP,
-         "year": _SEED3, "memory_bandwidth_gbs": _SEED3 + "; " + _H100_DS,
-         "memory_gb": _SEED3, "dense_tflops.bf16": _SEED3 + "; " + _SEED3_EX,
-         "dense_tflops.fp16": _H100_DS, "dense_tflops.fp8": _SEED3,
+         "year": _H100_WP, "memory_bandwidth_gbs": _H100_DS,
+         "memory_gb": _H100_DS, "dense_tflops.bf16": _H100_DS,
+         "dense_tflops.fp16": _H100_DS, "dense_tflops.fp8": _H100_DS,
          "dense_tflops.fp64": _H100_DS + " (FP64 tensor core)",
          "dense_tflops.tf32": _H100_DS, "dense_tflops.int8": _H100_DS,
          "vector_fp32_tflops": _H100_DS, "sm_count": _H100_WP + " (SXM5)",
@@ -305,10 +313,9 @@ _B200 = GPUSpec(
     sm_count=None, smem_per_sm_kib=228, l1_smem_per_sm_kib=256, regfile_per_sm_kib=256,
     l2_mib=None, warp_size=32, boost_clock_mhz=None, sfu_ops_per_clk_per_sm=None,
     sources=_src(
-        {"year": _SEED3, "memory_bandwidth_gbs": _SEED3, "memory_gb": _SEED3,
-         "dense_tflops.bf16": _SEED3, "dense_tflops.fp4": _SEED3,
+        {"year": _B200_DS, "memory_bandwidth_gbs": _B200_DS, "memory_gb": _B200_DS,
          **{f"dense_tflops.{p}": _B200_DS
-            for p in ("fp64", "tf32", "fp16", "fp8", "fp6", "int8")},
+            for p in ("fp64", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")},
          "smem_per_sm_kib": _PG_CC + " (cc 10.0: 228 KB shared per SM)",
          "l1_smem_per_sm_kib": _PG_CC + " (cc 10.0: 256 KB unified L1/shared)",
          "regfile_per_sm_kib": _PG_CC, "warp_size": _PG_CC}),
@@ -326,13 +333,10 @@ _H20 = GPUSpec(
     sources=_src(
         {"fp32_cores_per_sm": "Hopper SM as in " + _H100_WP,
          "tensor_cores_per_sm": "Hopper SM as in " + _H100_WP,
-         "dense_tflops.bf16": _SEED3_EX, "memory_bandwidth_gbs": _SEED3_EX,
-         "dense_tflops.fp16": "NVIDIA H20 product brief (partner document)",
-         "dense_tflops.fp8": "NVIDIA H20 product brief (partner document)",
-         "dense_tflops.int8": "NVIDIA H20 product brief (partner document)",
-         "vector_fp32_tflops": "NVIDIA H20 product brief (partner document)",
-         "memory_gb": "NVIDIA H20 product brief (partner document)",
-         "year": "NVIDIA H20 product brief (partner document)",
+         "dense_tflops.bf16": _H20_PB, "memory_bandwidth_gbs": _H20_PB,
+         "dense_tflops.fp16": _H20_PB, "dense_tflops.fp8": _H20_PB,
+         "dense_tflops.int8": _H20_PB, "vector_fp32_tflops": _H20_PB,
+         "memory_gb": _H20_PB, "year": _H20_PB,
          "smem_per_sm_kib": _PG_CC + " (cc 9.0)", "l1_smem_per_sm_kib": _H100_WP,
          "regfile_per_sm_kib": _PG_CC, "warp_size": _PG_CC,
          "sfu_ops_per_clk_per_sm": _PG_THR}),
@@ -351,13 +355,13 @@ _MI300X = GPUSpec(
     sources=_src(
         {"fp32_cores_per_sm": _MI300X_DS + " (19,456 stream processors / 304 CUs)",
          "tensor_cores_per_sm": _MI300X_DS + " (1,216 matrix cores / 304 CUs)",
-         "memory_bandwidth_gbs": _SEED3_AMD + "; " + _MI300X_DS,
-         "memory_gb": _SEED3_AMD + "; " + _MI300X_DS,
-         "dense_tflops.bf16": _SEED3_AMD + " (1307); " + _MI300X_DS,
-         "dense_tflops.fp8": _SEED3_AMD + " (2615); " + _MI300X_DS,
+         "memory_bandwidth_gbs": _MI300X_DS,
+         "memory_gb": _MI300X_DS,
+         "dense_tflops.bf16": _MI300X_DS,
+         "dense_tflops.fp8": _MI300X_DS,
          **{f"dense_tflops.{p}": _MI300X_DS for p in ("fp64", "tf32", "fp16", "int8")},
          "vector_fp32_tflops": _MI300X_DS, "year": _MI300X_DS,
-         "sm_count": _SEED3_AMD + " (8 XCDs x 38 CUs); " + _MI300X_DS,
+         "sm_count": _CDNA3_WP + " (8 XCDs x 38 CUs); " + _MI300X_DS,
          "smem_per_sm_kib": _CDNA3_WP + " (64 KB LDS per CU)",
          "regfile_per_sm_kib": _CDNA3_WP + " (512 KB VGPR file per CU)",
          "l2_mib": _CDNA3_WP + " (4 MB L2 per XCD x 8; plus 256 MB Infinity Cache)",
@@ -379,7 +383,8 @@ def get(name: str) -> GPUSpec:
     """The catalogue entry ``name`` (case-insensitive, surrounding spaces ignored).
 
     Raises:
-        KeyError: unknown name; the message lists the known ones.
+        TypeError: ``name`` is not a string.
+        ValueError: unknown name; the message lists the known ones.
     """
     if not isinstance(name, str):
         raise TypeError(f"GPU name must be a string, got {type(name).__name__}")
@@ -387,4 +392,4 @@ def get(name: str) -> GPUSpec:
     for known, spec in CATALOGUE.items():
         if known.upper() == key:
             return spec
-    raise KeyError(f"unknown GPU {name!r}; known: {', '.join(CATALOGUE)}")
+    raise ValueError(f"unknown GPU {name!r}; known: {', '.join(CATALOGUE)}")

@@ -1,4 +1,4 @@
-"""Tiling utilisation: how an output matrix split into tiles fills the SMs (seed 6.6.6).
+"""Tiling utilisation: how an output matrix split into tiles fills the SMs.
 
 Each ``tile_m x tile_n`` output tile is one thread block on one SM; a grid of ``T``
 tiles on ``S`` SMs runs in ``ceil(T / S)`` waves (one block per SM at a time, the
@@ -6,9 +6,12 @@ simplest occupancy). Two kinds of waste follow from the shapes alone:
 
 - *wave quantisation*: the last wave holds ``T - (waves - 1) * S`` tiles, leaving the
   other SMs idle;
-- *padding*: edge tiles that overhang the matrix compute elements that are thrown away.
+- *padding* (tile quantisation): edge tiles that overhang the matrix compute elements
+  that are thrown away.
 
-The seed's example: a 256-wide problem with 128-wide tiles is a clean 2 x 2; one more
+Both are the effects of NVIDIA's "Matrix Multiplication Background User's Guide" (Deep
+Learning Performance documentation, sections "Tile Quantization" and "Wave
+Quantization"). Example: a 256-wide problem with 128-wide tiles is a clean 2 x 2; one more
 column (257) needs a third tile column, six tiles, of which the two on the right hold a
 single column each and leave their SMs essentially idle.
 """
@@ -54,7 +57,7 @@ def tile_utilization(M: int, N: int, tile_m: int, tile_n: int, num_sms: int
                      ) -> TileUtilization:
     """Tiles, waves, idle SMs in the last wave and padding of an ``M x N`` output.
 
-    Example (seed 6.6.6): ``tile_utilization(256, 257, 128, 128, 108)`` -> 6 tiles in
+    Example: ``tile_utilization(256, 257, 128, 128, 108)`` -> 6 tiles in
     one wave, 102 of 108 SMs idle, two tiles one column wide, 33% of the computed
     elements padding.
     """

@@ -21,7 +21,7 @@ from oracle.generation import generate
 from oracle.suite import Case, Suite, SuiteError, load
 from oracle.tolerance import (
     AllClose,
-    Exact,
+    ExactTolerance,
     ExactNaNClass,
     ExactUnlessNaNScale,
     Interval,
@@ -38,10 +38,13 @@ from oracle.tolerance import (
     ulp,
 )
 from oracle.verification import check, verify
+from refimpl.deprecation import deprecated_names
 
 __all__ = [
     "__version__", "generate", "verify", "check", "load", "Suite", "Case", "SuiteError", "assert_matches", "Tolerance",
-    "Exact", "ExactNaNClass", "Ulp", "Interval", "AllClose", "RelativeToNaive", "exact",
+    "ExactTolerance", "ExactNaNClass", "Ulp", "Interval", "AllClose", "RelativeToNaive", "exact",
     "exact_nan_class", "ulp", "interval", "allclose", "relative_to_naive",
     "ExactUnlessNaNScale", "exact_unless_nan_scale",
 ]
+
+__getattr__ = deprecated_names(__name__, {"Exact": ("ExactTolerance", ExactTolerance)})

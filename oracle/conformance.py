@@ -42,6 +42,7 @@ import numpy as np
 
 from oracle import placement
 from oracle.tolerance import ExactNaNClass, format_value, steps_apart
+from refimpl.deprecation import renamed_arguments
 
 __all__ = ["ConformanceError", "ConformanceReport", "Failure", "check_encoder",
            "check_decoder", "check_round_to", "check_mx_quantize", "check_nvfp4_quantize",
@@ -343,7 +344,7 @@ def _run(t: _Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.ndarr
     tol = ExactNaNClass()
     want = expect(inputs)
     got = actual(inputs)
-    c = tol.compare(got, want, format=out_fmt)
+    c = tol.compare(got, want, fmt=out_fmt)
     if c.problem:
         raise ConformanceError(f"{t.fmt} {t.what}: {c.problem}")
     col.placed = inputs.size
@@ -363,7 +364,7 @@ def _run(t: _Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.ndarr
         col.examples += 1
         x = np.asarray([v], dtype=inputs.dtype)
         w, g = expect(x), actual(x)
-        if not tol.compare(g, w, format=out_fmt).ok:
+        if not tol.compare(g, w, fmt=out_fmt).ok:
             kind = _kinds(x, w, g, out_fmt, where)[0]
             if kind not in col.kinds:
                 raise _NewKind(Failure(kind, "hypothesis, shrunk",
@@ -584,7 +585,8 @@ def _compare_blocks(col: _Collector, title: str, x: np.ndarray, block_size: int,
     return first_new
 
 
-def check_mx_quantize(fn: Callable, elem: Any = "e4m3", *, scale_rule: str = "floor",
+@renamed_arguments({"elem": "fmt"})
+def check_mx_quantize(fn: Callable, fmt: Any = "e4m3", *, scale_rule: str = "floor",
                       block_size: int = 32, inf_block: str | None = None,
                       max_examples: int = 100, **_: Any) -> ConformanceReport:
     """Check an MX quantiser ``fn(x) -> (codes, scales)`` for ``x`` float32 of shape
@@ -593,14 +595,15 @@ def check_mx_quantize(fn: Callable, elem: Any = "e4m3", *, scale_rule: str = "fl
     Element codes and E8M0 scale codes are compared exactly; element codes under an
     expected NaN scale are not compared (no reader can use them). Blocks holding NaN or
     Inf are swept and drawn only when ``inf_block`` names the policy ``fn`` follows, and
-    then always (so contradicting policies cannot all pass).
+    then always (so contradicting policies cannot all pass). The fixed sweep includes blocks
+    whose amax lies in 2^-137 .. 2^-119, around the smallest scale 2^-127.
 
     Raises:
         ConformanceError: every kind of failing block, each with its simplest example.
     """
     from refimpl.scaling import INF_BLOCK_POLICIES, mx_quantize
 
-    from oracle.cases.scaling import special_blocks
+    from oracle.cases.scaling import special_blocks, tiny_amax_blocks
     from oracle.random_stream import CaseRandom
     from oracle.strategies import BLOCK_KINDS, mx_blocks
 
@@ -609,14 +612,14 @@ def check_mx_quantize(fn: Callable, elem: Any = "e4m3", *, scale_rule: str = "fl
         raise ValueError(f"inf_block must be one of {INF_BLOCK_POLICIES} or None, "
                          f"got {inf_block!r}")
     policy = inf_block or "nan"
-    elem_name = elem if isinstance(elem, str) else getattr(elem, "name", str(elem))
+    fmt_name = fmt if isinstance(fmt, str) else getattr(fmt, "name", str(fmt))
     opts = f"scale_rule={scale_rule}, block_size={block_size}" + (
         f", inf_block={inf_block}" if inf_block else "")
-    title = f"MX {elem_name} quantiser ({opts})"
-    col = _Collector(title, f"MX {elem_name} quantiser")
+    title = f"MX {fmt_name} quantiser ({opts})"
+    col = _Collector(title, f"MX {fmt_name} quantiser")
 
     def one(x: np.ndarray, phase: str, count: bool) -> Failure | None:
-        q = mx_quantize(x, elem, block_size=block_size, scale_rule=scale_rule,
+        q = mx_quantize(x, fmt, block_size=block_size, scale_rule=scale_rule,
                         inf_block=policy)
         got = _invoke(fn, x)
         if not (isinstance(got, tuple) and len(got) == 2):
@@ -625,9 +628,12 @@ def check_mx_quantize(fn: Callable, elem: Any = "e4m3", *, scale_rule: str = "fl
         return _compare_blocks(col, title, x, block_size,
                                [("scales", scales, q.scales, 1),
                                 ("codes", codes, q.codes, block_size)],
-                               phase, count, 0xFF, q.elem)
+                               phase, count, 0xFF, q.fmt)
 
-    blocks = special_blocks(CaseRandom(0, "conformance"), block_size, elem_name)
+    rng = CaseRandom(0, "conformance")
+    # tiny maxima (2^-137 .. 2^-119) around E8M0's smallest scale 2^-127: a quantiser that
+    # divides by max(scale, 2^-126) while storing 0x00 differs only there
+    blocks = special_blocks(rng, block_size, fmt_name) + tiny_amax_blocks(rng, block_size)
     if inf_block:
         blocks = blocks + nonfinite_blocks(block_size)
     x = np.stack(blocks)
@@ -641,7 +647,7 @@ def check_mx_quantize(fn: Callable, elem: Any = "e4m3", *, scale_rule: str = "fl
         if f is not None:
             raise _NewKind(f)
 
-    _hunt(col, mx_blocks(elem_name, block_size=block_size, max_blocks=2, rows=1,
+    _hunt(col, mx_blocks(fmt_name, block_size=block_size, max_blocks=2, rows=1,
                          kinds=kinds), drawn, max_examples)
     return col.finish()
 
@@ -846,7 +852,9 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
     passed too; otherwise ``fn(q, k, v)``. ``alignment`` restricts the causal alignment
     to the one ``fn`` implements (``"top_left"``: PyTorch SDPA's ``is_causal``);
     ``window=False`` never passes a sliding window."""
-    from refimpl.attention import ALIGNMENTS, NAIVE_DTYPES, attention, naive_attention
+    from refimpl.attention import (
+        ALIGNMENTS, NAIVE_DTYPES, MaskOptions, attention, naive_attention,
+    )
     from refimpl.validation import check_bool
 
     from oracle.strategies import attention_inputs
@@ -868,8 +876,10 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
         opts = {k: x[k] for k in ("causal", "causal_alignment", "window", "key_padding_mask")}
         if not masks:
             opts = {}
-        want = attention(x["q"], x["k"], x["v"], **opts)
-        naive = naive_attention(x["q"], x["k"], x["v"], dtype=dtype, **opts)
+        mask = MaskOptions(**opts)
+        want = attention(x["q"], x["k"], x["v"], mask=mask)
+        naive = naive_attention(x["q"], x["k"], x["v"], dtype=dtype, mask=mask)
+        # the implementation under test takes the options as keywords
         got = np.asarray(_invoke(fn, x["q"], x["k"], x["v"], **opts))
         c = RelativeToNaive(factor, naive, atol).compare(got, want)
         if c.problem:

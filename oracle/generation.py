@@ -32,7 +32,7 @@ from oracle import suite as fmt
 from oracle._version import __version__
 from oracle.cases import SUITES, CaseSpec, Registry, registry as default_registry
 from oracle.random_stream import CaseRandom
-from oracle.tolerance import Exact
+from oracle.tolerance import ExactTolerance
 
 DEFAULT_SEED = 1
 
@@ -159,7 +159,7 @@ def build_case(spec: CaseSpec, reg: Registry, seed: int,
             put("reference", name, outputs[name])
         else:
             item = put("expected", name, outputs[name])
-            item["tolerance"] = spec.tolerance.get(name, Exact()).to_json()
+            item["tolerance"] = spec.tolerance.get(name, ExactTolerance()).to_json()
     if text and spec.text is not None:
         data = _text_lines(spec, {**inputs, **outputs})
         path = f"{spec.id}/{fmt.TEXT_FILE}"
@@ -185,7 +185,7 @@ def definition_differences(entry: dict[str, Any], spec: CaseSpec, text: bool) ->
                 diffs.append(f"{group}.{name}: format {item.get('format')!r}, the "
                              f"definition says {spec.formats.get(name)!r}")
             if group == "expected":
-                tol = spec.tolerance.get(name, Exact()).to_json()
+                tol = spec.tolerance.get(name, ExactTolerance()).to_json()
                 if item.get("tolerance") != tol:
                     diffs.append(f"expected.{name}: tolerance {item.get('tolerance')}, the "
                                  f"definition says {tol}")
@@ -441,6 +441,7 @@ def header(reg: Registry, suite: str, seed: int, only: str | None,
         "schema": fmt.SCHEMA,
         "schema_version": fmt.SCHEMA_VERSION,
         "oracle_version": __version__,
+        "runtime": fmt.runtime_versions(),
         "spec_versions": reg.spec_versions,
         "generation": {
             "suite": suite, "seed": int(seed), "only": only,
@@ -575,6 +576,11 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         for key in ("oracle_version", "spec_versions"):
             if m[key] != first[key]:
                 raise ValueError(f"shards differ in {key}")
+        if m.get("runtime") != first.get("runtime"):
+            # the bytes would agree, but one manifest cannot say who wrote them all
+            raise ValueError(f"shards were written by different Python/NumPy versions "
+                             f"({first.get('runtime')} and {m.get('runtime')}); merge "
+                             "shards written by one installation")
         a = {k: v for k, v in m["generation"].items() if k != "shard"}
         b = {k: v for k, v in first["generation"].items() if k != "shard"}
         if a != b:

@@ -178,7 +178,7 @@ def draw_roofline(gpus: Sequence[str] = ("V100", "A100", "H100", "B200"),
         The Figure; one Axes whose lines are labelled with the GPU names.
 
     Raises:
-        ImportError: matplotlib is missing. KeyError: unknown GPU name.
+        ImportError: matplotlib is missing. ValueError: unknown GPU name.
     """
     import numpy as np
 

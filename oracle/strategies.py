@@ -37,6 +37,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from oracle import placement
+from refimpl.deprecation import renamed_arguments
 
 __all__ = ["special_codes", "codes", "floats_near", "mx_blocks", "nvfp4_blocks",
            "attention_inputs", "kvcache_ops", "BLOCK_KINDS"]
@@ -122,8 +123,8 @@ BLOCK_KINDS = ("random", "zero", "pow2_amax", "below_pow2_amax", "outlier", "sub
 
 
 @st.composite
-def _block(draw, elem: Any, size: int, kinds: Sequence[str]) -> np.ndarray:
-    f = _fmt(elem) if elem != "int8" else None
+def _block(draw, fmt: Any, size: int, kinds: Sequence[str]) -> np.ndarray:
+    f = _fmt(fmt) if fmt != "int8" else None
     kind = draw(st.sampled_from(list(kinds)))
     scale_exp = draw(st.integers(-20, 20))
     raw = draw(st.lists(st.integers(-(1 << 20), 1 << 20), min_size=size, max_size=size))
@@ -158,15 +159,16 @@ def _block(draw, elem: Any, size: int, kinds: Sequence[str]) -> np.ndarray:
     return x
 
 
+@renamed_arguments({"elem": "fmt"})
 @st.composite
-def mx_blocks(draw, elem: Any = "e4m3", *, block_size: int = 32, min_blocks: int = 1,
+def mx_blocks(draw, fmt: Any = "e4m3", *, block_size: int = 32, min_blocks: int = 1,
               max_blocks: int = 4, rows: int | None = None,
               kinds: Sequence[str] = BLOCK_KINDS) -> np.ndarray:
     """A float32 array of shape (rows, n * block_size) (1-D when ``rows`` is None) whose
     blocks along the last axis are each drawn from ``kinds`` (:data:`BLOCK_KINDS`)."""
     n = draw(st.integers(min_blocks, max_blocks))
     nrows = 1 if rows is None else rows
-    blocks = [draw(_block(elem, block_size, kinds)) for _ in range(n * nrows)]
+    blocks = [draw(_block(fmt, block_size, kinds)) for _ in range(n * nrows)]
     x = np.concatenate(blocks).reshape(nrows, n * block_size)
     return x[0] if rows is None else x
 

@@ -7,7 +7,9 @@ A suite is a directory::
     DIR/<case id>/vectors.txt           optional TestFloat-style hex lines (--text)
 
 ``manifest.json`` (schema ``gpu-numerics-oracle/suite``, version 1) holds the oracle
-version, the versions of the specifications implemented, the generation parameters and
+version, the Python and NumPy versions that wrote the suite (``runtime``; informative:
+the bytes do not depend on them, and suites written before it was recorded lack it),
+the versions of the specifications implemented, the generation parameters and
 seed, and for every case its id, operation, parameters, variant (for an
 implementation-defined choice: ``{"choice": C, "option": O}``, or a list of such objects
 when the answer depends on several choices), and for every array its file, sha256, dtype, shape and,
@@ -362,6 +364,14 @@ def read_text_file(root: Path, entry: Mapping[str, Any], where: str) -> bytes:
 # manifest
 
 
+def runtime_versions() -> dict[str, str]:
+    """The versions of Python and NumPy running this process, as a manifest's
+    ``runtime`` records them (``platform.python_version()``, ``numpy.__version__``)."""
+    import platform
+
+    return {"python": platform.python_version(), "numpy": np.__version__}
+
+
 def canonical_json(obj: Any, *, sort_keys: bool = True) -> bytes:
     """Deterministic JSON: fixed indentation and separators, ASCII, trailing newline;
     keys sorted (the form hashed) or in insertion order (the form written, which is
@@ -452,7 +462,11 @@ def _structure_problems(m: Any, operations: Mapping[str, Any] | None) -> list[st
             problems.append(f"manifest.json: missing field {key!r}")
         elif not isinstance(m[key], typ) or isinstance(m[key], bool):
             problems.append(f"manifest.json: field {key!r} must be {typ.__name__}")
-    extra = set(m) - set(required)
+    optional = {"runtime": dict}   # absent from suites written before it was recorded
+    for key, typ in optional.items():
+        if key in m and not isinstance(m[key], typ):
+            problems.append(f"manifest.json: field {key!r} must be {typ.__name__}")
+    extra = set(m) - set(required) - set(optional)
     if extra:
         problems.append(f"manifest.json: unexpected fields {sorted(extra)}")
     if problems:
@@ -475,11 +489,20 @@ GENERATION = {"suite": (str,), "seed": (int,), "only": (str, type(None)),
               "shard": (str, type(None)), "text": (bool,), "sources_sha256": (str,)}
 
 
+#: what ``runtime`` records: the software that wrote the suite
+RUNTIME = ("python", "numpy")
+
+
 def _check_header(m: dict[str, Any]) -> list[str]:
     problems = []
     sv = m["spec_versions"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in sv.items()):
         problems.append("manifest.json: spec_versions must map names to version strings")
+    rt = m.get("runtime")
+    if rt is not None and not (set(rt) == set(RUNTIME) and all(
+            isinstance(v, str) and v for v in rt.values())):
+        problems.append(f"manifest.json: runtime must map exactly {sorted(RUNTIME)} to "
+                        "version strings")
     gen = m["generation"]
     if set(gen) - {"variants"} != set(GENERATION):
         problems.append(f"manifest.json: generation must have exactly the fields "
@@ -652,7 +675,7 @@ class Case:
     def check(self, outputs: Mapping[str, Any]) -> dict[str, tol.Comparison]:
         """Compare an implementation's outputs (by name) with this case's."""
         return {name: self.tolerance[name].compare(outputs[name], self.expected[name],
-                                                   format=self.formats.get(name))
+                                                   fmt=self.formats.get(name))
                 for name in self.expected if name in outputs}
 
     def assert_matches(self, outputs: Mapping[str, Any]) -> None:
@@ -679,7 +702,7 @@ class Case:
             if name in outputs:
                 try:
                     tol.assert_matches(outputs[name], self.expected[name],
-                                       self.tolerance[name], format=self.formats.get(name),
+                                       self.tolerance[name], fmt=self.formats.get(name),
                                        inputs=self.inputs)
                 except AssertionError as exc:
                     raise AssertionError(f"case {self.id}, output {name}: {exc}") from None
@@ -703,7 +726,7 @@ class Suite:
         for c in self.cases:
             if c.id == case_id:
                 return c
-        raise KeyError(f"no case {case_id!r} in suite {self.root}")
+        raise ValueError(f"no case {case_id!r} in suite {self.root}")
 
     @property
     def seed(self) -> int:

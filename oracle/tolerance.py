@@ -8,7 +8,7 @@ WebGPU CTS acceptance intervals):
   from ``+0.0`` and every NaN payload counts).
 - ``exact_nan_class``: bitwise equality, except that all NaNs form one class. Used
   where IEEE 754-2019 section 6.2.3 leaves the NaN payload open.
-- ``ulp(n, format)``: at most ``n`` units in the last place of ``format`` at the
+- ``ulp(n, fmt)``: at most ``n`` units in the last place of ``fmt`` at the
   expected value (ulp of the format's binade, clamped at its subnormal spacing).
 - ``interval(lo, hi)``: every element inside its acceptance interval ``[lo, hi]``
   (arrays shipped with the case).
@@ -37,13 +37,14 @@ from typing import Any, ClassVar, Mapping, Union
 
 import numpy as np
 
-from refimpl.validation import as_float, as_float64
+from refimpl.deprecation import deprecated_names, renamed_arguments
+from refimpl.validation import as_float, as_float64, check_int, check_positive_int
 
 #: an array field given inline, or the name of another output of the same case
 ArrayRef = Union[np.ndarray, str]
 
 __all__ = [
-    "Tolerance", "Exact", "ExactNaNClass", "ExactUnlessNaNScale", "Ulp", "Interval",
+    "Tolerance", "ExactTolerance", "ExactNaNClass", "ExactUnlessNaNScale", "Ulp", "Interval",
     "AllClose", "RelativeToNaive", "Comparison", "exact", "exact_nan_class",
     "exact_unless_nan_scale", "ulp", "interval", "allclose", "relative_to_naive",
     "from_json", "compare", "assert_matches", "format_value", "steps_apart",
@@ -202,12 +203,13 @@ def format_value(v: Any, fmt: str | None) -> str:
     return str(v)
 
 
+@renamed_arguments({"format": "fmt"})
 def failure_rows(
     comparison: Comparison,
     actual: np.ndarray,
     expected: np.ndarray,
     *,
-    format: str | None = None,
+    fmt: str | None = None,
     inputs: Mapping[str, np.ndarray] | None = None,
     input_formats: Mapping[str, str | None] | None = None,
     limit: int = 10,
@@ -228,8 +230,8 @@ def failure_rows(
         rows.append([
             str(list(int(i) for i in index)),
             ", ".join(shown) or "-",
-            format_value(expected[index], format),
-            format_value(actual[index], format),
+            format_value(expected[index], fmt),
+            format_value(actual[index], fmt),
             f"{float(err):.4g}",
         ])
     return rows
@@ -237,6 +239,21 @@ def failure_rows(
 
 # ---------------------------------------------------------------------------------
 # tolerance kinds
+
+
+def _json_key(f: Any) -> str:
+    """The manifest key of a dataclass field (the suite's schema: ``Ulp.fmt`` is stored
+    as ``"format"``)."""
+    return f.metadata.get("json", f.name)
+
+
+def _warn_renamed(old: str, new: str) -> None:
+    import warnings
+
+    from refimpl.deprecation import REMOVED_IN
+
+    warnings.warn(f"{old} is deprecated and will be removed in {REMOVED_IN}; use {new}",
+                  DeprecationWarning, stacklevel=3)
 
 
 class Tolerance:
@@ -252,7 +269,7 @@ class Tolerance:
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray):
                 v = f"<array {v.shape}>"
-            parts.append(f"{f.name}={v}")
+            parts.append(f"{_json_key(f)}={v}")
         return f"{self.kind}({', '.join(parts)})"
 
     # -- serialisation -------------------------------------------------------------
@@ -264,7 +281,7 @@ class Tolerance:
                 raise ValueError(
                     f"{self.kind}.{f.name} holds an array; in a suite it must name "
                     "another output of the case")
-            out[f.name] = v
+            out[_json_key(f)] = v
         return out
 
     def references(self) -> tuple[str, ...]:
@@ -287,13 +304,16 @@ class Tolerance:
             v = getattr(self, f.name)
             if f.metadata.get("array") and isinstance(v, str):
                 if v not in outputs:
-                    raise KeyError(f"{self.kind} tolerance refers to output {v!r}, "
+                    raise ValueError(f"{self.kind} tolerance refers to output {v!r}, "
                                    f"which the case does not have")
                 changes[f.name] = outputs[v]
         return replace(self, **changes) if changes else self
 
     # -- comparison ----------------------------------------------------------------
-    def compare(self, actual: Any, expected: Any, *, format: str | None = None) -> Comparison:
+    @renamed_arguments({"format": "fmt"})
+    def compare(self, actual: Any, expected: Any, *, fmt: str | None = None) -> Comparison:
+        """Compare ``actual`` with ``expected``; ``fmt`` names the low-precision format
+        when both hold unsigned codes."""
         actual = np.asarray(actual)
         expected = np.asarray(expected)
         if actual.shape != expected.shape:
@@ -314,7 +334,7 @@ class Tolerance:
                         f"{self.kind} tolerance field {f.name!r} has shape {np.shape(v)},"
                         f" expected {expected.shape}"))
         try:
-            return self._compare(actual, expected, format)
+            return self._compare(actual, expected, fmt)
         except ValueError as exc:  # values no comparison can use exactly (2**53 + 1)
             return Comparison(False, self, problem=str(exc))
 
@@ -337,7 +357,7 @@ def _result(tol: Tolerance, mismatch: np.ndarray, error: np.ndarray,
 
 
 @dataclass(frozen=True)
-class Exact(Tolerance):
+class ExactTolerance(Tolerance):
     """Bitwise equality, dtype included."""
 
     kind: ClassVar[str] = "exact"
@@ -354,7 +374,7 @@ class Exact(Tolerance):
 @dataclass(frozen=True)
 class ExactNaNClass(Tolerance):
     """Bitwise equality with every NaN (any sign, any payload, any NaN code of
-    ``format``) in one class."""
+    ``fmt``) in one class."""
 
     kind: ClassVar[str] = "exact_nan_class"
     error_label: ClassVar[str] = "steps apart"
@@ -397,13 +417,8 @@ class ExactUnlessNaNScale(Tolerance):
     error_label: ClassVar[str] = "steps apart"
 
     def __post_init__(self) -> None:
-        for name in ("block_size", "axis"):
-            v = getattr(self, name)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                raise ValueError(f"exact_unless_nan_scale: {name} must be an int, got {v!r}")
-        if self.block_size < 1:
-            raise ValueError(f"exact_unless_nan_scale: block_size must be >= 1, got "
-                             f"{self.block_size}")
+        check_int("exact_unless_nan_scale: axis", self.axis)
+        check_positive_int("exact_unless_nan_scale: block_size", self.block_size)
 
     def _needs_same_dtype(self) -> bool:
         return True
@@ -434,11 +449,12 @@ class ExactUnlessNaNScale(Tolerance):
 
 @dataclass(frozen=True)
 class Ulp(Tolerance):
-    """At most ``n`` ulps of ``format`` at the expected value. NaN matches NaN only;
-    an infinity matches only the same infinity."""
+    """At most ``n`` ulps of ``fmt`` at the expected value. NaN matches NaN only;
+    an infinity matches only the same infinity. (In a manifest ``fmt`` is stored under
+    the key ``"format"``.)"""
 
     n: float = 0
-    format: str = "fp32"
+    fmt: str = field(default="fp32", metadata={"json": "format"})
     kind: ClassVar[str] = "ulp"
     error_label: ClassVar[str] = "ulp"
 
@@ -450,12 +466,22 @@ class Ulp(Tolerance):
         a = as_values(actual, fmt)
         e = as_values(expected, fmt)
         with np.errstate(invalid="ignore", over="ignore"):
-            err = np.abs(a - e) / ulp_of(e, self.format)
+            err = np.abs(a - e) / ulp_of(e, self.fmt)
         both_nan = np.isnan(a) & np.isnan(e)
         same_inf = np.isinf(e) & (a == e)
         err = np.where(both_nan | same_inf, 0.0, err)
         err = np.where(np.isnan(err), np.inf, err)
         return _result(self, err > self.n, err)
+
+    @property
+    def format(self) -> str:
+        """Deprecated spelling of :attr:`fmt`."""
+        _warn_renamed("Ulp.format", "Ulp.fmt")
+        return self.fmt
+
+
+# the keyword spelling Ulp(format=...) of the constructor
+Ulp.__init__ = renamed_arguments({"format": "fmt"})(Ulp.__init__)  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True)
@@ -550,8 +576,8 @@ class RelativeToNaive(Tolerance):
 # constructors and JSON
 
 
-def exact() -> Exact:
-    return Exact()
+def exact() -> ExactTolerance:
+    return ExactTolerance()
 
 
 def exact_nan_class() -> ExactNaNClass:
@@ -563,8 +589,9 @@ def exact_unless_nan_scale(scales: ArrayRef = "scales", block_size: int = 32,
     return ExactUnlessNaNScale(scales, block_size, axis, scale_format)
 
 
-def ulp(n: float, format: str = "fp32") -> Ulp:
-    return Ulp(n, format)
+@renamed_arguments({"format": "fmt"})
+def ulp(n: float, fmt: str = "fp32") -> Ulp:
+    return Ulp(n, fmt)
 
 
 def interval(lo: ArrayRef, hi: ArrayRef) -> Interval:
@@ -580,7 +607,7 @@ def relative_to_naive(factor: float, naive: ArrayRef, atol: float = 0.0) -> Rela
 
 
 KINDS: dict[str, type[Tolerance]] = {
-    cls.kind: cls for cls in (Exact, ExactNaNClass, ExactUnlessNaNScale, Ulp, Interval,
+    cls.kind: cls for cls in (ExactTolerance, ExactNaNClass, ExactUnlessNaNScale, Ulp, Interval,
                               AllClose, RelativeToNaive)
 }
 
@@ -592,7 +619,7 @@ def from_json(obj: Any) -> Tolerance:
     cls = KINDS.get(obj["kind"])
     if cls is None:
         raise ValueError(f"unknown tolerance kind {obj['kind']!r}; known: {', '.join(KINDS)}")
-    names = {f.name: f for f in fields(cls)}
+    names = {_json_key(f): f for f in fields(cls)}
     extra = set(obj) - set(names) - {"kind"}
     missing = set(names) - set(obj)
     if extra or missing:
@@ -611,19 +638,21 @@ def from_json(obj: Any) -> Tolerance:
             raise ValueError(f"{cls.kind}.{name} must be a finite number, got {v!r}")
         elif f.type in ("int", int) and not isinstance(v, int):
             raise ValueError(f"{cls.kind}.{name} must be an integer, got {v!r}")
-        kwargs[name] = v
+        kwargs[f.name] = v
     return cls(**kwargs)
 
 
+@renamed_arguments({"format": "fmt"})
 def compare(actual: Any, expected: Any, tolerance: Tolerance, *,
-            format: str | None = None) -> Comparison:
-    """Compare ``actual`` with ``expected`` under ``tolerance``; ``format`` names the
+            fmt: str | None = None) -> Comparison:
+    """Compare ``actual`` with ``expected`` under ``tolerance``; ``fmt`` names the
     low-precision format when both hold unsigned codes."""
-    return tolerance.compare(actual, expected, format=format)
+    return tolerance.compare(actual, expected, fmt=fmt)
 
 
+@renamed_arguments({"format": "fmt"})
 def assert_matches(actual: Any, expected: Any, tolerance: Tolerance, *,
-                   format: str | None = None,
+                   fmt: str | None = None,
                    inputs: Mapping[str, np.ndarray] | None = None,
                    limit: int = 10) -> None:
     """Raise AssertionError with a table of the failing elements (index, input,
@@ -633,14 +662,17 @@ def assert_matches(actual: Any, expected: Any, tolerance: Tolerance, *,
     """
     from tabulate import tabulate
 
-    comparison = compare(actual, expected, tolerance, format=format)
+    comparison = compare(actual, expected, tolerance, fmt=fmt)
     if comparison.ok:
         return
     message = comparison.summary()
     if comparison.mismatch is not None:
         rows = failure_rows(comparison, np.asarray(actual), np.asarray(expected),
-                            format=format, inputs=inputs, limit=limit)
+                            fmt=fmt, inputs=inputs, limit=limit)
         table = tabulate(rows, headers=["index", "input", "expected", "got",
                                         comparison.error_label])
         message = f"{message}\n{table}"
     raise AssertionError(message)
+
+
+__getattr__ = deprecated_names(__name__, {"Exact": ("ExactTolerance", ExactTolerance)})

@@ -26,7 +26,7 @@ import numpy as np
 from oracle import limits
 from oracle import suite as fmt
 from oracle.cases import Registry, registry as default_registry
-from oracle.tolerance import Comparison, Exact, as_values, failure_rows
+from oracle.tolerance import Comparison, ExactTolerance, as_values, failure_rows
 
 
 @dataclass
@@ -79,6 +79,13 @@ def verify(root: str | Path, *, registry: Registry | None = None,
     if not same_sources:
         report.notes.append("the suite was generated from other sources than this "
                             "installation's (recomputation below decides what changed)")
+    here = fmt.runtime_versions()
+    if isinstance(m.get("runtime"), dict) and m["runtime"] != here:
+        report.notes.append(
+            "the suite was written with Python {} and NumPy {}; recomputed here with "
+            "Python {} and NumPy {}".format(m["runtime"].get("python"),
+                                            m["runtime"].get("numpy"),
+                                            here["python"], here["numpy"]))
     from oracle._version import __version__
 
     for key, want in (("spec_versions", reg.spec_versions), ("oracle_version", __version__)):
@@ -190,7 +197,7 @@ def _verify_case(root: Path, entry: dict[str, Any], reg: Registry, recompute: bo
         report.problems.append(Problem(cid, "-", f"recomputation gives outputs "
                                        f"{sorted(got)}, the suite has {sorted(stored)}"))
     for name in sorted(set(got) & set(stored)):
-        c = Exact().compare(np.asarray(got[name]), stored[name])
+        c = ExactTolerance().compare(np.asarray(got[name]), stored[name])
         if not c.ok:
             where = ""
             if c.mismatch is not None:
@@ -323,7 +330,7 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
                     f"{list(expected.shape)})")))
                 continue
             fmt_name = case.formats.get(name)
-            c: Comparison = case.tolerance[name].compare(got, expected, format=fmt_name)
+            c: Comparison = case.tolerance[name].compare(got, expected, fmt=fmt_name)
             if c.ok:
                 report.passed += 1
                 continue
@@ -334,7 +341,7 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
                 message += (f"; {n_signs} of them sign differences of zero "
                             "(+0 vs -0)")
             report.problems.append(Problem(case.id, rel, message))
-            rows = failure_rows(c, got, expected, format=fmt_name, inputs=case.inputs,
+            rows = failure_rows(c, got, expected, fmt=fmt_name, inputs=case.inputs,
                                 input_formats=case.formats, limit=rows_per_output)
             if not rows:
                 rows = [["-", "-", "-", "-", c.summary()]]

@@ -30,14 +30,16 @@ def renamed_arguments(renames: Mapping[str, str]) -> Callable[[F], F]:
     renames = dict(renames)
 
     def wrap(func: F) -> F:
+        where = getattr(func, "__qualname__", func.__name__)  # MXArray.__init__
+
         @functools.wraps(func)
         def inner(*args: Any, **kwargs: Any) -> Any:
             for old, new in renames.items():
                 if old in kwargs:
                     if new in kwargs:
-                        raise TypeError(f"{func.__name__}() got both {old}= (deprecated) "
+                        raise TypeError(f"{where}() got both {old}= (deprecated) "
                                         f"and {new}=; pass {new}= only")
-                    warnings.warn(f"{func.__name__}({old}=...) is deprecated and will be "
+                    warnings.warn(f"{where}({old}=...) is deprecated and will be "
                                   f"removed in {REMOVED_IN}; use {new}=",
                                   DeprecationWarning, stacklevel=2)
                     kwargs[new] = kwargs.pop(old)
@@ -52,7 +54,8 @@ def renamed_arguments(renames: Mapping[str, str]) -> Callable[[F], F]:
 def deprecated_names(module: str, renames: Mapping[str, tuple[str, Any]]
                      ) -> Callable[[str], Any]:
     """A module ``__getattr__`` serving old names: ``renames`` maps an old name to
-    ``(new name, object)``.
+    ``(new name, object)``; a new name with a dot is the full path of a name that moved
+    to another module.
 
     Usage in a module: ``__getattr__ = deprecated_names(__name__, {"Old": ("New", New)})``.
 
@@ -64,8 +67,9 @@ def deprecated_names(module: str, renames: Mapping[str, tuple[str, Any]]
     def __getattr__(name: str) -> Any:
         if name in renames:
             new, obj = renames[name]
+            where = new if "." in new else f"{module}.{new}"
             warnings.warn(f"{module}.{name} is deprecated and will be removed in "
-                          f"{REMOVED_IN}; use {module}.{new}", DeprecationWarning,
+                          f"{REMOVED_IN}; use {where}", DeprecationWarning,
                           stacklevel=2)
             return obj
         raise AttributeError(f"module {module!r} has no attribute {name!r}")

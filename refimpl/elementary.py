@@ -56,7 +56,9 @@ from math import factorial
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.validation import as_float64
+from refimpl.eft import two_sum
+from refimpl.rational import round_rational
+from refimpl.validation import as_float64, check_int
 
 __all__ = ["exp", "exp_f32", "expm1", "log", "tanh", "LN2"]
 
@@ -381,10 +383,7 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     Returns:
         float32 array of the shape of ``x`` (``out`` when given).
     """
-    if not isinstance(shift, (int, np.integer)) or isinstance(shift, bool) \
-            or shift not in _F_SHIFTS:
-        raise ValueError(f"shift must be an integer in [-64, 8], got {shift!r}")
-    shift = int(shift)
+    shift = check_int("shift", shift, minimum=-64, maximum=8)  # the range of _F_SHIFTS
     x = as_float64(x)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow gives +inf, the answer
         return _elementwise(lambda xc, oc, ws: _exp_f32_into(xc, oc, ws, shift), x, out,
@@ -453,17 +452,7 @@ def _exp_f32_slow(x: np.ndarray, shift: int) -> np.ndarray:
 
 def _rn32(v: Fraction) -> np.float32:
     """A positive rational rounded to binary32 (ties to even), +inf past the range."""
-    e = v.numerator.bit_length() - v.denominator.bit_length()
-    if Fraction(2) ** e > v:
-        e -= 1  # 2^e <= v < 2^(e+1)
-    quantum = Fraction(2) ** (max(e, -126) - 23)
-    q, rem = divmod(v, quantum)
-    if rem > quantum / 2 or (rem == quantum / 2 and q % 2 == 1):
-        q += 1
-    value = q * quantum
-    if value >= Fraction(2) ** 128:
-        return np.float32(np.inf)
-    return np.float32(float(value))  # exact: value is a binary32 number
+    return np.float32(round_rational(v, 24, -126, 127))  # exact: a binary32 value or inf
 
 
 def _exp_f32_decimal(x: float, shift: int = 0) -> np.float32:
@@ -515,9 +504,7 @@ def _expm1(x: np.ndarray) -> np.ndarray:
     m <<= 52
     scale = m.view(np.float64)  # 2^m, m in [-87, 1023]: normal
     h = t_hi * scale
-    d = h - 1.0
-    hv = d + 1.0
-    dl = (h - hv) + (-1.0 - (d - hv))
+    d, dl = two_sum(-1.0, h)
     s *= scale
     dl += s
     d += dl
@@ -550,9 +537,7 @@ def log(x: ArrayLike) -> np.ndarray:
     corr = hfsq - (s * (hfsq + r) + e * LN2_LO)
     # e*LN2_HI + f as an exact pair (TwoSum), then one rounding of hi + (lo - corr)
     a = e * LN2_HI  # exact: <= 11 + 32 bits
-    hi = a + f
-    av = hi - f
-    lo = (a - av) + (f - (hi - av))
+    hi, lo = two_sum(f, a)
     out = hi + (lo - corr)
     out = np.where(x == 0, -np.inf, out)
     out = np.where(x < 0, np.nan, out)

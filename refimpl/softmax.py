@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 
 from refimpl import elementary
 from refimpl.summation import fold_sum
-from refimpl.validation import as_float_array, check_positive_int
+from refimpl.validation import as_float_array, check_axis, check_positive_int
 
 __all__ = [
     "SoftmaxState", "merge", "softmax", "logsumexp", "online_softmax", "online_state",
@@ -134,6 +134,7 @@ def softmax(x: ArrayLike, axis: int = -1) -> np.ndarray:
         float32 for float32 or narrower input, float64 for float64 input.
     """
     x64, dt = _real(x)
+    axis = check_axis("axis", axis, x64.ndim)
     if x64.shape[axis] == 0:
         return x64.astype(dt)
     m = np.max(x64, axis=axis, keepdims=True)
@@ -150,7 +151,7 @@ def logsumexp(x: ArrayLike, axis: int = -1) -> np.ndarray:
     Base 2 (FlashInfer's convention) is ``logsumexp(x) / ln 2``.
     """
     x64, dt = _real(x)
-    return SoftmaxState.of(x64, axis).lse.astype(dt)
+    return SoftmaxState.of(x64, check_axis("axis", axis, x64.ndim)).lse.astype(dt)
 
 
 def online_state(x: ArrayLike, axis: int = -1, block: int = 1) -> SoftmaxState:
@@ -161,7 +162,8 @@ def online_state(x: ArrayLike, axis: int = -1, block: int = 1) -> SoftmaxState:
     larger blocks merge the state of each block into the running state.
     """
     block = check_positive_int("block", block)
-    x = np.moveaxis(_real(x)[0], axis, -1)
+    x = _real(x)[0]
+    x = np.moveaxis(x, check_axis("axis", axis, x.ndim), -1)
     state = SoftmaxState.identity(x.shape[:-1])
     for start in range(0, x.shape[-1], block):
         state = merge(state, SoftmaxState.of(x[..., start:start + block], axis=-1))
@@ -174,6 +176,7 @@ def online_softmax(x: ArrayLike, axis: int = -1, block: int = 1) -> np.ndarray:
     Returns the dtype rule of :func:`softmax`.
     """
     x64, dt = _real(x)
+    axis = check_axis("axis", axis, x64.ndim)
     state = online_state(x64, axis=axis, block=block)
     m = np.expand_dims(state.m, axis)
     d = np.expand_dims(state.d, axis)

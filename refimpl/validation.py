@@ -23,6 +23,7 @@ __all__ = [
     "check_int",
     "check_positive_int",
     "check_index",
+    "check_axis",
     "as_float_array",
     "as_float64",
     "as_float",
@@ -73,6 +74,8 @@ def check_int(name: str, value: object, *, minimum: Optional[int] = None,
     if minimum is not None and v < minimum:
         if minimum == 1:
             raise ValueError(f"{name} must be a positive int, got {v}")
+        if minimum == 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v}")
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
     if maximum is not None and v > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {v}")
@@ -98,6 +101,20 @@ def check_index(name: str, value: object, size: int) -> int:
     if not 0 <= v < size:
         raise ValueError(f"{name} {v} out of range [0, {size})")
     return v
+
+
+def check_axis(name: str, axis: object, ndim: int) -> int:
+    """``axis`` of an array of ``ndim`` dimensions as a non-negative int (negative axes
+    count from the end, as in NumPy).
+
+    Raises:
+        TypeError: not an int or NumPy integer.
+        ValueError: outside ``[-ndim, ndim)``.
+    """
+    a = check_int(name, axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{name}: {a} is out of range for an array of {ndim} dimensions")
+    return a % ndim
 
 
 def _precision(precision: Any) -> type:

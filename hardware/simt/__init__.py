@@ -21,11 +21,13 @@ Modules: :mod:`.parser` (PTX text), :mod:`.inline` (device-function calls, by
 inlining), :mod:`.cfg` (reconvergence points), :mod:`.instructions` (the opcode table),
 :mod:`.rounding` (exact IEEE arithmetic), :mod:`.lowprec` (packed FP8/FP6/FP4/UE8M0 cvt),
 :mod:`.matrix` (mma, ldmatrix, wmma), :mod:`.async_copy` (cp.async groups),
+:mod:`.device_runtime` (device ``printf``, ``assert`` and ``trap``),
 :mod:`.executor` (SIMT stack, scheduler, barriers, memory spaces), :mod:`.memory`
 (:class:`GlobalMemory`), :mod:`.stats` (:class:`LaunchStats`), :mod:`.gallery`.
 """
 from .errors import (
     DeadlockError,
+    DeviceAssertionError,
     ExecutionError,
     LaunchError,
     MemoryAccessError,
@@ -58,4 +60,5 @@ __all__ = [
     "MemoryAccessError",
     "DeadlockError",
     "StepLimitError",
+    "DeviceAssertionError",
 ]

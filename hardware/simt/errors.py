@@ -10,6 +10,7 @@ __all__ = [
     "DeadlockError",
     "StepLimitError",
     "ExecutionError",
+    "DeviceAssertionError",
 ]
 
 
@@ -47,3 +48,11 @@ class DeadlockError(ExecutionError):
 
 class StepLimitError(ExecutionError):
     """The launch executed more warp instructions than ``max_steps``."""
+
+
+class DeviceAssertionError(ExecutionError):
+    """A device-side ``assert`` failed (``__assertfail``): names the kernel, block,
+    thread, the asserted expression, file, line and function; ``stdout`` holds the
+    ``printf`` output of the launch up to the failure."""
+
+    stdout: str = ""

@@ -1,6 +1,7 @@
 """Warp execution: the SIMT stack, the warp scheduler, barriers and memory spaces.
 
-Model (documented choice; the reference doc allows either pre-Volta or Volta semantics):
+Model (a documented choice: CUDA C++ Programming Guide, "SIMT Architecture", allows either;
+pre-Volta reconvergence, with Volta's forward progress):
 - **Pre-Volta SIMT stack.** Each warp has a stack of (pc, reconvergence pc, active mask)
   entries. At a branch where the active lanes disagree, the top entry's pc becomes the
   branch's immediate post-dominator ``r`` and one entry per path is pushed with
@@ -24,8 +25,20 @@ Model (documented choice; the reference doc allows either pre-Volta or Volta sem
   executed on a per-warp basis), and threads that have exited count as arrived.
 - Within one instruction, lanes act in thread order: for conflicting stores to one
   address the highest thread index wins; atomics apply lane by lane in thread order.
-- A kernel in which one warp spins waiting for another warp of the same launch (a
-  flag in memory) may not finish under lowest-pc scheduling: ``max_steps`` stops it.
+- **Independent thread scheduling** (``scheduling="independent"``, the default for
+  sm_70 and later; CUDA C Programming Guide, "Independent Thread Scheduling"): on top
+  of the stack and the lowest-pc order, a path that takes :data:`YIELD_AFTER` (64)
+  uniform backward branches (counted since it last diverged or yielded) while other
+  threads of its warp wait for it yields to them: the sibling paths of its divergent
+  branch run in turn (the yielding path goes below them on the stack), or the threads
+  waiting at the path's reconvergence point go on from there as a path of their own
+  (the two then reconverge where the waiting entry would have).
+  Likewise a warp that takes :data:`YIELD_AFTER` backward branches while other warps
+  can run gives way to them until every runnable warp has given way. A spin lock thus
+  completes (the holder of the lock gets to release it), and code that loops fewer
+  than 64 times in a row behaves as under the plain stack. ``scheduling="lockstep"``
+  is the pre-Volta model alone, under which such a kernel livelocks until
+  ``max_steps``.
 - Registers, shared and local memory start at zero (on a GPU they start undefined).
 - Blocks run in batches of at most ``module.MAX_THREADS_PER_WAVE`` threads, in block
   order; all blocks of a batch execute together.
@@ -563,12 +576,19 @@ _SPECIAL_NAMES = frozenset([
 
 
 BARRIER_MODES = ("strict", "warp")
+SCHEDULING_MODES = ("independent", "lockstep")
+#: backward branches a path (or a warp) takes in a row while other threads wait for it
+#: before it yields to them under independent thread scheduling
+YIELD_AFTER = 64
 
 
-def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "strict") -> int:
-    """Execute every warp of ``wave`` to completion; returns the steps (warp
-    instructions) executed so far in the launch. ``barrier_mode`` is described in
-    :meth:`hardware.simt.Module.launch`."""
+def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict",
+             scheduling: str = "independent") -> None:
+    """Execute every warp of ``wave`` to completion; a warp that executes more than
+    ``max_steps`` instructions stops the launch (StepLimitError naming it).
+    ``barrier_mode`` and ``scheduling`` are described in
+    :meth:`hardware.simt.Module.launch` and the module docstring."""
+    independent = scheduling == "independent"
     exited_threads_arrive = barrier_mode == "warp"
     k = wave.kernel
     ops = wave.ops
@@ -587,7 +607,11 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
     toprpc = np.full(W, n, dtype=np.int64)
     topmask = exists.copy()
     st = np.where(topmask.any(axis=1), _RUN, _DONE).astype(np.int8)
-    stacks: list[list[list[Any]]] = [[[0, n, topmask[w].copy()]] for w in range(W)]
+    # stack entries: [pc, reconvergence pc, active mask, backward branches in a row]
+    stacks: list[list[list[Any]]] = [[[0, n, topmask[w].copy(), 0]] for w in range(W)]
+    yielded = np.zeros(W, dtype=bool)      # warps that gave way to the others
+    any_yielded = False
+    wspin = np.zeros(W, dtype=np.int64)    # backward branches while other warps wait
     depth = np.ones(W, dtype=np.int64)
     max_depth = 1
     divergent = 0
@@ -623,7 +647,7 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
         woke = np.flatnonzero(st == _RUN)
         if woke.size:
             pop_check(woke)
-    steps = steps_done
+    wsteps = np.zeros(W, dtype=np.int64)   # instructions executed by each warp
     warp_block = wave.warp_block
 
     def pop_check(ws: np.ndarray) -> None:
@@ -639,7 +663,15 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
                 depth[w] = len(s)
 
     while True:
-        cand = np.where(st == _RUN, tp, _BIG)
+        if any_yielded:
+            live = (st == _RUN) & ~yielded
+            if not live.any():
+                yielded[:] = False
+                any_yielded = False
+                live = st == _RUN
+            cand = np.where(live, tp, _BIG)
+        else:
+            cand = np.where(st == _RUN, tp, _BIG)
         pc = int(cand.min())
         if pc >= _BIG:
             if (st == _WAIT).any():
@@ -665,6 +697,8 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
         rp = toprpc[warps]
         ahead = rp[rp > pc]
         stop = min(others, int(ahead.min())) if ahead.size else others
+        budget = max_steps - int(wsteps[warps].max())
+        pc0 = pc
         # ---------------------------------------------------------- straight-line run
         while pc < n:
             op = ops[pc]
@@ -672,9 +706,8 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
                 break
             wcount[pc] += G
             tcount[pc] += nact
-            steps += G
-            if steps > max_steps:
-                _step_limit(wave, op, max_steps)
+            if pc - pc0 >= budget:
+                _step_limit(wave, op, max_steps, warps, wsteps)
             g = op.guard
             if g is None:
                 op.fn(ix, ex)
@@ -695,6 +728,7 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
             pc += 1
             if pc >= stop:
                 break
+        wsteps[warps] += pc - pc0
         tp[warps] = pc
         if pc >= n:
             # fell off the end of the kernel: behaves like ret
@@ -709,9 +743,9 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
             continue
         wcount[pc] += G
         tcount[pc] += nact
-        steps += G
-        if steps > max_steps:
-            _step_limit(wave, op, max_steps)
+        if pc - pc0 >= budget:
+            _step_limit(wave, op, max_steps, warps, wsteps)
+        wsteps[warps] += 1
         g = op.guard
         if g is not None:
             gr = g[rows]
@@ -741,9 +775,9 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
                         else:
                             s[-1][0] = r
                         if pc + 1 != r:
-                            s.append([pc + 1, r, nt[i].copy()])
+                            s.append([pc + 1, r, nt[i].copy(), 0])
                         if target != r:
-                            s.append([target, r, pm[i].copy()])
+                            s.append([target, r, pm[i].copy(), 0])
                         top = s[-1]
                         tp[w] = top[0]
                         toprpc[w] = top[1]
@@ -752,6 +786,29 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
                         divergent += 1
                         if len(s) > max_depth:
                             max_depth = len(s)
+            if independent and target <= pc:
+                # a backward branch: a path that keeps looping while other threads
+                # wait for it yields to them (independent thread scheduling)
+                if g is None:
+                    took = warps
+                    uniform = warps
+                else:
+                    took = warps[t_any]
+                    uniform = warps[t_any & ~nt_any]
+                for w in uniform[depth[uniform] > 1].tolist():
+                    if _spin_yield(stacks[w], int(tp[w])):
+                        top = stacks[w][-1]
+                        tp[w] = top[0]
+                        toprpc[w] = top[1]
+                        topmask[w] = top[2]
+                        depth[w] = len(stacks[w])
+                if (others < _BIG or any_yielded) and took.size:
+                    wspin[took] += 1
+                    over = took[wspin[took] >= YIELD_AFTER]
+                    if over.size:
+                        wspin[over] = 0
+                        yielded[over] = True
+                        any_yielded = True
             pop_check(warps)
         elif op.kind == "exit":
             tp[warps] = pc + 1
@@ -788,7 +845,37 @@ def run_wave(wave: Wave, max_steps: int, steps_done: int, barrier_mode: str = "s
         stats.divergent_branches += divergent
         stats.max_stack_depth = max(stats.max_stack_depth, max_depth)
         stats.barriers += barriers
-    return steps
+
+
+def _spin_yield(s: list, pc: int) -> bool:
+    """Count a uniform backward branch of the top entry of stack ``s``; after
+    :data:`YIELD_AFTER` of them in a row, let the threads waiting for it run: a sibling
+    path (same reconvergence pc) comes to the top (the yielding path goes below all of
+    its siblings, so that they run in turn), or the threads waiting at the
+    top's reconvergence point go on from there as a path of their own (the looping
+    path then reconverges with them where the waiting entry would have). Returns
+    whether the stack changed. ``pc`` is the top entry's current pc."""
+    top = s[-1]
+    top[0] = pc
+    top[3] += 1
+    if top[3] < YIELD_AFTER:
+        return False
+    top[3] = 0
+    below = s[-2]
+    if below[1] == top[1] and below[0] != top[1]:
+        # sibling paths (same reconvergence pc) run in turn: the top goes below them all
+        j = len(s) - 2
+        while j > 0 and s[j - 1][1] == top[1] and s[j - 1][0] != top[1]:
+            j -= 1
+        s.insert(j, s.pop())
+        return True
+    if below[0] == top[1]:
+        waiting = below[2] & ~top[2]
+        if waiting.any():
+            s[-2] = [top[0], below[1], top[2], 0]
+            s[-1] = [below[0], below[1], waiting, 0]  # the waiting threads run on
+            return True
+    return False
 
 
 def _exit_lanes(wave: Wave, warps: np.ndarray, em: np.ndarray, stacks: list, tp: np.ndarray,
@@ -825,10 +912,17 @@ def _exit_lanes(wave: Wave, warps: np.ndarray, em: np.ndarray, stacks: list, tp:
         depth[w] = len(s)
 
 
-def _step_limit(wave: Wave, op: Op, max_steps: int) -> None:
-    raise StepLimitError(f"kernel {wave.kernel.name}: more than max_steps={max_steps} warp "
-                         f"instructions executed (last at line {op.inst.line}: "
-                         f"{op.inst.text!r}); a runaway loop? raise max_steps if not")
+def _step_limit(wave: Wave, op: Op, max_steps: int, warps: np.ndarray,
+                wsteps: np.ndarray) -> None:
+    w = int(warps[int(np.argmax(wsteps[warps]))])
+    b = int(wave.warp_block[w])
+    first = int(np.flatnonzero(wave.warp_block == b)[0])
+    k = w - first
+    raise StepLimitError(
+        f"kernel {wave.kernel.name}: warp {k} of block {tuple(wave.block_ids[b])} (threads "
+        f"{32 * k}-{32 * k + 31} of the block) executed more than max_steps={max_steps} "
+        f"instructions, now at line {op.inst.line} ({op.inst.text!r}): a spinning or "
+        "runaway loop? Raise max_steps if the kernel needs more")
 
 
 def _deadlock(wave: Wave, st: np.ndarray, tp: np.ndarray, arrived: dict, ops: list[Op]) -> None:

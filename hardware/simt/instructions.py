@@ -55,6 +55,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from refimpl import elementary
+from refimpl.eft import round_to_odd, two_sum
+from refimpl.rounding_modes import PTX_MODIFIERS
+
 from . import rounding
 from .errors import PtxError, UnsupportedPtxError
 from .parser import Addr, FImm, Imm, Instruction, Pair, Reg, Sink, Sym, Vec
@@ -156,6 +160,9 @@ def getter(op: Any, t: PtxType, ctx: Any, inst: Instruction) -> Callable:
         if t.kind == "pred":
             v = bool(op.value)
             return lambda ix: v
+        if t.kind != "f" and not -(1 << (t.bits - 1)) <= op.value < (1 << t.bits):
+            raise _unsupported(inst, f"immediate {op.value} does not fit a {t.bits}-bit "
+                                     "operand")
         s = _scalar(op.value, t)
         return lambda ix: s
     if isinstance(op, FImm):
@@ -1031,8 +1038,7 @@ _LOWP = {"f16": "fp16", "bf16": "bf16"}
 
 def _encode(x: np.ndarray, fmt: str, mode: str, sat: bool) -> np.ndarray:
     from refimpl import formats  # the format codec (IEEE binary16, bfloat16, OCP OFP8)
-    rnd = {"rn": "nearest_even", "rz": "toward_zero", "rm": "toward_negative",
-           "rp": "toward_positive"}[mode]
+    rnd = PTX_MODIFIERS[mode].value  # the PTX modifier's IEEE 754 rounding mode
     # NVIDIA's canonical NaN codes: 0x7FFF for f16/bf16, 0x7F for both FP8 formats
     nan = 0x7FFF if fmt in ("fp16", "bf16") else 0x7F
     return formats.encode(np.asarray(x), fmt, rounding=rnd, saturate=sat, nan=nan)
@@ -1211,35 +1217,27 @@ def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
 # --------------------------------------------------------------------- approx / sqrt
 
 
+# The transcendental .approx instructions are modelled by the bit-reproducible float64
+# functions of refimpl.elementary (within a few float64 ulp) rounded to float32: well
+# inside the error bounds of APPROX_ERROR.
+
+
 def _exp2_f64(x: np.ndarray) -> np.ndarray:
-    # 2**x = 2**n * 2**f, f in [-0.5, 0.5]; Taylor series of exp(f ln 2) in float64
-    # using + and * only, so the result is the same on every machine
+    # 2**x = 2**n * e**(f ln 2), n = rint(x), f = x - n in [-0.5, 0.5] (exact)
     x = np.asarray(x, np.float64)
     big = np.clip(x, -1100.0, 1100.0)
     n = np.rint(big)
-    f = big - n
-    y = f * 0.6931471805599453
-    term = np.ones_like(y)
-    acc = np.ones_like(y)
-    for k in range(1, 20):
-        term = term * y / k
-        acc = acc + term
-    return np.ldexp(acc, n.astype(np.int64))
+    return np.ldexp(elementary.exp((big - n) * elementary.LN2), n.astype(np.int64))
 
 
 def _log2_f64(x: np.ndarray) -> np.ndarray:
-    # log2(m * 2**e) = e + 2/ln2 * atanh((m-1)/(m+1)), m in [sqrt(1/2), sqrt(2))
+    # log2(m * 2**e) = e + log(m) / ln 2, m in [sqrt(1/2), sqrt(2)): exact for powers of 2
     x = np.asarray(x, np.float64)
     m, e = np.frexp(np.where(x > 0, x, 1.0))
     small = m < 0.7071067811865476
     m = np.where(small, m * 2.0, m)
     e = np.where(small, e - 1, e)
-    s = (m - 1.0) / (m + 1.0)
-    s2 = s * s
-    acc = np.zeros_like(s)
-    for k in range(31, 0, -2):
-        acc = acc * s2 + 1.0 / k
-    r = e + 2.0 * s * acc / 0.6931471805599453
+    r = e + elementary.log(m) / elementary.LN2
     r = np.where(x == 0, -np.inf, r)
     r = np.where(x < 0, np.nan, r)
     r = np.where(np.isinf(x) & (x > 0), np.inf, r)
@@ -1361,10 +1359,7 @@ def c_unary_float(inst: Instruction, ctx: Any) -> Op:
 
 
 def _tanh_f64(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    e = _exp2_f64(np.clip(-2.0 * np.abs(x), -2000, 0) / 0.6931471805599453)
-    r = (1.0 - e) / (1.0 + e)
-    return np.copysign(r, x)
+    return elementary.tanh(x)
 
 
 # -------------------------------------------------------------------- memory and sync
@@ -1543,13 +1538,22 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, "unsupported barrier form")
     if not inst.operands or not isinstance(inst.operands[0], Imm):
         raise _unsupported(inst, "barrier id must be an immediate")
+    if len(inst.operands) > 2:
+        raise _unsupported(inst, "a barrier takes an id and an optional thread count")
     op = Op(inst, "bar")
     op.target = inst.operands[0].value
+    if not 0 <= op.target <= 15:
+        raise _unsupported(inst, f"barrier id {op.target} outside 0..15 (a CTA has 16 "
+                                 "barriers)")
     if len(inst.operands) > 1:
         if not isinstance(inst.operands[1], Imm):
             raise _unsupported(inst, "barrier thread count must be an immediate")
+        count = inst.operands[1].value
+        if count <= 0 or count % 32 or count > 1024:
+            raise _unsupported(inst, f"barrier thread count {count} is not a positive "
+                                     "multiple of the warp size up to 1024")
         op.uniform = True
-        op.fn = inst.operands[1].value  # thread count
+        op.fn = count  # thread count
     return op
 
 
@@ -1572,6 +1576,8 @@ def c_bra(inst: Instruction, ctx: Any) -> Op:
 
 def c_exit(inst: Instruction, ctx: Any) -> Op:
     """ret / exit (9.7.12.4-5): in a kernel, ret ends the thread like exit."""
+    if inst.operands:
+        raise _unsupported(inst, f"{inst.parts[0]} takes no operands")
     return Op(inst, "exit")
 
 
@@ -1859,19 +1865,6 @@ _HALF_FORMATS = {"f16": "fp16", "f16x2": "fp16", "bf16": "bf16", "bf16x2": "bf16
 _HALF_OPS = ("add", "sub", "mul", "fma", "neg", "abs", "min", "max", "setp")
 
 
-def _round_to_odd(s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Given s = rn64(x) and e = x - s exactly, round x to odd at 53 bits: an inexact
-    result takes the neighbour whose last bit is odd. Rounding that value once more to a
-    format of at most 51 significand bits equals rounding x directly (Boldo and
-    Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
-    rounding to odd", IEEE TC 2008)."""
-    even = (np.atleast_1d(s).view(np.uint64) & np.uint64(1)) == 0
-    nudge = (e != 0) & even
-    if nudge.any():
-        s = np.where(nudge, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
-    return s
-
-
 def _half_arith(op: str, fmt: str, mode: str, codes: list[np.ndarray], ftz: bool,
                 sat: bool) -> np.ndarray:
     """add/sub/mul/fma of binary16 or bfloat16 codes, computed exactly and rounded once."""
@@ -1887,14 +1880,14 @@ def _half_arith(op: str, fmt: str, mode: str, codes: list[np.ndarray], ftz: bool
                 x, y = vals[0] * vals[1], vals[2]          # the product is exact
             else:
                 x, y = vals[0], (-vals[1] if op == "sub" else vals[1])
-            s = x + y
-            bb = s - x
-            e = (x - (s - bb)) + (y - bb)                  # TwoSum: x + y = s + e
+            s, e = two_sum(x, y)                           # x + y = s + e exactly
             e = np.where(np.isfinite(s), e, 0.0)
             if mode == "rm":                               # IEEE 754 6.3: exact zero sums
                 same = (x == 0) & (y == 0) & (np.signbit(x) == np.signbit(y))
                 s = np.where((s == 0) & (e == 0) & ~same, -0.0, s)
-    s = _round_to_odd(s, e)
+    # round to odd at 53 bits, then once to the format: one correct rounding of the
+    # exact result (Boldo and Melquiond, IEEE TC 57(4), 2008, Theorem 1)
+    s = round_to_odd(s, e)
     if sat:
         s = np.where(np.isnan(s), 0.0, np.clip(s, 0.0, 1.0))
     out = _encode(s, fmt, mode, False).astype(np.uint16)
@@ -2005,6 +1998,8 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
+from .device_runtime import c_call, c_trap  # noqa: E402 (they use Op, defined above)
+
 _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "add": c_add_sub, "sub": c_add_sub, "mul": c_mul, "mad": c_mad, "fma": c_fma,
     "addc": c_carry, "subc": c_carry, "madc": c_carry, "dp4a": c_dot, "dp2a": c_dot,
@@ -2023,6 +2018,7 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
     "match": c_match, "isspacep": c_isspacep,
+    "call": c_call, "trap": c_trap,
 }
 
 

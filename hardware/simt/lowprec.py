@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from refimpl.rounding_modes import PTX_MODIFIERS
+
 from .errors import UnsupportedPtxError
 from .instructions import Op, getter, setter
 from .parser import Instruction
@@ -65,7 +67,6 @@ X4 = ("e4m3x4", "e5m2x4", "e2m3x4", "e3m2x4", "e2m1x4")
 _HALF2 = {"f16x2": "fp16", "bf16x2": "bf16"}
 #: the value a NaN becomes (.satfinite): the canonical FP8 NaN, +MAX_NORM without NaN
 _NAN_CODE = {"e4m3": 0x7F, "e5m2": 0x7F, "e2m3": 0x1F, "e3m2": 0x1F, "e2m1": 0x7}
-_ROUND = {"rn": "nearest_even", "rz": "toward_zero", "rp": "toward_positive"}
 
 
 def _unsupported(inst: Instruction, why: str) -> UnsupportedPtxError:
@@ -84,7 +85,7 @@ def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def _mode(inst: Instruction) -> str:
-    modes = [p for p in inst.parts[1:] if p in ("rn", "rz", "rm", "rp", "rna", "rs")]
+    modes = [p for p in inst.parts[1:] if p in PTX_MODIFIERS]
     if len(modes) != 1:
         raise _unsupported(inst, "cvt to or from a packed low-precision type needs one "
                                  "rounding modifier")
@@ -141,7 +142,7 @@ def _to_tf32(inst: Instruction, ctx: Any) -> Op:
             (mode == "rna" and "relu" in parts) or len(inst.operands) != 2:
         raise _unsupported(inst, "cvt to .tf32 is cvt.rna{.satfinite}.tf32.f32 or "
                                  "cvt.{rn,rz}{.satfinite}{.relu}.tf32.f32 d, a")
-    rounding = {"rna": "nearest_away", "rn": "nearest_even", "rz": "toward_zero"}[mode]
+    rounding = PTX_MODIFIERS[mode].value
     sat = "satfinite" in parts
     relu = "relu" in parts
     ga = getter(inst.operands[1], TYPES["f32"], ctx, inst)
@@ -169,7 +170,7 @@ def _finish(codes: np.ndarray, x: np.ndarray, relu: bool) -> np.ndarray:
 def _to_codes(x: np.ndarray, fmt: str, mode: str, sat: bool, relu: bool) -> np.ndarray:
     """Codes of float64 values ``x`` in ``fmt`` under the rules of the module docstring."""
     if fmt == "e8m0":
-        return _encode(np.abs(x), "e8m0", _ROUND[mode], sat, 0xFF)
+        return _encode(np.abs(x), "e8m0", PTX_MODIFIERS[mode].value, sat, 0xFF)
     codes = _encode(x, fmt, "nearest_even", True, _NAN_CODE[fmt])
     return _finish(codes, x, relu)
 

@@ -150,10 +150,13 @@ def mma_layout(shape: str, operand: str, bits: int, layout: str = "row") -> np.n
         layout: "row" or "col" (only m8n8k4's a and b depend on it).
 
     Raises:
-        KeyError: a combination the PTX ISA does not define.
+        ValueError: a combination the PTX ISA does not define.
     """
     key = (shape, operand, bits, layout) if shape == "m8n8k4" and operand != "c" else \
         (shape, operand, bits)
+    if key not in _MMA:
+        raise ValueError(f"no mma fragment layout for shape={shape!r}, operand={operand!r}, "
+                         f"bits={bits!r}, layout={layout!r} (PTX ISA 9.7.14.5)")
     n, fn = _MMA[key]
     return _table(n, fn)
 
@@ -394,7 +397,7 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
         tb = mma_layout(shape, "b", abits, lay[1])
         tc = mma_layout(shape, "c", _ACC[cname])
         td = mma_layout(shape, "c", _ACC[dname])
-    except KeyError:
+    except (KeyError, ValueError):
         raise _unsupported(inst, f"no fragment layout for this form of mma.{shape}") from None
     if len(inst.operands) != 4:
         raise _unsupported(inst, "mma takes d, a, b, c")

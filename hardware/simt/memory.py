@@ -3,7 +3,10 @@
 ``cudaMalloc`` returns 256-byte-aligned memory (CUDA C Programming Guide, "Device Memory
 Accesses"); :meth:`GlobalMemory.alloc` does the same. Every access is checked against the
 allocations: an address outside every allocation, or an access that runs past the end of
-its allocation, is an error naming the kernel, block, thread, PTX line and address.
+its allocation, is an error naming the kernel, block, thread, PTX line and address. Each
+allocation is followed by an unallocated guard gap as large as itself (at least 256
+bytes), so that an index past the end by up to the array's own size is caught rather
+than landing in the next array; an access before anything is allocated is an error too.
 
 Address map of the generic address space (PTX ISA 6.4.1, "Generic Addressing"): global
 allocations live in ``[GLOBAL_BASE, SHARED_WINDOW)``; a ``.shared`` address ``a`` has the
@@ -54,9 +57,11 @@ class GlobalMemory:
         if nbytes < 1:
             raise ValueError(f"nbytes must be >= 1, got {nbytes}")
         off = -(-self._top // _ALIGN) * _ALIGN
-        # leave one unallocated 256-byte gap after each allocation, so that running
-        # past the end of one array never lands silently in the next
-        need = -(-(off + nbytes) // _ALIGN) * _ALIGN + _ALIGN
+        # leave an unallocated guard gap after each allocation, as large as the
+        # allocation itself (at least 256 bytes): an index past the end by up to the
+        # array's own size never lands silently in the next array
+        size = -(-nbytes // _ALIGN) * _ALIGN
+        need = off + size + max(size, _ALIGN)
         if need > self._buf.size:
             cap = max(need, 2 * self._buf.size, 4096)
             buf = np.zeros(cap, dtype=np.uint8)
@@ -129,11 +134,21 @@ class GlobalMemory:
         """The backing bytes (index = address - GLOBAL_BASE); for the interpreter."""
         return self._buf
 
+    def extent(self, address: int) -> int:
+        """Bytes from ``address`` to the end of the allocation holding it (0 outside
+        every allocation)."""
+        k = bisect.bisect_right(self._starts, address) - 1
+        if k < 0 or address >= self._ends[k]:
+            return 0
+        return self._ends[k] - address
+
     def check(self, addresses: np.ndarray, width: int) -> np.ndarray | None:
         """Indices of addresses whose ``width`` bytes are not inside one allocation, or
         None when all are fine (fast path: one allocation holds them all)."""
         if addresses.size == 0:
             return None
+        if not self._starts:
+            return np.arange(addresses.size)
         lo = int(addresses.min())
         hi = int(addresses.max())
         k = bisect.bisect_right(self._starts, lo) - 1
@@ -149,6 +164,8 @@ class GlobalMemory:
 
     def describe(self, address: int) -> str:
         """Where ``address`` is relative to the allocations (for error messages)."""
+        if not self._starts:
+            return "nothing is allocated in this GlobalMemory"
         k = bisect.bisect_right(self._starts, address) - 1
         if k < 0:
             return "below every allocation"

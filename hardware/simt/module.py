@@ -1,6 +1,8 @@
 """Modules and kernels: ``load_ptx(text) -> Module`` and ``Module.launch``."""
 from __future__ import annotations
 
+import math
+import re
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -8,20 +10,22 @@ import numpy as np
 
 from .cfg import reconvergence_points
 from .errors import LaunchError, PtxSyntaxError, UnsupportedPtxError
-from .executor import BARRIER_MODES, LaunchConfig, Wave, run_wave
+from .executor import BARRIER_MODES, SCHEDULING_MODES, LaunchConfig, Wave, run_wave
 from .memory import GlobalMemory
-from .parser import KernelSource, ModuleSource, Param, Sym, parse_ptx
+from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .stats import LaunchStats
 
 __all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE",
            "DEFAULT_GPU", "known_gpus"]
 
-#: default bound on warp instructions per launch
-DEFAULT_MAX_STEPS = 50_000_000
-#: the GPU whose tensor-core model ``mma``/``wmma`` use unless ``launch(gpu=...)`` says
-DEFAULT_GPU = "H100"
+#: default bound on the instructions one warp may execute in a launch
+DEFAULT_MAX_STEPS = 200_000
 #: blocks are executed in batches of at most this many threads (memory bound only)
 MAX_THREADS_PER_WAVE = 1 << 17
+#: and of at most this many bytes of registers and local memory (at least one block)
+MAX_WAVE_BYTES = 1 << 30
+#: the GPU whose tensor-core model ``mma``/``wmma`` use unless ``launch(gpu=...)`` says
+DEFAULT_GPU = "H100"
 _SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
                       "sm_70", "sm_75", "sm_100a", "sm_120a")
 
@@ -51,6 +55,11 @@ class Kernel:
             off = -(-off // v.align) * v.align
             self.shared_offsets[v.name] = off
             off += v.nbytes
+        if off > MAX_VARIABLE_BYTES["shared"]:
+            raise UnsupportedPtxError(
+                f"line {source.line}: kernel {source.name} uses {off} bytes of static "
+                f"shared memory, more than the {MAX_VARIABLE_BYTES['shared']} a block may "
+                "have (larger arrays must be dynamic: extern __shared__)")
         dyn_align = max([v.align for v in externs] + [16])
         off_dyn = -(-off // dyn_align) * dyn_align if externs else off
         for v in externs:
@@ -64,6 +73,18 @@ class Kernel:
                 self.local_offsets[v.name] = loff
                 loff += v.nbytes
         self.local_bytes = -(-loff // 16) * 16
+        if self.local_bytes > MAX_VARIABLE_BYTES["local"]:
+            raise UnsupportedPtxError(
+                f"line {source.line}: kernel {source.name} uses {self.local_bytes} bytes of "
+                f"local memory per thread, more than {MAX_VARIABLE_BYTES['local']}")
+        #: bytes each thread holds in a wave (registers and local memory): bounds how
+        #: many threads run together
+        self.thread_bytes = self.local_bytes + sum(t.storage.itemsize
+                                                   for t in source.registers.values())
+        d = source.directives
+        #: the block-size bounds of .maxntid / .reqntid (PTX ISA 11.4.2-3), if any
+        self.maxntid = d.get("maxntid") or None
+        self.reqntid = d.get("reqntid") or None
         for inst in source.instructions:
             if inst.parts[0] != "bra":
                 continue
@@ -172,6 +193,11 @@ class Module:
         self.source = source
         self.version = source.version
         self.target = source.target
+        #: "independent" for sm_70 and later targets (PTX ISA 9.7.12, "independent
+        #: thread scheduling"), else "lockstep"
+        arch = source.target.split(",")[0].strip()
+        num = int(re.sub(r"\D", "", arch) or 0) if arch.startswith("sm_") else 0
+        self.default_scheduling = "independent" if (num >= 70 or not arch) else "lockstep"
         self.kernels: dict[str, Kernel] = {
             name: Kernel(k, source.variables, self) for name, k in source.kernels.items()}
         self.variables = {v.name: v for v in source.variables if v.space in ("global", "const")}
@@ -200,7 +226,8 @@ class Module:
     def launch(self, name: str, grid: Any, block: Any, args: Sequence[Any],
                memory: GlobalMemory, dynamic_shared: int = 0,
                max_steps: int = DEFAULT_MAX_STEPS,
-               barrier_mode: str = "strict", gpu: str = DEFAULT_GPU) -> LaunchStats:
+               barrier_mode: str = "strict", gpu: str = DEFAULT_GPU,
+               scheduling: str | None = None) -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -209,7 +236,9 @@ class Module:
             args: one Python int (pointers, integers) or float per ``.param``.
             memory: the :class:`GlobalMemory` the pointers refer to.
             dynamic_shared: bytes of ``extern __shared__`` memory per block.
-            max_steps: bound on warp instructions; exceeding it raises StepLimitError.
+            max_steps: bound on the instructions each warp executes (a spinning warp
+                is stopped after that many of its own instructions, however many
+                other warps run); exceeding it raises StepLimitError naming the warp.
             barrier_mode: "strict" (default): ``bar.sync`` waits until every thread of
                 the block has itself arrived, so a barrier in divergent code or after
                 an early ``return`` is a DeadlockError (undefined in CUDA). "warp": a
@@ -221,6 +250,12 @@ class Module:
                 ``refimpl.matmul`` preset "<gpu>-<format>" (see
                 :mod:`hardware.simt.matrix`); a kernel with an mma the GPU has no preset
                 for is refused with a LaunchError.
+            scheduling: "independent" (the default for sm_70 and later PTX, which is
+                every target this interpreter accepts): independent thread scheduling,
+                under which a path of a warp (or a warp) that keeps looping while other
+                threads wait for it yields to them, so that spin locks complete (policy
+                in :mod:`hardware.simt.executor`); "lockstep": the pre-Volta SIMT stack
+                alone, under which they livelock.
 
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
@@ -233,8 +268,21 @@ class Module:
         k = self.kernel(name)
         g = _dim3(grid, "grid")
         b = _dim3(block, "block")
-        if b[0] * b[1] * b[2] > 1024:
-            raise LaunchError(f"block {b} has more than 1024 threads")
+        nthreads = b[0] * b[1] * b[2]
+        if nthreads > 1024 or b[0] > 1024 or b[1] > 1024 or b[2] > 64:
+            raise LaunchError(f"block {b} exceeds the block limits (x, y <= 1024, z <= 64, "
+                              "at most 1024 threads)")
+        if g[0] > 2**31 - 1 or g[1] > 65535 or g[2] > 65535:
+            raise LaunchError(f"grid {g} exceeds the grid limits (x <= 2**31 - 1, "
+                              "y, z <= 65535)")
+        if k.maxntid is not None and nthreads > math.prod(k.maxntid):
+            raise LaunchError(
+                f"block {b} has {nthreads} threads, more than the {math.prod(k.maxntid)} "
+                f"kernel {k.name} allows (.maxntid {', '.join(map(str, k.maxntid))}: "
+                "__launch_bounds__)")
+        if k.reqntid is not None and b != (tuple(k.reqntid) + (1, 1))[:3]:
+            raise LaunchError(f"block {b} differs from the block kernel {k.name} requires "
+                              f"(.reqntid {', '.join(map(str, k.reqntid))})")
         if not isinstance(memory, GlobalMemory):
             raise LaunchError(f"memory must be a GlobalMemory, got {type(memory).__name__}")
         if isinstance(dynamic_shared, bool) or not isinstance(dynamic_shared, (int, np.integer)) \
@@ -247,19 +295,28 @@ class Module:
         gpus = known_gpus()
         if not isinstance(gpu, str) or gpu not in gpus:
             raise LaunchError(f"gpu must be one of {list(gpus)}, got {gpu!r}")
+        if scheduling is None:
+            scheduling = self.default_scheduling
+        if scheduling not in SCHEDULING_MODES:
+            raise LaunchError(f"scheduling must be one of {SCHEDULING_MODES}, got "
+                              f"{scheduling!r}")
         params = k.pack_args(args)
         cfg = LaunchConfig(k, g, b, int(dynamic_shared), gpu)
         if cfg.shared_bytes > 228 * 1024:
             raise LaunchError(f"{cfg.shared_bytes} bytes of shared memory per block exceed "
                               "the 228 KiB of sm_90")
         stats = LaunchStats(k.name, g, b)
-        blocks = [(x, y, z) for z in range(g[2]) for y in range(g[1]) for x in range(g[0])]
-        per_wave = max(1, MAX_THREADS_PER_WAVE // (cfg.warps_per_block * 32))
-        steps = 0
+        block_threads = cfg.warps_per_block * 32
+        per_wave = max(1, min(MAX_THREADS_PER_WAVE // block_threads,
+                              MAX_WAVE_BYTES // max(1, block_threads * k.thread_bytes)))
+        nblocks = g[0] * g[1] * g[2]
         with np.errstate(all="ignore"):
-            for start in range(0, len(blocks), per_wave):
-                wave = k.wave(cfg, blocks[start: start + per_wave], memory, params, stats)
-                steps = run_wave(wave, int(max_steps), steps, barrier_mode)
+            for start in range(0, nblocks, per_wave):
+                # the blocks of one wave, made when it runs (a grid is never listed whole)
+                ids = range(start, min(start + per_wave, nblocks))
+                blocks = [(i % g[0], i // g[0] % g[1], i // (g[0] * g[1])) for i in ids]
+                wave = k.wave(cfg, blocks, memory, params, stats)
+                run_wave(wave, int(max_steps), barrier_mode, scheduling)
         return stats
 
 

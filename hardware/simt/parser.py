@@ -7,7 +7,11 @@ PTX ISA (version 9.0) chapters 4 (syntax), 5 (state spaces, types, variables), 9
 (including the ``%r<N>`` range form), ``.shared`` arrays (module or kernel scope, and
 ``.extern .shared`` dynamic arrays), ``.local`` arrays, labels, predicate guards
 ``@%p`` / ``@!%p``, ``{ }`` scopes from inline asm (registers declared inside are local to
-the scope), ``//`` and ``/* */`` comments, ``.pragma``, ``.file`` and ``.loc``.
+the scope), ``//`` and ``/* */`` comments, ``.pragma``, ``.file`` and ``.loc`` (each
+line directive ends where its grammar ends, not only at a newline), and the ``call``
+instructions the inliner leaves for the CUDA runtime functions. Text a statement's
+grammar does not consume is refused, and so are declarations beyond the CUDA limits
+(:data:`MAX_REGISTERS`, :data:`MAX_VARIABLE_BYTES`, :data:`MAX_PARAM_BYTES`).
 Everything else is an :class:`~hardware.simt.errors.UnsupportedPtxError` or a
 :class:`~hardware.simt.errors.PtxSyntaxError` naming the line.
 """
@@ -161,30 +165,65 @@ def _strip_comments(text: str) -> str:
     return _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
+#: directives without a terminator (PTX ISA 11.2 / 11.5: ``.version``, ``.target``,
+#: ``.address_size``, ``.file``, ``.loc``): each ends where its grammar ends, which is
+#: usually, but not necessarily, the end of its line (inlined code may follow on the
+#: same line). An optional ``;`` after one is accepted.
+_NUM = r"(?:0[xX][0-9a-fA-F]+|[0-9]+)"
+LINE_DIRECTIVES = {
+    ".version": re.compile(r"\.version[ \t]+[0-9]+\.[0-9]+"),
+    ".target": re.compile(r"\.target[ \t]+\w+(?:[ \t]*,[ \t]*\w+)*"),
+    ".address_size": re.compile(r"\.address_size[ \t]+[0-9]+"),
+    ".file": re.compile(rf"\.file[ \t]+{_NUM}[ \t]+\"[^\"\n]*\""
+                        rf"(?:[ \t]*,[ \t]*{_NUM}[ \t]*,[ \t]*{_NUM})?"),
+    ".loc": re.compile(rf"\.loc[ \t]+{_NUM}[ \t]+{_NUM}[ \t]+{_NUM}"
+                       rf"(?:[ \t]*,[ \t]*function_name[ \t]+[A-Za-z_$][\w$]*"
+                       rf"(?:[ \t]*\+[ \t]*{_NUM})?[ \t]*,[ \t]*inlined_at[ \t]+{_NUM}"
+                       rf"[ \t]+{_NUM}[ \t]+{_NUM})?"),
+}
+_LINE_DIRECTIVE_START = re.compile(r"\.(?:version|target|address_size|file|loc)(?![\w$])")
+_DIRECTIVE_END = re.compile(r"[ \t]*;?")
+
+
 def _statements(text: str) -> Iterator[tuple[int, str, str]]:
-    """Yield (line, statement text, terminator) with terminator one of ``; { } :``."""
+    """Yield (line, statement text, terminator) with terminator one of ``; { } :``.
+
+    The directives of :data:`LINE_DIRECTIVES` are matched against their grammar and
+    yielded with terminator ``;``; one that does not match it is a PtxSyntaxError (the
+    scanner never lets a directive swallow the text after it)."""
     buf: list[str] = []
     line = 1
     start = 1
     i = 0
     n = len(text)
     depth_paren = 0
-    while i < n:
+    blank = True            # nothing but whitespace in buf (kept up to date: joining
+    while i < n:            # buf per character would be quadratic in DWARF sections)
         ch = text[i]
         if ch == "\n":
             line += 1
-            # .version/.target/.address_size/.file/.loc end at the end of their line
-            head = "".join(buf).strip()
-            if head.startswith((".version", ".target", ".address_size", ".file", ".loc")):
-                yield start, head, ";"
+        if ch == "." and blank:
+            m = _LINE_DIRECTIVE_START.match(text, i)
+            if m:
+                head = m.group(0)
+                d = LINE_DIRECTIVES[head].match(text, i)
+                if d is None:
+                    eol = text.find("\n", i)
+                    bad = text[i: eol if eol >= 0 else n].strip()
+                    raise PtxSyntaxError(f"line {line}: malformed {head} directive "
+                                         f"{bad[:80]!r}")
+                yield line, " ".join(d.group(0).split()), ";"
+                line += d.group(0).count("\n")
                 buf = []
-                i += 1
+                i = _DIRECTIVE_END.match(text, d.end()).end()
                 continue
-        if not "".join(buf).strip():
+        if blank:
             start = line
         if ch == '"':  # string (in .pragma): copy through
-            j = text.index('"', i + 1) if '"' in text[i + 1:] else n - 1
+            j = text.find('"', i + 1)
+            j = n - 1 if j < 0 else j
             buf.append(text[i:j + 1])
+            blank = False
             i = j + 1
             continue
         if ch == "(":
@@ -205,6 +244,7 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
                 continue
             yield start, stmt, ch
             buf = []
+            blank = True
             i += 1
             continue
         if ch == ":" and depth_paren == 0:
@@ -214,13 +254,35 @@ def _statements(text: str) -> Iterator[tuple[int, str, str]]:
             if nxt != ":" and prv != ":" and _LABEL.match(stmt):
                 yield start, stmt, ":"
                 buf = []
+                blank = True
                 i += 1
                 continue
         buf.append(ch)
+        if blank and not ch.isspace():
+            blank = False
         i += 1
     if "".join(buf).strip():
         raise PtxSyntaxError(f"line {start}: statement not terminated by ';': "
                              f"{''.join(buf).strip()[:60]!r}")
+
+
+_PRAGMA = re.compile(r'\.pragma\s+"[^"]*"(?:\s*,\s*"[^"]*")*')
+
+
+def _check_pragma(stmt: str, line: int) -> None:
+    """``.pragma "string" {, "string"}`` (PTX ISA 11.7.1); anything else is refused."""
+    if not _PRAGMA.fullmatch(stmt):
+        raise PtxSyntaxError(f"line {line}: malformed .pragma {stmt[:80]!r}")
+
+
+def check_line_directive(stmt: str, line: int) -> None:
+    """Refuse a ``.version/.target/.address_size/.file/.loc`` statement with anything
+    its grammar does not consume."""
+    head = stmt.split()[0] if stmt.split() else ""
+    rx = LINE_DIRECTIVES.get(head)
+    if rx is None or not rx.fullmatch(stmt):
+        raise PtxSyntaxError(f"line {line}: malformed {head} directive {stmt[:80]!r} "
+                             "(text after a directive's operands is not consumed)")
 
 
 # ---------------------------------------------------------------------------- operands
@@ -336,7 +398,12 @@ def _parse_reg_decl(stmt: str, line: int) -> list[tuple[str, PtxType]]:
     for name in _split_top(m.group(2)):
         r = re.fullmatch(rf"({_IDENT})<(\d+)>", name)
         if r:
-            out += [(f"{r.group(1)}{k}", typ) for k in range(int(r.group(2)))]
+            count = int(r.group(2))
+            if count > MAX_REGISTERS:
+                raise UnsupportedPtxError(
+                    f"line {line}: {stmt[:60]!r} declares {count} registers; at most "
+                    f"{MAX_REGISTERS} per kernel are supported")
+            out += [(f"{r.group(1)}{k}", typ) for k in range(count)]
         elif re.fullmatch(_IDENT, name):
             out.append((name, typ))
         else:
@@ -368,12 +435,35 @@ def _parse_variable(stmt: str, line: int) -> Variable:
         raise UnsupportedPtxError(f"line {line}: .extern .{space} variable {name} is "
                                   "defined in another module")
     nbytes = n * typ.bytes
+    limit = MAX_VARIABLE_BYTES[space]
+    if nbytes > limit:
+        raise UnsupportedPtxError(
+            f"line {line}: .{space} variable {name} of {nbytes} bytes exceeds the "
+            f"{limit} bytes {_LIMIT_SOURCE[space]}")
     data = None
     if space in ("global", "const"):
         data = _initial_bytes(init, typ, nbytes, line, stmt) if init else bytes(nbytes)
     elif init:
         raise UnsupportedPtxError(f"line {line}: .{space} variables cannot be initialised")
     return Variable(name, space, int(align) if align else typ.bytes, nbytes, extern, data)
+
+
+#: the most registers a kernel may declare (its threads each hold all of them)
+MAX_REGISTERS = 1 << 16
+#: the largest variable of each state space (CUDA C Programming Guide, "Technical
+#: Specifications per Compute Capability"; a .global variable bounded by this
+#: interpreter's memory, not by the device's)
+MAX_VARIABLE_BYTES = {"shared": 48 << 10, "local": 512 << 10, "const": 64 << 10,
+                      "global": 1 << 30}
+_LIMIT_SOURCE = {
+    "shared": "of static shared memory per block (larger arrays must be dynamic: "
+              "extern __shared__)",
+    "local": "of local memory per thread",
+    "const": "of constant memory",
+    "global": "a .global variable may have in this interpreter",
+}
+#: kernel parameters: at most 32764 bytes (CUDA 12.1+, compute capability 7.0+)
+MAX_PARAM_BYTES = 32764
 
 
 def _initial_bytes(init: str, typ: PtxType, nbytes: int, line: int, stmt: str) -> bytes:
@@ -422,6 +512,9 @@ def _parse_params(text: str, line: int, kname: str) -> list[Param]:
         offset = -(-offset // align) * align
         params.append(Param(m.group(4), typ, typ.bytes * count, align, offset))
         offset += typ.bytes * count
+        if offset > MAX_PARAM_BYTES:
+            raise UnsupportedPtxError(f"line {line}: the parameters of kernel {kname} "
+                                      f"take more than {MAX_PARAM_BYTES} bytes")
     return params
 
 
@@ -438,13 +531,25 @@ def _parse_entry_header(stmt: str, line: int) -> KernelSource:
     k = KernelSource(m.group(2), line)
     k.params = _parse_params(m.group(3), line, k.name)
     rest = m.group(4).strip()
-    for d in re.finditer(r"\.(\w+)\s*([0-9,\s]*)", rest):
+    pos = 0
+    while pos < len(rest):
+        d = _HEADER_DIRECTIVE.match(rest, pos)
+        if d is None or d.end() == pos:
+            raise PtxSyntaxError(f"line {line}: cannot parse {rest[pos:pos + 60]!r} in the "
+                                 f"header of kernel {k.name}")
         if d.group(1) not in _PERF_DIRECTIVES:
             raise UnsupportedPtxError(f"line {line}: directive .{d.group(1)} on kernel "
                                       f"{k.name}")
-        nums = tuple(int(x) for x in re.findall(r"\d+", d.group(2)))
+        nums = tuple(int(x) for x in re.findall(r"\d+", d.group(2) or ""))
         k.directives[d.group(1)] = nums
+        pos = d.end()
     return k
+
+
+#: one performance-tuning directive of a kernel header (PTX ISA 11.4): a name and a
+#: comma-separated list of integers, or a .pragma string list
+_HEADER_DIRECTIVE = re.compile(
+    r'\s*\.(\w+)(?:\s+([0-9]+(?:\s*,\s*[0-9]+)*)|\s+"[^"]*"(?:\s*,\s*"[^"]*")*)?\s*;?\s*')
 
 
 # ------------------------------------------------------------------------------ module
@@ -482,8 +587,9 @@ def parse_ptx(text: str) -> ModuleSource:
                 mod.kernels[k.name] = k
                 continue
             if re.search(r"\.func\s", s):
-                raise UnsupportedPtxError(f"line {line}: device functions (.func) are "
-                                          "not supported; inline them (__forceinline__)")
+                raise UnsupportedPtxError(f"line {line}: a .func definition left in the "
+                                          "text (parse_ptx does not inline calls: load the "
+                                          "module with load_ptx)")
             if not s:
                 raise UnsupportedPtxError(f"line {line}: '{{' scope at module level")
             raise UnsupportedPtxError(f"line {line}: unsupported module-level block {s[:60]!r}")
@@ -492,6 +598,8 @@ def parse_ptx(text: str) -> ModuleSource:
             continue
         words = s.split()
         head = words[0]
+        if head in LINE_DIRECTIVES:
+            check_line_directive(s, line)
         if head == ".version":
             mod.version = words[1] if len(words) > 1 else ""
         elif head == ".target":
@@ -541,6 +649,7 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
         return op
 
     pending_labels: list[str] = []
+    totals: dict[str, int] = {}
     while i < len(stmts):
         line, s, term = stmts[i]
         i += 1
@@ -577,17 +686,30 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
                         scopes[-1][name] = internal
                         name = internal
                     k.registers[name] = typ
+                if len(k.registers) > MAX_REGISTERS:
+                    raise UnsupportedPtxError(
+                        f"line {line}: kernel {k.name} declares more than {MAX_REGISTERS} "
+                        "registers (counting those of every inlined call)")
             elif head in (".shared", ".local", ".extern"):
-                k.variables.append(_parse_variable(s, line))
-            elif head in (".pragma", ".loc", ".file"):
-                pass
+                v = _parse_variable(s, line)
+                k.variables.append(v)
+                totals[v.space] = totals.get(v.space, 0) + v.nbytes
+                for space, total in totals.items():
+                    if total > MAX_VARIABLE_BYTES[space]:
+                        raise UnsupportedPtxError(
+                            f"line {line}: the .{space} variables of kernel {k.name} take "
+                            f"{total} bytes, more than the {MAX_VARIABLE_BYTES[space]} "
+                            f"bytes {_LIMIT_SOURCE[space]}")
+            elif head in (".loc", ".file"):
+                check_line_directive(s, line)
+            elif head == ".pragma":
+                _check_pragma(s, line)
             elif head == ".param" and len(scopes) > 1:
                 # the start of nvcc's call sequence ({ .param ...; st.param; call ...})
                 raise UnsupportedPtxError(
-                    f"line {line}: {s[:60]!r} in kernel {k.name} begins a function call; "
-                    "function calls are not supported (inline device functions with "
-                    "__forceinline__; math functions with slow paths, e.g. double sin, "
-                    "cos and pow, call one)")
+                    f"line {line}: {s[:60]!r} in kernel {k.name} begins a call sequence "
+                    "that was not inlined (load the module with load_ptx, which inlines "
+                    "calls to the .func functions the module defines)")
             else:
                 raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r} "
                                           f"in kernel {k.name}")
@@ -604,7 +726,6 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
 
 
 _UNSUPPORTED_OPCODES = {
-    "call": "function calls are not supported (inline device functions)",
     "tex": "texture instructions are not supported",
     "tld4": "texture instructions are not supported",
     "txq": "texture instructions are not supported",
@@ -613,7 +734,6 @@ _UNSUPPORTED_OPCODES = {
     "sured": "surface instructions are not supported",
     "suq": "surface instructions are not supported",
     "wgmma": "warpgroup matrix instructions are not supported",
-    "trap": "trap is not supported",
 }
 
 
@@ -632,5 +752,13 @@ def _parse_instruction(s: str, line: int) -> Instruction:
     parts = tuple(opcode.split("."))
     if parts[0] in _UNSUPPORTED_OPCODES:
         raise UnsupportedPtxError(f"line {line}: {text!r}: {_UNSUPPORTED_OPCODES[parts[0]]}")
-    operands = tuple(parse_operand(o, line, text) for o in _split_top(ops)) if ops else ()
+    toks = _split_top(ops) if ops else []
+    if parts[0] == "call":
+        # call{.uni} (ret), func, (args) (PTX ISA 9.7.12.2): the lists become Vec operands
+        operands = tuple(
+            Vec(tuple(parse_operand(x, line, text) for x in _split_top(o[1:-1])))
+            if o.startswith("(") and o.endswith(")") else parse_operand(o, line, text)
+            for o in toks)
+    else:
+        operands = tuple(parse_operand(o, line, text) for o in toks)
     return Instruction(line, text, opcode, parts, operands, guard)

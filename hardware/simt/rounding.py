@@ -23,6 +23,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from refimpl.eft import two_product, two_sum
+from refimpl.rational import round_rational
+
 __all__ = [
     "MODES",
     "round64_to32",
@@ -46,14 +49,6 @@ _HALF29 = np.uint64(1 << 28)
 _EXP64 = np.uint64(0x7FF << 52)
 _TINY32 = np.uint64((1023 - 126) << 52)  # below 2**-126: float32 subnormal range
 _OVERFLOW_MID = 2.0**128 - 2.0**103  # midpoint between FLT_MAX and 2**128
-
-
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Knuth's TwoSum: s = fl(a+b), e = (a+b) - s exactly (finite, no overflow)."""
-    s = a + b
-    bb = s - a
-    e = (a - (s - bb)) + (b - bb)
-    return s, e
 
 
 def round64_to32(y: np.ndarray, side: np.ndarray | int, mode: str) -> np.ndarray:
@@ -105,18 +100,24 @@ def _zero_sign_rm(res: np.ndarray, exact_zero: np.ndarray, same_sign_zeros: np.n
     return np.where(exact_zero & ~same_sign_zeros, np.float32(-0.0), res)
 
 
+def _sum_to32(x: np.ndarray, y: np.ndarray, mode: str) -> np.ndarray:
+    """The exact ``x + y`` of two float64 values rounded once to float32 in ``mode``:
+    TwoSum gives ``rn64`` of the sum and the side of the exact value (IEEE 754-2019 6.3
+    for the sign of an exact zero)."""
+    s, e = two_sum(x, y)               # x + y = s + e exactly while s is finite
+    e = np.where(np.isfinite(s), e, 0.0)
+    r = round64_to32(s, e, mode)
+    same = (x == 0) & (y == 0) & (np.signbit(x) == np.signbit(y))
+    return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
+
+
 def add_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
     """``add{.rnd}.f32``: correctly rounded a + b."""
     a = np.asarray(a, np.float32)
     b = np.asarray(b, np.float32)
     if mode == "rn":
         return (a + b).astype(np.float32)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    s, e = _two_sum(a64, b64)
-    e = np.where(np.isfinite(s), e, 0.0)
-    r = round64_to32(s, e, mode)
-    same = (a64 == 0) & (b64 == 0) & (np.signbit(a64) == np.signbit(b64))
-    return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
+    return _sum_to32(a.astype(np.float64), b.astype(np.float64), mode)
 
 
 def mul_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
@@ -146,17 +147,10 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np
             return r
         idx = np.flatnonzero(suspect.ravel())
         pf, cf = np.broadcast_to(p, s.shape).ravel()[idx], np.broadcast_to(c64, s.shape).ravel()[idx]
-        ss, e = _two_sum(pf, cf)
-        e = np.where(np.isfinite(ss), e, 0.0)
-        fixed = round64_to32(ss, e, mode)
         out = np.atleast_1d(r).copy()
-        out.ravel()[idx] = fixed
+        out.ravel()[idx] = _sum_to32(pf, cf, mode)
         return out.reshape(np.shape(r))
-    s, e = _two_sum(p, c64)            # p + c = s + e exactly while s is finite
-    e = np.where(np.isfinite(s), e, 0.0)
-    r = round64_to32(s, e, mode)
-    same = (p == 0) & (c64 == 0) & (np.signbit(p) == np.signbit(c64))
-    return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
+    return _sum_to32(p, c64, mode)
 
 
 def div_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
@@ -198,53 +192,15 @@ def exact_to_float(x: Fraction, mantissa_bits: int, emin: int, emax: int,
                    mode: str) -> float:
     """Round the rational ``x`` (nonzero) to a binary float with ``mantissa_bits``
     significand bits (including the hidden one) and normal exponent range [emin, emax];
-    returns a Python float (float32 values are exactly representable in it)."""
-    neg = x < 0
-    ax = -x if neg else x
-    # exponent e with 2**e <= ax < 2**(e+1)
-    e = ax.numerator.bit_length() - ax.denominator.bit_length()
-    if Fraction(2) ** e > ax:
-        e -= 1
-    elif Fraction(2) ** (e + 1) <= ax:
-        e += 1
-    e = max(e, emin)
-    quantum = Fraction(2) ** (e - mantissa_bits + 1)
-    q, rem = divmod(ax, quantum)
-    q = int(q)
-    if rem:
-        if mode == "rn":
-            half = quantum / 2
-            if rem > half or (rem == half and q % 2 == 1):
-                q += 1
-        elif mode == "rz" or (mode == "rm" and not neg) or (mode == "rp" and neg):
-            pass
-        else:
-            q += 1
-    val = Fraction(q) * quantum
-    largest = (2 - Fraction(2) ** (1 - mantissa_bits)) * Fraction(2) ** emax
-    if val > largest:
-        to_inf = mode == "rn" or (mode == "rp" and not neg) or (mode == "rm" and neg)
-        out = float("inf") if to_inf else float(largest)
-    else:
-        out = float(val)
-    return -out if neg else out
+    returns a Python float (float32 values are exactly representable in it): the
+    PTX modifier named as :func:`refimpl.rational.round_rational` names it, overflow
+    as IEEE 754-2019 section 7.4 gives it."""
+    return round_rational(x, mantissa_bits, emin, emax, _ROUNDING_NAMES[mode])
 
 
-_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitting constant for binary64
-
-
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's TwoProduct: p = fl(a*b), e = a*b - p exactly (no overflow, and no
-    underflow of the partial products; callers check the ranges)."""
-    p = a * b
-    ca = _SPLIT * a
-    ah = ca - (ca - a)
-    al = a - ah
-    cb = _SPLIT * b
-    bh = cb - (cb - b)
-    bl = b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, e
+#: PTX rounding modifiers (PTX ISA 9.7.3) by the names of IEEE 754-2019 section 4.3
+_ROUNDING_NAMES = {"rn": "nearest_even", "rz": "toward_zero", "rm": "toward_negative",
+                   "rp": "toward_positive"}
 
 
 def fma_f64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -257,10 +213,10 @@ def fma_f64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     the transformations are exact) go through :func:`fraction_op_f64`."""
     a, b, c = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, np.float64)) for x in (a, b, c)))
     with np.errstate(all="ignore"):
-        uh, ul = _two_product(a, b)
-        sh, sl = _two_sum(uh, c)
-        th, tl = _two_sum(sl, ul)
-        r, e = _two_sum(sh, th)
+        uh, ul = two_product(a, b)
+        sh, sl = two_sum(uh, c)
+        th, tl = two_sum(sl, ul)
+        r, e = two_sum(sh, th)
         # x - r = e + tl; r is RN(x) when that lies strictly inside half the gap to the
         # neighbour of r on its side (the bound is inflated for its own rounding)
         up = np.where(np.abs(e) >= np.abs(tl), e, tl) > 0

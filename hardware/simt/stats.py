@@ -1,6 +1,6 @@
 """Execution statistics of one launch, named as the profiler names them.
 
-Counting rules (Nsight Compute metric definitions, the reference doc's table):
+Counting rules (Nsight Compute Kernel Profiling Guide, "Metrics Reference"):
 - a *warp instruction* is one instruction issued for one warp
   (``smsp__inst_executed.sum``); a branch, a barrier and an exit count like any other;
 - *thread instructions* count the lanes active in the warp's SIMT-stack entry when the
@@ -59,6 +59,9 @@ class LaunchStats:
     atomic_requests: int = 0
     #: undefined behaviour observed (e.g. a shuffle reading an inactive lane)
     warnings: list[str] = field(default_factory=list)
+    #: device ``printf`` output, each call's text per thread in thread order, calls in
+    #: the order the warps executed them (:mod:`hardware.simt.device_runtime`)
+    stdout: str = ""
 
     @property
     def simd_efficiency(self) -> float:

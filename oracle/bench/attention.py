@@ -8,8 +8,12 @@ call (NumPy reports its array allocations to tracemalloc).
 
 On a machine with two or more cores and OpenBLAS, ``flash_v2`` runs its float64 products
 on a helper thread, one key tile ahead, beside the elementwise work of the calling
-thread (:mod:`refimpl._blas`); the last line of the report says whether it did. The
+thread (:mod:`refimpl.blas`); the last line of the report says whether it did. The
 results do not depend on it, nor on ``OPENBLAS_NUM_THREADS``.
+
+When PyTorch is importable (optional, never a dependency), its CPU
+``scaled_dot_product_attention`` on the same inputs is timed beside them as the peer.
+The report ends with NumPy's BLAS kernel and thread count.
 """
 from __future__ import annotations
 
@@ -20,11 +24,13 @@ import tracemalloc
 import numpy as np
 from tabulate import tabulate
 
+from oracle.bench._environment import blas_line, import_peer, peer_line
 from oracle.bench._timing import best_of
-from refimpl._blas import product_thread_available
+from refimpl.blas import product_thread_available
 from refimpl.attention import attention, flash_v2
 
 GOALS = {"exact reference": 10.0, "flash_v2 128x128": 3.0}
+PEER = "torch SDPA (peer)"
 
 
 def plain_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -56,6 +62,13 @@ def run(args: argparse.Namespace) -> int:
         "flash_v2 128x128": lambda: flash_v2(q[None], k[None], v[None], block=(128, 128)),
     }
     repeat = {"plain numpy": 7, "exact reference": 3, "flash_v2 128x128": 5}
+    peer = import_peer("torch")
+    if peer is not None:
+        torch = peer["torch"]
+        tq, tk, tv = (torch.from_numpy(a)[None, None] for a in (q, k, v))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        cases[PEER] = lambda: sdpa(tq, tk, tv).numpy()[0]
+        repeat[PEER] = 7
     times = {name: best_of(fn, repeat=repeat[name]) for name, fn in cases.items()}
     measured = {name: _peak_mib(fn) for name, fn in cases.items()}
     base = times["plain numpy"]
@@ -72,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             "-" if goal is None else (
                 f"<= {goal:g}x " + ("met" if ratio <= goal else "MISSED") if n == 4096
                 else f"<= {goal:g}x at N=4096"),
-            f"{measured[name][0]:.1f}", f"{err:.2e}",
+            "- (not traced)" if name == PEER else f"{measured[name][0]:.1f}", f"{err:.2e}",
         ])
     print(f"attention, one head, N={n}, D={d}, float32 (inputs {3 * n * d * 4 / 2**20:.1f} MiB; "
           f"N^2 scores {n * n * 4 / 2**20:.0f} MiB in float32)")
@@ -82,4 +95,6 @@ def run(args: argparse.Namespace) -> int:
           + ("ran on a helper thread beside its elementwise work (BLAS at one thread "
              "meanwhile)" if product_thread_available() else
              "ran on the calling thread (no settable OpenBLAS or one core)"))
+    print(blas_line())
+    print(peer_line(peer))
     return 0

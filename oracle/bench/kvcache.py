@@ -19,7 +19,7 @@ import numpy as np
 from tabulate import tabulate
 
 from refimpl.kvcache import BlockPool, PagedKVCache
-from refimpl.kvcache.simulate import POLICIES, seed_example_trace, sharegpt_like_trace, simulate
+from refimpl.kvcache.simulate import POLICIES, paged_example_trace, sharegpt_like_trace, simulate
 
 BLOCK = 16
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     trace = sharegpt_like_trace(num)
     rows = []
     for name, tr in ((f"ShareGPT-like ({num} requests)", trace),
-                     ("seed example (128/1024/300)", seed_example_trace())):
+                     ("PagedAttention example (128/1024/300)", paged_example_trace())):
         for policy in POLICIES:
             r = simulate(tr, policy)
             rows.append([name, policy, r.steps, r.peak_running, f"{r.mean_running:.1f}",

@@ -17,7 +17,7 @@ from tabulate import tabulate
 
 from oracle.bench._timing import best_of
 from refimpl.matmul import ExactStats, matmul
-from refimpl.matmul.exact import exact_col_norms, exact_product_fp32, exact_row_bounds
+from refimpl.matmul.screening import exact_col_norms, exact_product_fp32, exact_row_bounds
 
 
 def _inputs(n: int, kind: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -54,18 +54,18 @@ SPECS = {"FlashAttention": "Dao et al. 2022 (arXiv 2205.14135)",
 OUT_TOL = RelativeToNaive(2.0, "naive", 1e-5)
 LSE_TOL = AllClose(1e-5, 1e-5, "exact scores; float64 fixed-order sum of exp over keys")
 GRAD_TOL = AllClose(1e-4, 1e-5, "exact matrix products; reference (non-tiled) order")
+#: the case parameters that are fields of refimpl.attention.MaskOptions (the mask arrays,
+#: key_padding_mask and alibi_slopes, are case inputs)
 MASK_KEYS = ("scale", "causal", "causal_alignment", "window", "softcap")
 
 
-def _options(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, Any]:
+def _options(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> A.MaskOptions:
+    """The case's masking options: its parameters (``MASK_KEYS``) and mask inputs."""
     opts = {k: p[k] for k in MASK_KEYS if k in p and p[k] is not None}
     if "window" in opts:
         opts["window"] = tuple(opts["window"])
-    if "key_padding_mask" in inputs:
-        opts["key_padding_mask"] = inputs["key_padding_mask"]
-    if "alibi_slopes" in inputs:
-        opts["alibi_slopes"] = inputs["alibi_slopes"]
-    return opts
+    return A.MaskOptions(**opts, key_padding_mask=inputs.get("key_padding_mask"),
+                         alibi_slopes=inputs.get("alibi_slopes"))
 
 
 def _stats(st: A.ScheduleStats) -> np.ndarray:
@@ -73,54 +73,54 @@ def _stats(st: A.ScheduleStats) -> np.ndarray:
                      st.peak_sram_elements, st.blocks_computed, st.blocks_skipped], np.int64)
 
 
-def _naive(inputs, p, opts) -> np.ndarray:
+def _naive(inputs, p, mask) -> np.ndarray:
     return A.naive_attention(inputs["q"], inputs["k"], inputs["v"], dtype=p["naive_dtype"],
-                             **opts)
+                             mask=mask)
 
 
 def _attention(inputs, p):
-    opts = _options(inputs, p)
-    out, lse = A.attention(inputs["q"], inputs["k"], inputs["v"], return_lse=True, **opts)
-    return {"out": out, "lse": lse, "naive": _naive(inputs, p, opts)}
+    mask = _options(inputs, p)
+    out, lse = A.attention(inputs["q"], inputs["k"], inputs["v"], return_lse=True, mask=mask)
+    return {"out": out, "lse": lse, "naive": _naive(inputs, p, mask)}
 
 
 def _flash_v2(inputs, p):
-    opts = _options(inputs, p)
+    mask = _options(inputs, p)
     out, lse, st = A.flash_v2(inputs["q"], inputs["k"], inputs["v"], block=tuple(p["block"]),
-                              **opts)
-    return {"out": out, "lse": lse, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
+                              mask=mask)
+    return {"out": out, "lse": lse, "stats": _stats(st), "naive": _naive(inputs, p, mask)}
 
 
 def _standard(inputs, p):
-    opts = _options(inputs, p)
-    out, st = A.standard_attention(inputs["q"], inputs["k"], inputs["v"], **opts)
-    return {"out": out, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
+    mask = _options(inputs, p)
+    out, st = A.standard_attention(inputs["q"], inputs["k"], inputs["v"], mask=mask)
+    return {"out": out, "stats": _stats(st), "naive": _naive(inputs, p, mask)}
 
 
 def _flash_v1(inputs, p):
-    opts = _options(inputs, p)
+    mask = _options(inputs, p)
     out, st = A.flash_v1(inputs["q"], inputs["k"], inputs["v"],
-                         sram_elements=p["sram_elements"], **opts)
-    return {"out": out, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
+                         sram_elements=p["sram_elements"], mask=mask)
+    return {"out": out, "stats": _stats(st), "naive": _naive(inputs, p, mask)}
 
 
 def _split_kv(inputs, p):
-    opts = _options(inputs, p)
+    mask = _options(inputs, p)
     out, lse, st = A.split_kv(inputs["q"], inputs["k"], inputs["v"],
-                              num_splits=p["num_splits"], block=tuple(p["block"]), **opts)
-    return {"out": out, "lse": lse, "stats": _stats(st), "naive": _naive(inputs, p, opts)}
+                              num_splits=p["num_splits"], block=tuple(p["block"]), mask=mask)
+    return {"out": out, "lse": lse, "stats": _stats(st), "naive": _naive(inputs, p, mask)}
 
 
 def _flash_v3(inputs, p):
-    opts = _options(inputs, p)
+    mask = _options(inputs, p)
     fa3 = {k: p[k] for k in ("fp8", "block_quantization", "incoherent", "seed")}
     out, lse, st = flash_v3(inputs["q"], inputs["k"], inputs["v"], block=tuple(p["block"]),
-                              **fa3, **opts)
+                              **fa3, mask=mask)
     if not p["fp8"]:
         return {"out": out, "lse": lse, "stats": _stats(st),
-                "naive": _naive(inputs, p, opts)}
+                "naive": _naive(inputs, p, mask)}
     exact, exact_lse = A.attention(inputs["q"], inputs["k"], inputs["v"], return_lse=True,
-                                   **opts)
+                                   mask=mask)
     return {"out": exact, "lse": exact_lse, "stats": _stats(st), "fp8_model": out,
             "fp8_model_lse": lse}
 
@@ -131,44 +131,45 @@ def _merge(inputs, p):
 
 
 def _backward(inputs, p):
-    opts = _options(inputs, p)
+    mask = _options(inputs, p)
     dq, dk, dv = A.attention_backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"],
-                                      inputs["do"], inputs["lse"], **opts)
+                                      inputs["do"], inputs["lse"], mask=mask)
     return {"dq": dq, "dk": dk, "dv": dv}
 
 
 def _flash_v2_backward(inputs, p):
-    opts = _options(inputs, p)
+    mask = _options(inputs, p)
     dq, dk, dv, st = A.flash_v2_backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"],
                                          inputs["do"], inputs["lse"],
-                                         block=tuple(p["block"]), **opts)
+                                         block=tuple(p["block"]), mask=mask)
     return {"dq": dq, "dk": dk, "dv": dv, "stats": _stats(st)}
 
 
 OPERATIONS = [
     Operation("attention.attention", _attention,
-              "out, lse = refimpl.attention.attention(q, k, v, return_lse=True, **options); "
-              "naive = naive_attention(q, k, v, dtype=naive_dtype, **options)"),
+              "out, lse = refimpl.attention.attention(q, k, v, return_lse=True, mask=); "
+              "naive = naive_attention(q, k, v, dtype=naive_dtype, mask=)"),
     Operation("attention.flash_v2", _flash_v2,
-              "out, lse, stats = refimpl.attention.flash_v2(q, k, v, block=, **options)"),
+              "out, lse, stats = refimpl.attention.flash_v2(q, k, v, block=, mask=)"),
     Operation("attention.flash_v3", _flash_v3,
               "o, lse, stats = refimpl.attention.flash_v3(q, k, v, block=, fp8=, "
-              "block_quantization=, incoherent=, seed=); FP16 mode: out = o; FP8 mode: "
+              "block_quantization=, incoherent=, seed=, mask=); FP16 mode: out = o; FP8 mode: "
               "out, lse = the exact attention; fp8_model, fp8_model_lse = o, lse"),
     Operation("attention.standard", _standard,
-              "out, stats = refimpl.attention.standard_attention(q, k, v, **options): "
+              "out, stats = refimpl.attention.standard_attention(q, k, v, mask=): "
               "S and P through HBM (FlashAttention paper, Algorithm 0)"),
     Operation("attention.flash_v1", _flash_v1,
-              "out, stats = refimpl.attention.flash_v1(q, k, v, sram_elements=, **options)"),
+              "out, stats = refimpl.attention.flash_v1(q, k, v, sram_elements=, mask=)"),
     Operation("attention.split_kv", _split_kv,
-              "out, lse, stats = refimpl.attention.split_kv(q, k, v, num_splits=, block=)"),
+              "out, lse, stats = refimpl.attention.split_kv(q, k, v, num_splits=, block=, "
+              "mask=)"),
     Operation("attention.merge_attention_states", _merge,
               "out, lse = refimpl.attention.merge_attention_states(outs, lses)"),
     Operation("attention.flash_v2_backward", _flash_v2_backward,
               "dq, dk, dv, stats = refimpl.attention.flash_v2_backward(q, k, v, o, do, lse, "
-              "block=)"),
+              "block=, mask=)"),
     Operation("attention.backward", _backward,
-              "dq, dk, dv = refimpl.attention.attention_backward(q, k, v, o, do, lse)"),
+              "dq, dk, dv = refimpl.attention.attention_backward(q, k, v, o, do, lse, mask=)"),
 ]
 
 

@@ -37,6 +37,7 @@ from oracle.cases import Area, CaseSpec, Operation
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import AllClose, RelativeToNaive, Ulp
 from refimpl import kvcache as K
+from refimpl.attention import MaskOptions, naive_attention
 
 SPECS = {"PagedAttention": "Kwon et al. 2023 (arXiv 2309.06180)"}
 VARIANT = {"choice": "kv_block_order", "option": "vllm_free_queue_lru"}
@@ -137,15 +138,13 @@ def _paged_attention(inputs: Mapping[str, np.ndarray],
     if status.any():
         raise ValueError("paged-attention traces must apply every operation")
     live = sorted(s for s in cache.sequences() if cache.length(s) > 0)
-    opts = {"causal": p["causal"],
-            "causal_alignment": p.get("causal_alignment", "bottom_right")}
-    out, lse, _ = K.paged_attention(inputs["q"], cache, live, block_q=p["block_q"], **opts)
-    from refimpl.attention import naive_attention
-
+    mask = MaskOptions(causal=p["causal"],
+                       causal_alignment=p.get("causal_alignment", "bottom_right"))
+    out, lse, _ = K.paged_attention(inputs["q"], cache, live, block_q=p["block_q"], mask=mask)
     naive = np.concatenate([
         naive_attention(inputs["q"][i:i + 1], *(t.transpose(1, 0, 2)[None]
                                                 for t in cache.gather(s)),
-                        dtype="fp16", **opts)
+                        dtype="fp16", mask=mask)
         for i, s in enumerate(live)])
     return {"out": out, "lse": lse, "naive": naive}
 
@@ -156,8 +155,8 @@ OPERATIONS = [
               "num_kv_heads, head_dim, layout=, enable_prefix_caching=)"),
     Operation("kvcache.paged_attention", _paged_attention,
               "replay ops, then refimpl.kvcache.paged_attention(q, cache, live sequences, "
-              "block_q=, causal=, causal_alignment=); naive: FP16 naive attention of each "
-              "gathered sequence"),
+              "block_q=, mask=MaskOptions(causal=, causal_alignment=)); naive: FP16 naive "
+              "attention of each gathered sequence"),
     Operation("kvcache.simulate", _simulate,
               "refimpl.kvcache.simulate(trace, policy) for contiguous and paged"),
 ]

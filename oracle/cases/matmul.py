@@ -91,7 +91,7 @@ def _matmul(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str,
 def _tiled(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
     a = values(inputs["a"], p["in_format"])
     b = values(inputs["b"], p["in_format"])
-    c, st = M.tiled_matmul(a, b, tile=tuple(p["tile"]), accumulate=p["accumulate"])
+    c, st = M.tiled_matmul(a, b, block=tuple(p["tile"]), accumulate=p["accumulate"])
     names = ("global_reads_a", "global_reads_b", "global_writes", "shared_writes",
              "shared_reads", "tiles", "k_steps", "padded_global_reads")
     return {"c": c, "stats": np.array([getattr(st, n) for n in names], np.int64)}
@@ -123,7 +123,7 @@ OPERATIONS = [
               "c = refimpl.matmul.matmul(decode(a), decode(b), accumulate=, out_format=); "
               "lo, hi: acceptance interval of float32 accumulation in any order"),
     Operation("matmul.tiled", _tiled,
-              "c, stats = refimpl.matmul.tiled_matmul(a, b, tile=, accumulate=)"),
+              "c, stats = refimpl.matmul.tiled_matmul(a, b, block=tile, accumulate=)"),
     Operation("matmul.mma", _mma,
               "d = refimpl.matmul.matmul(decode(a), decode(b), c, accumulate=PRESET, "
               "out_format=): D = A B + C on a tensor-core/matrix-core preset"),

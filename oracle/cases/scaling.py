@@ -34,6 +34,7 @@ from oracle.random_stream import CaseRandom
 from oracle.tolerance import AllClose, ExactNaNClass, ExactUnlessNaNScale
 from refimpl import formats as F
 from refimpl import scaling as Q
+from refimpl.deprecation import renamed_arguments
 
 SPECS = {"OCP MX": "1.0", "NVFP4": "NVIDIA Blackwell / TransformerEngine reference",
          "Block FP8": "DeepSeek-V3 technical report (arXiv 2412.19437)"}
@@ -112,7 +113,7 @@ OPERATIONS = [
     Operation("scaling.hadamard_transform", _hadamard,
               "y = refimpl.scaling.hadamard_transform(x, size=, inverse=) (TE's signs)"),
     Operation("scaling.mx_quantize", _mx,
-              "q = refimpl.scaling.mx_quantize(x, elem, block_size=, axis=, scale_rule=, "
+              "q = refimpl.scaling.mx_quantize(x, fmt=elem, block_size=, axis=, scale_rule=, "
               "inf_block=); codes, scales, dequantized = q.codes, q.scales, q.dequantize()"),
     Operation("scaling.mx_matmul", _mx_matmul,
               "c = refimpl.scaling.mx_matmul(MXArray(a_codes, a_scales, axis=-1), "
@@ -125,8 +126,10 @@ OPERATIONS = [
 ]
 
 
-def special_blocks(rng: CaseRandom, size: int, elem: str) -> list[np.ndarray]:
-    """One float32 block per kind, in the order of the module docstring."""
+@renamed_arguments({"elem": "fmt"})
+def special_blocks(rng: CaseRandom, size: int, fmt: str) -> list[np.ndarray]:
+    """One float32 block per kind, in the order of the module docstring; ``fmt`` is the
+    MX element format (``"int8"`` for MXINT8)."""
     def rand(scale_exp: int = 0) -> np.ndarray:
         return np.ldexp(rng.normal(size).astype(np.float64), scale_exp).astype(np.float32)
 
@@ -148,8 +151,8 @@ def special_blocks(rng: CaseRandom, size: int, elem: str) -> list[np.ndarray]:
     b = np.clip(rand(4), -900, 900).astype(np.float32)
     b[0], b[1] = 960.0, 957.0                                                 # clipping
     blocks.append(b)
-    if elem != "int8":
-        f = F.get(elem)
+    if fmt != "int8":
+        f = F.get(fmt)
         mags = rng.integers(0, f.max_code_magnitude + 1, size)
         vals = F.decode(mags.astype(f.code_dtype), f).astype(np.float64)
         signs = np.where(rng.integers(0, 2, size) == 1, -1.0, 1.0)

@@ -5,7 +5,7 @@ Examples::
 
     python -m oracle conform formats.encode --impl mypkg.fp8:to_e4m3 --format e4m3
     python -m oracle conform scaling.mx_quantize --impl mypkg.mx:quantize --format e2m1 \\
-        --impl-kwargs '{"elem": "e2m1", "rule": "floor"}'
+        --impl-kwargs '{"fmt": "e2m1", "rule": "floor"}'
     python -m oracle conform scaling.nvfp4_quantize --impl mypkg.nvfp4:quantize
     python -m oracle conform matmul.matmul --impl mypkg.gemm:bf16_gemm --format bf16
     python -m oracle conform attention.attention --impl mypkg.attn:sdpa --dtype bf16 \\

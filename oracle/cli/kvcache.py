@@ -12,7 +12,7 @@ import sys
 
 from tabulate import tabulate
 
-from refimpl.kvcache.simulate import POLICIES, seed_example_trace, sharegpt_like_trace, simulate
+from refimpl.kvcache.simulate import POLICIES, paged_example_trace, sharegpt_like_trace, simulate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="contiguous reservation and longest request (default 2048)")
     parser.add_argument("--block-size", type=int, default=16,
                         help="page size of the paged policy (default 16)")
-    parser.add_argument("--seed-example", action="store_true",
-                        help="replay the 128/1024/300-token example instead of a trace")
+    parser.add_argument("--example", "--seed-example", dest="example", action="store_true",
+                        help="replay the 128/1024/300-token PagedAttention example instead "
+                             "of a trace (--seed-example: the old spelling)")
     parser.add_argument("--plot", metavar="FILE", default=None,
                         help="draw memory over time for both policies to FILE")
 
@@ -36,14 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.requests < 1:
         raise ValueError(f"--requests must be >= 1, got {args.requests}")
-    trace = (seed_example_trace() if args.seed_example
+    trace = (paged_example_trace() if args.example
              else sharegpt_like_trace(args.requests, seed=args.seed, mean_gap=args.mean_gap))
     results = [simulate(trace, policy, memory_slots=args.memory_slots, max_len=args.max_len,
                         block_size=args.block_size) for policy in POLICIES]
     rows = [[r.policy, r.steps, r.finished, r.peak_running, f"{r.mean_running:.1f}",
              r.preemptions, f"{r.utilization:.1%}", f"{r.waste:.1%}",
              f"{r.memory_utilization:.1%}"] for r in results]
-    what = ("seed example (128/1024/300 tokens)" if args.seed_example else
+    what = ("PagedAttention example (128/1024/300 tokens)" if args.example else
             f"ShareGPT-like trace, {args.requests} requests, seed {args.seed}")
     print(f"{what}; budget {args.memory_slots} slots, max length {args.max_len}, "
           f"{args.block_size}-token pages")

@@ -1,11 +1,11 @@
 """``python -m oracle roofline [--gpu NAME ...]``: roofline tables and GPU comparisons.
 
-Without ``--gpu``: seed 003's tables, computed from the catalogue and printed with the
-seed's number formats (so every digit matches): generations (compute, bandwidth, ridge
+Without ``--gpu``: the worked roofline tables (:mod:`hardware.roofline`), computed from
+the catalogue and printed with fixed number formats: generations (compute, bandwidth, ridge
 points), lower bounds for an 8B model, the batch decode needs to become compute-bound,
 and decode attention's arithmetic intensity. With ``--gpu`` (repeatable): one row per
 named catalogue entry with the same figures side by side. ``--plot FILE`` draws the
-roofline of the chosen GPUs (default: the seed's generations) with the kernels placed
+roofline of the chosen GPUs (default: V100, A100, H100, B200) with the kernels placed
 at their arithmetic intensity (attention forward, decode GEMV, decode attention,
 prefill GEMM) and the calibrated FA3 model's H100 figure; it needs matplotlib
 (``pip install '.[plot]'``).
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
-    # numbers are pre-formatted with the seed's format specs: keep them as strings
+    # numbers are pre-formatted with fixed format specs: keep them as strings
     return tabulate(rows, headers=headers, disable_numparse=True, stralign="right")
 
 
@@ -119,10 +119,7 @@ def _plot(args: argparse.Namespace) -> int:
 
     names = args.gpu or list(rl.GENERATIONS)
     for name in names:
-        try:
-            specs.get(name)
-        except KeyError as exc:
-            raise ValueError(exc.args[0]) from None
+        specs.get(name)  # ValueError for an unknown name
     n, d = 8192, 128
     fa3 = pl.simulate("fa3", seq_len=n, head_dim=d, batch=16384 // n, heads=2048 // d)
     intensity = 4.0 * n * n * d / (4 * n * d * 2)
@@ -142,10 +139,7 @@ def run(args: argparse.Namespace) -> int:
         return _plot(args)
     if args.gpu:
         for name in args.gpu:  # unknown names fail before anything is printed
-            try:
-                specs.get(name)
-            except KeyError as exc:
-                raise ValueError(exc.args[0]) from None
+            specs.get(name)
         print(compare_text(args.gpu))
         if args.sources:
             for name in args.gpu:

@@ -1,10 +1,21 @@
 """Attention: the exact reference and the FlashAttention schedules.
 
 Layout (PyTorch SDPA): q (..., Hq, Sq, D), k and v (..., Hkv, Sk, D); GQA/MQA by head
-grouping. Every function takes the same masking options (``scale``, ``causal``,
-``causal_alignment``, ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-``query_padding_mask``) with the conventions of :mod:`refimpl.attention.reference`.
-Schedules return their stats object last.
+grouping. Every function takes the same masking options, one :class:`MaskOptions`
+(``mask=MaskOptions(scale=, causal=, causal_alignment=, window=, softcap=,
+alibi_slopes=, key_padding_mask=, query_padding_mask=)``) or the same names as keywords,
+with the conventions of :mod:`refimpl.attention.reference`. The tile of a schedule is
+``block = (B_r, B_c)`` everywhere (:mod:`refimpl.attention.tiles`).
+
+Results: every schedule (``standard_attention``, ``flash_v1``, ``flash_v2``,
+``flash_v3``, ``split_kv``, ``refimpl.kvcache.paged_attention``) returns an
+:class:`AttentionResult` with fields ``out``, ``lse``, ``stats``; it is the tuple of the
+parts asked for, so ``out, lse, stats = flash_v2(...)`` and, with ``return_lse=False``
+(the default of ``flash_v1`` and ``standard_attention``), ``out, stats = ...`` unpack
+as before. :func:`attention` returns a bare ``out`` array by default and an
+:class:`AttentionResult` ``(out, lse)`` with ``return_lse=True``; ``naive_attention``
+returns ``out``. The backward passes return :class:`AttentionGradients`
+(``dq, dk, dv[, stats]``).
 
 Special rows, the same in the reference and every schedule: a fully masked row (or one
 whose scores are all ``-inf``) gives output 0 and LSE ``-inf``; a row with a ``+inf``
@@ -18,8 +29,11 @@ delayed normalisation; ``refimpl.attention.flash_v2.flash_v2_core`` runs the who
 forward on a key range. Calling them on the same tiles in the same order reproduces
 :func:`flash_v2` byte for byte.
 """
+from refimpl.attention.mask import MaskOptions
 from refimpl.attention.online import OnlineState, finalize, online_block_update
 from refimpl.attention.problem import ALIGNMENTS, Problem, prepare
+from refimpl.attention.result import AttentionGradients, AttentionResult
+from refimpl.attention.tiles import DEFAULT_BLOCK
 from refimpl.attention.scores import scores
 from refimpl.attention.reference import (
     NAIVE_DTYPES, attention, naive_attention, standard_attention,
@@ -33,7 +47,8 @@ from refimpl.attention.stats import ScheduleStats
 from refimpl.attention.tolerance import naive_error_bound, within_naive_tolerance
 
 __all__ = [
-    "ALIGNMENTS", "NAIVE_DTYPES", "OnlineState", "Problem", "ScheduleStats", "attention",
+    "ALIGNMENTS", "AttentionGradients", "AttentionResult", "DEFAULT_BLOCK", "MaskOptions",
+    "NAIVE_DTYPES", "OnlineState", "Problem", "ScheduleStats", "attention",
     "attention_backward", "finalize", "flash_v1", "flash_v2", "flash_v2_backward",
     "flash_v3", "merge_attention_states", "naive_attention", "online_block_update",
     "split_kv",

@@ -21,16 +21,18 @@ product. ``precision="float64"``: the same in float64.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.flash_v2 import (
-    DEFAULT_BLOCK, check_block, computed_tiles, tile_ranges,
-)
+from refimpl.attention.mask import MaskOptions, Window
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.products import matmul_f32, matmul_f64
+from refimpl.attention.result import AttentionGradients
 from refimpl.attention.scores import PRECISIONS, scores
 from refimpl.attention.stats import ScheduleStats
+from refimpl.attention.tiles import DEFAULT_BLOCK, check_block, computed_tiles, tile_ranges
 from refimpl.softmax import exp_diff, exp_diff_f32
 from refimpl.summation import fold_sum
 from refimpl.validation import as_float64
@@ -104,24 +106,41 @@ def attention_backward(
     lse: ArrayLike,
     *,
     precision: str = "exact",
-    **options: object,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mask: Optional[MaskOptions] = None,
+    scale: Optional[float] = None,
+    causal: bool = False,
+    causal_alignment: str = "bottom_right",
+    window: Window = None,
+    softcap: Optional[float] = None,
+    alibi_slopes: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    query_padding_mask: Optional[ArrayLike] = None,
+) -> AttentionGradients:
     """Reference gradients of :func:`refimpl.attention.attention` (see module docstring).
 
     Args:
         q, k, v: the forward inputs; o, do: (..., Hq, Sq, Dv) output and its gradient;
         lse: (..., Hq, Sq) the forward's natural LSE (``-inf`` for fully masked rows).
         precision: ``"exact"`` or ``"float64"``.
-        options: the forward's masking options.
+        mask: the forward's masking options, a
+            :class:`refimpl.attention.MaskOptions`; or give them one by one as the
+            keywords ``scale``, ``causal``, ``causal_alignment``, ``window``,
+            ``softcap``, ``alibi_slopes``, ``key_padding_mask``, ``query_padding_mask``
+            (the fields of :class:`MaskOptions`: same names, meanings and defaults),
+            not together with ``mask``.
     Returns:
-        ``(dq, dk, dv)`` shaped like q, k, v.
+        :class:`refimpl.attention.AttentionGradients` ``(dq, dk, dv)`` shaped like q, k,
+        v (``stats`` is None: the reference has no schedule).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     exact = precision == "exact"
     dt = np.float32 if exact else np.float64
     mm = matmul_f32 if exact else matmul_f64
-    prob = prepare(q, k, v, input_dtype=dt, **options)  # type: ignore[arg-type]
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask, input_dtype=dt)
     o_, do_, lse_ = _grads_inputs(prob, o, do, lse, dt)
     b, hq, hkv, sq, sk, d = prob.shape
     kq, vq = prob.kv_for_q_heads()
@@ -138,7 +157,7 @@ def attention_backward(
     ds = (ds.astype(np.float64) * sc).astype(dt)
     dq = mm(ds, kq)
     dk = mm(_group_t(ds, hkv), _group_rows(prob.q.astype(dt), hkv))
-    return prob.restore(dq), prob.restore(dk), prob.restore(dv)
+    return AttentionGradients(prob.restore(dq), prob.restore(dk), prob.restore(dv))
 
 
 def flash_v2_backward(
@@ -150,8 +169,16 @@ def flash_v2_backward(
     lse: ArrayLike,
     *,
     block: tuple[int, int] = DEFAULT_BLOCK,
-    **options: object,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, ScheduleStats]:
+    mask: Optional[MaskOptions] = None,
+    scale: Optional[float] = None,
+    causal: bool = False,
+    causal_alignment: str = "bottom_right",
+    window: Window = None,
+    softcap: Optional[float] = None,
+    alibi_slopes: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    query_padding_mask: Optional[ArrayLike] = None,
+) -> AttentionGradients:
     """FlashAttention-2 backward schedule (Dao 2023, Algorithm 2), float32 arithmetic.
 
     Pre-pass ``D = fl32(fold_sum(dO * O))`` (reads dO, O; writes D). dQ is initialised
@@ -172,11 +199,23 @@ def flash_v2_backward(
     sums the heads of a group in head order (``fl32`` after each addition), reading the
     per-head results and writing the final ones (counted as dK/dV traffic).
 
+    Args:
+        q, k, v, o, do, lse: as :func:`attention_backward`.
+        block: ``(B_r, B_c)`` (default 128 x 128).
+        mask: the forward's masking options, a
+            :class:`refimpl.attention.MaskOptions`; or give them one by one as the
+            keywords ``scale``, ``causal``, ``causal_alignment``, ``window``,
+            ``softcap``, ``alibi_slopes``, ``key_padding_mask``, ``query_padding_mask``
+            (the fields of :class:`MaskOptions`: same names, meanings and defaults),
+            not together with ``mask``.
     Returns:
-        ``(dq, dk, dv, stats)``.
+        :class:`refimpl.attention.AttentionGradients` ``(dq, dk, dv, stats)``.
     """
     br, bc = check_block(block)
-    prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask)
     o_, do_, lse_ = _grads_inputs(prob, o, do, lse, np.float32)
     b, hq, hkv, sq, sk, d = prob.shape
     dvd = prob.v.shape[-1]
@@ -249,4 +288,4 @@ def flash_v2_backward(
         st.read("dV", inst * sk * dvd)
         st.write("dK", b * hkv * sk * d)
         st.write("dV", b * hkv * sk * dvd)
-    return prob.restore(dq), prob.restore(dk_out), prob.restore(dv_out), st
+    return AttentionGradients(prob.restore(dq), prob.restore(dk_out), prob.restore(dv_out), st)

@@ -36,14 +36,17 @@ from typing import Optional
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.flash_v2 import check_block, tile_ranges
-from refimpl.attention.online import nonfinite_rows, product_operand
+from refimpl.attention.mask import MaskOptions, Window
+from refimpl.attention.online import final_lse, nonfinite_rows, product_operand
 from refimpl.attention.problem import prepare
 from refimpl.attention.products import matmul_f32
+from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import scores
 from refimpl.attention.stats import ScheduleStats, forward_working_set
+from refimpl.attention.tiles import check_block, tile_ranges
 from refimpl.softmax import exp_diff_f32
 from refimpl.summation import fold_sum
+from refimpl.validation import check_bool
 
 __all__ = ["flash_v1", "v1_block_sizes"]
 
@@ -77,22 +80,48 @@ def flash_v1(
     *,
     sram_elements: Optional[int] = None,
     block: Optional[tuple[int, int]] = None,
-    **options: object,
-) -> tuple[np.ndarray, ScheduleStats]:
+    mask: Optional[MaskOptions] = None,
+    scale: Optional[float] = None,
+    causal: bool = False,
+    causal_alignment: str = "bottom_right",
+    window: Window = None,
+    softcap: Optional[float] = None,
+    alibi_slopes: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    query_padding_mask: Optional[ArrayLike] = None,
+    return_lse: bool = False,
+) -> AttentionResult:
     """FlashAttention V1 forward (paper Algorithm 1; see the module docstring).
 
     Args:
-        q, k, v: as :func:`refimpl.attention.attention`; masking options by keyword.
+        q, k, v: as :func:`refimpl.attention.attention`.
         sram_elements: on-chip memory M in elements (block sizes derived from it), or
         block: explicit ``(B_r, B_c)``. Exactly one of the two.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
+            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
+            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
+            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
+            meanings and defaults), not together with ``mask``.
+        return_lse: also return the natural LSE ``fl32(m + ln l)`` of the final
+            ``m`` and ``l`` in HBM (default False, so that ``out, stats = flash_v1(...)``
+            unpacks as before). Algorithm 1 does not write an LSE: it is formed from
+            ``l`` and ``m`` after the loops and adds no counted traffic. Special rows as
+            :func:`refimpl.attention.online.finalize`: no visible key ``-inf``, a
+            ``+inf`` score ``+inf``, a NaN score NaN.
     Returns:
-        ``(out, stats)``. HBM counts per instance: O, l, m initialised (written) once;
-        K_j, V_j read once per key tile; Q_i, O_i, l_i, m_i read and O_i, l_i, m_i
-        written once per (key tile, query tile) pair. No tile is skipped.
+        :class:`refimpl.attention.AttentionResult`: ``(out, stats)``, or
+        ``(out, lse, stats)`` with ``return_lse``. HBM counts per instance: O, l, m
+        initialised (written) once; K_j, V_j read once per key tile; Q_i, O_i, l_i, m_i
+        read and O_i, l_i, m_i written once per (key tile, query tile) pair. No tile is
+        skipped.
     """
+    return_lse = check_bool("return_lse", return_lse)
     if (sram_elements is None) == (block is None):
         raise ValueError("give exactly one of sram_elements=M or block=(B_r, B_c)")
-    prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask)
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
     br, bc = v1_block_sizes(sram_elements, d, dv) if block is None else check_block(block)
@@ -146,4 +175,5 @@ def flash_v1(
             st.write("m", inst * r)
     # a row that saw a +inf or NaN score: NaN output (refimpl.attention.reference)
     o[nonfinite_rows(m_hbm)] = np.nan
-    return prob.restore(o), st
+    lse = prob.restore(final_lse(m_hbm, l_hbm)) if return_lse else None
+    return AttentionResult(prob.restore(o), lse, st)

@@ -29,59 +29,30 @@ Two implementations, tested against each other byte for byte: a plain one with t
 paper's two loops, and a fast one that runs groups of query tiles in lock-step per key
 tile, in reused scratch arrays, with its float64 products on a helper thread one tile
 ahead where that helps (:func:`_fast`). Reuse: :func:`flash_v2_core` runs the forward on a prepared problem and a key
-range; :func:`computed_tiles` gives the skip decisions.
+range; :func:`refimpl.attention.tiles.computed_tiles` gives the skip decisions.
 """
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl import elementary
-from refimpl._blas import ProductThread
+from refimpl.blas import ProductThread
+from refimpl.attention.mask import MaskOptions, Window
 from refimpl.attention.online import OnlineState, finalize, nonfinite_rows, online_block_update
 from refimpl.attention.problem import Problem, prepare
+from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import scores, scores_from_product
+from refimpl.attention.tiles import DEFAULT_BLOCK, check_block, computed_tiles, tile_ranges
 from refimpl.attention.stats import ScheduleStats, forward_working_set
-from refimpl.matmul.exact import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
+from refimpl.matmul.screening import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
 from refimpl.summation import fold_sum_axis1
 from refimpl.validation import check_bool, check_positive_int
 
-__all__ = ["flash_v2", "flash_v2_core", "computed_tiles", "tile_ranges", "check_block",
-           "DEFAULT_BLOCK"]
-
-DEFAULT_BLOCK = (128, 128)
-
-
-def check_block(block: object) -> tuple[int, int]:
-    """Validate ``block = (B_r, B_c)``."""
-    try:
-        br, bc = block  # type: ignore[misc]
-    except (TypeError, ValueError):
-        raise ValueError(f"block must be a pair (B_r, B_c), got {block!r}") from None
-    return check_positive_int("block B_r", br), check_positive_int("block B_c", bc)
-
-
-def tile_ranges(n: int, size: int, start: int = 0) -> list[np.ndarray]:
-    """Index arrays of consecutive tiles of ``size`` covering ``[start, n)``."""
-    return [np.arange(a, min(n, a + size)) for a in range(start, n, size)]
-
-
-def computed_tiles(
-    prob: Problem, qtiles: list[np.ndarray], ktiles: list[np.ndarray]
-) -> np.ndarray:
-    """bool (B, T_r, T_c): which (batch entry, query tile, key tile) pairs some visible
-    (row, key) pair makes the schedule compute; the rest are skipped."""
-    b, sq = prob.q.shape[0], prob.q.shape[2]
-    comp = np.ones((b, len(qtiles), len(ktiles)), dtype=bool)
-    if prob.has_mask:
-        for j, cols in enumerate(ktiles):
-            vis = prob.visible(np.arange(sq), cols).any(axis=2)  # (B, Sq)
-            for i, rows in enumerate(qtiles):
-                comp[:, i, j] = vis[:, rows].any(axis=1)
-    return comp
+__all__ = ["flash_v2", "flash_v2_core", "forward_stats"]
 
 
 def forward_stats(
@@ -242,7 +213,7 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     screens, the score pipeline, the operations of
     :func:`refimpl.attention.online.online_step`) runs in parts of query rows, in
     reused scratch arrays. On a machine with several cores the products run on a helper
-    thread (:class:`refimpl._blas.ProductThread`) one tile ahead: ``S_{j+1}`` and
+    thread (:class:`refimpl.blas.ProductThread`) one tile ahead: ``S_{j+1}`` and
     ``P_j V_j`` are formed while the softmax of tile j and the accumulator update of
     tile j - 1 run (double buffers); the order of every operation on every value is the
     same."""
@@ -440,37 +411,40 @@ def flash_v2(
     v: ArrayLike,
     *,
     block: tuple[int, int] = DEFAULT_BLOCK,
+    mask: Optional[MaskOptions] = None,
     scale: Optional[float] = None,
     causal: bool = False,
     causal_alignment: str = "bottom_right",
-    window: Optional[tuple[Optional[int], Optional[int]]] = None,
+    window: Window = None,
     softcap: Optional[float] = None,
     alibi_slopes: Optional[ArrayLike] = None,
     key_padding_mask: Optional[ArrayLike] = None,
     query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = True,
     implementation: str = "fast",
-) -> Union[tuple[np.ndarray, np.ndarray, ScheduleStats], tuple[np.ndarray, ScheduleStats]]:
+) -> AttentionResult:
     """FlashAttention-2 forward (see the module docstring for the exact arithmetic).
 
     Args:
-        q, k, v and the masking options: as :func:`refimpl.attention.attention`.
+        q, k, v: as :func:`refimpl.attention.attention`.
         block: ``(B_r, B_c)`` query and key tile sizes (default 128 x 128).
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
+            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
+            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
+            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
+            meanings and defaults), not together with ``mask``.
         return_lse: return the natural LSE the algorithm writes for the backward pass
             (default True).
         implementation: ``"fast"`` (default) or ``"plain"``; same bytes.
     Returns:
-        ``(out, lse, stats)`` or, without ``return_lse``, ``(out, stats)``. Stats per
-        instance: Q_i read once per query tile; K_j and V_j read once per computed tile
-        pair; O_i and LSE_i written once.
+        :class:`refimpl.attention.AttentionResult`: ``(out, lse, stats)`` or, without
+        ``return_lse``, ``(out, stats)``. Stats per instance: Q_i read once per query
+        tile; K_j and V_j read once per computed tile pair; O_i and LSE_i written once.
     """
     return_lse = check_bool("return_lse", return_lse)
-    prob = prepare(
-        q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
-        window=window, softcap=softcap, alibi_slopes=alibi_slopes,
-        key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask,
-    )
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask)
     out, lse, st = flash_v2_core(prob, block, implementation=implementation)
-    if return_lse:
-        return prob.restore(out), prob.restore(lse), st
-    return prob.restore(out), st
+    return AttentionResult(prob.restore(out), prob.restore(lse) if return_lse else None, st)

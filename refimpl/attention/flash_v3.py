@@ -22,7 +22,7 @@ accumulation model for both GEMMs (e.g. ``"H100-FP16"``).
    :func:`refimpl.scaling.hadamard_transform`. ``(QM)(KM)^T = Q K^T`` in exact arithmetic;
    outliers are spread over all d coordinates before quantising. V is untouched. d must
    be a power of two.
-2. Quantisation to ``fp8_format`` (E4M3 by default) with
+2. Quantisation to ``fmt`` (E4M3 by default) with
    :func:`refimpl.scaling.block_fp8_quantize` (float32 scale ``amax / 448`` per tile,
    saturating round-to-nearest-even): ``block_quantization=True`` gives one scale per
    ``B_r x d`` tile of Q and per ``B_c x d`` (``B_c x d_v``) tile of K (V) of each
@@ -43,7 +43,7 @@ accumulation model for both GEMMs (e.g. ``"H100-FP16"``).
    maximum survive instead of ``2^-9``. ``rowsum`` adds the FP32 P before quantisation
    (the kernel's order: ``p_rowsum="unquantized"``, default) or the quantised P
    (``"quantized"``). ``l_new = fl32(alpha l + rowsum)``.
-5. ``P8 = round_to(P, fp8_format)``; ``acc_new = fl32(alpha acc + pv s_V,j)`` with
+5. ``P8 = round_to(P, fmt)``; ``acc_new = fl32(alpha acc + pv s_V,j)`` with
    ``pv = matmul(P8, V8_j, accumulate)`` (FP32); the factor ``2^p_offset`` is in both
    ``acc`` and ``l`` and cancels.
 6. ``O = fl32(acc / l)`` (FP32 output); ``LSE = fl32(m + ln(l 2^-p_offset))``.
@@ -68,19 +68,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl import elementary, formats
-from refimpl.attention.flash_v2 import (
-    check_block, computed_tiles, flash_v2_core, forward_stats, tile_ranges,
-)
+from refimpl.attention.flash_v2 import flash_v2_core, forward_stats
+from refimpl.attention.mask import MaskOptions, Window
 from refimpl.attention.online import OnlineState, finalize, product_operand
 from refimpl.attention.problem import Problem, prepare
+from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import scores_from_product
-from refimpl.attention.stats import ScheduleStats
+from refimpl.attention.tiles import check_block, computed_tiles, tile_ranges
+from refimpl.deprecation import renamed_arguments
 from refimpl.matmul import matmul, resolve_accumulation
 from refimpl.scaling import block_fp8_quantize, hadamard_transform, random_signs
 from refimpl.softmax import exp_diff_f32
@@ -376,6 +377,7 @@ def _fast(prob, ops, qtiles, ktiles, comp, opt, br):
 
 
 # --------------------------------------------------------------------------- public
+@renamed_arguments({"fp8_format": "fmt"})
 def flash_v3(
     q: ArrayLike,
     k: ArrayLike,
@@ -386,29 +388,28 @@ def flash_v3(
     block_quantization: bool = True,
     incoherent: bool = False,
     seed: int = 0,
-    fp8_format: str = "e4m3",
+    fmt: str = "e4m3",
     accumulate: object = "exact",
     p_offset: Optional[int] = None,
     p_rowsum: str = "unquantized",
+    mask: Optional[MaskOptions] = None,
     scale: Optional[float] = None,
     causal: bool = False,
     causal_alignment: str = "bottom_right",
-    window: Optional[tuple[Optional[int], Optional[int]]] = None,
+    window: Window = None,
     softcap: Optional[float] = None,
     alibi_slopes: Optional[ArrayLike] = None,
     key_padding_mask: Optional[ArrayLike] = None,
     query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = True,
     implementation: str = "fast",
-) -> Union[tuple[np.ndarray, np.ndarray, ScheduleStats], tuple[np.ndarray, ScheduleStats]]:
+) -> AttentionResult:
     """FlashAttention-3 forward (Shah et al. 2024, section 3.3; the exact arithmetic is
     in the module docstring).
 
     Args:
-        q, k, v and the masking options (``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask``): as :func:`refimpl.attention.attention`; inputs are
-            float32 values (FP16/BF16 data as float32 arrays).
+        q, k, v: as :func:`refimpl.attention.attention`; inputs are float32 values
+            (FP16/BF16 data as float32 arrays).
         block: ``(B_r, B_c)`` (default 128 x 64, FA3's FP16 forward tile for d = 128);
             also the FP8 quantisation tiles.
         fp8: the FP8 path (default False: FP16/BF16, the same bytes as ``flash_v2``).
@@ -416,7 +417,9 @@ def flash_v3(
             or one per tensor (False, the baseline).
         incoherent: multiply Q and K by the random orthogonal ``M`` first (default False).
         seed: the sign diagonal of ``M`` (default 0).
-        fp8_format: ``"e4m3"`` (default, FA3) or ``"e5m2"`` for Q, K, V and P.
+        fmt: the FP8 format of Q, K, V and P, ``"e4m3"`` (default, FA3) or
+            ``"e5m2"`` (the old spelling ``fp8_format=`` still works, with a
+            DeprecationWarning, until ``refimpl.deprecation.REMOVED_IN``).
         accumulate: FP32 accumulation model of both GEMMs: ``"exact"`` (default,
             correctly rounded), a BlockFMA preset (``"H100-FP8"``, ``"H100-FP16"``), or
             any name or model :func:`refimpl.matmul.matmul` accepts.
@@ -425,13 +428,20 @@ def flash_v3(
             ``[0, 2^p_offset]``, which must fit the format).
         p_rowsum: ``"unquantized"`` (default: l adds the FP32 P, as the kernel does) or
             ``"quantized"`` (l adds the P that enters the GEMM).
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
+            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
+            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
+            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
+            meanings and defaults), not together with ``mask``.
         return_lse: also return the natural LSE (default True).
         implementation: ``"fast"`` (default) or ``"plain"``; same bytes.
     Returns:
-        ``(out, lse, stats)`` or ``(out, stats)``: out (..., Hq, Sq, Dv) float32, lse
+        :class:`refimpl.attention.AttentionResult`: ``(out, lse, stats)`` or, without
+        ``return_lse``, ``(out, stats)``: out (..., Hq, Sq, Dv) float32, lse
         (..., Hq, Sq) float32, :class:`ScheduleStats`.
     Raises:
-        ValueError: bad inputs or options (which one, what was expected).
+        TypeError: a wrong type (an option, ``mask``, a flag).
+        ValueError: bad inputs or option values (which one, what was expected).
     """
     fp8 = check_bool("fp8", fp8)
     block_quantization = check_bool("block_quantization", block_quantization)
@@ -442,9 +452,9 @@ def flash_v3(
         raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
     if p_rowsum not in P_ROWSUMS:
         raise ValueError(f"p_rowsum must be one of {P_ROWSUMS}, got {p_rowsum!r}")
-    fmt = formats.get(fp8_format)
-    if fmt.name not in ("e4m3", "e5m2"):
-        raise ValueError(f"fp8_format must be 'e4m3' or 'e5m2', got {fp8_format!r}")
+    fp8_fmt = formats.get(fmt)
+    if fp8_fmt.name not in ("e4m3", "e5m2"):
+        raise ValueError(f"fmt must be 'e4m3' or 'e5m2', got {fmt!r}")
     if p_offset is None:
         p_offset = FA3_P_OFFSET if fp8 else 0
     if (isinstance(p_offset, bool) or not isinstance(p_offset, (int, np.integer))
@@ -453,11 +463,10 @@ def flash_v3(
                          f"fits E4M3 and E5M2), got {p_offset!r}")
     seed = _seed(seed)
     model = resolve_accumulation(accumulate)
-    prob = prepare(
-        q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
-        window=window, softcap=softcap, alibi_slopes=alibi_slopes,
-        key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask,
-    )
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask)
     if incoherent:
         _hadamard_size(prob.shape[5])
     shares_v2 = (not fp8 and not incoherent and p_offset == 0 and isinstance(accumulate, str)
@@ -468,16 +477,14 @@ def flash_v3(
         sq, sk = prob.shape[3], prob.shape[4]
         qtiles, ktiles = tile_ranges(sq, br), tile_ranges(sk, bc)
         comp = computed_tiles(prob, qtiles, ktiles)
-        ops = _operands(prob, br, bc, fp8, block_quantization, incoherent, seed, fmt.name)
-        opt = _Step(fp8, fmt.name, int(p_offset), p_rowsum, model)
+        ops = _operands(prob, br, bc, fp8, block_quantization, incoherent, seed, fp8_fmt.name)
+        opt = _Step(fp8, fp8_fmt.name, int(p_offset), p_rowsum, model)
         if implementation == "plain":
             out, lse = _plain(prob, ops, qtiles, ktiles, comp, opt)
         else:
             out, lse = _fast(prob, ops, qtiles, ktiles, comp, opt, br)
         st = forward_stats(prob, qtiles, ktiles, comp, min(br, sq), min(bc, sk))
-    if return_lse:
-        return prob.restore(out), prob.restore(lse), st
-    return prob.restore(out), st
+    return AttentionResult(prob.restore(out), prob.restore(lse) if return_lse else None, st)
 
 
 # --------------------------------------------------------------------------- Table 3

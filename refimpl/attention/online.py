@@ -49,8 +49,8 @@ from refimpl import elementary
 from refimpl.attention.products import matmul_f32
 from refimpl.validation import as_float_array
 
-__all__ = ["OnlineState", "online_block_update", "online_step", "finalize", "nonfinite_rows",
-           "product_operand"]
+__all__ = ["OnlineState", "online_block_update", "online_step", "finalize", "final_lse",
+           "nonfinite_rows", "product_operand"]
 
 
 @dataclass(frozen=True)
@@ -214,10 +214,23 @@ def finalize(state: OnlineState, *, lse_shift: int = 0) -> tuple[np.ndarray, np.
     l64 = np.where(pos, state.l, 1.0).astype(np.float64)
     with np.errstate(invalid="ignore"):
         out = np.where(pos[..., None], state.acc / l64[..., None], 0.0).astype(np.float32)
-        l_lse = np.ldexp(l64, -lse_shift) if lse_shift else l64
-        lse = np.where(pos, state.m + elementary.log(l_lse), -np.inf).astype(np.float32)
     bad = nonfinite_rows(state.m)
     if bad.any():
         out[bad] = np.nan
-        lse = np.where(bad, state.m, lse).astype(np.float32)  # +inf or NaN
-    return out, lse
+    return out, final_lse(state.m, state.l, lse_shift=lse_shift)
+
+
+def final_lse(m: np.ndarray, l: np.ndarray, *, lse_shift: int = 0) -> np.ndarray:
+    """The natural LSE of rows with running maximum ``m`` and sum ``l`` (float32):
+    ``fl32(m + ln(l 2^-lse_shift))`` (the log in float64, :func:`refimpl.elementary.log`);
+    ``-inf`` where ``l = 0`` (no visible key); ``m`` itself (``+inf`` or NaN) for the
+    rows of :func:`nonfinite_rows`."""
+    pos = l > 0
+    l64 = np.where(pos, l, 1.0).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        l_lse = np.ldexp(l64, -lse_shift) if lse_shift else l64
+        lse = np.where(pos, m + elementary.log(l_lse), -np.inf).astype(np.float32)
+    bad = nonfinite_rows(m)
+    if bad.any():
+        lse = np.where(bad, m, lse).astype(np.float32)  # +inf or NaN
+    return lse

@@ -17,16 +17,9 @@ from typing import Optional
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.validation import as_float, as_float_array, check_bool
+from refimpl.attention.mask import ALIGNMENTS, MaskOptions, Window, as_mask
 
 __all__ = ["Problem", "prepare", "ALIGNMENTS"]
-
-#: causal/window alignment names -> description (flash-attention >= 2.1 and FlashInfer use
-#: bottom_right; PyTorch SDPA's is_causal uses top_left)
-ALIGNMENTS = {
-    "bottom_right": "row i is aligned with key i + Sk - Sq (flash-attention >= 2.1, FlashInfer)",
-    "top_left": "row i is aligned with key i (PyTorch SDPA is_causal)",
-}
 
 
 @dataclass(frozen=True)
@@ -136,30 +129,8 @@ def _as_f32(x: ArrayLike, name: str, dtype: type = np.float32) -> np.ndarray:
     return out
 
 
-def _window(window: object) -> Optional[tuple[Optional[int], Optional[int]]]:
-    if window is None:
-        return None
-    try:
-        left, right = window  # type: ignore[misc]
-    except (TypeError, ValueError):
-        raise ValueError(f"window must be a pair (w_left, w_right), got {window!r}") from None
-    out = []
-    for name, w in (("w_left", left), ("w_right", right)):
-        if w is None:
-            out.append(None)
-        elif isinstance(w, (int, np.integer)) and not isinstance(w, bool) and w >= 0:
-            out.append(int(w))
-        else:
-            raise ValueError(
-                f"window {name} must be an integer >= 0 or None (unbounded), got {w!r}"
-            )
-    return out[0], out[1]
-
-
-def _mask(mask: object, name: str, batch: tuple[int, ...], length: int) -> np.ndarray:
-    m = np.asarray(mask)
-    if m.dtype != bool:
-        raise ValueError(f"{name} must be a boolean array (True = valid), got dtype {m.dtype}")
+def _padding_shape(m: np.ndarray, name: str, batch: tuple[int, ...],
+                   length: int) -> np.ndarray:
     want = batch + (length,)
     if m.shape != want:
         raise ValueError(f"{name} must have shape {want} (batch + sequence), got {m.shape}")
@@ -171,18 +142,20 @@ def prepare(
     k: ArrayLike,
     v: ArrayLike,
     *,
+    mask: Optional[MaskOptions] = None,
     scale: Optional[float] = None,
     causal: bool = False,
     causal_alignment: str = "bottom_right",
-    window: object = None,
+    window: Window = None,
     softcap: Optional[float] = None,
     alibi_slopes: Optional[ArrayLike] = None,
     key_padding_mask: Optional[ArrayLike] = None,
     query_padding_mask: Optional[ArrayLike] = None,
     input_dtype: type = np.float32,
 ) -> Problem:
-    """Validate the inputs and options of every attention function (same names, same
-    meaning everywhere); see :func:`refimpl.attention.attention` for their documentation.
+    """Validate the inputs and the masking options of every attention function (same
+    names, same meaning everywhere): ``mask`` or the keywords that build it (see
+    :class:`refimpl.attention.MaskOptions` and :func:`refimpl.attention.mask.as_mask`).
 
     Alignment: with ``"bottom_right"`` row i is aligned with key ``i + Sk - Sq``; when
     padding masks are given, Sq and Sk are the numbers of valid queries and keys of each
@@ -191,7 +164,20 @@ def prepare(
 
     ``input_dtype=np.float64`` (the float64 reference) keeps any finite float64 inputs;
     the default requires float32 values.
+
+    Raises:
+        TypeError: a wrong type (see :class:`refimpl.attention.MaskOptions`).
+        ValueError: shapes, head counts, non-finite or non-float32 inputs, option values,
+            slopes or padding masks whose shapes do not fit q, k and v.
     """
+    mask = as_mask(mask, scale=scale, causal=causal, causal_alignment=causal_alignment,
+                   window=window, softcap=softcap, alibi_slopes=alibi_slopes,
+                   key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask)
+    return _problem(q, k, v, mask, input_dtype)
+
+
+def _problem(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: MaskOptions,
+             input_dtype: type) -> Problem:
     q32 = _as_f32(q, "q", input_dtype)
     k32 = _as_f32(k, "k", input_dtype)
     v32 = _as_f32(v, "v", input_dtype)
@@ -225,25 +211,12 @@ def prepare(
         )
     if d == 0:
         raise ValueError("head dimension D must be at least 1")
-    causal = check_bool("causal", causal)
-    if not isinstance(causal_alignment, str) or causal_alignment not in ALIGNMENTS:
-        raise ValueError(
-            f"causal_alignment must be one of {sorted(ALIGNMENTS)}, got {causal_alignment!r}"
-        )
-    if scale is None:
-        scale = 1.0 / math.sqrt(d)
-    scale = as_float("scale", scale)
-    if not math.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale}")
-    if softcap is not None:
-        softcap = as_float("softcap", softcap)
-        if not (softcap > 0 and math.isfinite(softcap)):
-            raise ValueError(f"softcap must be a positive finite number or None, got {softcap}")
+    scale = 1.0 / math.sqrt(d) if mask.scale is None else mask.scale
     bsz = math.prod(batch)
     flat = lambda x: x.reshape((bsz,) + x.shape[-3:])  # noqa: E731
     slopes = None
-    if alibi_slopes is not None:
-        s = as_float_array(alibi_slopes, "alibi_slopes").astype(np.float64)
+    if mask.alibi_slopes is not None:
+        s = mask.alibi_slopes
         if s.shape == (hq,):
             s = np.broadcast_to(s, (bsz, hq))
         elif s.shape == batch + (hq,):
@@ -252,14 +225,12 @@ def prepare(
             raise ValueError(
                 f"alibi_slopes must have shape ({hq},) or {batch + (hq,)}, got {s.shape}"
             )
-        if not np.isfinite(s).all():
-            raise ValueError("alibi_slopes must be finite")
         slopes = np.ascontiguousarray(s)
-    kv = None if key_padding_mask is None else _mask(
-        key_padding_mask, "key_padding_mask", batch, sk)
-    qv = None if query_padding_mask is None else _mask(
-        query_padding_mask, "query_padding_mask", batch, sq)
-    if causal_alignment == "top_left":
+    kv = None if mask.key_padding_mask is None else _padding_shape(
+        mask.key_padding_mask, "key_padding_mask", batch, sk)
+    qv = None if mask.query_padding_mask is None else _padding_shape(
+        mask.query_padding_mask, "query_padding_mask", batch, sq)
+    if mask.causal_alignment == "top_left":
         offset = np.zeros(bsz, dtype=np.int64)
     else:
         n_k = np.full(bsz, sk, dtype=np.int64) if kv is None else kv.sum(axis=1)
@@ -267,6 +238,6 @@ def prepare(
         offset = (n_k - n_q).astype(np.int64)
     return Problem(
         q=flat(q32), k=flat(k32), v=flat(v32), batch_shape=batch, scale=scale,
-        causal=causal, alignment=causal_alignment, window=_window(window),
-        softcap=softcap, slopes=slopes, key_valid=kv, query_valid=qv, offset=offset,
+        causal=mask.causal, alignment=mask.causal_alignment, window=mask.window,
+        softcap=mask.softcap, slopes=slopes, key_valid=kv, query_valid=qv, offset=offset,
     )

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from refimpl.matmul.exact import exact_col_norms, exact_product_fp32, exact_row_bounds
+from refimpl.matmul.screening import exact_col_norms, exact_product_fp32, exact_row_bounds
 from refimpl.summation import fold_sum
 
 __all__ = ["matmul_f32", "matmul_f64"]

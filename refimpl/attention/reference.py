@@ -42,8 +42,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl import elementary
+from refimpl.attention.mask import MaskOptions, Window
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.products import matmul_f32, matmul_f64
+from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import PRECISIONS, scores
 from refimpl.attention.stats import ScheduleStats
 from refimpl.softmax import exp_diff
@@ -131,17 +133,18 @@ def attention(
     k: ArrayLike,
     v: ArrayLike,
     *,
+    mask: Optional[MaskOptions] = None,
     scale: Optional[float] = None,
     causal: bool = False,
     causal_alignment: str = "bottom_right",
-    window: Optional[tuple[Optional[int], Optional[int]]] = None,
+    window: Window = None,
     softcap: Optional[float] = None,
     alibi_slopes: Optional[ArrayLike] = None,
     key_padding_mask: Optional[ArrayLike] = None,
     query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = False,
     precision: str = "exact",
-) -> Union[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+) -> Union[np.ndarray, AttentionResult]:
     """Reference scaled dot-product attention (the definition; Vaswani et al. 2017 eq. 1,
     with the options of flash-attention 2 and FlashInfer).
 
@@ -179,51 +182,79 @@ def attention(
 
     Args:
         q: (..., Hq, Sq, D); k: (..., Hkv, Sk, D); v: (..., Hkv, Sk, Dv); float32 values.
-        scale: score scale, default ``1/sqrt(D)``.
-        causal: causal mask under ``causal_alignment``.
-        causal_alignment: ``"bottom_right"`` (default) or ``"top_left"``; also aligns the
-            window and the ALiBi distance.
-        window: ``(w_left, w_right)`` inclusive bounds around the aligned position, each
-            an int >= 0 or None (unbounded); None for no window.
-        softcap: ``cap`` for ``cap * tanh(s / cap)``, None for no cap.
-        alibi_slopes: (Hq,) or (..., Hq) slopes; bias ``-slope * |i + offset - j|``.
-        key_padding_mask: bool (..., Sk), True = valid key.
-        query_padding_mask: bool (..., Sq), True = valid query; invalid rows give 0.
-        return_lse: also return the natural LSE (..., Hq, Sq).
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
+            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
+            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
+            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
+            meanings and defaults), not together with ``mask``.
+        return_lse: also return the natural LSE (..., Hq, Sq) (default False).
         precision: ``"exact"`` (float32 result) or ``"float64"``.
     Returns:
-        out (..., Hq, Sq, Dv), and LSE when ``return_lse``. Fully masked rows: out 0,
+        out (..., Hq, Sq, Dv), a bare array (default); with ``return_lse`` an
+        :class:`refimpl.attention.AttentionResult` that unpacks as ``(out, lse)``
+        (``stats`` is None: the reference has no schedule). Fully masked rows: out 0,
         LSE ``-inf``. Rows with a ``+inf`` score: out NaN, LSE ``+inf``; with a NaN
         score: out NaN, LSE NaN.
     Raises:
-        ValueError: shapes, head counts, non-finite or non-float32 inputs, bad options.
+        TypeError: a wrong type (an option, ``mask``, ``return_lse``).
+        ValueError: shapes, head counts, non-finite or non-float32 inputs, bad option
+            values.
     """
     return_lse = check_bool("return_lse", return_lse)
-    prob = prepare(
-        q, k, v, scale=scale, causal=causal, causal_alignment=causal_alignment,
-        window=window, softcap=softcap, alibi_slopes=alibi_slopes,
-        key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask,
-        input_dtype=np.float64 if precision == "float64" else np.float32,
-    )
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask,
+        input_dtype=np.float64 if precision == "float64" else np.float32)
     out, lse, _, _ = _forward(prob, precision)
     if return_lse:
-        return prob.restore(out), prob.restore(lse)
+        return AttentionResult(prob.restore(out), prob.restore(lse))
     return prob.restore(out)
 
 
 def standard_attention(
-    q: ArrayLike, k: ArrayLike, v: ArrayLike, **options: object
-) -> tuple[np.ndarray, ScheduleStats]:
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    mask: Optional[MaskOptions] = None,
+    scale: Optional[float] = None,
+    causal: bool = False,
+    causal_alignment: str = "bottom_right",
+    window: Window = None,
+    softcap: Optional[float] = None,
+    alibi_slopes: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    query_padding_mask: Optional[ArrayLike] = None,
+    return_lse: bool = False,
+) -> AttentionResult:
     """Standard attention (FlashAttention paper, Algorithm 0) with its HBM traffic.
 
     Per (batch, head): 1. read Q, K, compute S, write S; 2. read S, compute P, write P;
     3. read P and V, compute O = PV, write O. For Sq = Sk = N that is
     ``4 N d + 4 N^2`` element accesses: Theta(N d + N^2) (Theorem 2). Values equal
-    :func:`attention` with ``precision="exact"`` (same keyword options, except
-    ``return_lse`` and ``precision``). ``peak_sram_elements`` is not modelled (0).
+    :func:`attention` with ``precision="exact"``. ``peak_sram_elements`` is not
+    modelled (0).
+
+    Args:
+        q, k, v: as :func:`attention`.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
+            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
+            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
+            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
+            meanings and defaults), not together with ``mask``.
+        return_lse: also return the natural LSE (default False; the LSE is not part
+            of the counted traffic, as Algorithm 0 does not write it).
+    Returns:
+        :class:`refimpl.attention.AttentionResult`: ``(out, stats)``, or
+        ``(out, lse, stats)`` with ``return_lse``.
     """
-    prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
-    out, _, _, _ = _forward(prob, "exact")
+    return_lse = check_bool("return_lse", return_lse)
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask)
+    out, lse, _, _ = _forward(prob, "exact")
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
     inst = b * hq
@@ -236,7 +267,7 @@ def standard_attention(
     st.read("P", inst * sq * sk)
     st.read("V", inst * sk * dv)
     st.write("O", inst * sq * dv)
-    return prob.restore(out), st
+    return AttentionResult(prob.restore(out), prob.restore(lse) if return_lse else None, st)
 
 
 def naive_attention(
@@ -245,7 +276,15 @@ def naive_attention(
     v: ArrayLike,
     *,
     dtype: str = "fp16",
-    **options: object,
+    mask: Optional[MaskOptions] = None,
+    scale: Optional[float] = None,
+    causal: bool = False,
+    causal_alignment: str = "bottom_right",
+    window: Window = None,
+    softcap: Optional[float] = None,
+    alibi_slopes: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    query_padding_mask: Optional[ArrayLike] = None,
 ) -> np.ndarray:
     """Attention computed in a low precision the way plain framework code does it
     (flash-attention's ``attention_ref`` with ``upcast=False``), as float32 values of
@@ -263,14 +302,26 @@ def naive_attention(
     ``P = rd(softmax(S))`` (softmax internally in float32, as frameworks do for half
     inputs); ``O = rd(P v)``. Inputs are first rounded to ``dtype``.
 
-    Keyword options as :func:`attention` (not ``return_lse``/``precision``).
+    Args:
+        q, k, v: as :func:`attention`.
+        dtype: ``"fp16"`` (default) or ``"bf16"``.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
+            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
+            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
+            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
+            meanings and defaults), not together with ``mask``.
+    Returns:
+        out (..., Hq, Sq, Dv), a bare array (float32 values of ``dtype``).
     """
     from refimpl.formats import round_to
 
     if dtype not in NAIVE_DTYPES:
         raise ValueError(f"dtype must be one of {NAIVE_DTYPES}, got {dtype!r}")
     rd = lambda x: round_to(np.asarray(x, dtype=np.float32), dtype).astype(np.float32)  # noqa: E731
-    prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask)
     b, hq, _, sq, sk, d = prob.shape
     kq, vq = prob.kv_for_q_heads()
     qs = rd(rd(prob.q) * np.float32(prob.scale))

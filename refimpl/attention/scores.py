@@ -41,7 +41,7 @@ import numpy as np
 from refimpl import elementary
 from refimpl.attention.problem import Problem
 from refimpl.attention.products import matmul_f32, matmul_f64
-from refimpl.matmul.rounding import add_round_to_odd
+from refimpl.eft import add_round_to_odd, round_to_odd, split, two_sum
 from refimpl.validation import check_bool
 
 __all__ = ["scores", "scores_from_product", "add_alibi_f32", "PRECISIONS"]
@@ -129,8 +129,6 @@ def scores_from_product(
     return out, vis, grad
 
 
-#: Veltkamp's splitter for binary64: a = hi + lo exactly, each with at most 26 bits
-_SPLITTER = 2.0**27 + 1.0
 #: slopes from here on are split no further: a bias of 2^990 or more (or 0) rounds to
 #: the same float32 value (+-inf or s) whatever its low bits
 _SPLIT_MAX = 2.0**990
@@ -168,30 +166,19 @@ def add_alibi_f32(problem: Problem, s: np.ndarray, rows: np.ndarray,
             "(pass float32 slopes, exact up to 2^29)")
     # slope = a1 + a2 (Veltkamp), each product a_i * d exact; bias = c1 + c2 exactly
     big = np.abs(slopes) >= _SPLIT_MAX
-    g = np.where(big, 0.0, slopes) * _SPLITTER
-    a1 = np.where(big, slopes, g - (g - slopes))
+    a1 = np.where(big, slopes, split(np.where(big, 0.0, slopes))[0])
     a2 = slopes - a1
     c1 = replace(problem, slopes=a1).alibi_bias(rows, cols)
     c2 = replace(problem, slopes=a2).alibi_bias(rows, cols)
     with np.errstate(invalid="ignore", over="ignore"):
-        b1, b2 = _two_sum(c1, c2)  # normalised: |b2| <= ulp(b1)/2
-        h, l = _two_sum(s64, b1)
-        u, e = _two_sum(l, b2)
-        big_h, low = _two_sum(h, u)
+        b1, b2 = two_sum(c1, c2)  # normalised: |b2| <= ulp(b1)/2
+        h, l = two_sum(s64, b1)
+        u, e = two_sum(l, b2)
+        big_h, low = two_sum(h, u)
         # s + bias = big_h + low + e exactly, and |low + e| is below the gap from big_h
         # to its neighbour on that side (if |b2| > 2^-10 |h|, s + b1 cancelled exactly
         # and e = 0; otherwise |e| <= 2^-62.9 |big_h|), so the sign of fl(low + e)
         # decides round-to-odd
-        rest = low + e
-        odd = (big_h.view(np.int64) & 1).astype(bool)
-        toward = np.nextafter(big_h, np.where(rest > 0, np.inf, -np.inf))
-        ro = np.where((rest != 0) & ~odd & np.isfinite(big_h), toward, big_h)
+        ro = round_to_odd(big_h, low + e)
     ro = np.where(np.isneginf(s64), -np.inf, ro)  # masked stays masked
     return ro.astype(np.float32)
-
-
-def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """TwoSum (Knuth, TAOCP vol. 2, 4.2.2): ``x + y = s + e`` exactly, ``s = fl(x + y)``."""
-    t = x + y
-    bp = t - x
-    return t, (x - (t - bp)) + (y - bp)

@@ -11,15 +11,18 @@ rounding.
 from __future__ import annotations
 
 import math
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl import elementary
-from refimpl.attention.flash_v2 import DEFAULT_BLOCK, check_block, flash_v2_core
+from refimpl.attention.flash_v2 import flash_v2_core
+from refimpl.attention.mask import MaskOptions, Window
 from refimpl.attention.problem import prepare
+from refimpl.attention.result import AttentionResult
 from refimpl.attention.stats import ScheduleStats
+from refimpl.attention.tiles import DEFAULT_BLOCK, check_block
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
 from refimpl.validation import as_float64, check_bool, check_positive_int
@@ -102,24 +105,41 @@ def split_kv(
     *,
     num_splits: int,
     block: tuple[int, int] = DEFAULT_BLOCK,
+    mask: Optional[MaskOptions] = None,
+    scale: Optional[float] = None,
+    causal: bool = False,
+    causal_alignment: str = "bottom_right",
+    window: Window = None,
+    softcap: Optional[float] = None,
+    alibi_slopes: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = True,
-    **options: object,
-) -> Union[tuple[np.ndarray, np.ndarray, ScheduleStats], tuple[np.ndarray, ScheduleStats]]:
+) -> AttentionResult:
     """Flash-Decoding: FlashAttention-2 over ``num_splits`` key ranges, then
     :func:`merge_attention_states`.
 
     Args:
-        q, k, v and masking options: as :func:`refimpl.attention.attention`.
+        q, k, v: as :func:`refimpl.attention.attention`.
         num_splits: number of key ranges (see :func:`split_ranges`).
         block: ``(B_r, B_c)`` of each part's FlashAttention-2 run.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
+            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
+            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
+            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
+            meanings and defaults), not together with ``mask``.
+        return_lse: also return the merged natural LSE (default True).
     Returns:
-        ``(out, lse, stats)`` (or ``(out, stats)``). Stats: the parts' counts, plus each
-        part writing ``O_partial``/``LSE_partial`` and the merge reading them and
-        writing O and LSE.
+        :class:`refimpl.attention.AttentionResult`: ``(out, lse, stats)`` (or
+        ``(out, stats)``). Stats: the parts' counts, plus each part writing
+        ``O_partial``/``LSE_partial`` and the merge reading them and writing O and LSE.
     """
     return_lse = check_bool("return_lse", return_lse)
     br, bc = check_block(block)
-    prob = prepare(q, k, v, **options)  # type: ignore[arg-type]
+    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
+        causal_alignment=causal_alignment, window=window, softcap=softcap,
+        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
+        query_padding_mask=query_padding_mask)
     b, hq, _, sq, sk, _ = prob.shape
     dv = prob.v.shape[-1]
     st = ScheduleStats()
@@ -138,6 +158,4 @@ def split_kv(
     st.read("LSE_partial", num_splits * n)
     st.write("O", n * dv)
     st.write("LSE", n)
-    if return_lse:
-        return prob.restore(out), prob.restore(lse), st
-    return prob.restore(out), st
+    return AttentionResult(prob.restore(out), prob.restore(lse) if return_lse else None, st)

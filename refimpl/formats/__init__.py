@@ -17,7 +17,7 @@ report (stochastic rounding), NVIDIA PTX ISA ``cvt``.
 
 Defaults: round to nearest even; no saturation (E4M3 overflows to NaN, E5M2 to Inf, the
 MX FP6/FP4 element formats saturate); NaN input keeps the format's NaN, or raises for a
-format without NaN; E8M0 ties to the even code (``rounding="up"`` rounds ties up).
+format without NaN; E8M0 ties to the even code (``rounding="nearest_away"`` rounds ties up).
 
 >>> from refimpl import formats
 >>> int(formats.encode(1.0625 + 2**-40, "e4m3"))
@@ -49,6 +49,7 @@ from .registry import (
 from .round import round_to
 from .tables import ValueTable, value_table
 from .rounding import NAN_POLICIES, ROUNDING_MODES
+from ..rounding_modes import RoundingMode
 from .types import CLASSES, NAN_KINDS, Format
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "unpack",
     "ValueTable",
     "ROUNDING_MODES",
+    "RoundingMode",
     "NAN_POLICIES",
     "NAN_KINDS",
     "CLASSES",

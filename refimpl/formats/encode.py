@@ -46,7 +46,7 @@ from .rounding import (
 from .types import Format
 from ..validation import as_float_array, check_bool
 
-__all__ = ["encode", "encode_float64", "as_float_array"]
+__all__ = ["encode", "encode_float64", "as_float_array", "float32_lookup"]
 
 #: Elements per chunk of the table path (a few uint32 temporaries).
 CHUNK = 1 << 16
@@ -233,6 +233,29 @@ def _table(
     return table, k, sentinel
 
 
+def float32_lookup(
+    fmt: FormatLike, rounding: str = "nearest_even", *, saturate: bool = False,
+    nan: Optional[Union[str, int]] = None,
+) -> Tuple[np.ndarray, int]:
+    """``(table, k)`` of the table path for float32 input, for callers that form the
+    index themselves: the code of a float32 with bit pattern ``b`` is
+    ``table[(b >> k) | sticky]``, ``sticky`` = 1 when any of the ``k`` low bits is set
+    (what :func:`encode` computes; the same special-value policy). Under ``nan="error"``
+    (the default for formats without NaN) NaN entries hold ``2**fmt.bits``.
+
+    Raises:
+        ValueError: a mode or format without a float32 table (stochastic rounding,
+            formats with more than 19 mantissa bits or an inexact subnormal range).
+    """
+    f = get(fmt)
+    mode = resolve_rounding(rounding, f)
+    policy = resolve_nan(nan, f)
+    shape = _table_shape(f, np.dtype(np.float32)) if mode != "stochastic" else None
+    if shape is None:
+        raise ValueError(f"format {f.name!r} with rounding={mode!r} has no float32 table")
+    table, k, _ = _table(f, mode, check_bool("saturate", saturate), policy, "f")
+    return table, k
+
 def _nan_error(fmt: Format, flat_index: int, shape: Tuple[int, ...]) -> ValueError:
     return ValueError(
         f"NaN input at index {index_of(flat_index, shape)} cannot be encoded in format "
@@ -260,9 +283,10 @@ def encode(
         x: float16, float32 or float64 array (or scalar/list; integers exactly
             representable in float64 are accepted). Never pre-rounded to float32.
         fmt: a Format or its name.
-        rounding: ``"nearest_even"`` (default), ``"nearest_away"``, ``"toward_zero"``,
-            ``"toward_positive"`` (``"ceil"``), ``"toward_negative"`` (``"floor"``),
-            ``"stochastic"``; ``"up"`` (ties toward +Inf) for E8M0.
+        rounding: ``"nearest_even"`` (default), ``"nearest_away"`` (E8M0: ties up),
+            ``"toward_zero"``, ``"toward_positive"``, ``"toward_negative"``,
+            ``"stochastic"``, or a :class:`refimpl.rounding_modes.RoundingMode`; the
+            older ``"ceil"``, ``"floor"`` and ``"up"`` (E8M0) are deprecated.
         saturate: clamp overflow and +-Inf to +-max finite (OCP SATFINITE).
         nan: NaN-input policy: None (default: the format's NaN, or an error when it has
             none), ``"error"``, ``"nan"``, ``"zero"`` (+0 for every NaN),
@@ -336,6 +360,9 @@ def _encode_by_table(
     n = flat.size
     chunk = min(CHUNK, n)
     idx = np.empty(chunk, dtype=uint)
+    # NumPy 2.0 (and 1.x) casts take()'s indices to intp only under the 'safe' rule,
+    # which refuses uint64; the indices are below 2^(64-k), so the signed view holds them
+    take_idx = idx.view(np.int64) if uint is np.uint64 else idx
     sticky = np.empty(chunk, dtype=uint)
     wide = None if direct else np.empty(chunk, dtype=table.dtype)
     for start in range(0, n, chunk):
@@ -343,6 +370,7 @@ def _encode_by_table(
         c = stop - start
         b = bits[start:stop]
         i = idx[:c]
+        ti = take_idx[:c]
         st = sticky[:c]
         # sticky = 1 when any of the k low bits is set: (low_bits + 2^k - 1) >> k
         np.bitwise_and(b, low, out=st)
@@ -351,13 +379,13 @@ def _encode_by_table(
         np.right_shift(b, ks, out=i)
         np.bitwise_or(i, st, out=i)
         if direct:
-            np.take(table, i, out=out[start:stop], mode="clip")
+            np.take(table, ti, out=out[start:stop], mode="clip")
             if policy.error and out[start:stop].max() >= sentinel:
                 pos = int(np.argmax(out[start:stop] >= sentinel))
                 raise _nan_error(f, start + pos, shape)
         else:
             w = wide[:c]
-            np.take(table, i, out=w, mode="clip")
+            np.take(table, ti, out=w, mode="clip")
             if policy.error and w.max() >= sentinel:
                 pos = int(np.argmax(w >= sentinel))
                 raise _nan_error(f, start + pos, shape)

@@ -28,7 +28,7 @@ import numpy as np
 from .decode import as_codes
 from .registry import FormatLike, get
 from .types import Format
-from ..validation import check_bool
+from ..validation import check_bool, check_int
 
 ORDERS = ("low_first", "high_first")
 
@@ -98,8 +98,7 @@ def unpack(packed: Any, fmt: FormatLike, count: int, order: str = "low_first", *
     if p.size and (p.min() < 0 or p.max() > 255):
         raise ValueError("packed must hold bytes (0..255)")
     p = p.astype(np.uint8).reshape(-1)
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-        raise ValueError(f"count must be a non-negative int, got {count!r}")
+    count = check_int("count", count, minimum=0)
     if f.bits == 4:
         if dense:
             raise ValueError("dense applies to 6-bit formats; FP4 is always two per byte")

@@ -16,20 +16,10 @@ from typing import Optional, Union
 from .registry import FormatLike, get
 from .rounding import resolve_nan, resolve_rounding
 from .types import Format
+from ..rational import floor_log2, round_rational
 from ..validation import check_bool
 
 Real = Union[float, int, Fraction]
-
-
-def floor_log2(a: Fraction) -> int:
-    """floor(log2 a) for a > 0, exactly."""
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    # 2^e is within a factor 2 of a; fix it up exactly
-    if Fraction(2) ** e > a:
-        e -= 1
-    if Fraction(2) ** (e + 1) <= a:
-        e += 1
-    return e
 
 
 def magnitude_code(fmt: Format, value: Fraction) -> int:
@@ -91,36 +81,15 @@ def encode_exact(
             return sign | max_mag
         return f.nan_code(negative)
 
-    a = abs(Fraction(x))
-    if a == 0 or (not f.subnormals and a < Fraction(2) ** f.emin):
-        # zero, or below the smallest value of a format without zero
+    if x == 0:
         mag = 0
     else:
-        e = max(floor_log2(a), f.emin)
-        q = Fraction(2) ** (e - f.man_bits)
-        n = a / q
-        lo = n.numerator // n.denominator  # floor
-        v = n - lo  # fraction dropped by truncation, in [0, 1)
-        if v == 0:
-            up = False
-        elif mode == "nearest_even":
-            if v != Fraction(1, 2):
-                up = v > Fraction(1, 2)
-            else:  # tie: the candidate with the even code
-                up = magnitude_code(f, lo * q) % 2 == 1
-        elif mode == "nearest_away":
-            up = v >= Fraction(1, 2)
-        elif mode == "toward_zero":
-            up = False
-        elif mode == "toward_positive":
-            up = not negative
-        elif mode == "toward_negative":
-            up = negative
-        else:  # stochastic
-            if random_bits is None or not 0 <= random_bits < (1 << nbits):
-                raise ValueError("stochastic rounding needs 0 <= random_bits < 2^nbits")
-            up = math.floor(v * 2**nbits) + random_bits >= 2**nbits
-        r = (lo + int(up)) * q
+        # one rounding on the format's grid, unbounded above; ties go to the even grid
+        # index, which is the even code (a magnitude below the smallest value of a
+        # format without zero becomes that value, code 0)
+        r = abs(round_rational(x, f.man_bits + 1, f.emin, rounding=mode,
+                               subnormals=f.subnormals, random_bits=random_bits,
+                               nbits=nbits))
         if r > f.max_exact:
             directed_small = (mode == "toward_zero") or (
                 mode == "toward_negative" and not negative
@@ -128,7 +97,7 @@ def encode_exact(
             if saturate or f.nan == "none" or directed_small:
                 return sign | max_mag
             return f.inf_code(negative) if f.has_inf else f.nan_code(negative)
-        mag = magnitude_code(f, r)
+        mag = magnitude_code(f, Fraction(r))
     if mag == 0 and f.nan == "fnuz":
         return 0
     return sign | mag

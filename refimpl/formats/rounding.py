@@ -1,14 +1,15 @@
 """Rounding modes, NaN policies and random bits: the named options of the encoder.
 
-Modes (IEEE 754-2019 section 4.3; stochastic rounding as defined by the IEEE P3109
-interim report): ``"nearest_even"`` (default), ``"nearest_away"``, ``"toward_zero"``,
-``"toward_positive"``, ``"toward_negative"``, ``"stochastic"``. ``"floor"`` and ``"ceil"``
-are accepted as names of the two directed modes. Ties are broken on the *code*: "even"
-means the candidate whose code is even. For every format with a mantissa bit this is the
-usual even last mantissa bit; for E8M0 (no mantissa) it is the even biased exponent
-field (2.0 is 0x80, 4.0 is 0x81), so 3.0 goes to 2.0. The unsigned E8M0 also accepts
-``"up"`` (ties toward +Inf, what ml_dtypes and the cuBLAS RCEIL rule do: 3.0 -> 4.0),
-which for unsigned values equals ``"nearest_away"``.
+Modes (:mod:`refimpl.rounding_modes`: IEEE 754-2019 section 4.3; stochastic rounding as
+defined by the IEEE P3109 interim report): ``"nearest_even"`` (default),
+``"nearest_away"``, ``"toward_zero"``, ``"toward_positive"``, ``"toward_negative"``,
+``"stochastic"``, or the same as :class:`~refimpl.rounding_modes.RoundingMode` members.
+Ties are broken on the *code*: "even" means the candidate whose code is even. For every
+format with a mantissa bit this is the usual even last mantissa bit; for E8M0 (no
+mantissa) it is the even biased exponent field (2.0 is 0x80, 4.0 is 0x81), so 3.0 goes
+to 2.0; ``"nearest_away"`` rounds E8M0 ties up (what ml_dtypes and the cuBLAS RCEIL rule
+do: 3.0 -> 4.0). The older spellings ``"floor"``, ``"ceil"`` and, for unsigned formats,
+``"up"`` (ties toward +Inf) resolve with a DeprecationWarning.
 """
 from __future__ import annotations
 
@@ -17,19 +18,8 @@ from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
+from ..rounding_modes import ROUNDING_MODES, rounding_mode
 from .types import Format
-
-ROUNDING_MODES = (
-    "nearest_even",
-    "nearest_away",
-    "toward_zero",
-    "toward_positive",
-    "toward_negative",
-    "stochastic",
-)
-
-_ALIASES = {"floor": "toward_negative", "ceil": "toward_positive"}
-_UNSIGNED_ALIASES = {"up": "nearest_away"}
 
 #: NaN-input policies accepted by ``encode(..., nan=...)``.
 NAN_POLICIES = ("error", "nan", "zero", "signed_zero")
@@ -43,30 +33,18 @@ def index_of(flat_index: int, shape: Tuple[int, ...]) -> Tuple[int, ...]:
 
 
 def resolve_rounding(rounding: str, fmt: Format) -> str:
-    """Canonical mode name for ``rounding`` in ``fmt``.
+    """Canonical mode name (a plain ``str``) for ``rounding`` in ``fmt``.
 
     Raises:
-        ValueError: unknown mode, or ``"up"`` for a signed format.
+        TypeError: ``rounding`` is not a string or :class:`RoundingMode`.
+        ValueError: unknown mode, or the deprecated ``"up"`` for a signed format.
     """
-    if not isinstance(rounding, str):
-        raise ValueError(f"rounding must be a string, got {rounding!r}")
-    r = rounding.strip().lower()
-    if r in ROUNDING_MODES:
-        return r
-    if r in _ALIASES:
-        return _ALIASES[r]
-    if r in _UNSIGNED_ALIASES:
-        if fmt.signed:
-            raise ValueError(
-                f"rounding={rounding!r} (ties toward +Inf) is offered for unsigned formats "
-                f"such as e8m0 only; for {fmt.name!r} use 'nearest_away' or 'nearest_even'"
-            )
-        return _UNSIGNED_ALIASES[r]
-    extra = " ('up' for unsigned formats)" if not fmt.signed else ""
-    raise ValueError(
-        f"unknown rounding {rounding!r}; expected one of {', '.join(ROUNDING_MODES)}, "
-        f"'floor', 'ceil'{extra}"
-    )
+    if isinstance(rounding, str) and rounding.strip().lower() == "up" and fmt.signed:
+        raise ValueError(
+            f"rounding={rounding!r} (ties toward +Inf) is offered for unsigned formats "
+            f"such as e8m0 only; for {fmt.name!r} use 'nearest_away' or 'nearest_even'"
+        )
+    return rounding_mode(rounding)
 
 
 @dataclass(frozen=True)
@@ -92,13 +70,14 @@ def resolve_nan(nan: Optional[Union[str, int]], fmt: Format) -> NanPolicy:
     - an int: that code for every NaN (ml_dtypes gives 0x8 for NaN -> E2M1, torchao 0x3).
 
     Raises:
+        TypeError: ``nan`` is neither None, a policy name nor an int (a bool included).
         ValueError: unknown policy, ``"nan"`` for a format without NaN, an int code
             outside the format's width.
     """
     if nan is None:
         nan = "nan" if fmt.has_nan else "error"
-    if isinstance(nan, (bool, np.bool_)):
-        raise ValueError(f"nan must be a policy name or an int code, got {nan!r}")
+    if isinstance(nan, (bool, np.bool_)) or not isinstance(nan, (str, int, np.integer)):
+        raise TypeError(f"nan must be a policy name or an int code, got {nan!r}")
     if isinstance(nan, (int, np.integer)):
         code = int(nan)
         if not 0 <= code < (1 << fmt.bits):

@@ -1,11 +1,13 @@
 """Value tables: every code of a small format with its value and class."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Iterator, Tuple
 
 import numpy as np
 
+from ..deprecation import REMOVED_IN, renamed_arguments
 from .decode import decode_table
 from .registry import FormatLike, get
 from .types import Format
@@ -13,11 +15,11 @@ from .types import Format
 
 @dataclass(frozen=True)
 class ValueTable:
-    """Every code of ``format`` in order: ``codes`` (code dtype), ``values`` (the decoded
+    """Every code of ``fmt`` in order: ``codes`` (code dtype), ``values`` (the decoded
     values, float32 for the registered formats) and ``classes`` (one of
     ``refimpl.formats.CLASSES``: "zero", "subnormal", "normal", "inf", "nan")."""
 
-    format: Format
+    fmt: Format
     codes: np.ndarray
     values: np.ndarray
     classes: np.ndarray
@@ -25,10 +27,22 @@ class ValueTable:
     def __len__(self) -> int:
         return int(self.codes.size)
 
+    @property
+    def format(self) -> Format:
+        """Deprecated spelling of :attr:`fmt`."""
+        warnings.warn(f"ValueTable.format is deprecated and will be removed in {REMOVED_IN}; "
+                      "use ValueTable.fmt", DeprecationWarning, stacklevel=2)
+        return self.fmt
+
     def rows(self) -> Iterator[Tuple[int, float, str]]:
         """(code, value, class) per code."""
         for c, v, k in zip(self.codes.tolist(), self.values.tolist(), self.classes.tolist()):
             yield c, v, k
+
+
+# the keyword spelling ValueTable(format=...) of the constructor
+ValueTable.__init__ = renamed_arguments({"format": "fmt"})(  # type: ignore[method-assign]
+    ValueTable.__init__)
 
 
 def value_table(fmt: FormatLike) -> ValueTable:

@@ -7,11 +7,15 @@ from refimpl.kvcache.cache import KVCacheStats, PagedKVCache
 from refimpl.kvcache.paged_attention import paged_attention
 from refimpl.kvcache.pool import BlockPool, OutOfBlocksError
 from refimpl.kvcache.prefix import ROOT_HASH, block_hash, hash_blocks
-from refimpl.kvcache.simulate import (Request, SimulationResult, seed_example_trace,
+from refimpl.kvcache.simulate import (Request, SimulationResult, paged_example_trace,
                                       sharegpt_like_trace, simulate)
+from refimpl.deprecation import deprecated_names
 
 __all__ = [
     "BlockPool", "OutOfBlocksError", "PagedKVCache", "KVCacheStats", "paged_attention",
     "ROOT_HASH", "block_hash", "hash_blocks",
-    "Request", "SimulationResult", "simulate", "sharegpt_like_trace", "seed_example_trace",
+    "Request", "SimulationResult", "simulate", "sharegpt_like_trace", "paged_example_trace",
 ]
+
+__getattr__ = deprecated_names(
+    __name__, {"seed_example_trace": ("paged_example_trace", paged_example_trace)})

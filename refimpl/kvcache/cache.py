@@ -24,7 +24,7 @@ a hit takes the earliest-cached carrier. Freed blocks keep their hash in the fre
 until allocation evicts them (LRU) or :meth:`PagedKVCache.evict` drops it.
 
 Every mutating method validates everything and checks the block budget before it
-changes anything, so a failure (``OutOfBlocksError``, ``KeyError``, ``ValueError``,
+changes anything, so a failure (``OutOfBlocksError``, ``ValueError``,
 ``TypeError``) leaves the cache exactly as it was.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 from refimpl.kvcache.pool import BlockPool, OutOfBlocksError
 from refimpl.kvcache.prefix import (ROOT_HASH, ExtraKey, block_hash, check_extra_keys,
                                     check_token_ids, hash_blocks)
-from refimpl.validation import check_bool, check_index, check_positive_int
+from refimpl.validation import check_bool, check_index, check_int, check_positive_int
 
 LAYOUTS = ("NHD", "HND")
 
@@ -138,8 +138,8 @@ class PagedKVCache:
             return self._seqs[seq_id]
         except KeyError:
             if seq_id in self._freed:
-                raise KeyError(f"sequence {seq_id!r} was freed") from None
-            raise KeyError(f"unknown sequence {seq_id!r}") from None
+                raise ValueError(f"sequence {seq_id!r} was freed") from None
+            raise ValueError(f"unknown sequence {seq_id!r}") from None
         except TypeError:
             raise TypeError(f"sequence id must be hashable, got {seq_id!r}") from None
 
@@ -216,9 +216,8 @@ class PagedKVCache:
 
     def can_append(self, seq_id: Hashable, n: int = 1) -> bool:
         """Whether ``append`` of ``n`` tokens would find enough free blocks."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be a non-negative int, got {n!r}")
-        new, cow = self._append_need(self._get(seq_id), int(n))
+        n = check_int("n", n, minimum=0)
+        new, cow = self._append_need(self._get(seq_id), n)
         return new + cow <= self.pool.num_free
 
     def _match_prefix(self, tokens: list[int], extra_keys: tuple) -> list[int]:

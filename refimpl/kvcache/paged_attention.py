@@ -1,6 +1,6 @@
 """Attention over a paged KV cache, reading K/V page by page through each sequence's
-block table (Kwon et al. 2023, section 4.1, "PagedAttention"; the seed's loop
-"for each block: look up the page table, find the physical block, read").
+block table (Kwon et al. 2023, section 4.1, "PagedAttention": for each logical block,
+look up the block table, find the physical block, read it).
 
 The schedule is FlashAttention-2's (Dao 2023, Algorithm 1) with key tile = page: for
 each query tile, for each logical block ``i`` of the sequence in order, the scores of
@@ -16,16 +16,18 @@ the convention of :mod:`refimpl.attention.reference`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Hashable, Optional, Sequence, Union
+from typing import Hashable, Optional, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.flash_v2 import DEFAULT_BLOCK
+from refimpl.attention.mask import MaskOptions, Window, as_mask
 from refimpl.attention.online import OnlineState, finalize, online_block_update
 from refimpl.attention.problem import prepare
+from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import scores
 from refimpl.attention.stats import ScheduleStats, forward_working_set
+from refimpl.attention.tiles import DEFAULT_BLOCK
 from refimpl.kvcache.cache import PagedKVCache
 from refimpl.validation import check_bool, check_positive_int
 
@@ -54,14 +56,15 @@ def paged_attention(
     seq_ids: Sequence[Hashable],
     *,
     block_q: int = DEFAULT_BLOCK[0],
+    mask: Optional[MaskOptions] = None,
     scale: Optional[float] = None,
     causal: bool = False,
     causal_alignment: str = "bottom_right",
-    window: Optional[tuple[Optional[int], Optional[int]]] = None,
+    window: Window = None,
     softcap: Optional[float] = None,
     alibi_slopes: Optional[ArrayLike] = None,
     return_lse: bool = True,
-) -> Union[tuple[np.ndarray, np.ndarray, ScheduleStats], tuple[np.ndarray, ScheduleStats]]:
+) -> AttentionResult:
     """Attention of each sequence's queries over its cached K/V, read through the page
     table.
 
@@ -73,18 +76,32 @@ def paged_attention(
         cache: the paged KV cache (K/V must hold finite float32 values).
         seq_ids: the sequences, one per batch entry of ``q``.
         block_q: query tile ``B_r`` (as ``flash_v2``'s ``block[0]``, default 128).
-        scale, causal, causal_alignment, window, softcap, alibi_slopes: as
-            :func:`refimpl.attention.attention`; ``alibi_slopes`` of shape (Hq,) or
-            (B, Hq). Padding masks do not apply: the page table defines the keys.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
+            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
+            ``window``, ``softcap``, ``alibi_slopes`` (the fields of
+            :class:`MaskOptions`: same names, meanings and defaults), not together with
+            ``mask``. ``alibi_slopes`` of shape (Hq,) or (B, Hq). Padding masks do not
+            apply (the page table defines the keys): a ``mask`` holding one is refused.
         return_lse: also return the natural LSE (default True, as ``flash_v2``).
 
     Returns:
-        ``(out, lse, stats)`` or ``(out, stats)``: out (B, Hq, Sq, D) and lse (B, Hq,
-        Sq) float32, bit-equal to ``flash_v2`` per sequence with
-        ``block=(block_q, cache.block_size)``; stats count elements moved per (sequence,
-        query head) instance, K and V read page by page.
+        :class:`refimpl.attention.AttentionResult`: ``(out, lse, stats)`` or
+        ``(out, stats)``: out (B, Hq, Sq, D) and lse (B, Hq, Sq) float32, bit-equal to
+        ``flash_v2`` per sequence with ``block=(block_q, cache.block_size)``; stats
+        count elements moved per (sequence, query head) instance, K and V read page by
+        page.
+
+    Raises:
+        TypeError: a wrong type (an option, ``mask``, ``return_lse``).
+        ValueError: shapes, option values, padding masks, non-float32 K/V values.
+        (and whatever :meth:`PagedKVCache.block_table` raises for an unknown or freed
+        sequence id).
     """
-    causal = check_bool("causal", causal)  # checked here too: B = 0 runs no prepare
+    mask = as_mask(mask, scale=scale, causal=causal, causal_alignment=causal_alignment,
+                   window=window, softcap=softcap, alibi_slopes=alibi_slopes)
+    if mask.key_padding_mask is not None or mask.query_padding_mask is not None:
+        raise ValueError("paged_attention takes no padding masks: the page table defines "
+                         "each sequence's keys")
     return_lse = check_bool("return_lse", return_lse)
     qa = np.asarray(q)
     if qa.ndim != 4 or qa.shape[0] != len(seq_ids):
@@ -98,9 +115,8 @@ def paged_attention(
     hkv, dk, bs = cache.num_kv_heads, cache.head_dim, cache.block_size
     if d != dk:
         raise ValueError(f"q's head dim ({d}) must equal the cache's ({dk})")
-    slopes = None
-    if alibi_slopes is not None:
-        slopes = np.asarray(alibi_slopes)
+    slopes = mask.alibi_slopes
+    if slopes is not None:
         if slopes.shape not in ((hq,), (b_n, hq)):
             raise ValueError(f"alibi_slopes must have shape ({hq},) or ({b_n}, {hq}), "
                              f"got {slopes.shape}")
@@ -111,12 +127,10 @@ def paged_attention(
     for b, (sid, table, length) in enumerate(zip(seqs, tables, lengths)):
         # validate q and the options exactly as flash_v2 does, on a one-key stand-in
         # for K/V, then set the alignment offset of the real key count
-        prob = prepare(qa[b:b + 1], stub, stub, scale=scale, causal=causal,
-                       causal_alignment=causal_alignment, window=window,
-                       softcap=softcap,
-                       alibi_slopes=None if slopes is None else
-                       (slopes if slopes.ndim == 1 else slopes[b:b + 1]))
-        offset = 0 if causal_alignment == "top_left" else length - sq
+        entry = mask if slopes is None or slopes.ndim == 1 else dataclasses.replace(
+            mask, alibi_slopes=slopes[b:b + 1])
+        prob = prepare(qa[b:b + 1], stub, stub, mask=entry)
+        offset = 0 if mask.causal_alignment == "top_left" else length - sq
         prob = dataclasses.replace(prob, offset=np.array([offset], np.int64))
         group = hq // hkv
         pages = []  # (key positions, physical block, filled slots) of each page
@@ -151,6 +165,4 @@ def paged_attention(
             lse[b][:, rows] = l_[0]
             stats.write("O", hq * rows.size * d)
             stats.write("LSE", hq * rows.size)
-    if return_lse:
-        return out, lse, stats
-    return out, stats
+    return AttentionResult(out, lse if return_lse else None, stats)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
+from refimpl.deprecation import deprecated_names
 from refimpl.kvcache.pool import BlockPool
 
 POLICIES = ("contiguous", "paged")
@@ -120,8 +121,10 @@ def sharegpt_like_trace(num_requests: int = 1000, *, seed: int = 0,
     return out
 
 
-def seed_example_trace() -> list[Request]:
-    """The 128-, 1024- and 300-token requests of the PagedAttention example."""
+def paged_example_trace() -> list[Request]:
+    """The 128-, 1024- and 300-token requests of the PagedAttention example: under a
+    2048-token contiguous reservation they waste most of their slots, with 16-token
+    pages at most 15 each (Kwon et al. 2023, section 3)."""
     return [Request(0, 128, 0), Request(0, 1024, 0), Request(0, 300, 0)]
 
 
@@ -270,3 +273,7 @@ def simulate(trace: Sequence[Request], policy: str, *, memory_slots: int = 16 * 
         request_waste=tuple(request_waste),
         history=tuple(history),
     )
+
+
+__getattr__ = deprecated_names(
+    __name__, {"seed_example_trace": ("paged_example_trace", paged_example_trace)})

@@ -9,20 +9,24 @@ the per-generation parameters of Khattak and Mikaitis, "Accurate models of NVIDI
 tensor cores", arXiv:2512.07004).
 ``tiled_matmul`` runs the shared-memory tiled algorithm and counts its memory traffic.
 """
-from refimpl.matmul.accumulation import Accumulation
+from refimpl.matmul.accumulation import NAMED, Accumulation, resolve_accumulation
 from refimpl.matmul.blockfma import BlockFMA
 from refimpl.matmul.blockscaled import BlockScaledFMA, block_scaled_matmul, mma_block_scaled
 from refimpl.matmul.matrixcore import MatrixCore
-from refimpl.matmul.exact import Exact, ExactStats, exact_dot_reference, exact_matmul64
-from refimpl.matmul.gemm import IN_CONVERSIONS, NAMED, matmul, resolve_accumulation
+from refimpl.matmul.exact import ExactAccumulation, exact_dot_reference
+from refimpl.matmul.gemm import IN_CONVERSIONS, matmul
 from refimpl.matmul.presets import ALIASES, PRESETS, Preset, canonical, preset
 from refimpl.matmul.ordered import Chunked, Pairwise, Sequential
+from refimpl.matmul.screening import ExactStats, exact_matmul64
 from refimpl.matmul.tiled import TiledStats, tiled_matmul
+from refimpl.deprecation import deprecated_names
 
 __all__ = [
     "ALIASES", "Accumulation", "BlockFMA", "BlockScaledFMA", "Chunked", "MatrixCore",
-    "block_scaled_matmul", "mma_block_scaled", "Exact", "ExactStats",
+    "block_scaled_matmul", "mma_block_scaled", "ExactAccumulation", "ExactStats",
     "IN_CONVERSIONS", "NAMED", "PRESETS", "Preset", "canonical", "preset",
     "Pairwise", "Sequential", "TiledStats", "exact_dot_reference", "exact_matmul64",
     "matmul", "resolve_accumulation", "tiled_matmul",
 ]
+
+__getattr__ = deprecated_names(__name__, {"Exact": ("ExactAccumulation", ExactAccumulation)})

@@ -7,10 +7,14 @@ streaming: ``begin`` makes an empty state, ``update`` consumes the next slice of
 rounds to the output format. ``matmul`` calls ``update`` once with all of k; the tiled
 algorithm calls it once per K step, so both give the same bytes whenever the model's
 order is the same (a model that cannot stream says so by ``streaming = False``).
+
+:func:`resolve_accumulation` turns the ``accumulate`` option into a model: the names of
+:data:`NAMED` (registered by the modules that define those models, every one of which
+the package imports) or a tensor-core preset of :mod:`refimpl.matmul.presets`.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
@@ -88,6 +92,46 @@ class WholeK(Accumulation):
         """The float32 outputs of shape ``shape`` from all of k: a (..., M, K),
         b (..., K, N)."""
         raise NotImplementedError
+
+
+AccumulationLike = Union[str, "Accumulation"]
+
+#: accumulation names accepted by ``matmul`` (BlockFMA presets are accepted too):
+#: ``"exact"`` (refimpl.matmul.exact), ``"sequential"``, ``"sequential_fma"``,
+#: ``"pairwise"``, ``"chunked"`` (refimpl.matmul.ordered)
+NAMED: dict[str, Accumulation] = {}
+
+
+def resolve_accumulation(accumulate: AccumulationLike) -> Accumulation:
+    """The model named by ``accumulate``: an :class:`Accumulation` is returned unchanged;
+    a string is one of ``NAMED`` or a tensor-core preset of ``refimpl.matmul.presets``
+    (``"H100-E4M3"``, or an alias such as ``"H200-E4M3"`` or ``"H100-FP8"``; any letter
+    case).
+
+    Raises:
+        TypeError: neither a string nor an Accumulation.
+        ValueError: an unknown name (the message lists the known ones).
+    """
+    if isinstance(accumulate, Accumulation):
+        return accumulate
+    if not isinstance(accumulate, str):
+        raise TypeError(f"accumulate must be a str or an Accumulation, "
+                        f"got {type(accumulate).__name__}")
+    if accumulate in NAMED:
+        return NAMED[accumulate]
+    # the presets' models are Accumulation subclasses: imported here, not above
+    from refimpl.matmul.presets import ALIASES, PRESETS, is_preset, preset
+
+    if is_preset(accumulate):
+        model = preset(accumulate)
+        if not isinstance(model, Accumulation):
+            raise ValueError(f"{accumulate!r} is a block-scaled preset: its operands carry "
+                             "scales, use refimpl.matmul.block_scaled_matmul")
+        return model
+    raise ValueError(
+        f"accumulate must be an Accumulation or one of {sorted(NAMED)} or a tensor-core "
+        f"preset {sorted(PRESETS)} (aliases {sorted(ALIASES)}), got {accumulate!r}"
+    )
 
 
 def round_in(x: np.ndarray, tgt: Target, rounding: str = "nearest_even") -> np.ndarray:

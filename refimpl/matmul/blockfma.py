@@ -99,8 +99,12 @@ from typing import Optional, Union
 
 import numpy as np
 
+from refimpl.eft import add_round_to_odd
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, add_round_to_odd, to_format
+from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, to_format
+from refimpl.rational import floor_log2, round_rational
+from refimpl.rounding_modes import rounding_mode
+from refimpl.validation import check_int
 
 #: Exponent choices for a product (module docstring, step 1).
 PRODUCT_EXPONENTS = ("unnormalised", "normalised")
@@ -140,11 +144,6 @@ class AccumulatorFormat:
         return (2.0 - 2.0 ** -self.bits) * 2.0 ** self.emax
 
 
-def _floor_log2(x: Fraction) -> int:
-    e = x.numerator.bit_length() - x.denominator.bit_length()
-    return e - 1 if Fraction(2) ** e > x else e
-
-
 def _trunc(x: Fraction) -> int:
     """Toward zero (Python's // floors)."""
     return x.numerator // x.denominator if x >= 0 else -((-x.numerator) // x.denominator)
@@ -152,22 +151,32 @@ def _trunc(x: Fraction) -> int:
 
 def round_fraction(x: Fraction, acc: AccumulatorFormat) -> float:
     """Exact rational ``x`` rounded into ``acc`` (plain version; module docstring step 5
-    and the overflow rule). Returns a float (signed zero for a non-zero ``x`` that
-    underflows, +0 for ``x == 0``)."""
-    if x == 0:
-        return 0.0
-    mag = abs(x)
-    e = max(_floor_log2(mag), acc.emin)
-    quantum = Fraction(2) ** (e - acc.bits)
-    q, r = divmod(mag, quantum)
-    if acc.rounding == "nearest_even" and (r > quantum / 2 or (r == quantum / 2 and q % 2)):
-        q += 1
-    value = q * quantum
-    if value >= Fraction(2) ** (acc.emax + 1):
-        out = float("inf") if acc.overflow == "inf" else acc.fmax
-    else:
-        out = float(value)
-    return -out if x < 0 else out
+    and the overflow rule): :func:`refimpl.rational.round_rational` on the accumulator's
+    grid. Returns a float (signed zero for a non-zero ``x`` that underflows, +0 for
+    ``x == 0``)."""
+    return round_rational(x, acc.bits + 1, acc.emin, acc.emax, acc.rounding,
+                          overflow=acc.overflow)
+
+
+def exponent_of(x: float, emin: Optional[int]) -> int:
+    """floor(log2 |x|) of a finite non-zero ``x``, raised to ``emin`` (the format's
+    exponent field) when given: the plain counterpart of :func:`exponents`."""
+    e = floor_log2(abs(Fraction(x)))
+    return e if emin is None else max(e, emin)
+
+
+def _nearest(acc: AccumulatorFormat) -> AccumulatorFormat:
+    """The accumulator format of ``acc`` with full precision, rounding to nearest even
+    and overflowing to Inf: the separate addition of C (``c_placement="after"``)."""
+    return AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
+                             acc.emax, "nearest_even", "inf")
+
+
+def _add_after(c: np.ndarray, s: np.ndarray, acc: AccumulatorFormat) -> np.ndarray:
+    """RN(c + s) in the accumulator (one rounding: round-to-odd first), an overflowed
+    block sum ``s`` (Inf) kept: finite c cannot bring it back."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(s), s, round_into(add_round_to_odd(c, s), _nearest(acc)))
 
 
 _NO_EXP = np.int64(-(1 << 20))
@@ -288,11 +297,11 @@ class BlockFMA(Accumulation):
     def __post_init__(self) -> None:
         for attr, lo, hi in (("n", 1, 1 << 12), ("fraction_bits", 1, 40),
                              ("output_fraction_bits", 1, 23)):
-            v = getattr(self, attr)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-                raise ValueError(f"BlockFMA.{attr} must be an int in [{lo}, {hi}], got {v!r}")
-        for attr, allowed in (("output_rounding", ROUNDINGS), ("fp16_rounding", ROUNDINGS),
-                              ("product_exponent", PRODUCT_EXPONENTS),
+            check_int(f"BlockFMA.{attr}", getattr(self, attr), minimum=lo, maximum=hi)
+        for attr in ("output_rounding", "fp16_rounding"):  # plain names, one vocabulary
+            object.__setattr__(self, attr, rounding_mode(getattr(self, attr),
+                                                         f"BlockFMA.{attr}", allowed=ROUNDINGS))
+        for attr, allowed in (("product_exponent", PRODUCT_EXPONENTS),
                               ("c_placement", C_PLACEMENTS), ("overflow", OVERFLOWS)):
             if getattr(self, attr) not in allowed:
                 raise ValueError(f"BlockFMA.{attr} must be one of {allowed}, "
@@ -347,9 +356,7 @@ class BlockFMA(Accumulation):
         return c
 
     def _input_exponent(self, x: float, which: int) -> int:
-        e = _floor_log2(abs(Fraction(x)))
-        emin = _emin_pair(self.input_emin)[which]
-        return e if emin is None else max(e, emin)
+        return exponent_of(x, _emin_pair(self.input_emin)[which])
 
     def _block_reference(self, c: float, pairs: list, acc: AccumulatorFormat) -> float:
         products = [x * y for x, y in pairs]  # float64: exact for float32 inputs
@@ -362,9 +369,9 @@ class BlockFMA(Accumulation):
             exps = [self._input_exponent(x, 0) + self._input_exponent(y, 1)
                     for (x, y), p in zip(pairs, products) if p != 0]
             if c != 0 and inside:
-                exps.append(max(_floor_log2(abs(Fraction(c))), acc.emin))
+                exps.append(exponent_of(c, acc.emin))
         else:
-            exps = [_floor_log2(abs(Fraction(t))) for t in (terms if inside else products)
+            exps = [exponent_of(t, None) for t in (terms if inside else products)
                     if t != 0]
         total = Fraction(0)
         if exps:
@@ -381,9 +388,7 @@ class BlockFMA(Accumulation):
         if np.isinf(s):  # the block overflowed: c (finite) cannot bring it back
             return s
         exact = Fraction(c) + Fraction(s)  # one addition, round to nearest even
-        near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
-                                 acc.emax, "nearest_even", "inf")
-        return round_fraction(exact, near)
+        return round_fraction(exact, _nearest(acc))
 
     # ------------------------------------------------------------------ one block
     def _term_exponents(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -424,10 +429,7 @@ class BlockFMA(Accumulation):
             d = round_into(truncated_sum(terms, e, self.fraction_bits, floor), acc)
         else:
             s = round_into(truncated_sum(finite_p, e, self.fraction_bits, floor), acc)
-            near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
-                                     acc.emax, "nearest_even", "inf")
-            with np.errstate(invalid="ignore"):
-                d = np.where(np.isinf(s), s, round_into(add_round_to_odd(c, s), near))
+            d = _add_after(c, s, acc)
         finite = np.isfinite(products).all(axis=-1) & np.isfinite(c)
         with np.errstate(invalid="ignore"):
             special = products.sum(axis=-1) + c  # IEEE: NaN and Inf rules of the terms' sum
@@ -516,10 +518,7 @@ class BlockFMA(Accumulation):
         total = np.where(total == 0, 0.0, total)  # an exact zero sum is +0
         s = round_into(total / scale, acc)
         if not inside:
-            near = AccumulatorFormat(acc.name, 23 if acc.name == "fp32" else 10, acc.emin,
-                                     acc.emax, "nearest_even", "inf")
-            with np.errstate(invalid="ignore"):
-                s = np.where(np.isinf(s), s, round_into(add_round_to_odd(cf, s), near))
+            s = _add_after(cf, s, acc)
         return np.where(cfin, s, c)
 
     def update(self, state: dict, a: np.ndarray, b: np.ndarray) -> dict:

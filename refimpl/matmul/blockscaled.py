@@ -41,18 +41,13 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from refimpl.matmul.blockfma import (
-    _NO_EXP, AccumulatorFormat, _floor_log2, _trunc, exponents, round_fraction, round_into,
+    _NO_EXP, AccumulatorFormat, _trunc, exponent_of, exponents, round_fraction, round_into,
     truncated_sum,
 )
 
 KINDS = ("mxf8f6f4", "mxf4nvf4")
 
 _ACC = AccumulatorFormat("fp32", 23, -126, 127, "toward_zero", "inf")
-
-
-def _exp(x: float, emin: Optional[int]) -> int:
-    e = _floor_log2(abs(Fraction(x)))
-    return e if emin is None else max(e, emin)
 
 
 @dataclass(frozen=True)
@@ -118,14 +113,14 @@ class BlockScaledFMA:
         if not all(np.isfinite(v) for v in values):
             with np.errstate(invalid="ignore"):
                 return float(np.sum(np.array(values, dtype=np.float64)))
-        terms, exps = [Fraction(c)], [max(_floor_log2(abs(Fraction(c))), -126) if c else None]
+        terms, exps = [Fraction(c)], [exponent_of(c, -126) if c else None]
         se = self._scale_emin
         if self.kind == "mxf8f6f4":
             for x, y, s, t in items:
                 if x * y * s * t != 0:
                     terms.append(Fraction(x) * Fraction(y) * Fraction(s) * Fraction(t))
-                    exps.append(_exp(x, emin[0]) + _exp(y, emin[1]) + _exp(s, se)
-                                + _exp(t, se))
+                    exps.append(exponent_of(x, emin[0]) + exponent_of(y, emin[1])
+                                + exponent_of(s, se) + exponent_of(t, se))
         else:
             for g in range(0, len(items), 16):
                 grp = items[g:g + 16]
@@ -133,7 +128,7 @@ class BlockScaledFMA:
                 p = sum((Fraction(x) * Fraction(y) for x, y, _, _ in grp), Fraction(0))
                 if p != 0 and s != 0 and t != 0:
                     terms.append(p * Fraction(s) * Fraction(t))
-                    exps.append(_exp(s, se) + _exp(t, se))
+                    exps.append(exponent_of(s, se) + exponent_of(t, se))
         known = [e for e in exps if e is not None]
         if not known:
             return 0.0
@@ -322,18 +317,18 @@ def mma_block_scaled(qa: Any, qb: Any, c: Any = None, *,
         for q, ax, name in ((qa, 1, "qa"), (qb, 0, "qb")):
             if q.codes.ndim != 2 or q.axis != ax:
                 raise ValueError(f"{name}: a 2-D MXArray with blocks along K (axis {ax})")
-            if not isinstance(q.elem, F.Format):
+            if not isinstance(q.fmt, F.Format):
                 raise ValueError(f"{name}: MXINT8 elements have no tensor-core preset here")
         if accumulate is None:
-            accumulate = "B200-MXF4" if qa.elem.name == qb.elem.name == "e2m1" \
+            accumulate = "B200-MXF4" if qa.fmt.name == qb.fmt.name == "e2m1" \
                 else "B200-MXF8F6F4"
         with np.errstate(over="ignore"):
-            vals = [F.decode(q.codes, q.elem).astype(np.float64) for q in (qa, qb)]
+            vals = [F.decode(q.codes, q.fmt).astype(np.float64) for q in (qa, qb)]
             scales = [np.where(q.scales == 0xFF, np.nan,
                                np.ldexp(1.0, q.scales.astype(np.int64) - 127)) for q in (qa, qb)]
         return block_scaled_matmul(vals[0], scales[0], vals[1], scales[1], c,
                                    accumulate=accumulate,
-                                   in_format=(qa.elem.name, qb.elem.name))
+                                   in_format=(qa.fmt.name, qb.fmt.name))
     if isinstance(qa, NVFP4Array) and isinstance(qb, NVFP4Array):
         for q, ax, name in ((qa, 1, "qa"), (qb, 0, "qb")):
             if q.codes.ndim != 2 or q.axis != ax or tuple(q.block) != (1, 16):

@@ -6,57 +6,13 @@ function of the inputs and options alone, never of the BLAS library, thread coun
 """
 from __future__ import annotations
 
-from typing import Union
-
 import numpy as np
 
-from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.exact import Exact
-from refimpl.matmul.ordered import Chunked, Pairwise, Sequential
-from refimpl.matmul.presets import ALIASES, PRESETS, is_preset, preset
+from refimpl import deprecation
+from refimpl.matmul import accumulation
+from refimpl.matmul.accumulation import AccumulationLike, resolve_accumulation
 from refimpl.matmul.rounding import target
 from refimpl.validation import as_float_array
-
-AccumulationLike = Union[str, Accumulation]
-
-#: accumulation names accepted by ``matmul`` (BlockFMA presets are accepted too)
-NAMED: dict[str, Accumulation] = {
-    "exact": Exact(),
-    "sequential": Sequential(fma=False),
-    "sequential_fma": Sequential(fma=True),
-    "pairwise": Pairwise(),
-    "chunked": Chunked(),
-}
-
-
-def resolve_accumulation(accumulate: AccumulationLike) -> Accumulation:
-    """The model named by ``accumulate``: an :class:`Accumulation` is returned unchanged;
-    a string is one of ``NAMED`` or a tensor-core preset of ``refimpl.matmul.presets``
-    (``"H100-E4M3"``, or an alias such as ``"H200-E4M3"`` or ``"H100-FP8"``; any letter
-    case).
-
-    Raises:
-        TypeError: neither a string nor an Accumulation.
-        ValueError: an unknown name (the message lists the known ones).
-    """
-    if isinstance(accumulate, Accumulation):
-        return accumulate
-    if not isinstance(accumulate, str):
-        raise TypeError(f"accumulate must be a str or an Accumulation, "
-                        f"got {type(accumulate).__name__}")
-    if accumulate in NAMED:
-        return NAMED[accumulate]
-    if is_preset(accumulate):
-        model = preset(accumulate)
-        if not isinstance(model, Accumulation):
-            raise ValueError(f"{accumulate!r} is a block-scaled preset: its operands carry "
-                             "scales, use refimpl.matmul.block_scaled_matmul")
-        return model
-    raise ValueError(
-        f"accumulate must be an Accumulation or one of {sorted(NAMED)} or a tensor-core "
-        f"preset {sorted(PRESETS)} (aliases {sorted(ALIASES)}), got {accumulate!r}"
-    )
-
 
 #: input conversions other than a plain rounding to nearest even: name -> (format,
 #: rounding). ``"tf32_truncate"`` is the FP32 -> TF32 conversion the tensor cores apply to
@@ -168,7 +124,7 @@ def matmul(
             (``"H100-E4M3"``, ``"A100-TF32"``, ``"MI300X-BF16"``: every name and its source
             in ``refimpl.matmul.presets``, also ``python -m oracle formats --presets``),
             or a model object (:class:`Sequential`, :class:`Pairwise`,
-            :class:`Chunked`, :class:`BlockFMA`, :class:`Exact`).
+            :class:`Chunked`, :class:`BlockFMA`, :class:`ExactAccumulation`).
         out_format: the output format (default ``"fp32"``); any registered format no
             wider than FP32. Results come back as float32 arrays holding its values.
             The tensor-core presets accumulate in it when it is ``"fp16"`` (the
@@ -217,3 +173,9 @@ def matmul(
     shape = np.broadcast_shapes(a64.shape[:-2], b64.shape[:-2]) + (a64.shape[-2],
                                                                      b64.shape[-1])
     return model.run(a64, b64, tgt, _accumulator_input(c, shape, tgt))
+
+
+# moved to refimpl.matmul.accumulation (resolve_accumulation is imported above)
+__getattr__ = deprecation.deprecated_names(__name__, {
+    "NAMED": ("refimpl.matmul.accumulation.NAMED", accumulation.NAMED),
+})

@@ -48,9 +48,12 @@ from typing import Optional
 
 import numpy as np
 
+from refimpl.eft import add_round_to_odd, two_sum
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.blockfma import _NO_EXP, _emin_pair, _floor_log2, EminLike, exponents
-from refimpl.matmul.rounding import FP32, Target, add_round_to_odd, to_format
+from refimpl.matmul.blockfma import _NO_EXP, _emin_pair, EminLike, exponent_of, exponents
+from refimpl.matmul.rounding import Target, to_format
+from refimpl.rational import round_rational
+from refimpl.validation import check_int
 
 KINDS = ("exact", "ftz_pairwise", "truncated", "truncated_split")
 
@@ -96,9 +99,7 @@ class MatrixCore(Accumulation):
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"MatrixCore.kind must be one of {KINDS}, got {self.kind!r}")
-        g = self.group
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 1 <= g <= 64:
-            raise ValueError(f"MatrixCore.group must be an int in [1, 64], got {g!r}")
+        g = check_int("MatrixCore.group", self.group, minimum=1, maximum=64)
         if self.kind == "ftz_pairwise" and g not in (2, 4):
             raise ValueError(f"MatrixCore.group must be 2 or 4 for ftz_pairwise, got {g}")
         if self.kind == "truncated_split" and g % 2:
@@ -124,9 +125,7 @@ class MatrixCore(Accumulation):
         return c
 
     def _exp(self, x: float, which: int) -> int:
-        e = _floor_log2(abs(Fraction(x)))
-        emin = _emin_pair(self.input_emin)[which]
-        return e if emin is None else max(e, emin)
+        return exponent_of(x, _emin_pair(self.input_emin)[which])
 
     def _fused_reference(self, pairs: list) -> tuple[Fraction, Optional[int]]:
         """Products aligned to their largest exponent, truncated F bits below, summed."""
@@ -160,7 +159,7 @@ class MatrixCore(Accumulation):
             if e is not None:
                 q = Fraction(2) ** (e - self.fraction_bits)
                 s = _trunc_to(s0, q) + _trunc_to(s1, q)
-        ec = max(_floor_log2(abs(Fraction(c))), -126) if c != 0 else None
+        ec = exponent_of(c, -126) if c != 0 else None
         es = [x for x in (e, ec) if x is not None]
         if not es:
             return 0.0
@@ -270,7 +269,7 @@ class MatrixCore(Accumulation):
             s = p[..., 0]
             bad = np.zeros(s.shape, bool)
             for i in range(1, L):
-                s, e = _two_sum(s, p[..., i])
+                s, e = two_sum(s, p[..., i])
                 bad |= e != 0
             cr = c[..., r0:r0 + rows, :]
             for j in range(g):
@@ -346,12 +345,6 @@ class MatrixCore(Accumulation):
         return _ftz(c.astype(f32) + s, keep_sign=True).astype(np.float64)
 
 
-def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    s = x + y
-    bp = s - x
-    return s, (x - (s - bp)) + (y - bp)
-
-
 def _exact_fp32_sums(terms: np.ndarray) -> np.ndarray:
     """RN32 of the exact sum of the finite float64 ``terms`` along the last axis (+0 for
     an exact zero), as float64.
@@ -367,8 +360,8 @@ def _exact_fp32_sums(terms: np.ndarray) -> np.ndarray:
     err = np.zeros_like(s)
     inexact = np.zeros(s.shape, bool)
     for i in range(1, terms.shape[-1]):
-        s, e = _two_sum(s, terms[..., i])
-        err, e2 = _two_sum(err, e)
+        s, e = two_sum(s, terms[..., i])
+        err, e2 = two_sum(err, e)
         inexact |= e2 != 0
     with np.errstate(over="ignore"):
         d = add_round_to_odd(s, err).astype(np.float32).astype(np.float64)
@@ -379,7 +372,6 @@ def _exact_fp32_sums(terms: np.ndarray) -> np.ndarray:
 
 
 def _round_fp32(x: Fraction) -> float:
-    """RN32 of an exact rational (FP32 subnormals, overflow to Inf)."""
-    from refimpl.matmul.exact import round_fraction
-
-    return round_fraction(x, FP32)
+    """RN32 of an exact rational (FP32 subnormals; a value past the range comes back
+    large, and the float32 cast of the callers makes it Inf)."""
+    return round_rational(x, 24, -126)

@@ -19,9 +19,10 @@ from typing import Optional, Union
 
 import numpy as np
 
-from refimpl.matmul.accumulation import Accumulation, WholeK, round_in
-from refimpl.matmul.rounding import Target, add_round_to_odd, target
-from refimpl.validation import check_bool
+from refimpl.eft import add_round_to_odd
+from refimpl.matmul.accumulation import NAMED, Accumulation, WholeK, resolve_accumulation, round_in
+from refimpl.matmul.rounding import Target, target
+from refimpl.validation import check_bool, check_positive_int
 
 
 def _product(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
@@ -131,15 +132,11 @@ class Chunked(Accumulation):
     inner_format: Optional[str] = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) \
-                or self.size < 1:
-            raise ValueError(f"Chunked.size must be a positive int, got {self.size!r}")
+        check_positive_int("Chunked.size", self.size)
         if isinstance(self.inner, Chunked):
             raise ValueError("Chunked.inner must not itself be Chunked")
 
     def _inner(self) -> Accumulation:
-        from refimpl.matmul.gemm import resolve_accumulation
-
         return resolve_accumulation(self.inner)
 
     def begin(self, shape: tuple[int, ...], tgt: Target) -> dict:
@@ -177,3 +174,7 @@ class Chunked(Accumulation):
         if state["acc"] is None:
             return np.zeros(state["shape"], dtype=np.float32)
         return np.broadcast_to(state["acc"], state["shape"]).astype(np.float32)
+
+
+NAMED.update({"sequential": Sequential(fma=False), "sequential_fma": Sequential(fma=True),
+              "pairwise": Pairwise(), "chunked": Chunked()})

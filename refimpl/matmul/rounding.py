@@ -9,7 +9,7 @@ carries the information needed to round once to the output format:
   2008, Theorem 1): if the target precision p satisfies p + 2 <= 53, then
   RN_p(RO_53(x)) = RN_p(x). Every target here has at most 24 significand bits, so one
   float64 round-to-odd followed by one round-to-nearest-even to the target is a single,
-  correct rounding of the exact x.
+  correct rounding of the exact x (:func:`refimpl.eft.add_round_to_odd`).
 
 The conversion to FP32 uses NumPy's float64 -> float32 cast, which is IEEE 754-2019
 ``convertFormat`` with roundTiesToEven (subnormals and overflow to Inf included, and
@@ -22,8 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Rounding modes an accumulator may apply when storing into its format.
-ROUNDINGS = ("nearest_even", "toward_zero")
+from refimpl import eft
+from refimpl.deprecation import deprecated_names
+from refimpl.rounding_modes import RoundingMode, rounding_mode
+
+#: Rounding modes an accumulator may apply when storing into its format
+#: (:mod:`refimpl.rounding_modes` names).
+ROUNDINGS = (RoundingMode.NEAREST_EVEN.value, RoundingMode.TOWARD_ZERO.value)
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,7 @@ def to_format(x: np.ndarray, tgt: Target, rounding: str = "nearest_even") -> np.
     signed zeros keep their sign. ``rounding="toward_zero"`` truncates (IEEE
     roundTowardZero: overflow gives the largest finite value, never Inf).
     """
-    if rounding not in ROUNDINGS:
-        raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
+    rounding = rounding_mode(rounding, allowed=ROUNDINGS)
     x = np.asarray(x, dtype=np.float64)
     if tgt.is_fp32:
         with np.errstate(over="ignore"):
@@ -95,20 +99,6 @@ def to_format(x: np.ndarray, tgt: Target, rounding: str = "nearest_even") -> np.
     return np.asarray(round_to(x, get(tgt.name), rounding=rounding), dtype=np.float32)
 
 
-def add_round_to_odd(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """RO_53(x + y) for float64 arrays: the float64 sum rounded to odd.
-
-    TwoSum (Knuth, TAOCP vol. 2, 4.2.2) gives s = fl(x + y) and the exact error e with
-    x + y = s + e. If e == 0 the sum is exact; otherwise the exact sum lies strictly
-    between s and its neighbour toward e, and round-to-odd picks whichever of the two
-    has an odd last bit. Used to emulate an FMA (or any single rounding of a + b*c with
-    b*c exact) in a narrower format without double rounding.
-    """
-    with np.errstate(invalid="ignore", over="ignore"):
-        s = x + y
-        bp = s - x
-        e = (x - (s - bp)) + (y - bp)
-        inexact = (e != 0) & np.isfinite(s)
-        odd = (s.view(np.int64) & 1).astype(bool)
-        toward = np.nextafter(s, np.where(e > 0, np.inf, -np.inf))
-        return np.where(inexact & ~odd, toward, s)
+__getattr__ = deprecated_names(__name__, {
+    "add_round_to_odd": ("refimpl.eft.add_round_to_odd", eft.add_round_to_odd),
+})

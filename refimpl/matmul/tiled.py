@@ -1,7 +1,7 @@
 """The shared-memory tiled matrix product, with its memory traffic counted.
 
-The algorithm of the seed text (section 6.6.6 "Tiling"; the same as Kirk and Hwu,
-"Programming Massively Parallel Processors", chapter 5): C is cut into BM x BN output
+The algorithm of Kirk and Hwu, "Programming Massively Parallel Processors", chapter 5
+(tiled matrix multiplication): C is cut into BM x BN output
 tiles, one per thread block. For each output tile, k is walked in steps of BK: the
 BM x BK tile of A and the BK x BN tile of B are loaded from global into shared memory,
 every thread (one per output element) reads its row of the A tile and its column of the B
@@ -29,14 +29,18 @@ every model sees k in the same order: the K steps feed the model's streaming int
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Union
 
 import numpy as np
 
+from refimpl.deprecation import REMOVED_IN, renamed_arguments
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.gemm import as_format_values, resolve_accumulation
+from refimpl.matmul.accumulation import resolve_accumulation
+from refimpl.matmul.gemm import as_format_values
 from refimpl.matmul.rounding import target
+from refimpl.validation import check_positive_int
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class TiledStats:
     tiles: int
     k_steps: int
     padded_global_reads: int
-    tile: tuple[int, int, int] = (0, 0, 0)
+    block: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def global_reads(self) -> int:
@@ -60,43 +64,53 @@ class TiledStats:
     @property
     def tile_utilisation(self) -> float:
         """Outputs computed / output slots of all tiles (BM x BN each): below 1 when
-        ragged edge tiles leave threads (and, for small matrices, SMs) idle (the seed's
-        tile-quantisation effect)."""
-        slots = self.tiles * self.tile[0] * self.tile[1]
+        ragged edge tiles leave threads (and, for small matrices, SMs) idle (tile
+        quantisation, NVIDIA "Matrix Multiplication Background User's Guide")."""
+        slots = self.tiles * self.block[0] * self.block[1]
         return self.global_writes / slots if slots else 1.0
+
+    @property
+    def tile(self) -> tuple[int, int, int]:
+        """Deprecated spelling of :attr:`block`."""
+        warnings.warn(f"TiledStats.tile is deprecated and will be removed in {REMOVED_IN}; "
+                      "use TiledStats.block", DeprecationWarning, stacklevel=2)
+        return self.block
 
 
 def _ceil_div(x: int, y: int) -> int:
     return -(-x // y)
 
 
+@renamed_arguments({"tile": "block"})
 def tiled_matmul(
     a: object,
     b: object,
     *,
-    tile: tuple[int, int, int] = (32, 32, 32),
+    block: tuple[int, int, int] = (32, 32, 32),
     accumulate: Union[str, Accumulation] = "exact",
     out_format: object = "fp32",
     in_format: object = None,
 ) -> tuple[np.ndarray, TiledStats]:
-    """Tiled ``a @ b`` with shared-memory tiles ``tile = (BM, BN, BK)``.
+    """Tiled ``a @ b`` with shared-memory tiles ``block = (BM, BN, BK)``.
 
     Args:
         a, b, accumulate, out_format, in_format: as for :func:`refimpl.matmul.matmul`.
-        tile: output tile rows BM, columns BN, and the K step BK, each >= 1.
+        block: output tile rows BM, columns BN, and the K step BK, each >= 1.
 
     Returns:
         (c, stats): c as ``matmul`` returns it, stats a :class:`TiledStats`.
 
     Raises:
-        ValueError: a bad tile (which entry), or the errors of ``matmul``.
+        TypeError: ``block`` is not a tuple, or an entry is not an int.
+        ValueError: ``block`` does not have three entries or one is below 1 (which
+            entry), or the errors of ``matmul``.
     """
-    if not (isinstance(tile, tuple) and len(tile) == 3):
-        raise ValueError(f"tile must be a tuple (BM, BN, BK), got {tile!r}")
-    for name, v in zip(("BM", "BN", "BK"), tile):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"tile {name} must be a positive int, got {v!r}")
-    bm, bn, bk = (int(v) for v in tile)
+    if not isinstance(block, tuple):
+        raise TypeError(f"block must be a tuple (BM, BN, BK), got {block!r}")
+    if len(block) != 3:
+        raise ValueError(f"block must be a tuple (BM, BN, BK) of three entries, got {block!r}")
+    bm, bn, bk = (check_positive_int(f"block {name}", v)
+                  for name, v in zip(("BM", "BN", "BK"), block))
     fa, fb = (in_format if isinstance(in_format, tuple) else (in_format, in_format))
     a64 = as_format_values(a, "a", fa)
     b64 = as_format_values(b, "b", fb)
@@ -136,6 +150,6 @@ def tiled_matmul(
         global_reads_a=reads_a * nbatch, global_reads_b=reads_b * nbatch,
         global_writes=writes * nbatch, shared_writes=(reads_a + reads_b) * nbatch,
         shared_reads=shared_reads * nbatch, tiles=tiles * nbatch, k_steps=steps * nbatch,
-        padded_global_reads=padded * nbatch, tile=(bm, bn, bk),
+        padded_global_reads=padded * nbatch, block=(bm, bn, bk),
     )
     return c, stats

@@ -11,8 +11,10 @@ code each element gets, and what the dequantised tensor and a scaled dot product
 - Per-tensor FP8: ``tensor_scale``, ``tensor_quantize``, ``DelayedScaling``.
 - ``hadamard_transform`` and ``quantization_error`` (RMSE, max abs, SQNR dB).
 """
+from refimpl.deprecation import deprecated_names
+
 from .block_fp8 import BlockFP8Array, block_fp8_quantize, tile_amax
-from .error import QuantizationError, quantization_error
+from .error import QuantizationMetrics, quantization_error
 from .hadamard import (
     TE_WGRAD_SIGNS,
     hadamard_matrix,
@@ -45,5 +47,8 @@ __all__ = [
     "tensor_scale", "tensor_quantize", "FP8Tensor", "DelayedScaling", "AMAX_ALGOS",
     "TE_WGRAD_SIGNS", "sylvester_hadamard", "hadamard_matrix", "hadamard_transform",
     "random_signs",
-    "QuantizationError", "quantization_error",
+    "QuantizationMetrics", "quantization_error",
 ]
+
+__getattr__ = deprecated_names(
+    __name__, {"QuantizationError": ("QuantizationMetrics", QuantizationMetrics)})

@@ -14,15 +14,17 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from refimpl.deprecation import deprecated_names
 from refimpl.validation import as_float64
 
-__all__ = ["QuantizationError", "quantization_error"]
+__all__ = ["QuantizationMetrics", "quantization_error"]
 
 _LN2 = 0.6931471805599453  # ln 2 rounded to float64
 _LN10 = 2.302585092994046  # ln 10 rounded to float64
 
 
-class QuantizationError(NamedTuple):
+class QuantizationMetrics(NamedTuple):
     """Error of a quantised tensor ``q`` against its source ``x``.
 
     rmse: ``sqrt(mean((x - q)**2))``; max_abs: ``max |x - q|``; sqnr_db:
@@ -74,7 +76,7 @@ def _values(q: Any) -> np.ndarray:
     return np.asarray(q)
 
 
-def quantization_error(x: Any, q: Any) -> QuantizationError:
+def quantization_error(x: Any, q: Any) -> QuantizationMetrics:
     """Error metrics of ``q`` (an array, or a quantised object with ``.dequantize()``)
     against the original ``x``.
 
@@ -102,10 +104,10 @@ def quantization_error(x: Any, q: Any) -> QuantizationError:
         raise ValueError("x: expected at least one element")
     if np.isnan(err).any():
         nan = float("nan")
-        return QuantizationError(nan, nan, nan)
+        return QuantizationMetrics(nan, nan, nan)
     if np.isinf(err).any():
         inf = float("inf")
-        return QuantizationError(inf, inf, -inf)
+        return QuantizationMetrics(inf, inf, -inf)
     abs_err = np.abs(err)
     noise = _exact_sum(err * err)
     signal = _exact_sum(x64 * x64)
@@ -119,4 +121,8 @@ def quantization_error(x: Any, q: Any) -> QuantizationError:
     else:
         # difference of logs: the quotient itself could overflow or underflow
         sqnr = 10.0 * (_log10(signal) - _log10(noise))
-    return QuantizationError(float(rmse), float(abs_err.max()), float(sqnr))
+    return QuantizationMetrics(float(rmse), float(abs_err.max()), float(sqnr))
+
+
+__getattr__ = deprecated_names(
+    __name__, {"QuantizationError": ("QuantizationMetrics", QuantizationMetrics)})

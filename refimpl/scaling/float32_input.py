@@ -33,4 +33,4 @@ def float32_values(x: Any, name: str = "x") -> np.ndarray:
                 f"{name}: value {arr[first]!r} at index {tuple(int(i) for i in first)} is "
                 "not a float32; these rules are defined in float32 (round explicitly first)"
             )
-    return arr.astype(np.float32)
+    return arr.astype(np.float32, copy=False)  # float32 input is read, never copied

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from refimpl.validation import check_bool
+from refimpl.validation import check_bool, check_positive_int
 
 from .dyadic import round_dyadic
 
@@ -41,10 +41,10 @@ TE_WGRAD_SIGNS: tuple[int, ...] = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1
 
 
 def _check_size(n: int) -> int:
-    bad_type = isinstance(n, bool) or not isinstance(n, (int, np.integer))
-    if bad_type or n < 1 or (int(n) & (int(n) - 1)) != 0:
+    n = check_positive_int("size", n)
+    if n & (n - 1):
         raise ValueError(f"size: expected a power of two >= 1, got {n!r}")
-    return int(n)
+    return n
 
 
 def sylvester_hadamard(n: int = 16) -> np.ndarray:

@@ -47,19 +47,31 @@ Non-multiple lengths: ``pad=True`` treats the last block as zero-padded; zeros n
 a block's amax, and the padding is not stored (``codes`` has x's shape). A ``block_size``
 larger than the axis makes the whole axis one block; its padding is never materialised
 (``block_size=10**9`` costs no more memory than the axis itself).
+
+Two implementations, one definition: float32 input rounded to nearest or toward zero
+(the default case) runs in cache-sized chunks on the bit patterns
+(:mod:`refimpl.scaling.float32_blocks`); float64 input, the directed and stochastic modes
+take the plain whole-array path. Tests check both against each other and against the
+per-block ``Fraction`` reference (:mod:`refimpl.scaling.mx_reference`). ``dequantize`` to
+float32 moves each element's bits into a float32 and multiplies once by the block's
+power of two (exact, then one rounding).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Tuple, Union
 
 import numpy as np
 
 from refimpl import formats
+from refimpl.deprecation import REMOVED_IN, renamed_arguments
 from refimpl.formats import Format
+from refimpl.formats.encode import float32_lookup
 from refimpl.formats.rounding import resolve_rounding
-from refimpl.validation import as_float_array, check_bool, check_positive_int
+from refimpl.validation import as_float_array, check_axis, check_bool, check_positive_int
 
+from . import float32_blocks
 from .exponent import ceil_log2, ceil_log2_ratio, floor_log2, round_log2
 
 __all__ = [
@@ -106,58 +118,63 @@ ElementLike = Union[Format, MXInt8, str]
 Element = Union[Format, MXInt8]
 
 
-def element_format(elem: ElementLike) -> Element:
-    """The MX element format for ``elem`` (a Format, a format name, or ``"int8"``).
+@renamed_arguments({"elem": "fmt"})
+def element_format(fmt: ElementLike) -> Element:
+    """The MX element format for ``fmt`` (a Format, a format name, or ``"int8"``).
 
     Raises:
         ValueError: not one of the MX element formats E4M3, E5M2, E2M3, E3M2, E2M1, INT8.
     """
-    if isinstance(elem, MXInt8):
-        return elem
-    if isinstance(elem, str) and elem.strip().lower().replace("_", "") in ("int8", "mxint8"):
+    if isinstance(fmt, MXInt8):
+        return fmt
+    if isinstance(fmt, str) and fmt.strip().lower().replace("_", "") in ("int8", "mxint8"):
         return INT8
-    f = formats.get(elem)
+    f = formats.get(fmt)
     if f.name not in MX_ELEMENTS:
         raise ValueError(
-            f"elem: {f.name!r} is not an MX element format; expected one of "
+            f"fmt: {f.name!r} is not an MX element format; expected one of "
             f"{', '.join(MX_ELEMENTS)}"
         )
     if f != formats.get(f.name):
         # a user Format that merely borrows a registered name has other values
         raise ValueError(
-            f"elem: {f!r} is named {f.name!r} but differs from the MX element format "
+            f"fmt: {f!r} is named {f.name!r} but differs from the MX element format "
             f"{formats.get(f.name)!r}"
         )
     return f
 
 
-def _quantum_exp(elem: Element) -> int:
+def _quantum_exp(fmt: Element) -> int:
     """Exponent of the element format's smallest positive step (its smallest subnormal)."""
-    if isinstance(elem, MXInt8):
-        return elem.quantum_exp
-    return elem.emin - elem.man_bits
+    if isinstance(fmt, MXInt8):
+        return fmt.quantum_exp
+    return fmt.emin - fmt.man_bits
 
 
 def _choice(name: str, value: str, allowed: Tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value.strip().lower() not in allowed:
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected one of {', '.join(allowed)} (a string), "
+                        f"got {value!r}")
+    if value.strip().lower() not in allowed:
         raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
     return value.strip().lower()
 
 
-def _rule_exponent(a: np.ndarray, elem: Element, rule: str) -> np.ndarray:
+def _rule_exponent(a: np.ndarray, fmt: Element, rule: str) -> np.ndarray:
     """Unclamped scale exponent for finite positive amax values ``a`` (int64)."""
     if rule == "floor":
-        return floor_log2(a) - elem.emax
+        return floor_log2(a) - fmt.emax
     if rule == "ceil":
-        return ceil_log2(a) - elem.emax
+        return ceil_log2(a) - fmt.emax
     if rule == "even":
-        return round_log2(a, elem.man_bits) - elem.emax
-    return ceil_log2_ratio(a, float(elem.max))
+        return round_log2(a, fmt.man_bits) - fmt.emax
+    return ceil_log2_ratio(a, float(fmt.max))
 
 
+@renamed_arguments({"elem": "fmt"})
 def mx_scale_exponent(
     amax: Any,
-    elem: ElementLike,
+    fmt: ElementLike,
     *,
     scale_rule: str = "floor",
     inf_block: str = "nan",
@@ -167,7 +184,7 @@ def mx_scale_exponent(
     Args:
         amax: block maxima ``max |V_i|`` (float32 or float64; NaN marks a block containing
             NaN, Inf one containing Inf).
-        elem: the element format.
+        fmt: the element format.
         scale_rule: ``"floor"`` (default), ``"ceil"``, ``"even"`` or ``"rceil"``.
         inf_block: ``"nan"`` (default), ``"max"`` or ``"exponent"`` (module docstring).
 
@@ -176,9 +193,10 @@ def mx_scale_exponent(
         is ``2**e``; 0 where the code is NaN).
 
     Raises:
+        TypeError: an option that is not a string.
         ValueError: a bad option or a negative amax.
     """
-    el = element_format(elem)
+    el = element_format(fmt)
     rule = _choice("scale_rule", scale_rule, SCALE_RULES)
     policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
     a = as_float_array(amax, "amax")  # floats in native byte order, or exact integers
@@ -239,14 +257,14 @@ def _decode_int8(codes: np.ndarray) -> np.ndarray:
     return codes.astype(np.uint8).view(np.int8).astype(np.float64) * (1.0 / 64)
 
 
-def decode_elements(codes: np.ndarray, elem: Element) -> np.ndarray:
+def decode_elements(codes: np.ndarray, fmt: Element) -> np.ndarray:
     """Element values (float64, exact) of element codes."""
-    if isinstance(elem, MXInt8):
+    if isinstance(fmt, MXInt8):
         return _decode_int8(np.asarray(codes))
-    return formats.decode(codes, elem).astype(np.float64)
+    return formats.decode(codes, fmt).astype(np.float64)
 
 
-def _check_codes(codes: np.ndarray, elem: Element, name: str = "codes") -> np.ndarray:
+def _check_codes(codes: np.ndarray, fmt: Element, name: str = "codes") -> np.ndarray:
     arr = np.asarray(codes)
     if arr.dtype != np.uint8:
         if arr.dtype.kind not in "ui":
@@ -254,23 +272,17 @@ def _check_codes(codes: np.ndarray, elem: Element, name: str = "codes") -> np.nd
         if arr.size and (arr.min() < 0 or arr.max() > 0xFF):
             raise ValueError(f"{name}: codes must lie in [0, 255]")
         arr = arr.astype(np.uint8)
-    if elem.bits < 8 and arr.size:
-        bad = arr >> elem.bits
-        if bad.any():
-            first = np.unravel_index(int(np.argmax(bad != 0)), arr.shape)
-            raise ValueError(
-                f"{name}: code {int(arr[first]):#x} at index {tuple(int(i) for i in first)} "
-                f"has bits above the {elem.bits}-bit {elem.name} code"
-            )
+    if fmt.bits < 8 and arr.size and int(arr.max()) >> fmt.bits:
+        first = np.unravel_index(int(np.argmax((arr >> fmt.bits) != 0)), arr.shape)
+        raise ValueError(
+            f"{name}: code {int(arr[first]):#x} at index {tuple(int(i) for i in first)} "
+            f"has bits above the {fmt.bits}-bit {fmt.name} code"
+        )
     return arr
 
 
 def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise ValueError(f"{name}: expected an int, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{name}: {axis} is out of range for an array of {ndim} dimensions")
-    return int(axis) % ndim
+    return check_axis(name, axis, ndim)
 
 
 def block_span(n: int, block_size: int) -> int:
@@ -296,23 +308,23 @@ class MXArray:
             low bits; MXINT8 as two's complement bytes).
         scales: uint8 E8M0 codes; the source shape with the ``axis`` length replaced by
             the number of blocks ``ceil(n / block_size)``.
-        elem: the element format (a ``Format`` or ``INT8``).
+        fmt: the element format (a ``Format`` or ``INT8``).
         block_size: elements per block along ``axis`` (32 in OCP MX v1.0).
         axis: the (non-negative) axis the blocks run along.
     """
 
     codes: np.ndarray
     scales: np.ndarray
-    elem: Element
+    fmt: Element
     block_size: int = 32
     axis: int = -1
 
     def __post_init__(self) -> None:
-        elem = element_format(self.elem)
-        object.__setattr__(self, "elem", elem)
+        fmt = element_format(self.fmt)
+        object.__setattr__(self, "fmt", fmt)
         bs = _check_block_size(self.block_size)
         object.__setattr__(self, "block_size", bs)
-        codes = _check_codes(self.codes, elem)
+        codes = _check_codes(self.codes, fmt)
         if codes.ndim == 0:
             raise ValueError("codes: expected at least one dimension")
         ax = _norm_axis(self.axis, codes.ndim)
@@ -351,7 +363,14 @@ class MXArray:
         dt = np.dtype(dtype)
         if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"dtype: expected float32 or float64, got {dt}")
-        vals = _element_table(self.elem)[self.codes]
+        n = self.codes.shape[self.axis]
+        nblk = self.scales.shape[self.axis]
+        bs = block_span(n, self.block_size)
+        if self.axis == self.codes.ndim - 1 and n == nblk * bs and dt == np.float32:
+            out = _dequantize_chunked(self.codes.reshape(-1), self.scales.reshape(-1),
+                                      self.fmt, bs)
+            return out.reshape(self.codes.shape)
+        vals = _element_table(self.fmt)[self.codes]
         moved = np.moveaxis(vals, self.axis, -1)
         n = moved.shape[-1]
         nblk = self.scales.shape[self.axis]
@@ -376,16 +395,24 @@ class MXArray:
         with the default ``order="low_first"``), FP6 one code per byte (or four in three
         bytes with ``dense=True``), FP8 and INT8 one code per byte as they are."""
         flat = self.codes.reshape(-1)
-        if self.elem.bits == 8:
+        if self.fmt.bits == 8:
             return flat.copy()
-        return formats.pack(flat, self.elem, order=order, dense=dense)
+        return formats.pack(flat, self.fmt, order=order, dense=dense)
+
+    @property
+    def elem(self) -> Element:
+        """Deprecated spelling of :attr:`fmt`."""
+        warnings.warn(f"MXArray.elem is deprecated and will be removed in {REMOVED_IN}; "
+                      "use MXArray.fmt", DeprecationWarning, stacklevel=2)
+        return self.fmt
 
     @classmethod
+    @renamed_arguments({"elem": "fmt"})
     def from_packed(
         cls,
         packed: Any,
         scales: Any,
-        elem: ElementLike,
+        fmt: ElementLike,
         shape: Tuple[int, ...],
         *,
         block_size: int = 32,
@@ -399,7 +426,7 @@ class MXArray:
             ValueError: the packed data does not hold ``prod(shape)`` codes, stray high
                 bits, or scales that do not match the layout.
         """
-        el = element_format(elem)
+        el = element_format(fmt)
         shape = tuple(int(s) for s in shape)
         count = int(np.prod(shape, dtype=np.int64))
         if el.bits == 8:
@@ -423,23 +450,146 @@ class MXArray:
         return cls(flat.reshape(shape), np.asarray(scales), el, block_size, axis)
 
 
+# the keyword spelling MXArray(elem=...) of the constructor
+MXArray.__init__ = renamed_arguments(  # type: ignore[method-assign]
+    {"elem": "fmt"})(MXArray.__init__)
+
 _TABLES: dict = {}
 
 
-def _element_table(elem: Element) -> np.ndarray:
+def _element_table(fmt: Element) -> np.ndarray:
     """Value of every element code (float64, 256 entries; codes above the format's width
     are rejected before lookup)."""
-    key = elem  # the format itself (frozen, hashable), never just its name
+    key = fmt  # the format itself (frozen, hashable), never just its name
     if key not in _TABLES:
-        codes = np.arange(1 << elem.bits, dtype=np.uint8)
+        codes = np.arange(1 << fmt.bits, dtype=np.uint8)
         table = np.zeros(256, dtype=np.float64)
-        table[: codes.size] = decode_elements(codes, elem)
+        table[: codes.size] = decode_elements(codes, fmt)
         table.setflags(write=False)
         _TABLES[key] = table
     return _TABLES[key]
 
 
+def _element_table32(elem: Element) -> np.ndarray:
+    """``_element_table`` in float32 (exact: every MX element value is a float32)."""
+    key = (elem, "float32")
+    if key not in _TABLES:
+        table = _element_table(elem).astype(np.float32)
+        table.setflags(write=False)
+        _TABLES[key] = table
+    return _TABLES[key]
+
+
+def _dequantize_chunked(codes: np.ndarray, scales: np.ndarray, el: Element,
+                        bs: int) -> np.ndarray:
+    """float32 ``X * P`` of 1-D codes (blocks of ``bs``) and their E8M0 scale codes,
+    each product formed exactly and rounded once (``refimpl.scaling.float32_blocks``).
+
+    The element value reaches float32 without a lookup (its bits moved into place, or
+    the int8 converted), off by a power of two that the per-block multiplier takes
+    back: ``2**(s - 127 + 127 - bias)`` (``2**(s - 127 - 6)`` for MXINT8). Where that
+    multiplier leaves float32's range (scales above ``2**bias``, rare), those blocks use
+    the value table and ``2**(s - 127)`` instead.
+    """
+    s = scales.astype(np.int32) - SCALE_BIAS
+    nan = scales == SCALE_NAN
+    if isinstance(el, MXInt8):
+        mult = np.ldexp(np.float32(1), s + el.quantum_exp)
+        mult[nan] = np.nan
+        return float32_blocks.decode_int8(codes, mult, bs)
+    shift = 127 - el.bias
+    with np.errstate(over="ignore"):
+        mult = np.ldexp(np.float32(1), s + shift)
+    mult[nan] = np.nan
+    big = np.flatnonzero(~nan & (s + shift > 127))
+    mult[big] = 1.0  # recomputed below
+    values = _element_table32(el)
+    special = el.max_code_magnitude + 1 if el.nan != "none" else 256
+    out = float32_blocks.decode_fields(codes, el.bits, el.man_bits, mult, bs, special,
+                                       values)
+    if big.size:
+        sub = codes.reshape(-1, bs)[big]
+        m = np.ldexp(np.float32(1), s[big])
+        with np.errstate(over="ignore"):
+            out.reshape(-1, bs)[big] = values[sub] * m[:, None]
+    return out
+
+
 # ----- quantisation ---------------------------------------------------------------------
+
+#: element rounding modes of the chunked float32 path (a float32 quotient below float32's
+#: normal range is rounded there, which only modes that can round such a value up notice)
+_CHUNKED_MODES = ("nearest_even", "nearest_away", "toward_zero")
+
+
+def _encoder_table(elem: Element, mode: str) -> Tuple[np.ndarray, int]:
+    """(table, k) of ``float32_blocks`` for saturating element encoding in ``mode``."""
+    key = (elem, mode, "encode")
+    if key not in _TABLES:
+        if isinstance(elem, MXInt8):
+            # k/64 rounds like a format with 6 fraction bits whose steps never get finer
+            # than 2**-6: every boundary lies at input bit k + 1 = 16 or above
+            k = 23 - elem.man_bits - 2
+            table = float32_blocks.float32_table(lambda v: _encode_int8(v, mode), k)
+        else:
+            # NaN entries are never read (a NaN makes the block's scale NaN)
+            table, k = float32_lookup(elem, mode, saturate=True, nan="zero")
+        _TABLES[key] = (table, k)
+    return _TABLES[key]
+
+
+def _scales_from_bits(
+    a2: np.ndarray, el: Element, rule: str, policy: str
+) -> Tuple[np.ndarray, np.ndarray]:
+    """``mx_scale_exponent`` of float32 block maxima given as ``bits << 1`` (uint32):
+    (uint8 codes, int32 exponents). Normal maxima take the rule straight from the
+    exponent and mantissa fields; zero, subnormal, Inf and NaN maxima (rare) go through
+    ``mx_scale_exponent`` itself."""
+    mag = a2 >> np.uint32(1)
+    fld = (mag >> np.uint32(23)).astype(np.int32)
+    e = fld - (127 + el.emax)  # floor(log2 amax) - emax
+    if rule != "floor":
+        man = mag & np.uint32(0x7F_FFFF)
+        if rule == "ceil":
+            e += man != 0
+        elif rule == "even":
+            # significand rounded to man_bits carries to 2: 1.m >= 2 - 2**-(man_bits+1)
+            e += man >= (1 << 23) - (1 << (22 - el.man_bits))
+        else:  # rceil: ceil(log2(amax / max)) from frexp's (m, e) pairs, both float32
+            top = np.float32(el.max).view(np.uint32)
+            e = fld - int(top >> np.uint32(23)) + (man > (top & np.uint32(0x7F_FFFF)))
+    np.clip(e, SCALE_EXP_MIN, SCALE_EXP_MAX, out=e)
+    codes = (e + SCALE_BIAS).astype(np.uint8)
+    special = np.flatnonzero((fld == 0) | (fld == 255))
+    if special.size:
+        c, ex = mx_scale_exponent(mag[special].view(np.float32), el, scale_rule=rule,
+                                  inf_block=policy)
+        codes[special] = c
+        e[special] = ex
+    return codes, e
+
+
+def _quantize_chunked(
+    flat: np.ndarray, bs: int, el: Element, rule: str, policy: str, mode: str
+) -> Tuple[np.ndarray, np.ndarray]:
+    """(scale codes per block, element codes) of contiguous 1-D float32 ``flat``, blocks of
+    ``bs`` consecutive elements: the same arithmetic as the general path of
+    ``mx_quantize`` (a float32 multiply by ``2**-e``, then the encoder's table), chunked
+    (``refimpl.scaling.float32_blocks``)."""
+    bits = flat.view(np.uint32)
+    scale_codes, e = _scales_from_bits(float32_blocks.block_max_bits(bits, bs), el, rule,
+                                       policy)
+    # 2**-e as float32 bits: exponent field 127 - e, except 2**-127 (a subnormal)
+    mbits = (np.int32(127) - e).astype(np.uint32) << np.uint32(23)
+    mbits[e == SCALE_EXP_MAX] = 0x0040_0000
+    nan_blocks = np.flatnonzero(scale_codes == SCALE_NAN)
+    mbits[nan_blocks] = 0x3F80_0000  # 1.0; these blocks' codes are zeroed below
+    table, k = _encoder_table(el, mode)
+    codes = float32_blocks.encode_blocks(flat, mbits.view(np.float32), bs, table, k)
+    if nan_blocks.size:
+        codes.reshape(-1, bs)[nan_blocks] = 0
+    return scale_codes, codes
+
 
 _EXACT_F32_MODES = ("nearest_even", "nearest_away", "toward_zero", "stochastic")
 _TINY64 = 2.0 ** -1000  # far below half the smallest step of any element format
@@ -470,9 +620,42 @@ def _prepare_bits(
     return arr if nbits is None else (arr, nbits)
 
 
+def _quantize_general(
+    blocks: np.ndarray, el: Element, rule: str, policy: str, mode: str, rb: Any
+) -> Tuple[np.ndarray, np.ndarray]:
+    """(scale codes, element codes) of ``blocks`` (..., nblk, bs) in any mode and float
+    dtype: the plain vectorised form of OCP MX v1.0 section 6.3 (whole-array passes)."""
+    amax = np.max(np.abs(blocks), axis=-1) if blocks.size else np.zeros(blocks.shape[:-1])
+    scale_codes, e = mx_scale_exponent(amax, el, scale_rule=rule, inf_block=policy)
+
+    # the division by 2**e: exact in float64 for every float32 input; float32 is exact too
+    # except where the quotient falls below float32's normal range, which matters only to
+    # modes that can round such a tiny value up (directed rounding)
+    use_f32 = blocks.dtype == np.float32 and mode in _EXACT_F32_MODES
+    work_dt = np.float32 if use_f32 else np.float64
+    mult = np.ldexp(np.ones((), dtype=work_dt), -e).astype(work_dt)
+    scaled = blocks.astype(work_dt, copy=False) * mult[..., None]
+    if blocks.dtype == np.float64:
+        # float64 input below float64's normal range after scaling: replace by a tiny
+        # value of the same sign that every mode rounds alike (0 or the smallest step)
+        tiny = (np.abs(scaled) < _TINY64) & (blocks != 0)
+        if tiny.any():
+            scaled = np.where(tiny, np.copysign(_TINY64, blocks), scaled)
+    no_elems = scale_codes == SCALE_NAN
+    if no_elems.any():
+        scaled = np.where(no_elems[..., None], np.zeros((), dtype=work_dt), scaled)
+    if isinstance(el, MXInt8):
+        codes = _encode_int8(scaled, mode)
+    else:
+        codes = formats.encode(scaled, el, rounding=mode, saturate=True, random_bits=rb)
+    return scale_codes, codes
+
+
+
+@renamed_arguments({"elem": "fmt"})
 def mx_quantize(
     x: Any,
-    elem: ElementLike,
+    fmt: ElementLike,
     *,
     block_size: int = 32,
     axis: int = -1,
@@ -490,7 +673,7 @@ def mx_quantize(
         x: float16, float32 or float64 array (integers exactly representable in float64
             are accepted); never pre-rounded: each element is rounded once, from its own
             precision, after an exact division by the power-of-two scale.
-        elem: element format: ``"e4m3"``, ``"e5m2"`` (MXFP8), ``"e2m3"``, ``"e3m2"``
+        fmt: element format: ``"e4m3"``, ``"e5m2"`` (MXFP8), ``"e2m3"``, ``"e3m2"``
             (MXFP6), ``"e2m1"`` (MXFP4), ``"int8"`` (MXINT8), or a Format.
         block_size: elements per block (32 in OCP MX v1.0).
         axis: the axis the blocks run along.
@@ -508,10 +691,12 @@ def mx_quantize(
         An ``MXArray``.
 
     Raises:
+        TypeError: an option of the wrong type (``block_size`` not an int, ``pad`` not a
+            bool, ``scale_rule`` not a string).
         ValueError: bad options, a non-float input, a length not a multiple of
             ``block_size`` without ``pad``.
     """
-    el = element_format(elem)
+    el = element_format(fmt)
     rule = _choice("scale_rule", scale_rule, SCALE_RULES)
     policy = _choice("inf_block", inf_block, INF_BLOCK_POLICIES)
     bs = _check_block_size(block_size)
@@ -541,29 +726,12 @@ def mx_quantize(
         )
     rb = _prepare_bits(random_bits, arr.shape, ax, nblk, bs)
     blocks = moved.reshape(moved.shape[:-1] + (nblk, bs))
-    amax = np.max(np.abs(blocks), axis=-1) if blocks.size else np.zeros(blocks.shape[:-1])
-    scale_codes, e = mx_scale_exponent(amax, el, scale_rule=rule, inf_block=policy)
-
-    # the division by 2**e: exact in float64 for every float32 input; float32 is exact too
-    # except where the quotient falls below float32's normal range, which matters only to
-    # modes that can round such a tiny value up (directed rounding)
-    use_f32 = blocks.dtype == np.float32 and mode in _EXACT_F32_MODES
-    work_dt = np.float32 if use_f32 else np.float64
-    mult = np.ldexp(np.ones((), dtype=work_dt), -e).astype(work_dt)
-    scaled = blocks.astype(work_dt, copy=False) * mult[..., None]
-    if blocks.dtype == np.float64:
-        # float64 input below float64's normal range after scaling: replace by a tiny
-        # value of the same sign that every mode rounds alike (0 or the smallest step)
-        tiny = (np.abs(scaled) < _TINY64) & (blocks != 0)
-        if tiny.any():
-            scaled = np.where(tiny, np.copysign(_TINY64, blocks), scaled)
-    no_elems = scale_codes == SCALE_NAN
-    if no_elems.any():
-        scaled = np.where(no_elems[..., None], np.zeros((), dtype=work_dt), scaled)
-    if isinstance(el, MXInt8):
-        codes = _encode_int8(scaled, mode)
+    if blocks.dtype == np.float32 and mode in _CHUNKED_MODES and rb is None and blocks.size:
+        scale_codes, codes = _quantize_chunked(
+            np.ascontiguousarray(blocks).reshape(-1), bs, el, rule, policy, mode)
+        scale_codes = scale_codes.reshape(blocks.shape[:-1])
     else:
-        codes = formats.encode(scaled, el, rounding=mode, saturate=True, random_bits=rb)
+        scale_codes, codes = _quantize_general(blocks, el, rule, policy, mode, rb)
     codes = codes.reshape(moved.shape)[..., :n]
     return MXArray(
         np.ascontiguousarray(np.moveaxis(codes, -1, ax)),

@@ -30,9 +30,9 @@ __all__ = ["mx_dot", "mx_matmul", "round_dyadic"]
 
 def _integer_elements(a: MXArray) -> Tuple[np.ndarray, np.ndarray, int]:
     """Element values as exact integers ``n`` (value ``n * 2**q``), their finite mask, q."""
-    vals = _element_table(a.elem)[a.codes]
+    vals = _element_table(a.fmt)[a.codes]
     finite = np.isfinite(vals)
-    q = _quantum_exp(a.elem)
+    q = _quantum_exp(a.fmt)
     n = np.ldexp(np.where(finite, vals, 0.0), -q).astype(np.int64)
     return n, finite, q
 
@@ -142,6 +142,6 @@ def mx_dot(a: MXArray, b: MXArray, *, out_dtype: Any = np.float32) -> np.floatin
         raise ValueError(f"a, b: expected 1-D operands, got shapes {a.shape} and {b.shape}")
     if a.shape != b.shape:
         raise ValueError(f"b: length {b.shape[0]} does not match a's length {a.shape[0]}")
-    row = MXArray(a.codes[None, :], a.scales[None, :], a.elem, a.block_size, 1)
-    col = MXArray(b.codes[:, None], b.scales[:, None], b.elem, b.block_size, 0)
+    row = MXArray(a.codes[None, :], a.scales[None, :], a.fmt, a.block_size, 1)
+    col = MXArray(b.codes[:, None], b.scales[:, None], b.fmt, b.block_size, 0)
     return mx_matmul(row, col, out_dtype=out_dtype)[0, 0]

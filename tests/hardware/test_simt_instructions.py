@@ -466,6 +466,22 @@ def test_approx_within_documented_error():
     np.testing.assert_allclose(rcp, 1.0 / x.astype(np.float64), rtol=2.0**-23)
     sin = f32(run_instruction("sin.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
     np.testing.assert_allclose(sin, np.sin(x.astype(np.float64)), atol=2.0**-20.5)
+    tanh = f32(run_instruction("tanh.approx.f32 {d}, {a}", [x.view(np.uint32)], np.uint32))
+    np.testing.assert_allclose(tanh, np.tanh(x.astype(np.float64)), rtol=2.0**-11)
+
+
+def test_approx_sharp_cases():
+    # tanh x = x (1 - x^2/3 + ...): for 0 < |x| <= 2^-20 the relative deviation from x is
+    # below 2^-41, far inside half a binary32 ulp, so the float32 x itself is the answer
+    # (signed zeros keep their sign); 2^k and log2(2^k) = k are exact
+    tiny = np.array([1e-10, -1e-10, 2.0**-20, -(2.0**-126), 1e-30, 0.0, -0.0], np.float32)
+    got = run_instruction("tanh.approx.f32 {d}, {a}", [tiny.view(np.uint32)], np.uint32)
+    np.testing.assert_array_equal(got, tiny.view(np.uint32))
+    k = np.arange(-126, 128).astype(np.float32)
+    ex2 = f32(run_instruction("ex2.approx.f32 {d}, {a}", [k.view(np.uint32)], np.uint32))
+    np.testing.assert_array_equal(ex2, [np.float32(2.0**int(v)) for v in k])
+    lg2 = f32(run_instruction("lg2.approx.f32 {d}, {a}", [ex2.view(np.uint32)], np.uint32))
+    np.testing.assert_array_equal(lg2, k)
 
 
 # ------------------------------------------------------------------- warp collectives

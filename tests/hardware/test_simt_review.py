@@ -365,7 +365,8 @@ def test_double_tanh_rsqrt_reciprocal():
 
 def test_call_sequence_is_refused_with_a_clear_message():
     """nvcc's call sequence (as for double sin/cos/pow slow paths) opens with a scoped
-    .param declaration; the error must say that function calls are unsupported."""
+    .param declaration; a call to a function the module only declares is refused with
+    a message naming it."""
     from hardware.simt import UnsupportedPtxError
     ptx = """
 .version 9.0
@@ -386,7 +387,8 @@ def test_call_sequence_is_refused_with_a_clear_message():
     ret;
 }
 """
-    with pytest.raises(UnsupportedPtxError, match="function calls are not supported"):
+    with pytest.raises(UnsupportedPtxError, match="call to helper, which this module "
+                       "declares but does not define"):
         load_ptx(ptx)
 
 

@@ -1,4 +1,4 @@
-"""Tests for hardware.tiling.tile_utilization: the seed's 257 example and hand counts."""
+"""Tests for hardware.tiling.tile_utilization: the 257-column example and hand counts."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hardware.tiling import tile_utilization
 
 
-def test_seed_257_example():
+def test_257_column_example():
     # 256 x 256 with 128-tiles: a clean 2 x 2
     clean = tile_utilization(256, 256, 128, 128, 108)
     assert (clean.tiles, clean.padding_fraction, clean.partial_tiles) == (4, 0.0, 0)

@@ -38,7 +38,7 @@ def test_bank_case_hand_derived() -> None:
     assert out["wavefronts"][:8].tolist() == [1, 2, 4, 8, 16, 32, 1, 1]
 
 
-def test_tile_case_seed_example() -> None:
+def test_tile_case_257_column_example() -> None:
     _, _, out = built_case("hardware.tiling.tile_utilization")
     assert out["tiles"][0] == 6 and out["waves"][0] == 1
     assert abs(out["idle_sm_fraction_last_wave"][0] - 102 / 108) < 1e-15

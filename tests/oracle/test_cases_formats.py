@@ -1,6 +1,6 @@
 """The format cases of the registry: placement of inputs relative to the target, and
 expected outputs checked against independent oracles (numpy.float16, values derived by
-hand from the reference doc)."""
+hand from the format definitions of OCP OFP8 rev 1.0 and OCP MX v1.0 section 5.3)."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,7 +47,7 @@ def test_fp16_expected_equals_numpy_float16(case_id: str) -> None:
     assert (out["codes"][nan] & 0x7C00 == 0x7C00).all()
 
 
-# reference doc sharp cases, hand-derived
+# sharp cases, hand-derived from the format definitions
 E4M3_SHARP = [(2.0 ** -10, 0x00), (1.5 * 2.0 ** -9, 0x02), (2.5 * 2.0 ** -9, 0x02),
               (3.5 * 2.0 ** -9, 0x04), (448.0, 0x7E), (464.0, 0x7E), (np.inf, 0x7F),
               (-0.0, 0x80), (-(2.0 ** -10), 0x80)]

@@ -1,6 +1,6 @@
 """Cases of the matmul, attention and scaling areas against independent oracles: a
 float32 Python loop, NumPy's own BLAS product (must land inside the acceptance
-interval), a float64 NumPy softmax attention, and the pinned cases of the reference doc."""
+interval), a float64 NumPy softmax attention, and pinned hand-derived cases."""
 from __future__ import annotations
 
 import numpy as np

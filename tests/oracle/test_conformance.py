@@ -159,6 +159,38 @@ def test_mx_quantizer_check() -> None:
     assert "amax 7.99999952" in str(info.value)        # FLOOR reads exponent bits: 2^-6
 
 
+def test_mx_sweep_catches_a_scale_floored_at_the_smallest_normal() -> None:
+    """A quantiser that stores scale code 0x00 (2^-127) but divides by
+    max(scale, 2^-126) halves every element of a block whose scale is 2^-127: the fixed
+    sweep alone (no random search) must catch it, in the tiny-amax blocks only."""
+    from oracle.cases.scaling import special_blocks
+    from oracle.conformance import check_mx_quantize
+    from oracle.random_stream import CaseRandom
+    from refimpl.formats import encode
+    from refimpl.scaling import mx_quantize
+
+    def floored(x):
+        blocks = x.reshape(x.shape[0], -1, 32).astype(np.float64)
+        amax = np.abs(blocks).max(axis=-1)
+        _, ex = np.frexp(np.where(amax > 0, amax, 1.0))
+        e = np.where(amax > 0, np.clip(ex - 1 - 8, -127, 127), -127)  # E4M3: emax 8
+        scaled = blocks / np.ldexp(1.0, np.maximum(e, -126))[..., None]
+        codes = encode(scaled, "e4m3", saturate=True).reshape(x.shape)
+        return codes, (e + 127).astype(np.uint8)
+
+    # the other special blocks do not tell it apart from a correct quantiser
+    x = np.stack(special_blocks(CaseRandom(0, "conformance"), 32, "e4m3"))
+    codes, scales = floored(x)
+    q = mx_quantize(x, "e4m3")
+    assert np.array_equal(codes, q.codes) and np.array_equal(scales, q.scales)
+    with pytest.raises(ConformanceError) as info:
+        check_mx_quantize(floored, "e4m3", max_examples=0)
+    kinds = [f.kind for f in info.value.failures]
+    # the tiny-amax blocks: amax below 2^-100, some of them float32 subnormals
+    assert kinds and all(k.endswith("tiny amax)") or k.endswith("float32-subnormal amax)")
+                         for k in kinds), kinds
+    assert info.value.counts["scales"][0] == 0 and info.value.counts["codes"][0] > 0
+
 def test_matmul_check() -> None:
     from oracle.conformance import check_matmul
 

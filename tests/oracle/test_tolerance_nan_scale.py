@@ -49,7 +49,7 @@ def test_negative_zero_differs_under_a_finite_scale() -> None:
     expected = np.zeros(32, np.uint8)
     got = expected.copy()
     got[5] = 0x8                            # E2M1 -0
-    c = tol.compare(got, expected, format="e2m1")
+    c = tol.compare(got, expected, fmt="e2m1")
     assert not c.ok and c.failures == 1
 
 
@@ -112,3 +112,12 @@ def test_manifest_refuses_a_scales_name_that_is_no_expected_output() -> None:
     assert any("nosuch" in p for p in validate_manifest(bad))
     bad["cases"][0]["expected"]["codes"]["tolerance"]["scales"] = "codes"
     assert any("'codes'" in p for p in validate_manifest(bad))
+
+
+def test_layout_fields_are_checked():
+    with pytest.raises(TypeError, match="block_size must be an int"):
+        T.ExactUnlessNaNScale(block_size=True)
+    with pytest.raises(TypeError, match="axis must be an int"):
+        T.ExactUnlessNaNScale(axis=1.0)
+    with pytest.raises(ValueError, match="block_size must be a positive int"):
+        T.ExactUnlessNaNScale(block_size=0)

@@ -1,5 +1,5 @@
 """The fast path of ``flash_v2`` with its float64 products on the helper thread
-(:class:`refimpl._blas.ProductThread`): the same bytes as the plain schedule and as the
+(:class:`refimpl.blas.ProductThread`): the same bytes as the plain schedule and as the
 fast path without the overlap; the BLAS thread count and the user count are restored,
 also when a step raises."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refimpl import _blas
-from refimpl._blas import ProductThread
+from refimpl import blas as _blas
+from refimpl.blas import ProductThread
 from refimpl.attention import flash_v2
 
 fv2 = importlib.import_module("refimpl.attention.flash_v2")  # the module, not the function

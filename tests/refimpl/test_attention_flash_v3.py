@@ -20,7 +20,7 @@ from refimpl.attention import attention, flash_v2
 from refimpl.attention.flash_v3 import (
     TABLE3_PAPER, flash_v3, incoherent_transform, outlier_inputs, table3_experiment,
 )
-from refimpl.matmul import Exact
+from refimpl.matmul import ExactAccumulation as Exact
 from refimpl.scaling import random_signs
 
 U8 = 2.0**-4  # E4M3 unit roundoff: 3 fraction bits, round to nearest
@@ -87,7 +87,7 @@ def test_fp16_mode_own_loop_matches_flash_v2(sq, sk, br, bc, group, causal, seed
     {"causal": True, "p_rowsum": "quantized"},
     {"window": (4, 4), "softcap": 3.0, "p_offset": 0},
     {"accumulate": "H100-FP8"},
-    {"fp8_format": "e5m2", "key_padding_mask": np.arange(33)[None, :] < 20},
+    {"fmt": "e5m2", "key_padding_mask": np.arange(33)[None, :] < 20},
 ])
 def test_fp8_fast_equals_plain(opts):
     q, k, v = rand((1, 4, 21, 16), 4), rand((1, 2, 33, 16), 5), rand((1, 2, 33, 16), 6)
@@ -365,7 +365,7 @@ def test_fp8_defaults_and_options():
     q, k, v = rand((1, 1, 20, 16), 40), rand((1, 1, 20, 16), 41), rand((1, 1, 20, 16), 42)
     a = flash_v3(q, k, v, fp8=True)
     b = flash_v3(q, k, v, fp8=True, block=(128, 64), block_quantization=True,
-                 incoherent=False, seed=0, fp8_format="e4m3", accumulate="exact",
+                 incoherent=False, seed=0, fmt="e4m3", accumulate="exact",
                  p_offset=8, p_rowsum="unquantized")
     assert a[0].tobytes() == b[0].tobytes()
     out, stats = flash_v3(q, k, v, fp8=True, return_lse=False)
@@ -390,7 +390,7 @@ def test_fully_masked_rows_give_zero_and_minus_inf():
     ({"p_offset": 9}, "p_offset"),
     ({"p_offset": -1}, "p_offset"),
     ({"p_rowsum": "fp16"}, "p_rowsum"),
-    ({"fp8_format": "fp16"}, "fp8_format"),
+    ({"fmt": "fp16"}, "fmt"),
     ({"seed": -1}, "seed"),
     ({"implementation": "gpu"}, "implementation"),
     ({"accumulate": "nope"}, "accumulate"),

@@ -1,6 +1,7 @@
 """Reference attention and the forward schedules against an independent float64 oracle
-written here from the reference doc's formulas (masks built index by index), with error
-bounds derived from float32 rounding; the doc's sharp cases pinned."""
+written here from the definitions (FlashAttention papers, PyTorch SDPA and flash-attention
+conventions; masks built index by index), with error bounds derived from float32 rounding;
+the sharp cases of those conventions pinned."""
 from __future__ import annotations
 
 import math
@@ -382,19 +383,19 @@ def test_naive_low_precision_reference_and_rule():
         assert not within_naive_tolerance(exact + 4 * err, ref64, nv)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(causal_alignment="diagonal"), "causal_alignment"),
-    (dict(window=(-1, 0)), "w_left"),
-    (dict(window=5), "pair"),
-    (dict(softcap=0.0), "softcap"),
-    (dict(alibi_slopes=np.ones(3)), "alibi_slopes"),
-    (dict(key_padding_mask=np.ones(3, bool)), "key_padding_mask"),
-    (dict(key_padding_mask=np.ones(4)), "boolean"),
+@pytest.mark.parametrize("kwargs,error,match", [
+    (dict(causal_alignment="diagonal"), ValueError, "causal_alignment"),
+    (dict(window=(-1, 0)), ValueError, "w_left"),
+    (dict(window=5), TypeError, "pair"),
+    (dict(softcap=0.0), ValueError, "softcap"),
+    (dict(alibi_slopes=np.ones(3)), ValueError, "alibi_slopes"),
+    (dict(key_padding_mask=np.ones(3, bool)), ValueError, "key_padding_mask"),
+    (dict(key_padding_mask=np.ones(4)), TypeError, "boolean"),
 ])
-def test_bad_options_are_clear_errors(kwargs, match):
+def test_bad_options_are_clear_errors(kwargs, error, match):
     q = np.zeros((2, 3, 4), np.float32)
     k = np.zeros((2, 4, 4), np.float32)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         attention(q, k, k, **kwargs)
 
 

@@ -141,7 +141,7 @@ def test_errors() -> None:
         paged_attention(np.ones((1, 2, 1, 8), np.float32), c, [0])
     with pytest.raises(ValueError, match="multiple of key/value heads"):
         paged_attention(np.ones((1, 3, 1, 4), np.float32), c, [0])
-    with pytest.raises(KeyError, match="unknown sequence 5"):
+    with pytest.raises(ValueError, match="unknown sequence 5"):
         paged_attention(np.ones((1, 2, 1, 4), np.float32), c, [5])
     with pytest.raises(ValueError, match="alibi_slopes"):
         paged_attention(np.ones((1, 2, 1, 4), np.float32), c, [0], alibi_slopes=[1.0])

@@ -117,9 +117,9 @@ def test_free_forked_parent_leaves_child_appending_in_place() -> None:
     assert c.append("c", *kv([7])) == []                # sole owner: no copy
     assert c.block_table("c") == [0, 1]
     expect(c, "c", [1, 2, 3, 4, 5, 6, 7])
-    with pytest.raises(KeyError, match="freed"):
+    with pytest.raises(ValueError, match="freed"):
         c.append("p", *kv([8]))
-    with pytest.raises(KeyError, match="freed"):
+    with pytest.raises(ValueError, match="freed"):
         c.fork("p", "d")
 
 

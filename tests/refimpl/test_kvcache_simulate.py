@@ -1,4 +1,4 @@
-"""The trace simulator: the seed's example, the default trace's distribution, a
+"""The trace simulator: the 128/1024/300-token example, the default trace's distribution, a
 hand-traced small run, preemption, and the paged-versus-contiguous waste."""
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from fractions import Fraction
 import pytest
 
 from refimpl.kvcache.simulate import (OUTPUT_HISTOGRAM, PROMPT_HISTOGRAM, Request,
-                                      SplitMix64, seed_example_trace,
+                                      SplitMix64, paged_example_trace,
                                       sharegpt_like_trace, simulate)
 
 
-def test_seed_example_exactly() -> None:
+def test_paged_example_exactly() -> None:
     # ratios are int / int divisions, correctly rounded, hence compared exactly
-    cont = simulate(seed_example_trace(), "contiguous")
-    paged = simulate(seed_example_trace(), "paged", block_size=16)
+    cont = simulate(paged_example_trace(), "contiguous")
+    paged = simulate(paged_example_trace(), "paged", block_size=16)
     # max length 2048: 2048 - 128, 2048 - 1024, 2048 - 300
     assert cont.request_waste == (1920, 1024, 1748)
     # pages: 128 = 8 * 16, 1024 = 64 * 16, 300 -> 19 pages = 304 slots

@@ -280,7 +280,7 @@ bounds = st.builds(lambda m, e: m * 2.0**e, st.floats(0, 1), st.integers(-180, 1
 @example(2.0**-140, 2.0**-139)        # reaches zero
 def test_screen_certifies_only_safe_intervals(s, bound):
     """An output the screen lets through must round the same anywhere in s +- bound."""
-    from refimpl.matmul.exact import _flag_fp32, _needs_recompute
+    from refimpl.matmul.screening import _flag_fp32, _needs_recompute
 
     sa, ba = np.array([s]), np.array([bound])
     for flagged in (_flag_fp32(sa, ba)[0], _needs_recompute(sa, ba, FP32)[0] or bound == 0):
@@ -361,7 +361,7 @@ def _ordered_product(order: str, seed: int):
                                          ("pairwise", 3)])
 def test_result_independent_of_the_float64_summation_order(monkeypatch, order, seed):
     """Any order a kernel might use gives the same bytes (the design, checked directly)."""
-    import refimpl.matmul.exact as exact_module
+    import refimpl.matmul.screening as exact_module
 
     rng = np.random.default_rng(42)
     a = (rng.standard_normal((12, 40)) * 2.0 ** rng.integers(-30, 30, (12, 40))).astype(np.float32)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oracles import SHARP_FP32_PRODUCTS, round_rational, same_bits, with_examples
-from refimpl.matmul.exact import (
+from refimpl.matmul.screening import (
     ExactStats, exact_col_norms, exact_product_fp32, exact_row_bounds,
 )
 
@@ -121,7 +121,7 @@ def test_integer_like_data_takes_the_exact_blas_certificate():
 
 @pytest.mark.parametrize("order", ["reverse", "pairwise"])
 def test_bytes_do_not_depend_on_the_float64_summation_order(monkeypatch, order):
-    import refimpl.matmul.exact as exact_module
+    import refimpl.matmul.screening as exact_module
 
     rng = np.random.default_rng(3)
     a = (rng.standard_normal((10, 30)) * 2.0 ** rng.integers(-20, 20, (10, 30))
@@ -148,7 +148,7 @@ def test_bytes_do_not_depend_on_the_float64_summation_order(monkeypatch, order):
 def test_fold_certificate_only_certifies_the_correct_rounding(rows, scale):
     """The second-level certificate (fold sum, log2 k error bound): every value it
     certifies is the Fraction oracle's rounding; near-ties and zeros are left out."""
-    from refimpl.matmul.exact import _fold_certified
+    from refimpl.matmul.screening import _fold_certified
 
     k = max(len(r) for r in rows)
     a = np.zeros((len(rows), k), np.float32)
@@ -174,6 +174,6 @@ def test_fold_certificate_leaves_ties_to_the_refinement():
 
 
 def _fold(p):
-    from refimpl.matmul.exact import _fold_certified
+    from refimpl.matmul.screening import _fold_certified
 
     return _fold_certified(p)

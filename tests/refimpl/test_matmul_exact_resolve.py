@@ -15,11 +15,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from oracles import floor_log2, round_rational
-from refimpl.matmul.exact import (_fsum_fp32, exact_col_norms, exact_product_fp32,
+from refimpl.matmul.screening import (_fsum_fp32, exact_col_norms, exact_product_fp32,
                                   exact_row_bounds, resolve_fp32, screen_fp32,
                                   screen_width)
 
-exact_mod = importlib.import_module("refimpl.matmul.exact")
+exact_mod = importlib.import_module("refimpl.matmul.screening")
 
 TWO = Fraction(2)
 

@@ -175,6 +175,8 @@ def test_chunked_deepseek_default_is_128():
 def test_bad_model_options():
     with pytest.raises(ValueError, match="size"):
         Chunked(size=0)
+    with pytest.raises(TypeError, match="Chunked.size must be an int"):
+        Chunked(size=2.0)
     with pytest.raises(ValueError, match="Chunked"):
         Chunked(inner=Chunked())
 

@@ -26,7 +26,7 @@ def closed_form(m: int, n: int, k: int, bm: int, bn: int, bk: int) -> dict:
 def test_square_counts_match_closed_forms(n, t):
     a = np.arange(n * n, dtype=np.float32).reshape(n, n) % 7 - 3
     b = np.arange(n * n, dtype=np.float32).reshape(n, n) % 5 - 2
-    c, st = tiled_matmul(a, b, tile=(t, t, t))
+    c, st = tiled_matmul(a, b, block=(t, t, t))
     want = closed_form(n, n, n, t, t, t)
     for key, value in want.items():
         assert getattr(st, key) == value, key
@@ -43,7 +43,7 @@ def test_square_counts_match_closed_forms(n, t):
 def test_untiled_limit_reads_each_element_n_times():
     n = 6
     a = np.ones((n, n), np.float32)
-    _, st = tiled_matmul(a, a, tile=(1, 1, n))
+    _, st = tiled_matmul(a, a, block=(1, 1, n))
     assert st.global_reads_a == n * n * n and st.global_reads_b == n * n * n
 
 
@@ -54,7 +54,7 @@ def test_rectangular_and_batched_counts(shape, tile):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    c, st = tiled_matmul(a, b, tile=tile)
+    c, st = tiled_matmul(a, b, block=tile)
     want = closed_form(m, n, k, *tile)
     for key, value in want.items():
         assert getattr(st, key) == 2 * value, key
@@ -70,24 +70,24 @@ def test_values_equal_matmul_under_each_model(model, tile):
     rng = np.random.default_rng(1)
     a = (rng.standard_normal((11, 19)) * 2.0 ** rng.integers(-10, 10, (11, 19))).astype(np.float32)
     b = rng.standard_normal((19, 9)).astype(np.float32)
-    c, _ = tiled_matmul(a, b, tile=tile, accumulate=model)
+    c, _ = tiled_matmul(a, b, block=tile, accumulate=model)
     assert c.tobytes() == matmul(a, b, accumulate=model).tobytes()
 
 
 def test_bad_tile():
     a = np.ones((2, 2), np.float32)
     with pytest.raises(ValueError, match="BK"):
-        tiled_matmul(a, a, tile=(2, 2, 0))
+        tiled_matmul(a, a, block=(2, 2, 0))
     with pytest.raises(ValueError, match="tuple"):
-        tiled_matmul(a, a, tile=(2, 2))
+        tiled_matmul(a, a, block=(2, 2))
 
 
-def test_seed_example_257_columns_needs_six_tiles():
-    """Seed section 6.6.6: 128-wide tiles cover 256 columns with 2 x 2 tiles; one more
+def test_257_columns_need_six_tiles():
+    """Tile quantisation: 128-wide tiles cover 256 columns with 2 x 2 tiles; one more
     column (257) needs 2 x 3 = 6, the extra column of tiles holding a single column."""
     a = np.ones((256, 8), np.float32)
-    _, even = tiled_matmul(a, np.ones((8, 256), np.float32), tile=(128, 128, 8))
-    _, ragged = tiled_matmul(a, np.ones((8, 257), np.float32), tile=(128, 128, 8))
+    _, even = tiled_matmul(a, np.ones((8, 256), np.float32), block=(128, 128, 8))
+    _, ragged = tiled_matmul(a, np.ones((8, 257), np.float32), block=(128, 128, 8))
     assert even.tiles == 4 and even.tile_utilisation == 1.0
     assert ragged.tiles == 6
     assert ragged.tile_utilisation == (256 * 257) / (6 * 128 * 128)

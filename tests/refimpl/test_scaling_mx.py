@@ -1,8 +1,9 @@
 """MX block quantisation against a slow per-block reference in exact arithmetic.
 
-The reference below is written from OCP MX v1.0 sections 5 and 6.3 and the reference doc
-(shared/reference/formats.md): element values are enumerated from each format's
-sign/exponent/mantissa layout with ``Fraction`` (not from the codec under test), scale
+The reference below is written from OCP MX v1.0 sections 5 and 6.3 (and, for the Inf
+policies, the behaviour of torchao and TransformerEngine): element values are
+enumerated from each format's sign/exponent/mantissa layout with ``Fraction`` (not
+from the codec under test), scale
 exponents come from integer comparisons with powers of two, and elements round to the
 nearest enumerated value with ties to the even code.
 """
@@ -28,7 +29,7 @@ from refimpl.scaling.mx_reference import quantize_block
 
 # ----- independent element tables -------------------------------------------------------
 
-#: name -> (exp_bits, man_bits, bias, largest finite value, emax)   (reference doc table)
+#: name -> (exp_bits, man_bits, bias, largest finite value, emax)   (OCP MX v1.0 section 5.3)
 LAYOUT = {
     "e4m3": (4, 3, 7, Fraction(448), 8),
     "e5m2": (5, 2, 15, Fraction(57344), 15),
@@ -543,7 +544,7 @@ def test_rceil_exact_where_float32_product_underflows(name):
 
 @pytest.mark.parametrize("order", ["<", ">"])
 def test_byte_swapped_input_is_read_by_value(order):
-    # Inf counts as 2**128 for float32 (0xF7 for E4M3, the reference doc's torchao value)
+    # Inf counts as 2**128 for float32 (0xF7 for E4M3, torchao's FLOOR value)
     codes, _ = mx_scale_exponent(np.array([np.inf, 448.0], order + "f4"), "e4m3",
                                  inf_block="exponent")
     assert codes.tolist() == [0xF7, 127]

@@ -17,7 +17,7 @@ from refimpl.elementary import exp, log
 from refimpl.kvcache import PagedKVCache, paged_attention
 from refimpl.matmul import Sequential, exact_dot_reference, exact_matmul64, matmul
 from refimpl.summation import fold_sum
-from refimpl.validation import (as_float, as_float_array, check_bool, check_index,
+from refimpl.validation import (as_float, as_float_array, check_axis, check_bool, check_index,
                                 check_int, check_positive_int)
 
 BIG = 2**53 + 1          # the smallest positive integer float64 cannot hold
@@ -301,3 +301,40 @@ def test_paged_attention_flags() -> None:
         paged_attention(np.zeros((0, 1, 1, 4), np.float32), c, [], causal="false")
     with pytest.raises(TypeError, match="return_lse"):
         paged_attention(np.zeros((0, 1, 1, 4), np.float32), c, [], return_lse=1)
+
+
+@pytest.mark.parametrize("axis, ndim, want", [(0, 1, 0), (-1, 3, 2), (np.int64(-3), 3, 0),
+                                              (2, 3, 2)])
+def test_check_axis(axis, ndim, want):
+    assert check_axis("axis", axis, ndim) == want
+
+
+def test_check_axis_refuses():
+    with pytest.raises(ValueError, match="axis: 3 is out of range for an array of 3"):
+        check_axis("axis", 3, 3)
+    with pytest.raises(ValueError, match="out of range"):
+        check_axis("axis", -4, 3)
+    for bad in (1.0, True, "0", None):
+        with pytest.raises(TypeError, match="axis must be an int"):
+            check_axis("axis", bad, 3)
+
+
+def test_softmax_axis_errors():
+    x = np.zeros((2, 3))
+    for fn in (SM.softmax, SM.logsumexp, SM.online_softmax):
+        with pytest.raises(ValueError, match="out of range"):
+            fn(x, axis=2)   # an IndexError from NumPy before
+        with pytest.raises(TypeError, match="axis"):
+            fn(x, axis=1.0)
+
+
+def test_option_types_are_type_errors():
+    x = np.ones(32, np.float32)
+    with pytest.raises(TypeError, match="scale_rule"):
+        S.mx_quantize(x, "e4m3", scale_rule=None)
+    with pytest.raises(TypeError, match="inf_block"):
+        S.mx_quantize(x, "e4m3", inf_block=0)
+    with pytest.raises(TypeError, match="nan must be"):
+        F.encode(np.float32([np.nan]), "e4m3", nan=True)
+    with pytest.raises(TypeError, match="nan must be"):
+        F.encode(np.float32([np.nan]), "e4m3", nan=1.0)

@@ -22,6 +22,10 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | wmma | wmma_f16, wmma_f16_acc, wmma_s8, wmma_bf16, wmma_tf32, wmma_u8_wide (nvcuda::wmma), sm_80 |
 | fp8_dequant | dequant_e4m3 (cvt.rn.f16x2.e4m3x2), dequant_e5m2, quant_e4m3, sm_90 |
 | cp_async_gemm | cp_async_gemm (double-buffered, commit/wait_group), cp_async_zero_fill (src-size), cp_async_race (a read before the wait), sm_80 |
+| printf | printf_formats (device printf: every conversion, with flags, widths, precisions and length modifiers, shared with printf_host.c, whose glibc output is printf_host.txt), assert_positive (a device-side assert) |
+| noinline, noinline_G | noinline_calls (__noinline__ device functions: nested, looping, void), built with -lineinfo and with -G |
+| reduction_G | the reduction kernels built with -G (debug: unoptimised, generic loads, DWARF sections) |
+| spinlock | spinlock_order (a global spin lock taken by every thread in turn), flag_handoff (warp 1 waits for a flag warp 0 sets), warp_handshake (the two halves of a warp wait for each other): all need independent thread scheduling |
 | edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared), double_math (tanh, rsqrt: rcp/rsqrt.approx.f64 seeds), device_calls (.func calls: double sin/cos slow path, a __noinline__ function), call_forms (nested, void, struct-returning, argument-less calls), int8_dot (dp4a, dp2a) |
 """
 from __future__ import annotations
@@ -37,17 +41,24 @@ __all__ = ["NAMES", "BUILD", "source", "cuda_source", "load", "directory"]
 
 NAMES = ("vector_add", "divergence", "traversal", "matmul", "reduction", "histogram",
          "convert", "memory_spaces", "convert_sm80", "struct_param", "intrinsics",
-         "module_vars", "half_precision", "edge_cases")
+         "module_vars", "half_precision", "edge_cases", "printf", "noinline", "noinline_G",
+         "reduction_G", "spinlock")
 
-#: PTX file -> (CUDA source, target architecture); sm_80 has no FP8 cvt instruction, so
-#: ``convert_sm80`` holds nvcc's software FP8 conversion (integer bit manipulation)
-BUILD = {name: (name, "sm_90") for name in NAMES}
-BUILD["convert_sm80"] = ("convert", "sm_80")
+#: PTX file -> (CUDA source, target architecture, extra nvcc options); sm_80 has no FP8
+#: cvt instruction, so ``convert_sm80`` holds nvcc's software FP8 conversion (integer
+#: bit manipulation); ``-lineinfo`` and ``-G`` (debug) builds carry ``.loc``/``.file``
+#: directives and DWARF sections, and ``-G`` ones unoptimised code
+BUILD: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    name: (name, "sm_90", ()) for name in NAMES}
+BUILD["convert_sm80"] = ("convert", "sm_80", ())
+BUILD["noinline"] = ("noinline", "sm_90", ("-lineinfo",))
+BUILD["noinline_G"] = ("noinline", "sm_90", ("-G",))
+BUILD["reduction_G"] = ("reduction", "sm_90", ("-G",))
 #: tensor-core, FP8 and asynchronous-copy kernels
 NAMES += ("mma_gemm", "wmma", "fp8_dequant", "cp_async_gemm")
-BUILD.update({"mma_gemm": ("mma_gemm", "sm_80"), "wmma": ("wmma", "sm_80"),
-              "fp8_dequant": ("fp8_dequant", "sm_90"),
-              "cp_async_gemm": ("cp_async_gemm", "sm_80")})
+BUILD.update({"mma_gemm": ("mma_gemm", "sm_80", ()), "wmma": ("wmma", "sm_80", ()),
+              "fp8_dequant": ("fp8_dequant", "sm_90", ()),
+              "cp_async_gemm": ("cp_async_gemm", "sm_80", ())})
 
 
 def directory() -> Path:
