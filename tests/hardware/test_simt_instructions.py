@@ -822,6 +822,7 @@ def _finite_codes(fmt: str):
     return st.integers(0, 0xFFFF).filter(lambda c: (c & inf_exp) != inf_exp)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt,tname", [("fp16", "f16"), ("bf16", "bf16")])
 @settings(max_examples=15)
 @given(data=st.data())

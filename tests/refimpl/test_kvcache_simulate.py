@@ -81,6 +81,7 @@ def test_bad_arguments() -> None:
         simulate([], "paged", memory_slots=100)
 
 
+@pytest.mark.slow
 def test_paged_waste_under_4_percent_contiguous_over_60() -> None:
     trace = sharegpt_like_trace(300)
     c = simulate(trace, "contiguous")
