@@ -47,7 +47,7 @@ __all__ = [
     "Tolerance", "ExactTolerance", "ExactNaNClass", "ExactUnlessNaNScale", "Ulp", "Interval",
     "AllClose", "RelativeToNaive", "Comparison", "exact", "exact_nan_class",
     "exact_unless_nan_scale", "ulp", "interval", "allclose", "relative_to_naive",
-    "from_json", "compare", "assert_matches", "format_value", "steps_apart",
+    "from_json", "compare", "assert_matches", "format_value", "steps_apart", "as_values",
 ]
 
 
