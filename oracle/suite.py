@@ -79,7 +79,10 @@ def variant_pairs(variant: Any) -> list[tuple[str, str]]:
     return [(str(v["choice"]), str(v["option"])) for v in items]
 
 
-def _valid_variant(v: Any) -> bool:
+def valid_variant(v: Any) -> bool:
+    """Whether ``v`` is a well-formed manifest ``variant``: None, one ``{"choice",
+    "option"}`` mapping of strings, or a list of two or more such mappings with distinct
+    choices."""
     def one(x: Any) -> bool:
         return (isinstance(x, dict) and set(x) == {"choice", "option"}
                 and all(isinstance(y, str) for y in x.values()))
@@ -546,7 +549,7 @@ def _validate_case(case: Any, i: int, seen: set[str],
     if not isinstance(case["description"], str):
         problems.append(f"{where}: description must be a string")
     v = case["variant"]
-    if not _valid_variant(v):
+    if not valid_variant(v):
         problems.append(f"{where}: variant must be null, {{choice, option}} or a list of "
                         "them with distinct choices")
     names: set[str] = set()

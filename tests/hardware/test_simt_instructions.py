@@ -5,127 +5,29 @@ pseudocode, vote/activemask under divergence."""
 
 from __future__ import annotations
 
+import zlib
+from fractions import Fraction
+
 import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from hardware.simt import GlobalMemory, load_ptx
-
-_REG = {1: "%rc", 2: "%rs", 4: "%r", 8: "%rd"}
-
-
-def run_instruction(template: str, inputs: list[np.ndarray], out_dtype, *,
-                    block: int = 128, extra_outputs: int = 0) -> np.ndarray | list:
-    """Execute ``template`` (with {d}, {a}, {b}, {c}, ... placeholders; {d1} for a second
-    destination) once per element. Inputs/outputs are raw-bit arrays; their itemsize picks
-    the register width. Returns the output array (or a list with the extra outputs)."""
-    n = len(inputs[0])
-    out_dtype = np.dtype(out_dtype)
-    names = "abcefgh"  # "d" is the destination
-    lines = []
-    params = []
-    regs = {}
-    for i, arr in enumerate(inputs):
-        w = arr.dtype.itemsize
-        regs[names[i]] = f"{_REG[w]}{i + 1}"
-        params.append(f".param .u64 p{i}")
-        lines.append(f"ld.param.u64 %rd{20 + i}, [p{i}];")
-        lines.append(f"mul.wide.u32 %rd31, %r30, {w};")
-        lines.append(f"add.s64 %rd{20 + i}, %rd{20 + i}, %rd31;")
-        lines.append(f"ld.global.b{8 * w} {regs[names[i]]}, [%rd{20 + i}];")
-    outs = [out_dtype] * (1 + extra_outputs)
-    for j, dt in enumerate(outs):
-        w = dt.itemsize
-        key = "d" if j == 0 else f"d{j}"
-        regs[key] = f"{_REG[w]}{9 - j}"
-        params.append(f".param .u64 q{j}")
-    lines.append(template.format(**regs) + ";")
-    for j, dt in enumerate(outs):
-        w = dt.itemsize
-        key = "d" if j == 0 else f"d{j}"
-        lines.append(f"ld.param.u64 %rd{40 + j}, [q{j}];")
-        lines.append(f"mul.wide.u32 %rd31, %r30, {w};")
-        lines.append(f"add.s64 %rd{40 + j}, %rd{40 + j}, %rd31;")
-        lines.append(f"st.global.b{8 * w} [%rd{40 + j}], {regs[key]};")
-    body = "\n\t".join(x for x in lines if x)
-    ptx = f"""
-.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry k({", ".join(params)})
-{{
-\t.reg .pred %p<10>;
-\t.reg .b16 %rs<10>;
-\t.reg .b32 %r<40>;
-\t.reg .b64 %rd<50>;
-\tmov.u32 %r31, %ctaid.x;
-\tmov.u32 %r32, %ntid.x;
-\tmov.u32 %r33, %tid.x;
-\tmad.lo.s32 %r30, %r31, %r32, %r33;
-\tsetp.ge.u32 %p9, %r30, {n};
-\t@%p9 bra $L_end;
-\t{body}
-$L_end:
-\tret;
-}}
-"""
-    mod = load_ptx(ptx)
-    mem = GlobalMemory()
-    ptrs = [mem.to_device(np.ascontiguousarray(a)) for a in inputs]
-    optrs = [mem.alloc(max(1, n * dt.itemsize)) for dt in outs]
-    mod.launch("k", -(-n // block), block, ptrs + optrs, mem)
-    res = [mem.from_device(p, dt, n) for p, dt in zip(optrs, outs)]
-    return res[0] if not extra_outputs else res
-
+from oracles import round_rational
+from ptx_harness import run_instruction
 
 # ---------------------------------------------------------------- exact references
-import zlib  # noqa: E402
-from fractions import Fraction  # noqa: E402
 
-import pytest  # noqa: E402
-from hypothesis import example, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-F32_MAX = Fraction(float(np.finfo(np.float32).max))
+#: PTX rounding modifiers (PTX ISA, "Rounding modifiers") -> IEEE 754-2019 directions
+PTX_ROUNDING = {"rn": "nearest_even", "rz": "toward_zero", "rm": "toward_negative",
+                "rp": "toward_positive"}
 
 
 def round_fraction(x: Fraction, mode: str, dtype=np.float32) -> float:
-    """Round the exact rational x to dtype by searching the neighbours of a nearby
-    float: rn = nearest (ties to even code), rz/rm/rp = the directed neighbour."""
-    top = Fraction(float(np.finfo(dtype).max))
-    f = dtype(float(x)) if abs(x) <= top else (np.finfo(dtype).max * dtype(1 if x > 0 else -1))
-    cands = {f}
-    with np.errstate(over="ignore"):  # stepping past the largest finite value: inf
-        for _ in range(2):
-            cands |= {np.nextafter(c, dtype(np.inf)) for c in cands}
-            cands |= {np.nextafter(c, dtype(-np.inf)) for c in cands}
-    finite = sorted((c for c in cands if np.isfinite(c)), key=lambda c: Fraction(float(c)))
-    big = Fraction(float(np.finfo(dtype).max))
-    if mode == "rn":
-        # overflow threshold: MAX + half an ulp at MAX rounds to infinity
-        ulp = Fraction(float(np.finfo(dtype).max)) - Fraction(float(np.nextafter(
-            np.finfo(dtype).max, dtype(0))))
-        if abs(x) >= big + ulp / 2:
-            return float(np.inf if x > 0 else -np.inf)
-        best = min(finite, key=lambda c: (abs(Fraction(float(c)) - x),
-                                          int(np.asarray(c, dtype).view(
-                                              np.uint32 if dtype == np.float32 else np.uint64)) & 1))
-        return float(best)
-    if mode == "rz":
-        if x > 0:
-            return float(max(c for c in finite if Fraction(float(c)) <= x)) if x <= big else float(big)
-        return float(min(c for c in finite if Fraction(float(c)) >= x)) if x >= -big else float(-big)
-    if mode == "rm":
-        if x < -big:
-            return float("-inf")
-        if x > big:
-            return float(big)
-        return float(max(c for c in finite if Fraction(float(c)) <= x))
-    if mode == "rp":
-        if x > big:
-            return float("inf")
-        if x < -big:
-            return float(-big)
-        return float(min(c for c in finite if Fraction(float(c)) >= x))
-    raise AssertionError(mode)
+    """The exact rational x rounded to dtype with the PTX rounding modifier ``mode``
+    (IEEE 754 rounding of ``tests/oracles.py``)."""
+    return float(round_rational(x, dtype, PTX_ROUNDING[mode]))
 
 
 def f32(bits):
@@ -920,6 +822,7 @@ def _finite_codes(fmt: str):
     return st.integers(0, 0xFFFF).filter(lambda c: (c & inf_exp) != inf_exp)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt,tname", [("fp16", "f16"), ("bf16", "bf16")])
 @settings(max_examples=15)
 @given(data=st.data())

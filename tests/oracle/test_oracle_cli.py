@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import oracle
+from oracle.cases import registry
 from oracle.cli import main
 from oracle.suite import array_bytes, finish_manifest, npy_size, sha256
 
@@ -57,7 +58,11 @@ def test_generate_then_verify(smoke: Path, capsys) -> None:
     assert main(["verify", str(smoke), "--quiet"]) == 0
     assert "ok:" in capsys.readouterr().out
     s = oracle.load(smoke)
-    assert len(s) >= 4 and {c.operation for c in s} >= {"formats.encode", "formats.decode"}
+    # exactly the registry's level-0 cases come back, every one with its arrays
+    want = {c.id for c in registry().all_cases if c.level == 0}
+    assert want and {c.id for c in s} == want
+    assert {c.operation for c in s} >= {"formats.encode", "formats.decode"}
+    assert all(c.inputs and c.expected for c in s)
 
 
 def test_usage_errors_exit_2(tmp_path: Path, capsys) -> None:
@@ -233,6 +238,7 @@ def test_check_wrong_dtype_is_reported(smoke: Path, tmp_path: Path, capsys) -> N
     assert "dtype float64 differs" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_reproducible_jobs_and_blas_threads(smoke: Path, tmp_path: Path) -> None:
     # --jobs 2 in-process
     assert main(["generate", "--out", str(tmp_path / "j2"), "--suite", "smoke",
@@ -278,6 +284,7 @@ def test_list_cases(capsys) -> None:
     assert main(["generate", "--suite", "smoke"]) == 2          # neither --out nor --list
 
 
+@pytest.mark.slow
 def test_default_suite_generates_verifies_and_stays_small(tmp_path: Path) -> None:
     out = tmp_path / "golden"
     assert main(["generate", "--out", str(out), "--quiet"]) == 0     # the README command

@@ -352,6 +352,7 @@ def _json_paths(o, p=()):
             yield from _json_paths(v, p + (i,))
 
 
+@pytest.mark.slow
 def test_every_manifest_edit_is_detected(tmp_path: Path) -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
