@@ -441,6 +441,7 @@ def header(reg: Registry, suite: str, seed: int, only: str | None,
         "schema": fmt.SCHEMA,
         "schema_version": fmt.SCHEMA_VERSION,
         "oracle_version": __version__,
+        "runtime": fmt.runtime_versions(),
         "spec_versions": reg.spec_versions,
         "generation": {
             "suite": suite, "seed": int(seed), "only": only,
@@ -575,6 +576,11 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         for key in ("oracle_version", "spec_versions"):
             if m[key] != first[key]:
                 raise ValueError(f"shards differ in {key}")
+        if m.get("runtime") != first.get("runtime"):
+            # the bytes would agree, but one manifest cannot say who wrote them all
+            raise ValueError(f"shards were written by different Python/NumPy versions "
+                             f"({first.get('runtime')} and {m.get('runtime')}); merge "
+                             "shards written by one installation")
         a = {k: v for k, v in m["generation"].items() if k != "shard"}
         b = {k: v for k, v in first["generation"].items() if k != "shard"}
         if a != b:

@@ -7,7 +7,9 @@ A suite is a directory::
     DIR/<case id>/vectors.txt           optional TestFloat-style hex lines (--text)
 
 ``manifest.json`` (schema ``gpu-numerics-oracle/suite``, version 1) holds the oracle
-version, the versions of the specifications implemented, the generation parameters and
+version, the Python and NumPy versions that wrote the suite (``runtime``; informative:
+the bytes do not depend on them, and suites written before it was recorded lack it),
+the versions of the specifications implemented, the generation parameters and
 seed, and for every case its id, operation, parameters, variant (for an
 implementation-defined choice: ``{"choice": C, "option": O}``, or a list of such objects
 when the answer depends on several choices), and for every array its file, sha256, dtype, shape and,
@@ -77,7 +79,10 @@ def variant_pairs(variant: Any) -> list[tuple[str, str]]:
     return [(str(v["choice"]), str(v["option"])) for v in items]
 
 
-def _valid_variant(v: Any) -> bool:
+def valid_variant(v: Any) -> bool:
+    """Whether ``v`` is a well-formed manifest ``variant``: None, one ``{"choice",
+    "option"}`` mapping of strings, or a list of two or more such mappings with distinct
+    choices."""
     def one(x: Any) -> bool:
         return (isinstance(x, dict) and set(x) == {"choice", "option"}
                 and all(isinstance(y, str) for y in x.values()))
@@ -359,6 +364,14 @@ def read_text_file(root: Path, entry: Mapping[str, Any], where: str) -> bytes:
 # manifest
 
 
+def runtime_versions() -> dict[str, str]:
+    """The versions of Python and NumPy running this process, as a manifest's
+    ``runtime`` records them (``platform.python_version()``, ``numpy.__version__``)."""
+    import platform
+
+    return {"python": platform.python_version(), "numpy": np.__version__}
+
+
 def canonical_json(obj: Any, *, sort_keys: bool = True) -> bytes:
     """Deterministic JSON: fixed indentation and separators, ASCII, trailing newline;
     keys sorted (the form hashed) or in insertion order (the form written, which is
@@ -449,7 +462,11 @@ def _structure_problems(m: Any, operations: Mapping[str, Any] | None) -> list[st
             problems.append(f"manifest.json: missing field {key!r}")
         elif not isinstance(m[key], typ) or isinstance(m[key], bool):
             problems.append(f"manifest.json: field {key!r} must be {typ.__name__}")
-    extra = set(m) - set(required)
+    optional = {"runtime": dict}   # absent from suites written before it was recorded
+    for key, typ in optional.items():
+        if key in m and not isinstance(m[key], typ):
+            problems.append(f"manifest.json: field {key!r} must be {typ.__name__}")
+    extra = set(m) - set(required) - set(optional)
     if extra:
         problems.append(f"manifest.json: unexpected fields {sorted(extra)}")
     if problems:
@@ -472,11 +489,20 @@ GENERATION = {"suite": (str,), "seed": (int,), "only": (str, type(None)),
               "shard": (str, type(None)), "text": (bool,), "sources_sha256": (str,)}
 
 
+#: what ``runtime`` records: the software that wrote the suite
+RUNTIME = ("python", "numpy")
+
+
 def _check_header(m: dict[str, Any]) -> list[str]:
     problems = []
     sv = m["spec_versions"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in sv.items()):
         problems.append("manifest.json: spec_versions must map names to version strings")
+    rt = m.get("runtime")
+    if rt is not None and not (set(rt) == set(RUNTIME) and all(
+            isinstance(v, str) and v for v in rt.values())):
+        problems.append(f"manifest.json: runtime must map exactly {sorted(RUNTIME)} to "
+                        "version strings")
     gen = m["generation"]
     if set(gen) - {"variants"} != set(GENERATION):
         problems.append(f"manifest.json: generation must have exactly the fields "
@@ -523,7 +549,7 @@ def _validate_case(case: Any, i: int, seen: set[str],
     if not isinstance(case["description"], str):
         problems.append(f"{where}: description must be a string")
     v = case["variant"]
-    if not _valid_variant(v):
+    if not valid_variant(v):
         problems.append(f"{where}: variant must be null, {{choice, option}} or a list of "
                         "them with distinct choices")
     names: set[str] = set()

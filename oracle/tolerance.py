@@ -47,7 +47,7 @@ __all__ = [
     "Tolerance", "ExactTolerance", "ExactNaNClass", "ExactUnlessNaNScale", "Ulp", "Interval",
     "AllClose", "RelativeToNaive", "Comparison", "exact", "exact_nan_class",
     "exact_unless_nan_scale", "ulp", "interval", "allclose", "relative_to_naive",
-    "from_json", "compare", "assert_matches", "format_value", "steps_apart",
+    "from_json", "compare", "assert_matches", "format_value", "steps_apart", "as_values",
 ]
 
 
@@ -63,8 +63,13 @@ def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
     return np.asarray(decode(codes, get(fmt)))
 
 
-def _as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
-    """Values as float64 (exact for every format of 32 bits or fewer)."""
+def as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
+    """Values as float64 (exact for every format of 32 bits or fewer): unsigned codes
+    decoded with ``fmt`` when it is given, other arrays converted.
+
+    Raises:
+        ValueError: integers float64 cannot hold exactly, or codes ``fmt`` refuses.
+    """
     if fmt is not None and a.dtype.kind == "u":
         a = _decode(a, fmt)
     # integers only when float64 holds them exactly: 2**53 + 1 must not match 2**53
@@ -458,8 +463,8 @@ class Ulp(Tolerance):
             raise ValueError(f"ulp: n must be a non-negative number, got {self.n!r}")
 
     def _compare(self, actual, expected, fmt):
-        a = _as_values(actual, fmt)
-        e = _as_values(expected, fmt)
+        a = as_values(actual, fmt)
+        e = as_values(expected, fmt)
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.abs(a - e) / ulp_of(e, self.fmt)
         both_nan = np.isnan(a) & np.isnan(e)
@@ -490,7 +495,7 @@ class Interval(Tolerance):
     error_label: ClassVar[str] = "distance outside"
 
     def _compare(self, actual, expected, fmt):
-        a = _as_values(actual, fmt)
+        a = as_values(actual, fmt)
         lo = np.broadcast_to(as_float64(self.lo, "lo"), a.shape)
         hi = np.broadcast_to(as_float64(self.hi, "hi"), a.shape)
         with np.errstate(invalid="ignore"):
@@ -522,8 +527,8 @@ class AllClose(Tolerance):
                              "(allclose is only for order-dependent results)")
 
     def _compare(self, actual, expected, fmt):
-        a = _as_values(actual, fmt)
-        e = _as_values(expected, fmt)
+        a = as_values(actual, fmt)
+        e = as_values(expected, fmt)
         with np.errstate(invalid="ignore"):
             err = np.abs(a - e)
             bad = ~(err <= self.atol + self.rtol * np.abs(e))
@@ -553,9 +558,9 @@ class RelativeToNaive(Tolerance):
             raise ValueError("relative_to_naive: factor must be > 0 and atol >= 0")
 
     def _compare(self, actual, expected, fmt):
-        a = _as_values(actual, fmt)
-        e = _as_values(expected, fmt)
-        n = np.broadcast_to(_as_values(np.asarray(self.naive), fmt), e.shape)
+        a = as_values(actual, fmt)
+        e = as_values(expected, fmt)
+        n = np.broadcast_to(as_values(np.asarray(self.naive), fmt), e.shape)
         with np.errstate(invalid="ignore"):
             naive_err = np.abs(n - e)
             err = np.abs(a - e)

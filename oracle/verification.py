@@ -26,7 +26,7 @@ import numpy as np
 from oracle import limits
 from oracle import suite as fmt
 from oracle.cases import Registry, registry as default_registry
-from oracle.tolerance import Comparison, ExactTolerance, failure_rows
+from oracle.tolerance import Comparison, ExactTolerance, as_values, failure_rows
 
 
 @dataclass
@@ -79,6 +79,13 @@ def verify(root: str | Path, *, registry: Registry | None = None,
     if not same_sources:
         report.notes.append("the suite was generated from other sources than this "
                             "installation's (recomputation below decides what changed)")
+    here = fmt.runtime_versions()
+    if isinstance(m.get("runtime"), dict) and m["runtime"] != here:
+        report.notes.append(
+            "the suite was written with Python {} and NumPy {}; recomputed here with "
+            "Python {} and NumPy {}".format(m["runtime"].get("python"),
+                                            m["runtime"].get("numpy"),
+                                            here["python"], here["numpy"]))
     from oracle._version import __version__
 
     for key, want in (("spec_versions", reg.spec_versions), ("oracle_version", __version__)):
@@ -236,9 +243,7 @@ def _sign_differences(c: Comparison, got: np.ndarray, expected: np.ndarray,
     if c.mismatch is None or got.shape != expected.shape:
         return None
     try:
-        from oracle.tolerance import _as_values
-
-        a, e = _as_values(got, fmt_name), _as_values(expected, fmt_name)
+        a, e = as_values(got, fmt_name), as_values(expected, fmt_name)
     except Exception:  # codes a format cannot decode: no sign analysis
         return None
     with np.errstate(invalid="ignore"):
@@ -358,6 +363,4 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
 
 
 def _as_float(a: np.ndarray, fmt_name: str | None) -> np.ndarray:
-    from oracle.tolerance import _as_values
-
-    return _as_values(a, fmt_name)
+    return as_values(a, fmt_name)

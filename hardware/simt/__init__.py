@@ -18,11 +18,13 @@ array([1., 2., 3.], dtype=float32)
 (4, 0.812)
 
 Modules: :mod:`.parser` (PTX text), :mod:`.inline` (device-function calls, by
-inlining), :mod:`.cfg` (reconvergence points), :mod:`.instructions` (the opcode table),
+inlining), :mod:`.cfg` (reconvergence points), :mod:`.instructions` (the opcode table;
+the compilers, one module per PTX ISA chapter, in :mod:`.isa`),
 :mod:`.rounding` (exact IEEE arithmetic), :mod:`.lowprec` (packed FP8/FP6/FP4/UE8M0 cvt),
 :mod:`.matrix` (mma, ldmatrix, wmma), :mod:`.async_copy` (cp.async groups),
 :mod:`.device_runtime` (device ``printf``, ``assert`` and ``trap``),
-:mod:`.executor` (SIMT stack, scheduler, barriers, memory spaces), :mod:`.memory`
+:mod:`.executor` (the wave: registers and memory spaces), :mod:`.scheduler` (SIMT
+stack, warp scheduling, barriers), :mod:`.memory`
 (:class:`GlobalMemory`), :mod:`.stats` (:class:`LaunchStats`), :mod:`.gallery`.
 """
 from .errors import (

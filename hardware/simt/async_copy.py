@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from .errors import ExecutionError, UnsupportedPtxError
-from .instructions import Op, _address, getter
+from .isa.data import _address
+from .isa.operands import Op, getter
 from .parser import Imm, Instruction, Reg
 from .types import TYPES
 

@@ -37,16 +37,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from .errors import DeviceAssertionError, ExecutionError, MemoryAccessError, UnsupportedPtxError
+from .isa.operands import Op
 from .memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from .parser import Instruction, Sym, Vec
-
-if TYPE_CHECKING:
-    from .instructions import Op
 
 __all__ = ["c_call", "c_trap", "format_printf", "RUNTIME_FUNCTIONS"]
 
@@ -253,7 +251,6 @@ def c_call(inst: Instruction, ctx: Any) -> Op:
     """call{.uni} (ret), vprintf, (fmt, args) and call{.uni} __assertfail, (message,
     file, line, function, char_size) (PTX ISA 9.7.12.2) as the inliner leaves them: the
     parameters are ``.local`` variables of the call site."""
-    from .instructions import Op  # noqa: F811 (instructions imports this module)
     ops = list(inst.operands)
     rets: tuple = ()
     if ops and isinstance(ops[0], Vec):
@@ -344,7 +341,6 @@ def c_call(inst: Instruction, ctx: Any) -> Op:
 def c_trap(inst: Instruction, ctx: Any) -> Op:
     """trap (PTX ISA 9.7.19.1, ``__trap()``): aborts the kernel; an executing thread
     raises an :class:`ExecutionError` naming it (the first in thread order)."""
-    from .instructions import Op  # noqa: F811
 
     def trap(ix: Any, ex: Any) -> None:
         t = int((np.arange(ctx.T)[ix] if isinstance(ix, slice) else ix)[0])

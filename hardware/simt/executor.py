@@ -42,6 +42,10 @@ pre-Volta reconvergence, with Volta's forward progress):
 - Registers, shared and local memory start at zero (on a GPU they start undefined).
 - Blocks run in batches of at most ``module.MAX_THREADS_PER_WAVE`` threads, in block
   order; all blocks of a batch execute together.
+
+This module holds the wave (registers, memory spaces, checks and statistics of each
+access); the run loop is :class:`hardware.simt.scheduler.WarpScheduler`
+(:func:`run_wave`).
 """
 from __future__ import annotations
 
@@ -49,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DeadlockError, ExecutionError, MemoryAccessError, StepLimitError
+from .errors import ExecutionError, MemoryAccessError
 from .instructions import Op, compile_instruction
 from .memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
 from .parser import Addr, Instruction, Reg, Sym
@@ -204,7 +208,7 @@ class Wave:
                 raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {op.name} "
                                           f"is not {t.bits} bits")
             return arr.view(t.storage)
-        from .instructions import getter
+        from .isa.operands import getter
         v = getter(op, t, self, inst)(slice(None))
         return np.full(self.T, v, dtype=t.storage)
 
@@ -377,26 +381,56 @@ class Wave:
                 width: int, inst: Instruction) -> tuple[np.ndarray, np.ndarray]:
         """Checks and statistics of one access; (buffer, byte offsets).
 
-        An instruction that repeats the very addresses of its previous execution with
-        the same threads (a loop reading the same shared tile) reuses the checks and the
-        statistics of that execution."""
+        An instruction that repeats the addresses of its previous execution with the same
+        threads, or shifts all of them by one amount (a loop walking through a tile),
+        reuses the checks and statistics of that execution when they cannot differ: the
+        shifted range still lies in one allocation (in the block's shared memory, in the
+        thread's local memory), the shift keeps the alignment, and it keeps the
+        statistics (a multiple of 128 bytes for global sectors and lines, of the 4-byte
+        bank width for shared-memory banks, whose wavefronts only depend on which lanes
+        share a word or a bank)."""
         memo = self._memo.get(id(inst))
-        if memo is not None:
-            m_ix, m_addr, m_space, m_deltas, m_off = memo
-            same_ix = (isinstance(ix, slice) and isinstance(m_ix, slice)) or ix is m_ix or (
-                not isinstance(ix, slice) and not isinstance(m_ix, slice)
-                and ix.shape == m_ix.shape and bool((ix == m_ix).all()))
-            if same_ix and m_space == space and addr.shape == m_addr.shape and \
-                    bool((addr == m_addr).all()):
-                if self.counters is not None:
-                    self.counters.apply(m_deltas)
-                buf = self.memory.buffer if space in ("global", "const") else (
-                    self.smem if space == "shared" else self.lmem)
-                return buf, m_off
+        if memo is not None and addr.size:
+            m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi, m_kind, m_width = memo
+            if m_space == space and m_kind == kind and m_width == width and \
+                    addr.shape == m_addr.shape and (
+                    ix is m_ix or (isinstance(ix, slice) and isinstance(m_ix, slice)) or (
+                    not isinstance(ix, slice) and not isinstance(m_ix, slice)
+                    and ix.shape == m_ix.shape and bool((ix == m_ix).all()))):
+                d0 = int(addr[0]) - int(m_addr[0])
+                if d0 == 0:
+                    hit = bool((addr == m_addr).all())
+                else:
+                    hit = (d0 % width == 0 and self._shift_keeps_stats(space, d0)
+                           and bool((addr - m_addr == d0).all())
+                           and self._in_bounds(space, m_lo + d0, m_hi + d0 + width))
+                if hit:
+                    if self.counters is not None:
+                        self.counters.apply(m_deltas)
+                    buf = self.memory.buffer if space in ("global", "const") else (
+                        self.smem if space == "shared" else self.lmem)
+                    if d0:
+                        m_off = m_off + d0
+                        self._memo[id(inst)] = (ix, addr.copy(), space, m_deltas, m_off,
+                                                m_lo + d0, m_hi + d0, kind, width)
+                    return buf, m_off
         buf, off = self._locate(space, ix, ex, addr, width, inst)
         deltas = self._record(kind, space, ix, ex, addr, width)
-        self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off)
+        if addr.size:
+            self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off, int(addr.min()),
+                                    int(addr.max()), kind, width)
         return buf, off
+
+    def _shift_keeps_stats(self, space: str, shift: int) -> bool:
+        if self.counters is None or space in ("local", "const"):
+            return True  # no statistics, or request counts only
+        return shift % (128 if space == "global" else 4) == 0
+
+    def _in_bounds(self, space: str, lo: int, end: int) -> bool:
+        """Whether ``[lo, end)`` lies in one allocation of ``space``."""
+        if space in ("global", "const"):
+            return self.memory.holds(lo, end)
+        return lo >= 0 and end <= (self.smem_size if space == "shared" else self.local_size)
 
     def _view(self, buf: np.ndarray, elem: np.dtype) -> np.ndarray:
         key = (id(buf), buf.size, elem)
@@ -572,371 +606,5 @@ _SPECIAL_NAMES = frozenset([
     "%lanemask_gt", "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size"])
 
 
-# ============================================================================ the run loop
-
-
-BARRIER_MODES = ("strict", "warp")
-SCHEDULING_MODES = ("independent", "lockstep")
-#: backward branches a path (or a warp) takes in a row while other threads wait for it
-#: before it yields to them under independent thread scheduling
-YIELD_AFTER = 64
-
-
-def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict",
-             scheduling: str = "independent") -> None:
-    """Execute every warp of ``wave`` to completion; a warp that executes more than
-    ``max_steps`` instructions stops the launch (StepLimitError naming it).
-    ``barrier_mode`` and ``scheduling`` are described in
-    :meth:`hardware.simt.Module.launch` and the module docstring."""
-    independent = scheduling == "independent"
-    exited_threads_arrive = barrier_mode == "warp"
-    k = wave.kernel
-    ops = wave.ops
-    n = len(ops)
-    rpc_of = k.reconvergence
-    stats = wave.stats
-    lines = [op.inst.line for op in ops]
-    wcount = [0] * (n + 1)
-    tcount = [0] * (n + 1)
-    W = wave.W
-    rows_all = wave.rows_all
-    exists = wave.exists.reshape(W, 32)
-    all_warps = np.arange(W, dtype=np.int64)
-
-    tp = np.zeros(W, dtype=np.int64)
-    toprpc = np.full(W, n, dtype=np.int64)
-    topmask = exists.copy()
-    st = np.where(topmask.any(axis=1), _RUN, _DONE).astype(np.int8)
-    # stack entries: [pc, reconvergence pc, active mask, backward branches in a row]
-    stacks: list[list[list[Any]]] = [[[0, n, topmask[w].copy(), 0]] for w in range(W)]
-    yielded = np.zeros(W, dtype=bool)      # warps that gave way to the others
-    any_yielded = False
-    wspin = np.zeros(W, dtype=np.int64)    # backward branches while other warps wait
-    depth = np.ones(W, dtype=np.int64)
-    max_depth = 1
-    divergent = 0
-    barriers = 0
-    nb = len(wave.block_ids)
-    bx, by, bz = wave.cfg.block
-    tpb = bx * by * bz
-    arrived: dict[int, np.ndarray] = {}
-    exited = np.zeros(nb, dtype=np.int64)  # threads of each block that have exited
-
-    def release(blocks: list[int], bid: int, count: int | None) -> None:
-        nonlocal barriers
-        arr = arrived.get(bid)
-        if arr is None:
-            return
-        for b in blocks:
-            need = count if count is not None else (
-                tpb - int(exited[b]) if exited_threads_arrive else tpb)
-            if arr[b] > 0 and arr[b] >= need:
-                arr[b] = 0
-                rel = (warp_block == b) & (st == _WAIT)
-                st[rel] = _RUN
-                barriers += 1
-
-    def note_exits(warps_: np.ndarray, lanes: np.ndarray) -> None:
-        if not exited_threads_arrive:
-            return
-        blk_ = warp_block[warps_]
-        np.add.at(exited, blk_, lanes.sum(axis=1))
-        blocks = np.unique(blk_).tolist()
-        for bid in list(arrived):
-            release(blocks, bid, None)
-        woke = np.flatnonzero(st == _RUN)
-        if woke.size:
-            pop_check(woke)
-    wsteps = np.zeros(W, dtype=np.int64)   # instructions executed by each warp
-    warp_block = wave.warp_block
-
-    def pop_check(ws: np.ndarray) -> None:
-        cand = ws[tp[ws] == toprpc[ws]]
-        for w in cand.tolist():
-            s = stacks[w]
-            while len(s) > 1 and tp[w] == toprpc[w]:
-                s.pop()
-                top = s[-1]
-                tp[w] = top[0]
-                toprpc[w] = top[1]
-                topmask[w] = top[2]
-                depth[w] = len(s)
-
-    while True:
-        if any_yielded:
-            live = (st == _RUN) & ~yielded
-            if not live.any():
-                yielded[:] = False
-                any_yielded = False
-                live = st == _RUN
-            cand = np.where(live, tp, _BIG)
-        else:
-            cand = np.where(st == _RUN, tp, _BIG)
-        pc = int(cand.min())
-        if pc >= _BIG:
-            if (st == _WAIT).any():
-                _deadlock(wave, st, tp, arrived, ops)
-            break
-        gmask = cand == pc
-        if gmask.all():
-            warps = all_warps
-            others = _BIG
-        else:
-            warps = np.flatnonzero(gmask)
-            others = int(cand[~gmask].min())
-        G = warps.shape[0]
-        m = topmask[warps]
-        rows = rows_all[warps]
-        if G == W and m.all():
-            ix: Any = slice(None)
-        else:
-            ix = rows[m]
-        nact = int(m.sum())
-        ex = Exec(warps, rows, m, m)
-        wave.cur = ex
-        rp = toprpc[warps]
-        ahead = rp[rp > pc]
-        stop = min(others, int(ahead.min())) if ahead.size else others
-        budget = max_steps - int(wsteps[warps].max())
-        pc0 = pc
-        # ---------------------------------------------------------- straight-line run
-        while pc < n:
-            op = ops[pc]
-            if op.kind != "alu":
-                break
-            wcount[pc] += G
-            tcount[pc] += nact
-            if pc - pc0 >= budget:
-                _step_limit(wave, op, max_steps, warps, wsteps)
-            g = op.guard
-            if g is None:
-                op.fn(ix, ex)
-            else:
-                sel = g[ix]
-                if op.guard_neg:
-                    sel = ~sel
-                if sel.all():
-                    op.fn(ix, ex)
-                elif sel.any():
-                    ix2 = np.flatnonzero(sel) if isinstance(ix, slice) else ix[sel]
-                    gr = g[rows]
-                    m2 = m & (~gr if op.guard_neg else gr)
-                    ex2 = Exec(warps, rows, m2, m)
-                    wave.cur = ex2
-                    op.fn(ix2, ex2)
-                    wave.cur = ex
-            pc += 1
-            if pc >= stop:
-                break
-        wsteps[warps] += pc - pc0
-        tp[warps] = pc
-        if pc >= n:
-            # fell off the end of the kernel: behaves like ret
-            _exit_lanes(wave, warps, m, stacks, tp, toprpc, topmask, depth, st)
-            note_exits(warps, m)
-            continue
-        if (toprpc[warps] == pc).any():
-            pop_check(warps)  # reached a reconvergence point: regroup first
-            continue
-        op = ops[pc]
-        if op.kind == "alu":
-            continue
-        wcount[pc] += G
-        tcount[pc] += nact
-        if pc - pc0 >= budget:
-            _step_limit(wave, op, max_steps, warps, wsteps)
-        wsteps[warps] += 1
-        g = op.guard
-        if g is not None:
-            gr = g[rows]
-            pm = m & (~gr if op.guard_neg else gr)
-        else:
-            pm = m
-        if op.kind == "bra":
-            target = op.target
-            if g is None:
-                tp[warps] = target
-            else:
-                t_any = pm.any(axis=1)
-                nt = m & ~pm
-                nt_any = nt.any(axis=1)
-                tp[warps] = np.where(t_any, target, pc + 1)
-                div = t_any & nt_any
-                if div.any():
-                    r = rpc_of[pc]
-                    for i in np.flatnonzero(div).tolist():
-                        w = int(warps[i])
-                        s = stacks[w]
-                        if len(s) > 1 and s[-1][1] == r:
-                            # the top entry already reconverges at r (a loop's divergent
-                            # exit): lanes whose path starts at r drop out (the entry
-                            # below waits at r with them), the others replace the top
-                            s.pop()
-                        else:
-                            s[-1][0] = r
-                        if pc + 1 != r:
-                            s.append([pc + 1, r, nt[i].copy(), 0])
-                        if target != r:
-                            s.append([target, r, pm[i].copy(), 0])
-                        top = s[-1]
-                        tp[w] = top[0]
-                        toprpc[w] = top[1]
-                        topmask[w] = top[2]
-                        depth[w] = len(s)
-                        divergent += 1
-                        if len(s) > max_depth:
-                            max_depth = len(s)
-            if independent and target <= pc:
-                # a backward branch: a path that keeps looping while other threads
-                # wait for it yields to them (independent thread scheduling)
-                if g is None:
-                    took = warps
-                    uniform = warps
-                else:
-                    took = warps[t_any]
-                    uniform = warps[t_any & ~nt_any]
-                for w in uniform[depth[uniform] > 1].tolist():
-                    if _spin_yield(stacks[w], int(tp[w])):
-                        top = stacks[w][-1]
-                        tp[w] = top[0]
-                        toprpc[w] = top[1]
-                        topmask[w] = top[2]
-                        depth[w] = len(stacks[w])
-                if (others < _BIG or any_yielded) and took.size:
-                    wspin[took] += 1
-                    over = took[wspin[took] >= YIELD_AFTER]
-                    if over.size:
-                        wspin[over] = 0
-                        yielded[over] = True
-                        any_yielded = True
-            pop_check(warps)
-        elif op.kind == "exit":
-            tp[warps] = pc + 1
-            _exit_lanes(wave, warps, pm, stacks, tp, toprpc, topmask, depth, st)
-            live = warps[st[warps] == _RUN]
-            if live.size:
-                pop_check(live)
-            note_exits(warps, pm)
-        elif op.kind == "bar":
-            tp[warps] = pc + 1
-            bid = op.target
-            arr = arrived.setdefault(bid, np.zeros(nb, dtype=np.int64))
-            blk = warp_block[warps]
-            if exited_threads_arrive:
-                # PTX ISA (bar): barriers are executed per warp, as if all the threads
-                # of the warp were active: every live lane of the warp arrives
-                lanes = np.array([int(stacks[w][0][2].sum()) for w in warps.tolist()])
-            else:
-                lanes = pm.sum(axis=1)
-            np.add.at(arr, blk, lanes)
-            st[warps] = _WAIT
-            release(np.unique(blk).tolist(), bid, op.fn if op.uniform else None)
-            pop_check(warps[st[warps] == _RUN])
-        else:  # pragma: no cover
-            raise AssertionError(op.kind)
-    if stats is not None:
-        for pc in range(n):
-            if wcount[pc]:
-                ln = lines[pc]
-                stats.line_warp_instructions[ln] = stats.line_warp_instructions.get(ln, 0) + wcount[pc]
-                stats.line_thread_instructions[ln] = stats.line_thread_instructions.get(ln, 0) + tcount[pc]
-        stats.warp_instructions += sum(wcount)
-        stats.thread_instructions += sum(tcount)
-        stats.divergent_branches += divergent
-        stats.max_stack_depth = max(stats.max_stack_depth, max_depth)
-        stats.barriers += barriers
-
-
-def _spin_yield(s: list, pc: int) -> bool:
-    """Count a uniform backward branch of the top entry of stack ``s``; after
-    :data:`YIELD_AFTER` of them in a row, let the threads waiting for it run: a sibling
-    path (same reconvergence pc) comes to the top (the yielding path goes below all of
-    its siblings, so that they run in turn), or the threads waiting at the
-    top's reconvergence point go on from there as a path of their own (the looping
-    path then reconverges with them where the waiting entry would have). Returns
-    whether the stack changed. ``pc`` is the top entry's current pc."""
-    top = s[-1]
-    top[0] = pc
-    top[3] += 1
-    if top[3] < YIELD_AFTER:
-        return False
-    top[3] = 0
-    below = s[-2]
-    if below[1] == top[1] and below[0] != top[1]:
-        # sibling paths (same reconvergence pc) run in turn: the top goes below them all
-        j = len(s) - 2
-        while j > 0 and s[j - 1][1] == top[1] and s[j - 1][0] != top[1]:
-            j -= 1
-        s.insert(j, s.pop())
-        return True
-    if below[0] == top[1]:
-        waiting = below[2] & ~top[2]
-        if waiting.any():
-            s[-2] = [top[0], below[1], top[2], 0]
-            s[-1] = [below[0], below[1], waiting, 0]  # the waiting threads run on
-            return True
-    return False
-
-
-def _exit_lanes(wave: Wave, warps: np.ndarray, em: np.ndarray, stacks: list, tp: np.ndarray,
-                toprpc: np.ndarray, topmask: np.ndarray, depth: np.ndarray,
-                st: np.ndarray) -> None:
-    """Remove the lanes ``em`` (G, 32) of ``warps`` from every stack entry."""
-    simple = (depth[warps] == 1) & (em == topmask[warps]).all(axis=1)
-    if simple.all():
-        st[warps] = _DONE
-        topmask[warps] = False
-        for w in warps.tolist():
-            stacks[w][0][2][:] = False
-        return
-    for i, w in enumerate(warps.tolist()):
-        e = em[i]
-        if not e.any():
-            continue
-        s = stacks[w]
-        for entry in s:
-            entry[2] = entry[2] & ~e
-        topmask[w] = s[-1][2]
-        if s[-1][2].any():
-            continue
-        while s and not s[-1][2].any():
-            s.pop()
-        if not s:
-            st[w] = _DONE
-            depth[w] = 0
-            continue
-        top = s[-1]
-        tp[w] = top[0]
-        toprpc[w] = top[1]
-        topmask[w] = top[2]
-        depth[w] = len(s)
-
-
-def _step_limit(wave: Wave, op: Op, max_steps: int, warps: np.ndarray,
-                wsteps: np.ndarray) -> None:
-    w = int(warps[int(np.argmax(wsteps[warps]))])
-    b = int(wave.warp_block[w])
-    first = int(np.flatnonzero(wave.warp_block == b)[0])
-    k = w - first
-    raise StepLimitError(
-        f"kernel {wave.kernel.name}: warp {k} of block {tuple(wave.block_ids[b])} (threads "
-        f"{32 * k}-{32 * k + 31} of the block) executed more than max_steps={max_steps} "
-        f"instructions, now at line {op.inst.line} ({op.inst.text!r}): a spinning or "
-        "runaway loop? Raise max_steps if the kernel needs more")
-
-
-def _deadlock(wave: Wave, st: np.ndarray, tp: np.ndarray, arrived: dict, ops: list[Op]) -> None:
-    waiting = np.flatnonzero(st == _WAIT)
-    w = int(waiting[0])
-    b = int(wave.warp_block[w])
-    blk_warps = np.flatnonzero(wave.warp_block == b)
-    done = [int(x) for x in blk_warps if st[x] == _DONE]
-    wait_lines = sorted({ops[int(tp[x]) - 1].inst.line for x in blk_warps if st[x] == _WAIT})
-    raise DeadlockError(
-        f"kernel {wave.kernel.name}, block {tuple(wave.block_ids[b])}: barrier deadlock: "
-        f"warps {[int(x) - int(blk_warps[0]) for x in blk_warps if st[x] == _WAIT]} wait at "
-        f"the barrier on line(s) {wait_lines}, but the other threads of the block can "
-        f"never arrive (warps {[x - int(blk_warps[0]) for x in done]} have exited, and "
-        "a waiting warp may have lanes that exited or took another path); threads that "
-        "returned before the barrier never arrive in barrier_mode='strict', while "
-        "barrier_mode='warp' counts them as arrived")
+# the run loop lives in .scheduler; importable from here as before
+from .scheduler import BARRIER_MODES, SCHEDULING_MODES, YIELD_AFTER, run_wave  # noqa: E402,F401

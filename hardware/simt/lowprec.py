@@ -51,7 +51,7 @@ import numpy as np
 from refimpl.rounding_modes import PTX_MODIFIERS
 
 from .errors import UnsupportedPtxError
-from .instructions import Op, getter, setter
+from .isa.operands import Op, getter, setter
 from .parser import Instruction
 from .types import TYPES
 

@@ -51,7 +51,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import LaunchError, UnsupportedPtxError
-from .instructions import Op, _address, _space, getter, setter
+from .isa.data import _address, _space
+from .isa.operands import Op, getter, setter
 from .parser import Addr, Instruction, Reg, Vec
 from .types import TYPES
 

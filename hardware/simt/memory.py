@@ -162,6 +162,11 @@ class GlobalMemory:
         bad = np.flatnonzero(~ok)
         return bad if bad.size else None
 
+    def holds(self, lo: int, end: int) -> bool:
+        """Whether one allocation holds every byte of ``[lo, end)``."""
+        k = bisect.bisect_right(self._starts, lo) - 1
+        return k >= 0 and end <= self._ends[k]
+
     def describe(self, address: int) -> str:
         """Where ``address`` is relative to the allocations (for error messages)."""
         if not self._starts:

@@ -10,9 +10,10 @@ import numpy as np
 
 from .cfg import reconvergence_points
 from .errors import LaunchError, PtxSyntaxError, UnsupportedPtxError
-from .executor import BARRIER_MODES, SCHEDULING_MODES, LaunchConfig, Wave, run_wave
+from .executor import LaunchConfig, Wave
 from .memory import GlobalMemory
 from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, parse_ptx
+from .scheduler import BARRIER_MODES, SCHEDULING_MODES, run_wave
 from .stats import LaunchStats
 
 __all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE",

@@ -129,8 +129,20 @@ def mul_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
     return round64_to32(a.astype(np.float64) * b.astype(np.float64), 0, mode)
 
 
+_F32 = np.dtype(np.float32)
+
+
 def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np.ndarray:
     """``fma.rnd.f32``: a*b + c computed exactly and rounded once (PTX ISA 9.7.3.6)."""
+    if mode == "rn" and getattr(a, "dtype", None) == _F32 and \
+            getattr(b, "dtype", None) == _F32 and getattr(c, "dtype", None) == _F32:
+        # float32 operands (the interpreter's registers): widen inside the ufuncs
+        p = np.multiply(a, b, dtype=np.float64)   # exact: 24 + 24 bits
+        s = np.add(p, c, dtype=np.float64)
+        r = s.astype(np.float32)
+        sv = s.view(np.uint64) if s.ndim else np.atleast_1d(s).view(np.uint64)
+        if not (((sv & _LOW29) == _HALF29) | ((sv & _EXP64) < _TINY32)).any():
+            return r
     a64 = np.asarray(a, np.float32).astype(np.float64)
     b64 = np.asarray(b, np.float32).astype(np.float64)
     c64 = np.asarray(c, np.float32).astype(np.float64)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from oracle.random_stream import CaseRandom
-from oracle.suite import CASE_ID, _valid_variant as valid_variant
+from oracle.suite import CASE_ID, valid_variant
 from oracle.tolerance import Tolerance
 
 #: areas of this version, in suite order (each is ``oracle.cases.<name>``)

@@ -38,12 +38,16 @@ def _available() -> dict[str, tuple[str, str]]:
 
 def build_parser() -> argparse.ArgumentParser:
     from oracle._version import __version__
+    from oracle.suite import runtime_versions
 
+    rt = runtime_versions()
     parser = argparse.ArgumentParser(
         prog="python -m oracle",
         description="GPU numerics reference implementation and test oracle.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {__version__} (Python {rt['python']}, "
+                                f"NumPy {rt['numpy']})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (modname, help_text) in _available().items():

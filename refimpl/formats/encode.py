@@ -360,6 +360,9 @@ def _encode_by_table(
     n = flat.size
     chunk = min(CHUNK, n)
     idx = np.empty(chunk, dtype=uint)
+    # NumPy 2.0 (and 1.x) casts take()'s indices to intp only under the 'safe' rule,
+    # which refuses uint64; the indices are below 2^(64-k), so the signed view holds them
+    take_idx = idx.view(np.int64) if uint is np.uint64 else idx
     sticky = np.empty(chunk, dtype=uint)
     wide = None if direct else np.empty(chunk, dtype=table.dtype)
     for start in range(0, n, chunk):
@@ -367,6 +370,7 @@ def _encode_by_table(
         c = stop - start
         b = bits[start:stop]
         i = idx[:c]
+        ti = take_idx[:c]
         st = sticky[:c]
         # sticky = 1 when any of the k low bits is set: (low_bits + 2^k - 1) >> k
         np.bitwise_and(b, low, out=st)
@@ -375,13 +379,13 @@ def _encode_by_table(
         np.right_shift(b, ks, out=i)
         np.bitwise_or(i, st, out=i)
         if direct:
-            np.take(table, i, out=out[start:stop], mode="clip")
+            np.take(table, ti, out=out[start:stop], mode="clip")
             if policy.error and out[start:stop].max() >= sentinel:
                 pos = int(np.argmax(out[start:stop] >= sentinel))
                 raise _nan_error(f, start + pos, shape)
         else:
             w = wide[:c]
-            np.take(table, i, out=w, mode="clip")
+            np.take(table, ti, out=w, mode="clip")
             if policy.error and w.max() >= sentinel:
                 pos = int(np.argmax(w >= sentinel))
                 raise _nan_error(f, start + pos, shape)

@@ -3,11 +3,12 @@ definitions and exact arithmetic only (``fractions.Fraction``, Python integers,
 ``numpy.float16`` conversion); nothing here calls the code under test.
 
 - :func:`round_fraction`: an exact rational to binary32/binary64 in the four IEEE 754
-  rounding directions (IEEE 754-2019 section 4.3), by exact comparison of neighbours.
+  rounding directions (IEEE 754-2019 section 4.3) named by their PTX modifiers; the
+  rounding itself is the shared :func:`oracles.round_rational`.
 - :func:`fma32`: single-rounded binary32 ``a*b + c``; :func:`zero_sign`: the sign of
   an exact zero result.
-- :data:`FORMATS`, :func:`value`, :func:`nearest_code`, :func:`round_code`,
-  :func:`decode_table`: the small binary formats by sign, exponent, mantissa and bias
+- :data:`FORMATS`, :func:`value` (finite codes decoded by :func:`oracles.code_value`),
+  :func:`nearest_code`, :func:`round_code`, :func:`decode_table`: the small binary formats by sign, exponent, mantissa and bias
   (IEEE 754 binary16; bfloat16; TF32; OCP OFP8 E4M3/E5M2; OCP MX v1.0 section 5.3
   FP6/FP4), rounded by exact search of the sorted list of each format's values.
 - :func:`f16_codes`, :func:`bf16_codes`: binary16 (through ``numpy.float16``) and
@@ -23,56 +24,26 @@ from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
+from oracles import code_value, round_rational
 
 MODES = ("rn", "rz", "rm", "rp")
 
 # ------------------------------------------------------------- binary32 / binary64
 
+#: PTX rounding modifiers (PTX ISA, "Rounding modifiers") -> IEEE 754-2019 section 4.3
+#: rounding directions as :mod:`oracles` names them
+PTX_ROUNDING = {"rn": "nearest_even", "rz": "toward_zero", "rm": "toward_negative",
+                "rp": "toward_positive"}
+
 
 def round_fraction(x: Fraction, mode: str, dtype=np.float32) -> float:
-    """Round the exact rational ``x`` to ``dtype`` (float32 or float64): "rn" nearest
-    with ties to the even code, "rz"/"rm"/"rp" the directed neighbour. Overflow follows
-    IEEE 754: rn gives +-inf from MAX + ulp/2 on; rz gives +-MAX; rm/rp give inf on
-    their side and MAX on the other."""
-    dtype = np.dtype(dtype).type
-    big = Fraction(float(np.finfo(dtype).max))
-    if abs(x) > big:
-        f = np.finfo(dtype).max * dtype(1 if x > 0 else -1)
-    else:
-        f = dtype(float(x))
-    cands = {f}
-    with np.errstate(over="ignore"):  # stepping past the largest finite value: inf
-        for _ in range(2):
-            cands |= {np.nextafter(c, dtype(np.inf)) for c in cands}
-            cands |= {np.nextafter(c, dtype(-np.inf)) for c in cands}
-    finite = [c for c in cands if np.isfinite(c)]
-    if mode == "rn":
-        ulp = big - Fraction(float(np.nextafter(np.finfo(dtype).max, dtype(0))))
-        if abs(x) >= big + ulp / 2:
-            return float(np.inf if x > 0 else -np.inf)
-        uint = np.uint32 if dtype == np.float32 else np.uint64
-        best = min(finite, key=lambda c: (abs(Fraction(float(c)) - x),
-                                          int(np.asarray(c, dtype).view(uint)) & 1))
-        return float(best)
-    if mode == "rz":
-        if abs(x) > big:
-            return float(big if x > 0 else -big)
-        if x > 0:
-            return float(max(c for c in finite if Fraction(float(c)) <= x))
-        return float(min(c for c in finite if Fraction(float(c)) >= x))
-    if mode == "rm":
-        if x < -big:
-            return float("-inf")
-        if x > big:
-            return float(big)
-        return float(max(c for c in finite if Fraction(float(c)) <= x))
-    if mode == "rp":
-        if x > big:
-            return float("inf")
-        if x < -big:
-            return float(-big)
-        return float(min(c for c in finite if Fraction(float(c)) >= x))
-    raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    """The exact rational ``x`` rounded to ``dtype`` (float32 or float64) with the PTX
+    rounding modifier ``mode``: :func:`oracles.round_rational` under the PTX names.
+    Overflow follows IEEE 754: rn gives +-inf from MAX + ulp/2 on; rz gives +-MAX; rm/rp
+    give inf on their side and MAX on the other."""
+    if mode not in PTX_ROUNDING:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return float(round_rational(x, dtype, PTX_ROUNDING[mode]))
 
 
 def zero_sign(a: float, b: float, c: float, mode: str) -> bool:
@@ -125,11 +96,9 @@ def value(fmt: str, code: int):
         return "nan"
     if kind == "ieee" and ef == (1 << e) - 1:
         return "nan" if mf else ("inf" if sign > 0 else "-inf")
-    if ef == 0:
-        if mf == 0:
-            return -0.0 if sign < 0 else Fraction(0)
-        return sign * Fraction(mf, 1 << m) * Fraction(2) ** (1 - bias)
-    return sign * (1 + Fraction(mf, 1 << m)) * Fraction(2) ** (ef - bias)
+    if ef == 0 and mf == 0:
+        return -0.0 if sign < 0 else Fraction(0)
+    return code_value(code, e, m, bias)
 
 
 @lru_cache(maxsize=None)

@@ -17,6 +17,7 @@ import pytest
 from hardware import pipeline as pl
 from hardware import specs
 from hardware.measurements import PUBLISHED
+from hardware.pipeline.gpu import _makespan
 
 
 # ---------------------------------------------------------------- tiles
@@ -84,7 +85,7 @@ def test_attention_flops_as_the_papers_count():
     ([], 4, 0.0),
 ])
 def test_makespan_by_hand(durations, slots, expected):
-    assert pl._makespan(durations, slots) == expected
+    assert _makespan(durations, slots) == expected
 
 
 def test_waves_and_tiles():
@@ -247,6 +248,7 @@ def test_a100_runs():
 # ---------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_cli_sweep(capsys):
     from oracle.cli import main
 

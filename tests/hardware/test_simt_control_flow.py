@@ -11,6 +11,7 @@ read the next thread's value, bar.sync), checked phase by phase.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from simt_harness import load
@@ -307,6 +308,7 @@ def run_block(prog, x: np.ndarray, c: int, block: int) -> tuple[list[int], int]:
     return acc, total
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(programs, st.integers(0, 2**32 - 1), st.sampled_from([(1, 64), (2, 48), (3, 32)]),
        st.lists(st.integers(0, 8), max_size=2))

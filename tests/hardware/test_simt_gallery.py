@@ -664,7 +664,8 @@ def test_device_assert_names_kernel_thread_and_message():
 # ------------------------------------------------------ independent thread scheduling
 
 
-@pytest.mark.parametrize("grid,block,n", [(1, 32, 32), (1, 8, 5), (2, 48, 80)])
+@pytest.mark.parametrize("grid,block,n", [(1, 32, 32), (1, 8, 5),
+                                          pytest.param(2, 48, 80, marks=pytest.mark.slow)])
 def test_spin_lock_completes_under_independent_scheduling(grid, block, n):
     """Every thread takes a global spin lock (atomicCAS loop), appends its index to
     order[] at position *total and increments *total without an atomic: the lock makes

@@ -19,6 +19,7 @@ from simt_reference import (MODES, c_div, f16_codes, float_to_int, round_code, r
 
 from hardware.simt import GlobalMemory
 
+
 def f32(bits):
     return np.asarray(bits, np.uint32).view(np.float32)
 
@@ -728,6 +729,7 @@ def _finite_codes(fmt: str):
     return st.integers(0, 0xFFFF).filter(lambda c: (c & inf_exp) != inf_exp)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt,tname", [("fp16", "f16"), ("bf16", "bf16")])
 @settings(max_examples=15)
 @given(data=st.data())

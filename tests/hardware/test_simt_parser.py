@@ -165,6 +165,7 @@ def _call_tree(depth: int) -> str:
     return "".join(out)
 
 
+@pytest.mark.slow
 def test_inlining_a_deep_call_tree_is_linear():
     """A depth-8 binary call tree (511 calls, about 5 KB of PTX) took 38 s to inline;
     the inlined text grows with the call tree, the time with the text."""

@@ -45,15 +45,17 @@ def test_errors():
        st.sampled_from([16, 64, 128, 256]), st.integers(1, 200))
 def test_properties(M, N, tm, tn, sms):
     u = tile_utilization(M, N, tm, tn, sms)
-    # brute force over tiles with exact fractions
-    real = sum(min(tm, M - i) * min(tn, N - j)
-               for i in range(0, M, tm) for j in range(0, N, tn))
-    assert real == M * N
-    assert u.tiles == len(range(0, M, tm)) * len(range(0, N, tn))
-    assert (u.waves - 1) * sms < u.tiles <= u.waves * sms
-    assert 1 <= u.last_wave_tiles <= sms
+    # brute force: every tile's real elements, tiles dealt out to the SMs wave by wave
+    fills = [min(tm, M - i) * min(tn, N - j)
+             for i in range(0, M, tm) for j in range(0, N, tn)]
+    waves = [fills[w:w + sms] for w in range(0, len(fills), sms)]
+    area = tm * tn
+    assert (u.tiles, u.waves, u.last_wave_tiles) == (len(fills), len(waves), len(waves[-1]))
+    assert u.partial_tiles == sum(f < area for f in fills)
+    assert u.min_tile_fill == pytest.approx(min(fills) / area, rel=1e-15)
     assert u.padding_fraction == pytest.approx(
-        float(1 - Fraction(M * N, u.tiles * tm * tn)), abs=1e-12)
-    assert u.partial_tiles == sum(
-        (min(tm, M - i) < tm) or (min(tn, N - j) < tn)
-        for i in range(0, M, tm) for j in range(0, N, tn))
+        float(1 - Fraction(sum(fills), len(fills) * area)), abs=1e-12)
+    assert u.idle_sm_fraction_last_wave == pytest.approx(
+        float(Fraction(sms - len(waves[-1]), sms)), abs=1e-15)
+    assert u.sm_utilization == pytest.approx(
+        float(Fraction(sum(fills), len(waves) * sms * area)), rel=1e-12)

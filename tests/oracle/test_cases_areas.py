@@ -6,21 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oracle.cases import registry
-from oracle.random_stream import CaseRandom
-
-
-def _built(case_id: str):
-    reg = registry()
-    (spec,) = [c for c in reg.all_cases if c.id == case_id]
-    inputs = spec.build(CaseRandom(1, spec.id))
-    return spec, inputs, reg.operations[spec.operation].compute(inputs, dict(spec.params))
+from oracles import built_case
 
 
 @pytest.mark.parametrize("case_id", ["softmax.softmax.6x37",
                                      "softmax.online_softmax.6x257.offset+10000.block16"])
 def test_softmax_cases_against_float64_numpy(case_id: str) -> None:
-    spec, inputs, out = _built(case_id)
+    spec, inputs, out = built_case(case_id)
     x = inputs["x"].astype(np.float64)
     m = np.max(x, axis=-1, keepdims=True)
     with np.errstate(invalid="ignore"):
@@ -32,7 +24,7 @@ def test_softmax_cases_against_float64_numpy(case_id: str) -> None:
 
 
 def test_coalesce_case_hand_derived() -> None:
-    _, inputs, out = _built("hardware.memory.coalesce.4b")
+    _, inputs, out = built_case("hardware.memory.coalesce.4b")
     # rows: stride 1, stride 2 (half warp active), one lane per line, broadcast
     assert out["sectors"][:4].tolist() == [4, 4, 32, 1]
     assert out["requests"][:4].tolist() == [1, 1, 1, 1]
@@ -41,13 +33,13 @@ def test_coalesce_case_hand_derived() -> None:
 
 
 def test_bank_case_hand_derived() -> None:
-    _, _, out = _built("hardware.memory.bank_conflicts.4b")
+    _, _, out = built_case("hardware.memory.bank_conflicts.4b")
     # word strides 1, 2, 4, 8, 16, 32, 33; then a broadcast
     assert out["wavefronts"][:8].tolist() == [1, 2, 4, 8, 16, 32, 1, 1]
 
 
 def test_tile_case_257_column_example() -> None:
-    _, _, out = _built("hardware.tiling.tile_utilization")
+    _, _, out = built_case("hardware.tiling.tile_utilization")
     assert out["tiles"][0] == 6 and out["waves"][0] == 1
     assert abs(out["idle_sm_fraction_last_wave"][0] - 102 / 108) < 1e-15
 
@@ -55,7 +47,7 @@ def test_tile_case_257_column_example() -> None:
 @pytest.mark.parametrize("case_id", ["kvcache.trace.small", "kvcache.trace.prefix",
                                      "kvcache.trace.hnd"])
 def test_kv_trace_pages_hold_what_a_contiguous_model_holds(case_id: str) -> None:
-    spec, inputs, out = _built(case_id)
+    spec, inputs, out = built_case(case_id)
     p = spec.params
     bs = p["block_size"]
     seqs: dict[int, list] = {}
@@ -87,25 +79,25 @@ def test_kv_trace_pages_hold_what_a_contiguous_model_holds(case_id: str) -> None
 
 
 def test_simt_cases_against_numpy() -> None:
-    _, x, out = _built("simt.vector_add.vector_add")
+    _, x, out = built_case("simt.vector_add.vector_add")
     assert np.array_equal(out["c"], x["a"] + x["b"])
-    _, x, out = _built("simt.histogram.histogram")
+    _, x, out = built_case("simt.histogram.histogram")
     assert np.array_equal(out["hist"], np.bincount(x["data"], minlength=256).astype(np.uint32))
-    _, x, out = _built("simt.convert.to_bf16")
+    _, x, out = built_case("simt.convert.to_bf16")
     bits = x["x"].view(np.uint32).astype(np.uint64)
     rne = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)   # finite inputs
     assert np.array_equal(out["codes"], rne)
-    _, x, out = _built("simt.matmul.matmul_tiled")
+    _, x, out = built_case("simt.matmul.matmul_tiled")
     ref = x["a"].astype(np.float64) @ x["b"].astype(np.float64)
     assert np.allclose(out["c"].reshape(32, 32), ref, rtol=1e-5, atol=1e-5)
-    _, x, rows = _built("simt.traversal.row_sums")
+    _, x, rows = built_case("simt.traversal.row_sums")
     assert np.allclose(rows["sums"], x["m"].astype(np.float64).sum(axis=1), atol=1e-5)
     warp_instr, thread_instr = rows["stats"][:2]
     assert thread_instr <= 32 * warp_instr
 
 
 def test_paged_attention_case_against_numpy() -> None:
-    spec, x, out = _built("kvcache.paged_attention.decode_and_prefill")
+    spec, x, out = built_case("kvcache.paged_attention.decode_and_prefill")
     # the K/V rows each live sequence holds, by the trace in the case's docstring
     rows = {0: list(range(0, 13)) + list(range(39, 42)),
             2: list(range(0, 13)) + list(range(34, 39)),
@@ -128,14 +120,14 @@ def test_paged_attention_case_against_numpy() -> None:
 
 
 def test_pipeline_case_orders_schedules_as_the_paper() -> None:
-    _, _, out = _built("hardware.pipeline.h100.fp16.n4096")
+    _, _, out = built_case("hardware.pipeline.h100.fp16.n4096")
     serial, ws, pingpong, fa3 = out["total_time"]
     assert fa3 < min(ws, pingpong) and max(ws, pingpong) < serial
     assert np.argmax(out["tensor_utilization"]) == 3
 
 
 def test_fusion_case_reproduces_the_seed() -> None:
-    _, _, out = _built("hardware.fusion.seed_examples")
+    _, _, out = built_case("hardware.fusion.seed_examples")
     # sin, cos, square, square, add as 5 kernels: 6 reads + 5 writes; fused: x in, y out
     assert out["sin2_plus_cos2"].tolist() == [11, 2]
     stored_f, stored_b, recomp_f, recomp_b = out["sigmoids"].tolist()
@@ -143,7 +135,7 @@ def test_fusion_case_reproduces_the_seed() -> None:
 
 
 def test_tile_load_case_aligned_vs_misaligned_rows() -> None:
-    _, _, out = _built("hardware.memory.tile_loads")
+    _, _, out = built_case("hardware.memory.tile_loads")
     aligned, odd, padded = out["segments"][:3]
     assert aligned == 32 * 4                  # 128-byte rows: 4 sectors each
     assert odd > aligned                      # ld 33: rows start off the 32-byte grid
@@ -158,7 +150,7 @@ def test_hadamard_case_against_a_sylvester_matrix() -> None:
     while h.shape[0] < 16:
         h = np.block([[h, h], [h, -h]])
     d = np.asarray(TE_WGRAD_SIGNS, dtype=np.float64)
-    spec, x, out = _built("scaling.hadamard16")
+    spec, x, out = built_case("scaling.hadamard16")
     groups = x["x"].astype(np.float64).reshape(8, 4, 16)
     want = ((groups * d) @ h / 4).reshape(8, 64)
     assert spec.tolerance["y"].compare(out["y"], want.astype(np.float32)).ok
@@ -166,7 +158,7 @@ def test_hadamard_case_against_a_sylvester_matrix() -> None:
 
 
 def test_float_to_int_case_cvt_rules() -> None:
-    _, x, out = _built("simt.convert.float_to_int")
+    _, x, out = built_case("simt.convert.float_to_int")
     y = out["y"].reshape(16, 4)                       # rn, rz, rd, ru per input
     assert y[2].tolist() == [2, 2, 2, 3]              # 2.5: ties to even
     assert y[5].tolist() == [-3, -2, -3, -2]          # -2.7
@@ -175,15 +167,15 @@ def test_float_to_int_case_cvt_rules() -> None:
 
 
 def test_more_gallery_cases_against_numpy() -> None:
-    _, x, out = _built("simt.half_precision.halfk")
+    _, x, out = built_case("simt.half_precision.halfk")
     h = x["x"]
     a = (h + np.float16(1.0)).astype(np.float16)                  # __hadd
     want = (a.astype(np.float64) * h.astype(np.float64)            # __hfma: one rounding
             - h[::-1].astype(np.float64)).astype(np.float16)
     assert np.array_equal(out["y"].view(np.uint16), want.view(np.uint16))
-    _, x, out = _built("simt.memory_spaces.dyn_reverse")
+    _, x, out = built_case("simt.memory_spaces.dyn_reverse")
     assert np.array_equal(out["out"], x["x"].reshape(2, 64)[:, ::-1].reshape(-1))
-    _, x, out = _built("simt.intrinsics.int_intrinsics")
+    _, x, out = built_case("simt.intrinsics.int_intrinsics")
     v = x["x"]
     o = out["y"].reshape(40, 16)
     assert o[:, 0].tolist() == [bin(int(t)).count("1") for t in v]            # popc

@@ -8,14 +8,7 @@ import pytest
 
 from oracle import placement
 from oracle.cases import registry
-from oracle.random_stream import CaseRandom
-
-
-def _built(case_id: str) -> tuple[dict, dict]:
-    reg = registry()
-    (spec,) = [c for c in reg.all_cases if c.id == case_id]
-    inputs = spec.build(CaseRandom(1, spec.id))
-    return inputs, reg.operations[spec.operation].compute(inputs, dict(spec.params))
+from oracles import built_case
 
 
 def test_e2m1_placement_is_hand_derivable() -> None:
@@ -46,7 +39,7 @@ def test_wide_format_sample_covers_testfloat_points() -> None:
 @pytest.mark.parametrize("case_id", ["formats.encode.fp16.f32.nearest_even",
                                      "formats.encode.fp16.f64.nearest_even"])
 def test_fp16_expected_equals_numpy_float16(case_id: str) -> None:
-    inputs, out = _built(case_id)
+    _, inputs, out = built_case(case_id)
     with np.errstate(over="ignore"):
         want = inputs["x"].astype(np.float16).view(np.uint16)
     nan = np.isnan(inputs["x"])
@@ -61,22 +54,22 @@ E4M3_SHARP = [(2.0 ** -10, 0x00), (1.5 * 2.0 ** -9, 0x02), (2.5 * 2.0 ** -9, 0x0
 
 
 def test_e4m3_sharp_cases_are_in_the_suite_with_their_codes() -> None:
-    inputs, out = _built("formats.encode.e4m3.f32.nearest_even")
+    _, inputs, out = built_case("formats.encode.e4m3.f32.nearest_even")
     table = {(float(x), bool(np.signbit(x))): int(c)
              for x, c in zip(inputs["x"], out["codes"]) if not np.isnan(x)}
     for x, code in E4M3_SHARP:
         assert table[(x, bool(np.signbit(x)))] == code, x
-    sat_in, sat = _built("formats.encode.e4m3.f32.nearest_even.satfinite")
+    _, sat_in, sat = built_case("formats.encode.e4m3.f32.nearest_even.satfinite")
     assert sat["codes"][np.flatnonzero(sat_in["x"] == np.inf)[0]] == 0x7E
 
 
 def test_e5m2_overflow_and_e8m0_tie_variants() -> None:
-    inputs, out = _built("formats.encode.e5m2.f32.nearest_even")
+    _, inputs, out = built_case("formats.encode.e5m2.f32.nearest_even")
     x = inputs["x"]
     assert out["codes"][np.flatnonzero(x == 61440.0)[0]] == 0x7C
     assert out["codes"][np.flatnonzero(x == np.nextafter(np.float32(61440), 0))[0]] == 0x7B
     for rule, code in (("nearest_even", 0x80), ("up", 0x81)):
-        inputs, out = _built(f"formats.encode.e8m0.f32.{rule}")
+        _, inputs, out = built_case(f"formats.encode.e8m0.f32.{rule}")
         assert out["codes"][np.flatnonzero(inputs["x"] == 3.0)[0]] == code
 
 
@@ -86,7 +79,7 @@ def test_nan_variants_are_marked() -> None:
     options = {o for c in registry().all_cases for ch, o in variant_pairs(c.variant)
                if ch == "nan_to_e2m1"}
     assert options == {"zero", "0x8", "0x3", "signed_zero"}
-    inputs, out = _built("formats.encode.e2m1.f32.nearest_even.nan=0x8")
+    _, inputs, out = built_case("formats.encode.e2m1.f32.nearest_even.nan=0x8")
     assert out["codes"][:2].tolist() == [0x8, 0x8]
 
 
@@ -101,8 +94,8 @@ def test_default_suite_ids_unique_and_levels_nest() -> None:
 def test_stochastic_case_reproducible_and_between_neighbours() -> None:
     from refimpl.formats import decode, round_to
 
-    a_in, a = _built("formats.encode.e2m1.f32.stochastic")
-    _, b = _built("formats.encode.e2m1.f32.stochastic")
+    _, a_in, a = built_case("formats.encode.e2m1.f32.stochastic")
+    _, _, b = built_case("formats.encode.e2m1.f32.stochastic")
     assert np.array_equal(a["codes"], b["codes"])
     x = a_in["x"]
     y = decode(a["codes"], "e2m1").astype(np.float64)

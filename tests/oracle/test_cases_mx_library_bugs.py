@@ -141,6 +141,7 @@ def test_the_quantiser_here_against_hand_values() -> None:
     assert bad["codes"][0, :2].tolist() == [0x3, 0x1]                   # 1.5 and 0.5
 
 
+@pytest.mark.slow
 def test_suite_passes_a_correct_mx_quantiser(mx_suite: Path, tmp_path: Path) -> None:
     n = _results(mx_suite, tmp_path / "res", buggy=False)
     report = check(mx_suite, tmp_path / "res")

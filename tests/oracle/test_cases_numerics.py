@@ -7,20 +7,12 @@ import numpy as np
 import pytest
 
 from oracle.cases import registry
-from oracle.random_stream import CaseRandom
+from oracles import built_case
 from refimpl.formats import decode
 
 
-def _built(case_id: str):
-    reg = registry()
-    (spec,) = [c for c in reg.all_cases if c.id == case_id]
-    inputs = spec.build(CaseRandom(1, spec.id))
-    with np.errstate(all="ignore"):
-        return spec, inputs, reg.operations[spec.operation].compute(inputs, dict(spec.params))
-
-
 def test_blas_product_lies_in_the_acceptance_interval() -> None:
-    spec, inputs, out = _built("matmul.exact.fp32.16x300x8")
+    spec, inputs, out = built_case("matmul.exact.fp32.16x300x8")
     tol = spec.tolerance["c"].resolve(out)
     blas = inputs["a"] @ inputs["b"]                   # any float32 summation order
     assert tol.compare(blas, out["c"]).ok
@@ -34,7 +26,7 @@ def test_blas_product_lies_in_the_acceptance_interval() -> None:
 
 
 def test_sequential_equals_a_float32_loop() -> None:
-    _, inputs, out = _built("matmul.sequential.bf16.16x300x8")
+    _, inputs, out = built_case("matmul.sequential.bf16.16x300x8")
     a, b = decode(inputs["a"], "bf16"), decode(inputs["b"], "bf16")
     acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
     for k in range(a.shape[1]):
@@ -56,7 +48,7 @@ def _np_attention(q, k, v, visible):
 
 @pytest.mark.parametrize("align", ["bottom_right", "top_left"])
 def test_causal_cases_match_numpy_and_discriminate_alignment(align: str) -> None:
-    spec, x, out = _built(f"attention.attention.gqa.causal_{align}.17x40")
+    spec, x, out = built_case(f"attention.attention.gqa.causal_{align}.17x40")
     sq, sk = 17, 40
     i, j = np.arange(sq)[:, None], np.arange(sk)[None, :]
     vis = j <= i + (sk - sq if align == "bottom_right" else 0)
@@ -71,7 +63,7 @@ def test_causal_cases_match_numpy_and_discriminate_alignment(align: str) -> None
 
 
 def test_empty_rows_give_zero_and_minus_inf() -> None:
-    _, x, out = _built("attention.attention.empty_rows")
+    _, x, out = built_case("attention.attention.empty_rows")
     assert (out["out"][-1] == 0).all() and np.isneginf(out["lse"][-1]).all()
     # right padding: n valid keys, bottom-right alignment on n: row i sees j <= i + n - 9
     n = x["key_padding_mask"].sum(axis=-1)
@@ -83,7 +75,7 @@ def test_empty_rows_give_zero_and_minus_inf() -> None:
 
 def test_flash_schedules_agree_with_numpy() -> None:
     for cid in ("attention.flash_v2.mha.16x16", "attention.flash_v1.m256"):
-        spec, x, fl = _built(cid)
+        spec, x, fl = built_case(cid)
         want = _np_attention(x["q"], x["k"], x["v"], np.ones((33, 33), bool))
         assert np.abs(fl["out"] - want).max() < 1e-5
         assert spec.tolerance["out"].resolve(fl).compare(want.astype(np.float32),
@@ -93,37 +85,37 @@ def test_flash_schedules_agree_with_numpy() -> None:
 
 
 def test_mx_pinned_cases() -> None:
-    _, _, e2m1 = _built("scaling.mx.e2m1.floor")
+    _, _, e2m1 = built_case("scaling.mx.e2m1.floor")
     assert e2m1["scales"][1, 0] == 128 and e2m1["scales"][2, 0] == 127   # 8.0 and 7.9999995
     for rule, scale, code, value in (("floor", 128, 0x7E, 896.0), ("rceil", 129, None, 960.0)):
-        _, x, out = _built(f"scaling.mx.e4m3.{rule}")
+        _, x, out = built_case(f"scaling.mx.e4m3.{rule}")
         assert x["x"][6, 1] == 957.0
         assert out["scales"][6, 0] == scale and out["dequantized"][6, 1] == value
         if code is not None:
             assert out["codes"][6, 1] == code
-    _, _, z = _built("scaling.mx.e4m3.floor")
+    _, _, z = built_case("scaling.mx.e4m3.floor")
     assert z["scales"][0, 0] == 0 and (z["dequantized"][0] == 0).all()
 
 
 def test_mx_nonfinite_variants() -> None:
-    _, _, nan = _built("scaling.mx.e4m3.floor.inf_block=nan")
+    _, _, nan = built_case("scaling.mx.e4m3.floor.inf_block=nan")
     assert (nan["scales"][:3, 0] == 0xFF).all() and nan["scales"][3, 0] != 0xFF
-    _, _, mx = _built("scaling.mx.e4m3.floor.inf_block=max")
+    _, _, mx = built_case("scaling.mx.e4m3.floor.inf_block=max")
     assert mx["scales"][0, 0] == 0xFF and (mx["scales"][1:3, 0] == 0xFE).all()
 
 
 def test_nvfp4_zero_block_rules() -> None:
-    _, _, te = _built("scaling.nvfp4.te.1x16")
-    _, _, ta = _built("scaling.nvfp4.torchao.1x16")
+    _, _, te = built_case("scaling.nvfp4.te.1x16")
+    _, _, ta = built_case("scaling.nvfp4.torchao.1x16")
     assert te["scales"][0, 0] == 0x00 and ta["scales"][0, 0] == 0x08
 
 
 def test_flash_v3_cases() -> None:
-    spec, x, fp16 = _built("attention.flash_v3.fp16.32x32")
+    spec, x, fp16 = built_case("attention.flash_v3.fp16.32x32")
     i, j = np.arange(64)[:, None], np.arange(64)[None, :]
     want = _np_attention(x["q"], x["k"], x["v"], j <= i)
     assert np.abs(fp16["out"] - want).max() < 1e-5
-    spec, x, fp8 = _built("attention.flash_v3.fp8.block")
+    spec, x, fp8 = built_case("attention.flash_v3.fp8.block")
     want = _np_attention(x["q"], x["k"], x["v"], np.ones((64, 64), bool))
     assert np.abs(fp8["out"] - want).max() < 1e-5          # out is the exact attention
     tol = spec.tolerance["out"].resolve(fp8)
@@ -132,26 +124,26 @@ def test_flash_v3_cases() -> None:
 
 
 def test_delayed_scaling_case_against_a_window_max() -> None:
-    _, x, out = _built("scaling.delayed.max.h16")
+    _, x, out = built_case("scaling.delayed.max.h16")
     a = x["amax"]
     for t in range(len(a)):
         window = a[max(0, t - 15):t + 1]
         want = np.float32(448.0) / np.float32(window.max())
         assert out["scales"][t] == want, t
-    _, x, recent = _built("scaling.delayed.most_recent.h16")
+    _, x, recent = built_case("scaling.delayed.most_recent.h16")
     a = x["amax"]
     assert recent["scales"][8] == recent["scales"][6]          # zero amax keeps the scale
     assert recent["scales"][9] == np.float32(448.0) / a[9]
 
 
 def test_quantization_error_and_standard_attention_cases() -> None:
-    _, x, out = _built("scaling.quantization_error.mxfp4")
+    _, x, out = built_case("scaling.quantization_error.mxfp4")
     d = x["x"].astype(np.float64) - x["q"].astype(np.float64)
     rmse, max_abs, sqnr = out["metrics"]
     assert abs(rmse - np.sqrt(np.mean(d * d))) < 1e-12 and max_abs == np.abs(d).max()
     assert abs(sqnr - 10 * np.log10((x["x"].astype(np.float64) ** 2).sum()
                                     / (d * d).sum())) < 1e-9
-    _, x, out = _built("attention.standard.mha")
+    _, x, out = built_case("attention.standard.mha")
     reads, writes = out["stats"][:2]
     n, d_, heads = 33, 16, 2
     assert reads + writes == heads * (4 * n * d_ + 4 * n * n)     # 4Nd + 4N^2 per head
@@ -180,7 +172,7 @@ def test_tensor_core_cases_hold_the_probe_results() -> None:
     for spec in specs:
         name, out_fmt, fmt = (spec.params["accumulate"], spec.params["out_format"],
                               spec.params["in_format"])
-        _, _, out = _built(spec.id)
+        _, _, out = built_case(spec.id)
         d = out["d"] if out_fmt == "fp32" else decode(out["d"], "fp16")
         d = d.astype(np.float64)
         rn = name in _C_AFTER_OR_RN

@@ -18,16 +18,9 @@ from oracle.cli import main
 from oracle.generation import generate
 from oracle.random_stream import CaseRandom
 from oracle.suite import variant_pairs
+from oracles import built_case
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _built(case_id: str):
-    reg = registry()
-    (spec,) = [c for c in reg.all_cases if c.id == case_id]
-    inputs = spec.build(CaseRandom(1, spec.id))
-    with np.errstate(all="ignore"):
-        return spec, inputs, reg.operations[spec.operation].compute(inputs, dict(spec.params))
 
 
 def _variants(spec) -> dict[str, str]:
@@ -53,7 +46,7 @@ E8M0_NEGATIVE_CODES = {
 
 @pytest.mark.parametrize("option", ["min", "nan"])
 def test_e8m0_zero_variant(option: str) -> None:
-    spec, inputs, out = _built(f"formats.encode.e8m0.f32.nearest_even.zero={option}")
+    spec, inputs, out = built_case(f"formats.encode.e8m0.f32.nearest_even.zero={option}")
     assert _variants(spec) == {"e8m0_zero": option}
     assert spec.params["e8m0_zero"] == option
     for x, code in zip(inputs["x"], out["codes"]):
@@ -63,7 +56,7 @@ def test_e8m0_zero_variant(option: str) -> None:
 
 @pytest.mark.parametrize("option", ["nan", "magnitude"])
 def test_e8m0_negative_variant(option: str) -> None:
-    spec, inputs, out = _built(f"formats.encode.e8m0.f32.nearest_even.negative={option}")
+    spec, inputs, out = built_case(f"formats.encode.e8m0.f32.nearest_even.negative={option}")
     assert _variants(spec) == {"e8m0_negative": option}
     assert spec.params["e8m0_negative"] == option
     assert inputs["x"].tolist()[:3] == [-1.0, -0.5, -3.5]
@@ -103,7 +96,7 @@ def test_nan_sign_variants(fmt: str) -> None:
     rest = [one, one | sign, 0x00]                   # 1.0, -1.0, 0.0
     for option, nan_codes in (("zero", [0x0, 0x0]), ("signed_zero", [0x0, sign]),
                               ("0x8", [0x8, 0x8])):
-        spec, inputs, out = _built(f"formats.encode.{fmt}.f32.nearest_even.nan={option}")
+        spec, inputs, out = built_case(f"formats.encode.{fmt}.f32.nearest_even.nan={option}")
         x = inputs["x"]
         assert np.isnan(x[:2]).all() and not np.signbit(x[0]) and np.signbit(x[1])
         assert _variants(spec) == {f"nan_to_{fmt}": option}
@@ -126,6 +119,7 @@ def _depends_on_alignment(spec) -> bool:
     return any(not np.array_equal(a[k], b[k], equal_nan=True) for k in a)
 
 
+@pytest.mark.slow
 def test_every_alignment_dependent_case_carries_the_variant() -> None:
     dependent = []
     for spec in registry().cases("default"):
@@ -147,7 +141,7 @@ def test_every_alignment_dependent_case_carries_the_variant() -> None:
 
 
 def test_empty_rows_carries_both_of_its_choices() -> None:
-    spec, _, _ = _built("attention.attention.empty_rows")
+    spec, _, _ = built_case("attention.attention.empty_rows")
     assert _variants(spec) == {"lse_of_empty_row": "-inf", "causal_alignment": "bottom_right"}
 
 
@@ -159,8 +153,9 @@ def _attention_f64(q, k, v, mask):
     return np.einsum("...qk,...kd->...qd", p / p.sum(axis=-1, keepdims=True), v)
 
 
+@pytest.mark.slow
 def test_long_bf16_case_against_a_float64_reference() -> None:
-    spec, x, out = _built("attention.attention.long_kv.bf16.d128")
+    spec, x, out = built_case("attention.attention.long_kv.bf16.d128")
     b, hq, sq, d = x["q"].shape
     sk = x["k"].shape[-2]
     assert (b, d) == (1, 128) and sk >= 1024 and spec.params["naive_dtype"] == "bf16"
@@ -241,6 +236,7 @@ def test_check_variant_errors_and_skips(capsys, tmp_path: Path) -> None:
     assert "1 cases of other variants skipped" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["generate", "--list", "--variant", "causal_alignmnt=top_left"],
     ["generate", "--list", "--variant", "causal_alignment=top-left"],

@@ -58,6 +58,7 @@ def ties_away(x):
     return brute_e4m3(x, "away")
 
 
+@pytest.mark.slow
 def test_correct_independent_encoder_conforms() -> None:
     check_encoder(brute_e4m3, "e4m3", max_examples=30)
 
@@ -221,6 +222,7 @@ def test_conform_cli_other_targets(capsys) -> None:
     assert "needs --format" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_hypothesis_phase_finds_what_the_sweep_cannot() -> None:
     """Wrong only for float32 inputs whose low four significand bits are 0101: no placed
     input (values, ties, their float32 neighbours) has them, random ones often do."""
@@ -282,6 +284,7 @@ def test_zero_sign_is_a_sign_difference() -> None:
     assert info.value.failures[0].kind == "sign difference of zero (+0 vs -0) (zero input)"
 
 
+@pytest.mark.slow
 def test_the_search_continues_past_kinds_already_found() -> None:
     """Zero-sign bug (found by the sweep) plus a bug only random inputs show: the search
     must not stop at the first kind."""
@@ -488,6 +491,7 @@ def top_left_sdpa(q, k, v, *, causal=False, causal_alignment="bottom_right", win
     return out.astype(np.float32)
 
 
+@pytest.mark.slow
 def test_attention_restrictions(capsys) -> None:
     from oracle.conformance import check_attention
 

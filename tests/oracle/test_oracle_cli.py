@@ -3,6 +3,7 @@ corruption reported with exit 1, byte-identical output across runs, BLAS thread 
 and --jobs."""
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import oracle
+from oracle.cases import registry
 from oracle.cli import main
 from oracle.suite import array_bytes, finish_manifest, npy_size, sha256
 
@@ -56,7 +58,11 @@ def test_generate_then_verify(smoke: Path, capsys) -> None:
     assert main(["verify", str(smoke), "--quiet"]) == 0
     assert "ok:" in capsys.readouterr().out
     s = oracle.load(smoke)
-    assert len(s) >= 4 and {c.operation for c in s} >= {"formats.encode", "formats.decode"}
+    # exactly the registry's level-0 cases come back, every one with its arrays
+    want = {c.id for c in registry().all_cases if c.level == 0}
+    assert want and {c.id for c in s} == want
+    assert {c.operation for c in s} >= {"formats.encode", "formats.decode"}
+    assert all(c.inputs and c.expected for c in s)
 
 
 def test_usage_errors_exit_2(tmp_path: Path, capsys) -> None:
@@ -120,6 +126,72 @@ def test_corruption_pickled_array(copy: Path, capsys) -> None:
     assert code == 1 and "pickled object array; refused" in out
 
 
+# this interpreter's version tuple and the installed numpy distribution's metadata
+_PYTHON = "{}.{}.{}".format(*sys.version_info[:3])
+_NUMPY = importlib.metadata.version("numpy")
+
+
+def test_version_names_package_python_and_numpy(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out.strip()
+    assert out == (f"python -m oracle {oracle.__version__} (Python {_PYTHON}, "
+                   f"NumPy {_NUMPY})")
+
+
+def test_manifest_records_the_python_and_numpy_that_wrote_it(smoke: Path) -> None:
+    m = json.loads((smoke / "manifest.json").read_text())
+    assert m["runtime"] == {"python": _PYTHON, "numpy": _NUMPY}
+    assert list(m)[:4] == ["schema", "schema_version", "oracle_version", "runtime"]
+
+
+def _rewrite_manifest(root: Path, edit) -> None:
+    m = json.loads((root / "manifest.json").read_text())
+    edit(m)
+    (root / "manifest.json").write_bytes(finish_manifest(m))
+
+
+def test_verify_recomputes_a_suite_written_by_other_versions(copy: Path, capsys) -> None:
+    """The recorded versions are information, not a condition: a suite written under
+    another Python and NumPy is recomputed bit for bit here (the CI legs do this for
+    real across interpreters), and the difference is noted."""
+    _rewrite_manifest(copy, lambda m: m.update(runtime={"python": "3.0.0",
+                                                         "numpy": "1.0.0"}))
+    code, out = _verify_out(copy, capsys)
+    assert code == 0 and "recomputed bit for bit" in out
+    assert "written with Python 3.0.0 and NumPy 1.0.0" in out
+    assert f"recomputed here with Python {_PYTHON} and NumPy {_NUMPY}" in out
+    # suites written before the versions were recorded still verify
+    _rewrite_manifest(copy, lambda m: m.pop("runtime"))
+    code, out = _verify_out(copy, capsys)
+    assert code == 0 and "written with" not in out
+
+
+@pytest.mark.parametrize("runtime", [{"python": "3.12.1"}, {"python": "3.12.1", "numpy": 2},
+                                     {"python": "", "numpy": "2.1.0"},
+                                     {"python": "3.12.1", "numpy": "2.1.0", "os": "x"},
+                                     ["3.12.1", "2.1.0"]])
+def test_malformed_runtime_is_a_schema_problem(copy: Path, capsys, runtime) -> None:
+    _rewrite_manifest(copy, lambda m: m.update(runtime=runtime))
+    code, out = _verify_out(copy, capsys)
+    assert code == 1 and "runtime" in out
+
+
+def test_merge_refuses_shards_from_different_runtimes(smoke: Path, tmp_path: Path,
+                                                      capsys) -> None:
+    dirs = []
+    for i in (1, 2):
+        d = tmp_path / f"s{i}"
+        assert main(["generate", "--out", str(d), "--suite", "smoke", "--shard", f"{i}/2",
+                     "--quiet"]) == 0
+        dirs.append(str(d))
+    _rewrite_manifest(Path(dirs[1]), lambda m: m["runtime"].update(numpy="1.0.0"))
+    assert main(["generate", "--out", str(tmp_path / "m"), "--merge", *dirs]) == 2
+    assert "different Python/NumPy versions" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+
+
 def _write_results(suite_dir: Path, dest: Path) -> None:
     for case in oracle.load(suite_dir):
         for name, arr in case.expected.items():
@@ -166,6 +238,7 @@ def test_check_wrong_dtype_is_reported(smoke: Path, tmp_path: Path, capsys) -> N
     assert "dtype float64 differs" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_reproducible_jobs_and_blas_threads(smoke: Path, tmp_path: Path) -> None:
     # --jobs 2 in-process
     assert main(["generate", "--out", str(tmp_path / "j2"), "--suite", "smoke",
@@ -211,6 +284,7 @@ def test_list_cases(capsys) -> None:
     assert main(["generate", "--suite", "smoke"]) == 2          # neither --out nor --list
 
 
+@pytest.mark.slow
 def test_default_suite_generates_verifies_and_stays_small(tmp_path: Path) -> None:
     out = tmp_path / "golden"
     assert main(["generate", "--out", str(out), "--quiet"]) == 0     # the README command

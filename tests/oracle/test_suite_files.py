@@ -352,6 +352,7 @@ def _json_paths(o, p=()):
             yield from _json_paths(v, p + (i,))
 
 
+@pytest.mark.slow
 def test_every_manifest_edit_is_detected(tmp_path: Path) -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
@@ -370,6 +371,10 @@ def test_every_manifest_edit_is_detected(tmp_path: Path) -> None:
     def edit(path, value, rehash):
         if rehash and path == ("content_sha256",):
             return                                # re-hashing would undo the edit
+        if rehash and path[:1] == ("runtime",) and (
+                (len(path) == 1 and value == "<delete>")
+                or (len(path) == 2 and isinstance(value, str) and value != "<delete>")):
+            return   # another writer's versions, or none recorded: informative, legitimate
         m = json.loads(json.dumps(original))
         parent = m
         for k in path[:-1]:

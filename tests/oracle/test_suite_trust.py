@@ -318,6 +318,7 @@ SLOW_GEN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_during_generation_removes_the_stage(tmp_path: Path, sig) -> None:
     out, marker = tmp_path / "g", tmp_path / "started"
@@ -337,6 +338,7 @@ def test_signal_during_generation_removes_the_stage(tmp_path: Path, sig) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g", "started"], err
 
 
+@pytest.mark.slow
 def test_sigterm_on_the_cli_exits_cleanly(tmp_path: Path) -> None:
     out = tmp_path / "g"
     root = Path(__file__).resolve().parents[2]

@@ -92,6 +92,7 @@ class RecordingProductThread(ProductThread):
         return pt
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(problems())
 def test_overlap_gives_plain_bytes(p):
@@ -118,6 +119,8 @@ def test_overlap_gives_plain_bytes(p):
 def test_overlap_really_uses_the_helper_thread(monkeypatch):
     """With the threshold at 0 the products run on the helper thread (where it can),
     OpenBLAS is held to one thread meanwhile, and the count is restored after."""
+    if blas_threads() is None:
+        overlap_possible()  # the controls are looked up on first use
     before = blas_threads()
     seen = {"qk": set(), "pv": set(), "threads_in_step": set()}
     orig_qk, orig_pv = fv2._FastContext.qk_product, fv2._FastContext.pv_product
@@ -262,6 +265,7 @@ def test_enabled_product_thread_reports_exceptions_through_wait():
     assert _blas._state["users"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lockstep, part", [(1024, 1 << 17), (32, 1 << 9)])
 def test_overlap_larger_problem_many_tiles_groups_and_parts(monkeypatch, lockstep, part):
     """Many key tiles per group (both double buffers in turn), several lock-step groups

@@ -45,6 +45,7 @@ MASKS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opts", MASKS, ids=lambda o: ",".join(o) or "none")
 @pytest.mark.parametrize("block", [(128, 64), (16, 8), (7, 5)])
 def test_fp16_mode_is_flash_v2_bit_for_bit(opts, block):
@@ -342,6 +343,7 @@ def test_outlier_inputs_are_seeded_and_follow_the_distribution():
     assert 0.00055 * n - 5 * math.sqrt(0.00055 * n) < big < 0.00055 * n + 5 * math.sqrt(0.00055 * n)
 
 
+@pytest.mark.slow
 def test_table3_ordering_on_a_small_size():
     """The paper's qualitative result on a small instance (4 heads of 256 x 64): FP16
     flash beats the FP16 standard computation (FP32 softmax), every FP8 variant is far

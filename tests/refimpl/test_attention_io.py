@@ -49,6 +49,7 @@ def test_flash_v1_counts_closed_form(n, d, block):
     assert st.blocks_computed == tr * tc and st.blocks_skipped == 0
 
 
+@pytest.mark.slow
 def test_flash_v1_accesses_follow_n2d2_over_m():
     n, d = 128, 8
     ms = [256, 512, 1024, 2048]

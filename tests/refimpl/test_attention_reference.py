@@ -1,6 +1,7 @@
 """Reference attention and the forward schedules against an independent float64 oracle
-written here from the reference doc's formulas (masks built index by index), with error
-bounds derived from float32 rounding; the doc's sharp cases pinned."""
+written here from the definitions (FlashAttention papers, PyTorch SDPA and flash-attention
+conventions; masks built index by index), with error bounds derived from float32 rounding;
+the sharp cases of those conventions pinned."""
 from __future__ import annotations
 
 import math
@@ -152,6 +153,7 @@ def check_close(got, q, k, v, opts, tiles=1, label=""):
     assert np.all(got[masked] == 0)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_reference_within_float32_bound(p):
@@ -169,6 +171,7 @@ def test_reference_within_float32_bound(p):
     assert np.allclose(o64, oracle(q, k, v, **opts)[0], rtol=0, atol=tol64)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 @given(problems(d_choices=(1, 8, 64, 128)))
 @example((np.ones((1, 3, 4), np.float32), np.ones((1, 0, 4), np.float32),
@@ -431,6 +434,7 @@ def test_fast_lockstep_grouping_does_not_change_bytes(monkeypatch, group_rows):
     assert plain[2] == fast[2]
 
 
+@pytest.mark.slow
 def test_bytes_do_not_depend_on_blas_threads():
     import os
     import subprocess

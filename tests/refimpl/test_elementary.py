@@ -39,6 +39,7 @@ LOG_ULP = 1.0
 TANH_ULP = 3.0
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(exp_args)
 @example(0.0)
@@ -68,6 +69,7 @@ def test_exp_error_bound(x):
     assert err <= EXP_ULP
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(st.floats(min_value=5e-324, max_value=1.7976931348623157e308, allow_nan=False))
 @example(1.0)
@@ -97,6 +99,7 @@ def d_tanh(x: float) -> decimal.Decimal:
     return CTX.divide(e - 1, e + 1)
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(st.floats(-30, 30, allow_nan=False))
 @example(1e-10)
@@ -112,6 +115,7 @@ def test_tanh_error_bound(x):
     assert err <= TANH_ULP
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(st.floats(-60, 60, allow_nan=False).filter(lambda x: x == 0 or abs(x) > 1e-30))
 @example(1e-12)

@@ -2,8 +2,9 @@
 independent reference: e^x from ``decimal`` (``Decimal.exp`` is correctly rounded to the
 context precision, so the exact value lies within one unit of its last digit), the
 interval of that error bound rounded to binary32 by the IEEE 754 definition written out
-below (round to nearest, ties to even; subnormal quantum 2^-149; overflow to +inf from
-2^128 - 2^103 on), and the precision raised until both ends of the interval agree."""
+in ``tests/oracles.py`` (round to nearest, ties to even; subnormal quantum 2^-149;
+overflow to +inf from 2^128 - 2^103 on), and the precision raised until both ends of
+the interval agree."""
 from __future__ import annotations
 
 import decimal
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from oracles import assert_same_bits, round_rational
 from refimpl import elementary
 from refimpl.elementary import exp_f32
 
@@ -26,31 +28,14 @@ OVERFLOW_EDGE = TWO**128 - TWO**103
 
 
 def rn32_ref(v: Fraction) -> np.float32:
-    """A non-negative rational rounded to binary32, IEEE 754-2019 section 4.3.1
-    (roundTiesToEven): 24-bit significands, exponents down to -126, below that the fixed
-    quantum 2^-149."""
+    """A non-negative rational rounded to binary32 (roundTiesToEven)."""
     assert v >= 0
-    if v == 0:
-        return np.float32(0.0)
-    if v >= OVERFLOW_EDGE:
-        return np.float32(np.inf)
-    # e = floor(log2 v) from the bit lengths, then corrected by one step at most
-    e = v.numerator.bit_length() - v.denominator.bit_length()
-    while TWO**e > v:
-        e -= 1
-    while TWO ** (e + 1) <= v:
-        e += 1
-    qexp = max(e, -126) - 23  # the quantum: 2^(e - 23) for normals, 2^-149 below
-    scaled = v / TWO**qexp
-    n = scaled.numerator // scaled.denominator
-    rest = scaled - n
-    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and n % 2 == 1):
-        n += 1
-    assert n <= 2**24
-    value = math.ldexp(n, qexp)  # exact: n has at most 25 bits
-    out = np.float32(value)
-    assert float(out) == value  # a binary32 number (below the overflow edge)
-    return out
+    return round_rational(v, np.float32)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal as binary32 bit patterns (+0 differs from -0), every NaN counted equal."""
+    assert_same_bits(got, want, np.float32)
 
 
 def exp32_ref(x: float, shift: int = 0) -> np.float32:
@@ -81,18 +66,6 @@ def ref_array(x: np.ndarray, shift: int = 0) -> np.ndarray:
     return np.array([exp32_ref(float(t), shift) for t in flat],
                     dtype=np.float32).reshape(np.shape(x))
 
-
-def same_bits(got: np.ndarray, want: np.ndarray) -> None:
-    """Equal as binary32 bit patterns (so +0 differs from -0), every NaN counted equal."""
-    got = np.asarray(got)
-    assert got.dtype == np.float32
-    assert got.shape == want.shape
-    gn, wn = np.isnan(got), np.isnan(want)
-    assert np.array_equal(gn, wn), (got, want)
-    g = np.ascontiguousarray(got).view(np.uint32)[~gn]
-    w = np.ascontiguousarray(want).view(np.uint32)[~wn]
-    bad = np.flatnonzero(g != w)
-    assert bad.size == 0, [(float(got[~gn][i]), float(want[~wn][i])) for i in bad[:5]]
 
 
 # ------------------------------------------------------------------ the reference itself
@@ -134,6 +107,7 @@ def _ln_of(v: Fraction, shift: int) -> float:
                      - Decimal(2).ln() * shift)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(st.lists(st.floats(-120.0, 100.0), min_size=1, max_size=12),
        st.integers(-64, 8))

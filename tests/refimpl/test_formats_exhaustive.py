@@ -59,6 +59,7 @@ def _expected_values(name: str, codes: range) -> list:
                     subnormals=subnormals) for c in codes]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", SMALL, ids=lambda f: f.name)
 def test_decode_matches_fraction_formula(fmt: F.Format) -> None:
     codes = range(1 << fmt.bits)
@@ -106,6 +107,7 @@ def test_exact_values_are_fixed_points_in_every_mode(fmt: F.Format, rounding: st
     assert np.array_equal(back, codes[keep])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", SMALL, ids=lambda f: f.name)
 def test_value_table(fmt: F.Format) -> None:
     table = F.value_table(fmt)

@@ -1,5 +1,6 @@
 """FP16 against numpy.float16 (an exact IEEE binary16 oracle) and BF16 against a
-Fraction round-to-nearest-even written here from IEEE 754-2019 section 4.3.1."""
+Fraction round-to-nearest-even written from IEEE 754-2019 section 4.3.1
+(``tests/oracles.py``)."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from oracles import BFLOAT16, round_binary
 from refimpl import formats as F
 
 
@@ -93,32 +95,6 @@ def test_fp16_from_float64_matches_numpy(bits: list[int], scale: int) -> None:
 
 # ---- BF16 --------------------------------------------------------------------------
 
-def _rne(x: Fraction, precision: int, emin: int, overflow_at: Fraction) -> Fraction | float:
-    """x rounded to nearest, ties to even, on a binary grid with ``precision``
-    significant bits and normal exponents >= emin; magnitudes that round to
-    ``overflow_at`` or above become infinities (IEEE 754 section 7.4)."""
-    if x == 0:
-        return x
-    a = abs(x)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    while Fraction(2) ** e > a:
-        e -= 1
-    while Fraction(2) ** (e + 1) <= a:
-        e += 1
-    q = Fraction(2) ** (max(e, emin) - precision + 1)
-    n = a / q
-    lo = n.numerator // n.denominator
-    rest = n - lo
-    k = lo + (1 if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and lo % 2) else 0)
-    r = k * q
-    if r >= overflow_at:
-        return float("-inf") if x < 0 else float("inf")
-    return -r if x < 0 else r
-
-
-BF16_OVERFLOW = Fraction(2) ** 128  # rounding with unbounded exponent reaches 2^128
-
-
 def _check_bf16(x: np.ndarray) -> None:
     got = F.decode(F.encode(x, "bf16"), "bf16")
     for xi, gi in zip(x.tolist(), got.tolist()):
@@ -128,7 +104,7 @@ def _check_bf16(x: np.ndarray) -> None:
         if xi in (float("inf"), float("-inf")):
             assert gi == xi
             continue
-        want = _rne(Fraction(xi), 8, -126, BF16_OVERFLOW)
+        want = round_binary(Fraction(xi), *BFLOAT16)
         assert (gi == want) if isinstance(want, float) else Fraction(gi) == want, (xi, gi)
         if xi == 0:
             assert np.signbit(gi) == np.signbit(xi)

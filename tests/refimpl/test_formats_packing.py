@@ -34,6 +34,7 @@ def test_fp6_one_per_byte_and_dense_layouts() -> None:
     assert F.pack(c, "e3m2", order="high_first", dense=True).tolist() == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["e2m1", "e2m3", "e3m2"])
 @pytest.mark.parametrize("order", ["low_first", "high_first"])
 @pytest.mark.parametrize("dense", [False, True])

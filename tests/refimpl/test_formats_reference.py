@@ -96,6 +96,7 @@ def _check(fmt: F.Format, xs: list, dtype: type, mode: str, saturate: bool,
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ALL, ids=lambda f: f.name)
 @settings(max_examples=40)
 @given(data=st.data())
@@ -111,6 +112,7 @@ def test_vectorised_matches_reference(fmt: F.Format, data: st.DataObject) -> Non
     _check(fmt, xs, dtype, mode, saturate, rbits, nbits)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ALL, ids=lambda f: f.name)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_vectorised_matches_reference_on_specials(fmt: F.Format, dtype: type) -> None:
@@ -158,6 +160,7 @@ def _brute_force(fmt: F.Format, a: Fraction, mode: str, negative: bool) -> int |
     return "overflow" if pick[1] > fmt.max_code_magnitude else pick[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", SMALL, ids=lambda f: f.name)
 @settings(max_examples=30)
 @given(data=st.data())

@@ -308,3 +308,19 @@ def test_can_add_counts_blocks_and_watermark() -> None:
     assert c.can_add(144, watermark=0.1) and not c.can_add(145, watermark=0.1)
     with pytest.raises(ValueError, match="watermark"):
         c.can_add(1, watermark=1.0)
+
+
+def test_can_append_refuses_a_negative_count() -> None:
+    c = PagedKVCache(2, 2, 2, 3)
+    c.add_sequence(0)
+    assert c.can_append(0, 4) and not c.can_append(0, 5)
+    with pytest.raises(ValueError, match="non-negative"):
+        c.can_append(0, -1)
+
+
+def test_watermark_is_rounded_down_to_whole_blocks_as_in_vllm_v0() -> None:
+    # 150 blocks, 1%: int(1.5) = 1 block kept free
+    c = PagedKVCache(150, 1, 1, 1)
+    assert c.can_add(149, watermark=0.01)           # 150 - 149 = 1 >= 1
+    assert not c.can_add(150, watermark=0.01)       # 0 < 1
+    assert c.can_add(150, watermark=0.0)

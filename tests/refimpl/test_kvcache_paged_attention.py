@@ -81,6 +81,7 @@ def check(c, seqs, q, block_q, opts):
     assert stats == total
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(seed=st.integers(0, 2**32 - 1), page=st.sampled_from([1, 2, 4, 8, 16]),
        hkv=st.sampled_from([1, 2]), group=st.sampled_from([1, 2, 3]),

@@ -45,6 +45,7 @@ def test_hash_chain_names_the_whole_prefix() -> None:
         block_hash(ROOT_HASH, [2**63])
 
 
+@pytest.mark.slow
 def test_hash_is_stable_across_processes() -> None:
     code = ("from refimpl.kvcache import hash_blocks;"
             "print(hash_blocks(list(range(40)), 16, ('tenant-a', 3))[-1].hex())")

@@ -81,6 +81,7 @@ def test_bad_arguments() -> None:
         simulate([], "paged", memory_slots=100)
 
 
+@pytest.mark.slow
 def test_paged_waste_under_4_percent_contiguous_over_60() -> None:
     trace = sharegpt_like_trace(300)
     c = simulate(trace, "contiguous")
@@ -123,3 +124,13 @@ def test_history_hand_traced() -> None:
                  watermark=0.0)
     assert c.history == ((5, 16, 1), (6, 16, 1), (7, 16, 1), (8, 16, 1))
     assert p.history == ((5, 8, 1), (6, 8, 1), (7, 8, 1), (8, 8, 1))
+
+
+def test_simulate_watermark_is_rounded_down() -> None:
+    # 150 pages of 16; R0 (1 page) is admitted, then R1 (148 pages) leaves exactly
+    # int(0.01 * 150) = 1 page free, so it is admitted in the same step and finishes
+    # there; R0 appends its one token at step 1 (a new page) and finishes
+    trace = [Request(0, 16, 1), Request(0, 148 * 16, 0)]
+    r = simulate(trace, "paged", memory_slots=150 * 16, max_len=150 * 16,
+                 block_size=16, watermark=0.01)
+    assert (r.steps, r.peak_running, r.finished, r.preemptions) == (2, 2, 2, 0)

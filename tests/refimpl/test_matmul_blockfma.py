@@ -85,6 +85,7 @@ def test_output_rounding_toward_zero(name):
     assert dot(row, BlockFMA(n, f, "nearest_even")) == np.float32(1 + 2.0**-22)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 @settings(max_examples=15)
 @given(data=st.data())

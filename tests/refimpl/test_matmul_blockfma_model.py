@@ -273,6 +273,7 @@ EXP_BITS = {"V100-FP16": 5, "A100-FP16": 5, "A100-BF16": 8, "A100-TF32": 8,
             "H100-FP16": 5, "H100-BF16": 8, "H100-FP8": 4, "B200-FP8": 4}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FORMATS))
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())

@@ -1,8 +1,8 @@
 """refimpl.matmul "exact": correctly rounded products, checked against Fraction sums.
 
 The oracle here is independent of the code under test: the exact sum is a
-``fractions.Fraction``; it is rounded to FP32 (or FP16) by picking, among the NumPy
-neighbours of float(x), the one nearest in exact arithmetic (ties to the even code).
+``fractions.Fraction``; it is rounded to FP32 (or FP16, BF16) by the IEEE 754 definition
+in ``tests/oracles.py`` (integer arithmetic, ties to the even code).
 """
 from __future__ import annotations
 
@@ -17,28 +17,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from oracles import (BFLOAT16, SHARP_FP32_PRODUCTS, round_binary, round_rational, same_bits,
+                     with_examples)
 from refimpl.matmul import exact_matmul64, matmul
 from refimpl.matmul.rounding import FP32, target
 
-F32_OVERFLOW = Fraction(2**128 - 2**103)  # max + half an ulp: rounds to Inf (ties to even)
-F16_OVERFLOW = Fraction(65504 + 16)
-
-
 def oracle_round(x: Fraction, dtype=np.float32) -> float:
-    """RN-even of an exact rational to float32/float16, by nearest-neighbour search."""
-    limit = F32_OVERFLOW if dtype == np.float32 else F16_OVERFLOW
-    if abs(x) >= limit:
-        return float(np.inf if x > 0 else -np.inf)
-    with np.errstate(over="ignore"):
-        y = dtype(float(x))
-        cands = {y, np.nextafter(y, dtype(np.inf)), np.nextafter(y, dtype(-np.inf))}
-    cands = [c for c in cands if np.isfinite(c)]
-    best = min(abs(Fraction(float(c)) - x) for c in cands)
-    near = [c for c in cands if abs(Fraction(float(c)) - x) == best]
-    if len(near) > 1:
-        utype = np.uint32 if dtype == np.float32 else np.uint16
-        near = [c for c in near if int(np.array(c, dtype=dtype).view(utype)) % 2 == 0]
-    return float(near[0])
+    """RN-even of an exact rational to float32/float16 (IEEE 754, ``tests/oracles.py``)."""
+    return float(round_rational(x, dtype))
 
 
 def oracle_dot(a_row, b_col, dtype=np.float32) -> float:
@@ -67,13 +53,6 @@ def oracle_matmul(a, b, dtype=np.float32) -> np.ndarray:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return np.array([[oracle_dot(a[i], b[:, j], dtype) for j in range(b.shape[1])]
                      for i in range(a.shape[0])], dtype=dtype).reshape(a.shape[0], b.shape[1])
-
-
-def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
-    x, y = np.asarray(x), np.asarray(y, dtype=x.dtype)
-    ux = x.view(np.uint32 if x.dtype == np.float32 else np.uint16)
-    uy = y.view(ux.dtype)
-    return bool(np.all((ux == uy) | (np.isnan(x) & np.isnan(y))))
 
 
 # ------------------------------------------------------------------ strategies
@@ -121,15 +100,7 @@ def check(a, b):
 # ------------------------------------------------------------------ tests
 @settings(max_examples=60)
 @given(matrices())
-@example((np.array([[1.0, 2.0**-24, 2.0**-80]], np.float32), np.ones((3, 1), np.float32)))
-@example((np.array([[1.0, 2.0**-24, -2.0**-80]], np.float32), np.ones((3, 1), np.float32)))
-@example((np.array([[1.0, 3 * 2.0**-24]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[3.4028235e38, 2.0**103]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[3.4028235e38, 2.0**102]], np.float32), np.ones((2, 1), np.float32)))
-@example((np.array([[-0.0, 0.0]], np.float32), np.array([[1.0], [-1.0]], np.float32)))
-@example((np.array([[-0.0, 0.0]], np.float32), np.array([[1.0], [1.0]], np.float32)))
-@example((np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32)))
-@example((np.array([[2.0**-149, 2.0**-149]], np.float32), np.array([[0.5], [0.5]], np.float32)))
+@with_examples(SHARP_FP32_PRODUCTS)
 def test_exact_equals_fraction(ab):
     check(*ab)
 
@@ -263,6 +234,7 @@ sys.stdout.write(matmul(a, b).tobytes().hex())
 """
 
 
+@pytest.mark.slow
 def test_bytes_identical_across_blas_thread_counts():
     """The golden answer must not depend on OPENBLAS_NUM_THREADS (OPENBLAS_CORETYPE is
     left as the machine has it). The design makes the kernel irrelevant: see
@@ -299,6 +271,7 @@ near_edges = st.builds(
 bounds = st.builds(lambda m, e: m * 2.0**e, st.floats(0, 1), st.integers(-180, 130))
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(near_edges, bounds)
 @example(1.0 + 2.0**-40, 2.0**-26)   # reaches below 1: the grid is finer there
@@ -317,6 +290,7 @@ def test_screen_certifies_only_safe_intervals(s, bound):
         assert _rounds_same(s, bound, np.float16), (s, bound)
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(matrices())
 def test_plain_reference_agrees_with_fast_path_and_oracle(ab):
@@ -332,20 +306,9 @@ def test_plain_reference_agrees_with_fast_path_and_oracle(ab):
 
 
 def oracle_round_bf16(x: Fraction) -> float:
-    """RN-even to bfloat16 (float32 with 16 low bits zero), by neighbour search."""
-    bf_max = Fraction(float(np.array(0x7F7F0000, np.uint32).view(np.float32)))
-    if abs(x) >= bf_max + Fraction(2) ** 119:
-        return float(np.inf if x > 0 else -np.inf)
-    y = np.float32(float(x))
-    lo_bits = int(np.array(y, np.float32).view(np.uint32)) & 0xFFFF0000
-    cands = [np.array(b, np.uint32).view(np.float32).item() for b in (lo_bits, lo_bits + 0x10000)
-             if (b & 0x7F800000) != 0x7F800000]
-    cands += [-c for c in cands]
-    best = min(abs(Fraction(c) - x) for c in cands)
-    near = [c for c in cands if abs(Fraction(c) - x) == best]
-    even = [c for c in near if (int(np.array(c, np.float32).view(np.uint32)) >> 16) % 2 == 0]
-    near = even or near
-    return -0.0 if x < 0 and near[0] == 0 else near[0]
+    """RN-even to bfloat16 (binary32's exponent range, 8 significant bits)."""
+    r = round_binary(x, *BFLOAT16)
+    return -0.0 if x < 0 and r == 0 else float(r)
 
 
 @settings(max_examples=25)

@@ -1,6 +1,6 @@
 """``_fsum_fp32`` (the math.fsum certificate) and ``resolve_fp32`` (the resolution of
 flagged outputs) against exact rational arithmetic: the dot product summed as
-``fractions.Fraction`` and rounded to binary32 by the IEEE definition written out here
+``fractions.Fraction`` and rounded to binary32 by the IEEE definition in ``tests/oracles.py``
 (round to nearest, ties to even, quantum 2^-149 below the normal range); the sign of an
 exact zero by the IEEE rule (-0 only when every product is -0)."""
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from oracles import floor_log2, round_rational
 from refimpl.matmul.screening import (_fsum_fp32, exact_col_norms, exact_product_fp32,
                                   exact_row_bounds, resolve_fp32, screen_fp32,
                                   screen_width)
@@ -26,28 +27,12 @@ TWO = Fraction(2)
 def quantum32(v: Fraction) -> Fraction:
     """The spacing of binary32 numbers at |v| (v != 0): 2^(e - 23), e = max(floor(log2
     |v|), -126)."""
-    a = abs(v)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    while TWO**e > a:
-        e -= 1
-    while TWO ** (e + 1) <= a:
-        e += 1
-    return TWO ** (max(e, -126) - 23)
+    return TWO ** (max(floor_log2(abs(v)), -126) - 23)
 
 
 def rn32_ref(v: Fraction) -> float:
     """RN32 (ties to even) of a rational; +-inf from 2^128 - 2^103 on."""
-    if v == 0:
-        return 0.0
-    if abs(v) >= TWO**128 - TWO**103:
-        return math.copysign(math.inf, v)
-    q = quantum32(v)
-    s = abs(v) / q
-    n = s.numerator // s.denominator
-    rest = s - n
-    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and n % 2):
-        n += 1
-    return math.copysign(float(n * q), v)  # exact: at most 25 bits
+    return float(round_rational(v, np.float32))
 
 
 def is_midpoint32(v: Fraction) -> bool:
@@ -152,6 +137,7 @@ def test_fsum_fp32_ordinary_sums_certified(p):
 f32 = st.floats(-(2.0**50), 2.0**50, width=32, allow_subnormal=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(st.lists(st.tuples(f32, f32), min_size=1, max_size=12), st.integers(-40, 40))
 @example([(1.0, 1.0), (2.0**-12, 2.0**-12), (2.0**-40, 2.0**-40)], 0)

@@ -12,26 +12,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from oracles import round_rational, same_bits
 from refimpl.matmul import Chunked, Pairwise, Sequential, matmul
 
 
 def rn(x: Fraction, dtype=np.float32):
-    """Round an exact rational to dtype, nearest-even, by neighbour search."""
-    limit = Fraction(2**128 - 2**103) if dtype == np.float32 else Fraction(65520)
-    if abs(x) >= limit:
-        return dtype(np.inf if x > 0 else -np.inf)
-    with np.errstate(over="ignore"):
-        y = dtype(float(x))
-        cands = [c for c in {y, np.nextafter(y, dtype(np.inf)), np.nextafter(y, dtype(-np.inf))}
-                 if np.isfinite(c)]
-    best = min(abs(Fraction(float(c)) - x) for c in cands)
-    near = [c for c in cands if abs(Fraction(float(c)) - x) == best]
-    if len(near) > 1:
-        u = np.uint32 if dtype == np.float32 else np.uint16
-        near = [c for c in near if int(np.array(c, dtype).view(u)) % 2 == 0]
-    if near[0] == 0 and x < 0:
-        return dtype(-0.0)
-    return dtype(near[0])
+    """Round an exact rational to dtype, nearest-even (IEEE 754, ``tests/oracles.py``)."""
+    return round_rational(x, dtype)
 
 
 def seq_oracle(a_row, b_col, dtype, fma):
@@ -70,12 +57,6 @@ def pairwise_oracle(a_row, b_col, dtype):
     return level[0]
 
 
-def same(x, y):
-    x, y = np.asarray(x), np.asarray(y, dtype=np.asarray(x).dtype)
-    u = np.uint32 if x.dtype == np.float32 else np.uint16
-    return bool(np.all((x.view(u) == y.view(u)) | (np.isnan(x) & np.isnan(y))))
-
-
 f16_values = st.builds(  # every finite float16 code, by construction
     lambda code, neg: float(np.array(code | (0x8000 if neg else 0), np.uint16).view(np.float16)),
     st.integers(0, 0x7BFF), st.booleans())
@@ -107,7 +88,7 @@ def test_sequential_fp32(ab, fma):
     a, b = (x.astype(np.float32) for x in ab)
     got = matmul(a, b, accumulate=Sequential(fma=fma))
     want = expect(a, b, lambda r, c: seq_oracle(r, c, np.float32, fma)).astype(np.float32)
-    assert same(got, want)
+    assert same_bits(got, want)
 
 
 @settings(max_examples=40)
@@ -117,7 +98,7 @@ def test_sequential_fp16(ab, fma):
     a, b = ab
     got = matmul(a, b, accumulate=Sequential(fma=fma), out_format="fp16")
     want = expect(a, b, lambda r, c: seq_oracle(r, c, np.float16, fma)).astype(np.float32)
-    assert same(got, want)
+    assert same_bits(got, want)
 
 
 def test_sequential_fma_differs_where_the_product_is_inexact():
@@ -130,6 +111,7 @@ def test_sequential_fma_differs_where_the_product_is_inexact():
     assert matmul(a, b, accumulate="exact")[0, 0] == np.float32(2.0**-24)
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(mats(f32_values, max_k=17))
 @example((np.array([[1.0, 2.0**-24, 2.0**-24, 1.0, 2.0**-24]]), np.ones((5, 1))))
@@ -137,7 +119,7 @@ def test_pairwise_tree(ab):
     a, b = (x.astype(np.float32) for x in ab)
     got = matmul(a, b, accumulate=Pairwise())
     want = expect(a, b, lambda r, c: pairwise_oracle(r, c, np.float32)).astype(np.float32)
-    assert same(got, want)
+    assert same_bits(got, want)
 
 
 def test_pairwise_hand_derived():
@@ -149,6 +131,7 @@ def test_pairwise_hand_derived():
     assert matmul(a, np.ones((4, 1), np.float32), accumulate="sequential")[0, 0] == 1.0
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(mats(f32_values, max_k=20), st.integers(1, 6), st.sampled_from(["exact", "sequential"]))
 def test_chunked_composes_inner_and_outer(ab, size, inner):
@@ -174,7 +157,7 @@ def test_chunked_composes_inner_and_outer(ab, size, inner):
         return acc
 
     want = expect(a, b, oracle).astype(np.float32)
-    assert same(got, want), (a.tolist(), b.tolist(), got, want)
+    assert same_bits(got, want), (a.tolist(), b.tolist(), got, want)
 
 
 def test_chunked_deepseek_default_is_128():

@@ -98,6 +98,7 @@ def _c_values(fmt: str, data, size: int) -> np.ndarray:
 NON_SCALED = sorted(n for n, p in PRESETS.items() if not p.block_scaled)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NON_SCALED)
 @settings(max_examples=12, deadline=None)
 @given(data=st.data())
@@ -129,6 +130,7 @@ def test_vectorised_matches_reference(name, data):
                 (name, out, i, j, got[i, j], w)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["B200-MXF8F6F4", "B200-MXF4", "B200-NVF4"])
 @settings(max_examples=10, deadline=None)
 @given(data=st.data())

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oracles import round_rational
 from refimpl.scaling import (
     TE_WGRAD_SIGNS,
     hadamard_matrix,
@@ -42,18 +43,11 @@ def test_stored_rht_matrix_is_exactly_orthogonal():
     assert np.array_equal(m64 @ m64.T, np.eye(64))  # 1/8: still exact
 
 
-def to_f32(F: Fraction) -> np.float32:
-    if abs(F) >= (2 - Fraction(1, 2 ** 24)) * Fraction(2) ** 127:
-        return np.float32(np.inf) if F > 0 else np.float32(-np.inf)
-    c = np.float32(float(F))
-    cands = [c, np.nextafter(c, np.float32(np.inf)), np.nextafter(c, np.float32(-np.inf))]
-    return min(cands, key=lambda v: (abs(Fraction(float(v)) - F), int(v.view(np.uint32)) & 1))
-
-
 WIDE = st.one_of(st.floats(-1e6, 1e6, width=32),
                  st.floats(width=32, allow_nan=False, allow_infinity=False))
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(rows=st.lists(st.lists(WIDE, min_size=32, max_size=32), min_size=1, max_size=3),
        inverse=st.booleans())
@@ -67,7 +61,7 @@ def test_transform_is_correctly_rounded_exact_product(rows, inverse):
             xs = [Fraction(float(v)) for v in x[r, 16 * g:16 * (g + 1)]]
             for j in range(16):
                 exact = sum(xs[i] * m[i][j] for i in range(16))
-                assert y[r, 16 * g + j] == to_f32(exact), (r, g, j)
+                assert y[r, 16 * g + j] == round_rational(exact), (r, g, j)
 
 
 def test_pinned_wide_group_is_correctly_rounded():
@@ -78,7 +72,7 @@ def test_pinned_wide_group_is_correctly_rounded():
     m = hadamard_matrix(16)
     for j in range(16):
         exact = sum(Fraction(float(x[i])) * Fraction(float(m[i, j])) for i in range(16))
-        assert y[j] == to_f32(exact)
+        assert y[j] == round_rational(exact)
 
 
 @settings(max_examples=30)
@@ -170,7 +164,7 @@ def test_byte_swapped_wide_group_matches_exact_sums(dtype):
     for j in range(16):
         exact = sum(xs[i] * d[i] * int(h[i, j]) for i in range(16)) / 4
         if dtype == ">f4":
-            assert got[j] == to_f32(exact)
+            assert got[j] == round_rational(exact)
         else:  # float64: the butterfly in float64; here every sum is within 2**-52 of exact
             assert abs(Fraction(float(got[j])) - exact) <= abs(exact) * Fraction(1, 2 ** 52)
 

@@ -9,7 +9,6 @@ nearest enumerated value with ties to the even code.
 """
 from __future__ import annotations
 
-import bisect
 import math
 import struct
 from fractions import Fraction
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oracles import element_table, floor_log2, nearest_magnitude
 from refimpl.scaling import (
     INT8,
     MXArray,
@@ -46,16 +46,7 @@ def magnitudes(name):
     if name == "int8":
         return [(Fraction(k, 64), k) for k in range(128)]
     e, m, bias, vmax, _ = LAYOUT[name]
-    out = []
-    for code in range(1 << (e + m)):
-        ef, mf = code >> m, code & ((1 << m) - 1)
-        if ef == 0:
-            v = Fraction(mf, 1 << m) * Fraction(2) ** (1 - bias)
-        else:
-            v = (1 + Fraction(mf, 1 << m)) * Fraction(2) ** (ef - bias)
-        if v <= vmax:
-            out.append((v, code))
-    return sorted(out)
+    return element_table(e, m, bias, vmax)
 
 
 TABLES = {name: magnitudes(name) for name in ELEMENTS}
@@ -65,48 +56,12 @@ def ref_encode(v: Fraction, negative: bool, name: str, mode: str = "nearest_even
                r: int = 0, nbits: int = 8) -> int:
     """Round onto the enumerated values (saturating at the largest), in ``mode``;
     ``"stochastic"`` rounds away when floor(frac * 2**nbits) + r >= 2**nbits (P3109)."""
-    table = TABLES[name]
-    vals = [t[0] for t in table]
-    a = abs(v)
-    if a >= vals[-1]:
-        mag = table[-1][1]
-    else:
-        i = bisect.bisect_left(vals, a)
-        if vals[i] == a:
-            mag = table[i][1]
-        else:
-            lo, hi = table[i - 1], table[i]
-            dlo, dhi = a - lo[0], hi[0] - a
-            if mode == "stochastic":
-                frac = dlo / (hi[0] - lo[0])
-                away = math.floor(frac * 2 ** nbits) + r >= 2 ** nbits
-                mag = hi[1] if away else lo[1]
-            elif mode == "toward_zero":
-                mag = lo[1]
-            elif mode == "toward_positive":
-                mag = lo[1] if negative else hi[1]
-            elif mode == "toward_negative":
-                mag = hi[1] if negative else lo[1]
-            elif dlo != dhi:
-                mag = lo[1] if dlo < dhi else hi[1]
-            elif mode == "nearest_away":
-                mag = hi[1]
-            else:
-                mag = lo[1] if lo[1] % 2 == 0 else hi[1]
+    mag = nearest_magnitude(abs(v), TABLES[name], mode, negative, random=r, random_bits=nbits)
     if name == "int8":
         k = -mag if negative else mag
         return k & 0xFF
     sign_bit = 1 << (LAYOUT[name][0] + LAYOUT[name][1])
     return mag | (sign_bit if negative else 0)
-
-
-def floor_log2(a: Fraction) -> int:
-    k = a.numerator.bit_length() - a.denominator.bit_length()
-    while Fraction(2) ** k > a:
-        k -= 1
-    while Fraction(2) ** (k + 1) <= a:
-        k += 1
-    return k
 
 
 def ceil_log2(a: Fraction) -> int:
@@ -246,6 +201,7 @@ def check_against_reference(x, name, rule, inf_block="nan", bs=32, mode="nearest
     return q
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("name", ELEMENTS)
 @settings(max_examples=12)
@@ -254,6 +210,7 @@ def test_matches_fraction_reference(name, rule, x):
     check_against_reference(x, name, rule)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ELEMENTS)
 @settings(max_examples=8)
 @given(x=mx_tensor(max_rows=2, max_blocks=2), rule=st.sampled_from(RULES),
@@ -273,6 +230,7 @@ def test_matches_plain_package_reference(name, x, rule, policy, mode):
             assert q.codes[r, 32 * j:32 * (j + 1)].tolist() == codes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["nearest_away", "toward_zero", "toward_positive",
                                   "toward_negative"])
 @pytest.mark.parametrize("name", ELEMENTS)
@@ -284,6 +242,7 @@ def test_rounding_modes_match_reference(name, mode, x, dtype):
     check_against_reference(x.astype(dtype), name, "floor", mode=mode)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["nan", "max", "exponent"])
 @pytest.mark.parametrize("name", ["e4m3", "e2m1", "int8"])
 @settings(max_examples=10)
@@ -416,6 +375,7 @@ def test_axis_and_padding():
     assert np.array_equal(q.dequantize().T, ref.dequantize()[:, :40])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ELEMENTS)
 @settings(max_examples=15)
 @given(x=mx_tensor(max_rows=2, max_blocks=2))
@@ -534,6 +494,7 @@ def test_fp4_packing_low_nibble_first():
     assert int(q.packed()[0]) == 0xF2  # [1.0, -6.0] -> codes 0x2, 0xF
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["e4m3", "e2m1", "e3m2"])
 @settings(max_examples=8)
 @given(x=mx_tensor(max_rows=1, max_blocks=2), data=st.data())

@@ -1,8 +1,8 @@
 """MX dot product and matmul (OCP MX v1.0 section 6.2) against exact Fraction sums.
 
 Element values are decoded here from each format's layout (not by the code under test);
-the exact sum is rounded to float32 by choosing, among the float32 neighbours of
-Python's correctly rounded float64 conversion, the one nearest in exact arithmetic.
+the exact sum is rounded to float32 by the IEEE 754 definition in ``tests/oracles.py``
+(integer arithmetic on the exact rational).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oracles import code_value, round_rational
 from refimpl.scaling import MXArray, mx_dot, mx_matmul, mx_quantize, round_dyadic
 
 LAYOUT = {  # name -> (exp_bits, man_bits, bias, special-code test)
@@ -29,12 +30,7 @@ NAMES = list(LAYOUT) + ["int8"]
 def value(code: int, name: str) -> Fraction:
     if name == "int8":
         return Fraction(code - 256 if code >= 128 else code, 64)
-    e, m, bias, _ = LAYOUT[name]
-    sign = -1 if code >> (e + m) else 1
-    ef, mf = (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1)
-    if ef == 0:
-        return sign * Fraction(mf, 1 << m) * Fraction(2) ** (1 - bias)
-    return sign * (1 + Fraction(mf, 1 << m)) * Fraction(2) ** (ef - bias)
+    return code_value(code, *LAYOUT[name][:3])
 
 
 def bits(name: str) -> int:
@@ -43,20 +39,7 @@ def bits(name: str) -> int:
 
 def to_f32(F: Fraction) -> float:
     """Nearest float32 to F, ties to even, overflow to Inf (independent of round_dyadic)."""
-    if F == 0:
-        return 0.0
-    limit = (2 - Fraction(1, 2 ** 24)) * Fraction(2) ** 127  # halfway to 2**128
-    if abs(F) >= limit:
-        return math.copysign(math.inf, F)
-    c = np.float32(float(F))
-    cands = {float(c), float(np.nextafter(c, np.float32(np.inf))),
-             float(np.nextafter(c, np.float32(-np.inf)))}
-    cands = [v for v in cands if math.isfinite(v)]
-    best = min(abs(Fraction(v) - F) for v in cands)
-    near = [v for v in cands if abs(Fraction(v) - F) == best]
-    if len(near) == 1:
-        return near[0]
-    return [v for v in near if np.float32(v).view(np.uint32) % 2 == 0][0]
+    return float(round_rational(F, np.float32))
 
 
 def exact_dot(ca, sa, cb, sb, na, nb, bs):
@@ -86,6 +69,7 @@ def mx_vector(draw, name, n, bs):
     return codes, scales
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(data=st.data(), na=st.sampled_from(NAMES), nb=st.sampled_from(NAMES),
        n=st.integers(1, 100), bs=st.sampled_from([32, 8]))

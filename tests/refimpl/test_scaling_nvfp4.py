@@ -7,7 +7,6 @@ rounds to E4M3 / E2M1 by searching value tables enumerated from the formats' lay
 """
 from __future__ import annotations
 
-import bisect
 import math
 from fractions import Fraction
 
@@ -16,46 +15,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oracles import ELEMENT_LAYOUTS, code_value, element_table, nearest_magnitude
 from refimpl.scaling import NVFP4Array, hadamard_transform, nvfp4_quantize, quantization_error
 
 F32 = np.float32
 FLT_MAX = F32(np.finfo(np.float32).max)
-
-
-def table(e, m, bias, vmax):
-    out = []
-    for code in range(1 << (e + m)):
-        ef, mf = code >> m, code & ((1 << m) - 1)
-        v = (Fraction(mf, 1 << m) * Fraction(2) ** (1 - bias) if ef == 0
-             else (1 + Fraction(mf, 1 << m)) * Fraction(2) ** (ef - bias))
-        if v <= vmax:
-            out.append((v, code))
-    return sorted(out)
-
-
-E4M3 = table(4, 3, 7, 448)
-E2M1 = table(2, 1, 1, 6)
+E4M3 = element_table(*ELEMENT_LAYOUTS["e4m3"])
+E2M1 = element_table(*ELEMENT_LAYOUTS["e2m1"])
 
 
 def rne(a: float, tab, sign_bit: int) -> int:
     """Nearest entry (ties to the even code), saturating; a is finite."""
-    v = abs(Fraction(a))
-    vals = [t[0] for t in tab]
-    if v >= vals[-1]:
-        mag = tab[-1][1]
-    else:
-        i = bisect.bisect_left(vals, v)
-        if vals[i] == v:
-            mag = tab[i][1]
-        else:
-            lo, hi = tab[i - 1], tab[i]
-            d = (v - lo[0]) - (hi[0] - v)
-            mag = lo[1] if d < 0 or (d == 0 and lo[1] % 2 == 0) else hi[1]
-    return mag | (sign_bit if math.copysign(1.0, a) < 0 else 0)
+    sign = sign_bit if math.copysign(1.0, a) < 0 else 0
+    return nearest_magnitude(abs(Fraction(a)), tab) | sign
 
 
 def e4m3_value(code: int) -> F32:
-    return F32(float(dict((c, v) for v, c in E4M3)[code & 0x7F]))
+    return F32(float(code_value(code & 0x7F, *ELEMENT_LAYOUTS["e4m3"][:3])))
 
 
 def ref_global(ga: F32, rule: str) -> F32:
@@ -126,6 +102,7 @@ def nv_tensor(draw):
     return np.array([[x for _ in range(nblk) for x in draw(nv_block())] for _ in range(rows)], F32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["te", "te_kernel", "torchao"])
 @settings(max_examples=30)
 @given(x=nv_tensor(), given_amax=st.one_of(st.none(), st.floats(2.0 ** -10, 2.0 ** 20, width=32)))
@@ -147,6 +124,7 @@ def test_1x16_matches_reference(rule, x, given_amax):
             assert [int(c) for c in q.codes[r, 16 * j:16 * (j + 1)]] == codes, (r, j, block)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["te", "te_kernel", "torchao"])
 @settings(max_examples=6)
 @given(data=st.data())
@@ -253,6 +231,7 @@ def test_nan_block_is_local():
     assert np.isnan(d[0, :16]).all() and (d[0, 16:] == 1.0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["te", "torchao"])
 @settings(max_examples=20)
 @given(x=nv_tensor())

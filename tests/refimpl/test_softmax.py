@@ -33,6 +33,7 @@ rows = st.lists(
     st.one_of(st.floats(-100, 100, width=32), st.just(-np.inf)), min_size=0, max_size=24)
 
 
+@pytest.mark.slow
 @settings(max_examples=100)
 @given(rows, st.sampled_from([0.0, 1e4, -1e4]))
 @example([-np.inf, -np.inf], 0.0)
@@ -57,6 +58,7 @@ def test_softmax_and_lse_vs_decimal(row, offset):
         assert abs(lse - ref_lse) <= bound
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(rows, st.integers(1, 7))
 def test_online_equals_definition(row, block):

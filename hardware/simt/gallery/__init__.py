@@ -26,6 +26,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | noinline, noinline_G | noinline_calls (__noinline__ device functions: nested, looping, void), built with -lineinfo and with -G |
 | reduction_G | the reduction kernels built with -G (debug: unoptimised, generic loads, DWARF sections) |
 | spinlock | spinlock_order (a global spin lock taken by every thread in turn), flag_handoff (warp 1 waits for a flag warp 0 sets), warp_handshake (the two halves of a warp wait for each other): all need independent thread scheduling |
+| flash_attention | flash_attention_fwd (FlashAttention-2 forward, d = 64: 8 warps own 64 query rows, K/V tiles of 32 rows in shared memory, online softmax with exp2f, shuffles for the row max and sum), block_sum_2warps (a grid-stride sum with a 64-thread block) |
 | edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared), double_math (tanh, rsqrt: rcp/rsqrt.approx.f64 seeds), device_calls (.func calls: double sin/cos slow path, a __noinline__ function), call_forms (nested, void, struct-returning, argument-less calls), int8_dot (dp4a, dp2a) |
 """
 from __future__ import annotations
@@ -59,6 +60,9 @@ NAMES += ("mma_gemm", "wmma", "fp8_dequant", "cp_async_gemm")
 BUILD.update({"mma_gemm": ("mma_gemm", "sm_80", ()), "wmma": ("wmma", "sm_80", ()),
               "fp8_dequant": ("fp8_dequant", "sm_90", ()),
               "cp_async_gemm": ("cp_async_gemm", "sm_80", ())})
+#: the interpreter's speed workloads (``python -m oracle bench simt``)
+NAMES += ("flash_attention",)
+BUILD["flash_attention"] = ("flash_attention", "sm_90", ())
 
 
 def directory() -> Path:

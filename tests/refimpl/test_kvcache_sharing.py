@@ -1,8 +1,9 @@
-"""Adversarial scenarios for the paged KV cache: fork then append to every child with a
-partial last block, free of a forked parent, prefix hits on held blocks under eviction
-pressure, out of blocks in the middle of a multi-token append (full state snapshot),
-prompts that are an exact multiple of the block size, duplicate full blocks (vLLM v1
-keeps every copy cached), extra-key containers, and vLLM v0's rounded-down watermark.
+"""Blocks shared between sequences in the paged KV cache, adversarial scenarios: fork
+then append to every child with a partial last block (copy-on-write), free of a forked
+parent, prefix hits on held blocks under eviction pressure, out of blocks in the middle
+of a multi-token append (full state snapshot), prompts that are an exact multiple of the
+block size, duplicate full blocks (vLLM v1 keeps every copy cached), extra-key
+containers, and a seeded walk over a two-token alphabet.
 
 Every expected block id, count and queue order is derived by hand from the documented
 rules: the free queue starts ``0 .. n-1``, allocation takes from the head, release
@@ -17,7 +18,6 @@ import numpy as np
 import pytest
 
 from refimpl.kvcache import OutOfBlocksError, PagedKVCache, hash_blocks
-from refimpl.kvcache.simulate import Request, simulate
 
 H, D = 2, 3
 
@@ -251,32 +251,6 @@ def test_wrapped_bytes_key_never_matches_an_int_key() -> None:
     c.append("a", *kv([1, 2, 3, 4, 5]), token_ids=[1, 2, 3, 4, 5])
     assert c.add_sequence("b", [1, 2, 3, 4, 5], extra_keys=(1,)) == 0
     assert c.add_sequence("c", [1, 2, 3, 4, 5], extra_keys=(b"\x01",)) == 4
-
-
-def test_can_append_refuses_a_negative_count() -> None:
-    c = PagedKVCache(2, 2, H, D)
-    c.add_sequence(0)
-    assert c.can_append(0, 4) and not c.can_append(0, 5)
-    with pytest.raises(ValueError, match="non-negative"):
-        c.can_append(0, -1)
-
-
-def test_watermark_is_rounded_down_to_whole_blocks_as_in_vllm_v0() -> None:
-    # 150 blocks, 1%: int(1.5) = 1 block kept free
-    c = PagedKVCache(150, 1, 1, 1)
-    assert c.can_add(149, watermark=0.01)           # 150 - 149 = 1 >= 1
-    assert not c.can_add(150, watermark=0.01)       # 0 < 1
-    assert c.can_add(150, watermark=0.0)
-
-
-def test_simulate_watermark_is_rounded_down() -> None:
-    # 150 pages of 16; R0 (1 page) is admitted, then R1 (148 pages) leaves exactly
-    # int(0.01 * 150) = 1 page free, so it is admitted in the same step and finishes
-    # there; R0 appends its one token at step 1 (a new page) and finishes
-    trace = [Request(0, 16, 1), Request(0, 148 * 16, 0)]
-    r = simulate(trace, "paged", memory_slots=150 * 16, max_len=150 * 16,
-                 block_size=16, watermark=0.01)
-    assert (r.steps, r.peak_running, r.finished, r.preemptions) == (2, 2, 2, 0)
 
 
 def test_seeded_walk_with_duplicates_keeps_cache_map_and_contents_consistent() -> None:

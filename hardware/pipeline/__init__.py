@@ -1,0 +1,86 @@
+"""Attention performance on a GPU: a deterministic discrete-event model of one
+FlashAttention thread block's main loop (:func:`simulate_block`), and the whole GPU
+built on it and calibrated to published H100 measurements (:func:`simulate`).
+
+- :mod:`hardware.pipeline.schedule`: the main-loop schedules of one thread block
+  (FlashAttention-3, arXiv 2407.08608, section 3: warp specialisation, ping-pong,
+  intra-warpgroup pipelining), their unit costs from the GPU catalogue and the
+  discrete-event engine.
+- :mod:`hardware.pipeline.timeline`: the result of a block simulation: the event log,
+  the circular-buffer invariant check and the ASCII Gantt chart.
+- :mod:`hardware.pipeline.gpu`: the whole GPU (FA3 section 4): kernels, output tiles,
+  the calibration and list-scheduled waves.
+- :mod:`hardware.pipeline.published`: the whole-GPU model next to every published figure
+  (:func:`sweep`).
+
+Every public name of the four is importable from here (``from hardware import
+pipeline as pl; pl.simulate_block("fa3", seq_len=8192)``).
+"""
+from __future__ import annotations
+
+from hardware.pipeline.gpu import (
+    FA2_TILES,
+    H100_CALIBRATION,
+    KERNELS,
+    Calibration,
+    GPURun,
+    Kernel,
+    Tile,
+    attention_flops,
+    fa3_tile,
+    kernel_tile,
+    simulate,
+)
+from hardware.pipeline.schedule import (
+    DTYPE_BYTES,
+    HBM_LATENCY_CYCLES,
+    L2_LATENCY_CYCLES,
+    SCHEDULES,
+    SOFTMAX_FP32_OPS_PER_SCORE,
+    Schedule,
+    UnitCosts,
+    simulate_block,
+    unit_costs,
+)
+from hardware.pipeline.published import SweepRow, sweep
+from hardware.pipeline.timeline import (
+    GANTT_SYMBOLS,
+    UNITS,
+    BufferInvariantError,
+    Event,
+    Timeline,
+    check_buffer_invariant,
+    render_gantt,
+)
+
+__all__ = [
+    "Schedule",
+    "SCHEDULES",
+    "UnitCosts",
+    "Event",
+    "Timeline",
+    "BufferInvariantError",
+    "SOFTMAX_FP32_OPS_PER_SCORE",
+    "L2_LATENCY_CYCLES",
+    "HBM_LATENCY_CYCLES",
+    "DTYPE_BYTES",
+    "UNITS",
+    "GANTT_SYMBOLS",
+    "unit_costs",
+    "simulate_block",
+    "simulate",
+    "Calibration",
+    "H100_CALIBRATION",
+    "Kernel",
+    "KERNELS",
+    "Tile",
+    "fa3_tile",
+    "kernel_tile",
+    "FA2_TILES",
+    "GPURun",
+    "attention_flops",
+    "SweepRow",
+    "sweep",
+    "check_buffer_invariant",
+    "render_gantt",
+]

@@ -1,0 +1,233 @@
+"""Single and double precision floating point (PTX ISA 9.0, 9.7.3): fma,
+sqrt/rcp in IEEE modes, the .approx transcendental instructions, copysign,
+testp; :data:`APPROX_ERROR` lists the hardware's documented errors.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from refimpl import elementary
+
+from .. import rounding
+from ..parser import Instruction
+from ..types import TYPES
+from .operands import (Op, _alu, _finish_float, _ftz32, _ftz64, _mode, _one_type, _u,
+                       _ubits, _unsupported)
+
+
+#: maximum error of the hardware's .approx instructions (PTX ISA 9.7.3), for tolerances
+APPROX_ERROR = {
+    "rcp.approx.f32": "max 1 ulp (full range)",
+    "sqrt.approx.f32": "max relative error 2**-23",
+    "rsqrt.approx.f32": "max relative error 2**-22.9",
+    "ex2.approx.f32": "max 2 ulp over the full range",
+    "lg2.approx.f32": "max absolute error 2**-22 in [0.5, 2], relative 2**-22 elsewhere",
+    "sin.approx.f32": "max absolute error 2**-20.5 in [-100*pi, 100*pi]",
+    "cos.approx.f32": "max absolute error 2**-20.5 in [-100*pi, 100*pi]",
+    "tanh.approx.f32": "max relative error 2**-11",
+    "div.approx.f32": "max 2 ulp for |divisor| in [2**-126, 2**126]; 0 (NaN for an infinite "
+                      "dividend) for 2**126 < |divisor| < 2**128",
+    "div.full.f32": "max 2 ulp over the full range",
+    "rcp.approx.ftz.f64": "a reciprocal seed for Newton iterations (low-order bits inexact)",
+    "rsqrt.approx.f64": "a reciprocal square root seed for Newton iterations",
+}
+
+
+def c_fma(inst: Instruction, ctx: Any) -> Op:
+    """fma.rnd.{f32,f64} (9.7.3.6): exact a*b + c, rounded once."""
+    t = _one_type(inst)
+    mode = _mode(inst, "")
+    if mode == "":
+        raise _unsupported(inst, "fma needs a rounding modifier (.rn/.rz/.rm/.rp)")
+    if t.bits == 32:
+        return _alu(inst, ctx, t, _finish_float(
+            inst, t, lambda a, b, c: rounding.fma_f32(a, b, c, mode)), 3)
+    if t.bits == 64:
+        if mode == "rn":
+            return _alu(inst, ctx, t, lambda a, b, c: rounding.fma_f64_rn(a, b, c), 3)
+        return _alu(inst, ctx, t, lambda a, b, c: rounding.fraction_op_f64(
+            "fma", [a, b, c], mode), 3)
+    raise _unsupported(inst, f"fma on .{t.name} is not supported")
+
+
+def _div_approx_f32(a: Any, b: Any) -> np.ndarray:
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    with np.errstate(all="ignore"):
+        r = _ftz32(np.divide(np.float32(1.0), b, dtype=np.float32))
+        return np.multiply(a, r, dtype=np.float32)
+
+
+# The transcendental .approx instructions are modelled by the bit-reproducible float64
+# functions of refimpl.elementary (within a few float64 ulp) rounded to float32: well
+# inside the error bounds of APPROX_ERROR.
+
+
+def _exp2_f64(x: np.ndarray) -> np.ndarray:
+    # 2**x = 2**n * e**(f ln 2), n = rint(x), f = x - n in [-0.5, 0.5] (exact)
+    x = np.asarray(x, np.float64)
+    big = np.clip(x, -1100.0, 1100.0)
+    n = np.rint(big)
+    return np.ldexp(elementary.exp((big - n) * elementary.LN2), n.astype(np.int64))
+
+
+def _log2_f64(x: np.ndarray) -> np.ndarray:
+    # log2(m * 2**e) = e + log(m) / ln 2, m in [sqrt(1/2), sqrt(2)): exact for powers of 2
+    x = np.asarray(x, np.float64)
+    m, e = np.frexp(np.where(x > 0, x, 1.0))
+    small = m < 0.7071067811865476
+    m = np.where(small, m * 2.0, m)
+    e = np.where(small, e - 1, e)
+    r = e + elementary.log(m) / elementary.LN2
+    r = np.where(x == 0, -np.inf, r)
+    r = np.where(x < 0, np.nan, r)
+    r = np.where(np.isinf(x) & (x > 0), np.inf, r)
+    return np.where(np.isnan(x), np.nan, r)
+
+
+def _arctan_inv(n: int, scale: int) -> int:
+    # arctan(1/n) * scale by its Taylor series in integer arithmetic (truncation errors
+    # of a few units of 1/scale)
+    total, term, k, sign = 0, scale // n, 1, 1
+    while term:
+        total += sign * (term // k)
+        term //= n * n
+        k += 2
+        sign = -sign
+    return total
+
+
+#: 2*pi in fixed point with _TWO_PI_BITS fraction bits (Machin's formula), exact enough
+#: to reduce any float32 or float64 argument
+_TWO_PI_BITS = 1200
+
+
+_TWO_PI_FIXED = (8 * (4 * _arctan_inv(5, 1 << (_TWO_PI_BITS + 16))
+                      - _arctan_inv(239, 1 << (_TWO_PI_BITS + 16)))) >> 16
+
+
+def _reduce_two_pi_exact(x: float) -> float:
+    """x - k*2*pi with k = round(x / 2pi), computed with 1200 fraction bits of 2*pi and
+    rounded once to float64 (for arguments too large for the float64 reduction)."""
+    from fractions import Fraction
+    num, den = float(x).as_integer_ratio()      # den is a power of two
+    shift = den.bit_length() - 1
+    big = num << (_TWO_PI_BITS - shift)        # x * 2**_TWO_PI_BITS, exact
+    k = (2 * big + _TWO_PI_FIXED) // (2 * _TWO_PI_FIXED)
+    return float(Fraction(big - k * _TWO_PI_FIXED, 1 << _TWO_PI_BITS))
+
+
+def _sincos_f64(x: np.ndarray, cos: bool) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    two_pi = 6.283185307179586
+    k = np.rint(x / two_pi)
+    r = (x - k * two_pi) - k * 2.4492935982947064e-16  # two-part 2*pi
+    # beyond 2**20 the float64 reduction loses accuracy (and overflows for huge
+    # arguments): reduce those exactly, element by element
+    large = np.isfinite(x) & (np.abs(x) >= 2.0**20)
+    if large.any():
+        r = np.array(r, dtype=np.float64, copy=True).reshape(x.shape)
+        r[large] = [_reduce_two_pi_exact(v) for v in np.atleast_1d(x[large]).tolist()]
+    if cos:
+        r = r + 1.5707963267948966
+        r = np.where(r > 3.141592653589793, r - two_pi, r)
+    r2 = r * r
+    term = r.copy()
+    acc = r.copy()
+    for k2 in range(1, 14):
+        term = -term * r2 / ((2 * k2) * (2 * k2 + 1))
+        acc = acc + term
+    if not cos:  # PTX ISA sin: sin(-0.0) = -0.0 (the reduction above loses the sign)
+        acc = np.where(x == 0, x, acc)
+    return np.where(np.isfinite(x), acc, np.nan)
+
+
+def c_unary_float(inst: Instruction, ctx: Any) -> Op:
+    """sqrt (.rn exact, .approx), rcp, rsqrt, ex2, lg2, sin, cos, tanh (9.7.3.x)."""
+    t = _one_type(inst)
+    op = inst.parts[0]
+    approx = "approx" in inst.parts
+    if t.bits == 64 and op in ("sqrt", "rcp") and not approx:
+        mode = _mode(inst, "")
+        if mode == "rn":
+            f = (lambda a: np.sqrt(a)) if op == "sqrt" else (lambda a: np.divide(1.0, a))
+        else:
+            f = (lambda a: rounding.fraction_op_f64("sqrt", [a], mode)) if op == "sqrt" else \
+                (lambda a: rounding.fraction_op_f64("div", [np.ones_like(a), a], mode))
+        return _alu(inst, ctx, t, f, 1)
+    if t.bits == 64 and approx and op in ("rcp", "rsqrt"):
+        # rcp.approx.ftz.f64 / rsqrt.approx{.ftz}.f64 (9.7.3.x): seeds that nvcc's double
+        # division, tanh, cbrt, ... refine by Newton iterations; modelled by the
+        # correctly rounded value (see APPROX_ERROR), subnormals flushed with .ftz
+        ftz = "ftz" in inst.parts
+
+        def approx64(a: Any) -> Any:
+            a = np.asarray(a, np.float64)
+            if ftz:
+                a = _ftz64(a)
+            with np.errstate(all="ignore"):
+                r = np.divide(1.0, a) if op == "rcp" else np.divide(1.0, np.sqrt(a))
+            return _ftz64(r) if ftz else r
+        return _alu(inst, ctx, t, approx64, 1)
+    if t.bits != 32:
+        raise _unsupported(inst, f"{inst.opcode} is not supported")
+    if op in ("sqrt", "rcp") and not approx:
+        mode = _mode(inst, "")
+        if not mode:
+            raise _unsupported(inst, f"{op}.f32 needs .approx or a rounding modifier")
+        f = (lambda a: rounding.sqrt_f32(a, mode)) if op == "sqrt" else \
+            (lambda a: rounding.div_f32(np.ones_like(a, dtype=np.float32), a, mode))
+        return _alu(inst, ctx, t, _finish_float(inst, t, f), 1)
+    if not approx:
+        raise _unsupported(inst, f"{inst.opcode}: only the .approx form exists")
+    with np.errstate(all="ignore"):
+        table = {
+            "sqrt": lambda a: np.sqrt(np.asarray(a, np.float64)),
+            "rcp": lambda a: 1.0 / np.asarray(a, np.float64),
+            "rsqrt": lambda a: 1.0 / np.sqrt(np.asarray(a, np.float64)),
+            "ex2": _exp2_f64,
+            "lg2": _log2_f64,
+            "sin": lambda a: _sincos_f64(a, False),
+            "cos": lambda a: _sincos_f64(a, True),
+            "tanh": lambda a: _tanh_f64(a),
+        }
+    if op not in table:
+        raise _unsupported(inst, f"{inst.opcode} is not supported")
+    g = table[op]
+
+    def f(a: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return np.asarray(g(a)).astype(np.float32)
+    return _alu(inst, ctx, t, _finish_float(inst, t, f), 1)
+
+
+def _tanh_f64(x: np.ndarray) -> np.ndarray:
+    return elementary.tanh(x)
+
+
+def c_copysign(inst: Instruction, ctx: Any) -> Op:
+    """copysign.{f32,f64} d, a, b (9.7.3.x): the magnitude of b with the sign of a."""
+    t = _one_type(inst)
+    if t.bits not in (32, 64):
+        raise _unsupported(inst, f"copysign.{t.name}")
+    u = _u(t)
+    sign = u.type(1 << (t.bits - 1))
+    return _alu(inst, ctx, t, lambda a, b: ((_ubits(a, t) & sign) | (_ubits(b, t) & ~sign))
+                .view(t.dtype), 2)
+
+
+def c_testp(inst: Instruction, ctx: Any) -> Op:
+    """testp.op.{f32,f64} p, a (9.7.3.x): finite, infinite, number, notanumber, normal,
+    subnormal."""
+    t = _one_type(inst)
+    op = inst.parts[1]
+    tiny = np.finfo(t.dtype).tiny
+    f = {"finite": np.isfinite, "infinite": np.isinf, "number": lambda a: ~np.isnan(a),
+         "notanumber": np.isnan,
+         "normal": lambda a: np.isfinite(a) & (np.abs(a) >= tiny),
+         "subnormal": lambda a: (np.abs(a) < tiny) & (a != 0)}.get(op)
+    if f is None:
+        raise _unsupported(inst, f"testp.{op}")
+    return _alu(inst, ctx, t, f, 1, dst_type=TYPES["pred"])

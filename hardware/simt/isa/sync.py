@@ -1,0 +1,216 @@
+"""Synchronisation, atomics and warp-level collectives (PTX ISA 9.0, 9.7.12.8
+atom/red, 9.7.13 bar/membar, 9.7.13.x vote/match/redux/activemask).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..parser import Imm, Instruction, Pair
+from ..types import TYPES
+from .data import _address, _space
+from .half import _half_arith
+from .operands import (Op, _AR32, _nops, _one_type, _rowvals, _u, _unsupported, getter,
+                       setter)
+
+
+_ATOM_OPS = ("add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec")
+
+
+def c_atom(inst: Instruction, ctx: Any) -> Op:
+    """atom / red .{global,shared}.op.type (9.7.13.4-5): applied lane by lane in thread
+    order (a defined, deterministic order; hardware leaves it unspecified)."""
+    t = _one_type(inst)
+    is_red = inst.parts[0] == "red"
+    space = _space(inst)
+    if space not in ("global", "shared", "generic"):
+        raise _unsupported(inst, f"atomics on .{space}")
+    op = next((p for p in inst.parts[1:] if p in _ATOM_OPS), None)
+    if op is None:
+        raise _unsupported(inst, "unsupported atomic operation")
+    if t.kind == "f" and op not in ("add", "exch", "min", "max"):
+        raise _unsupported(inst, f"atomic {op} on floats")
+    half = {"f16": ("fp16", 1), "bf16": ("bf16", 1), "f16x2": ("fp16", 2),
+            "bf16x2": ("bf16", 2)}.get(t.name)
+    if half is not None:
+        # atom/red.add.noftz.{f16,f16x2,bf16,bf16x2} (9.7.13.4): round to nearest even,
+        # subnormals kept; each 16-bit half of a packed pair is added on its own
+        if op != "add" or "noftz" not in inst.parts:
+            raise _unsupported(inst, f"atomic {op} on .{t.name} (only add.noftz)")
+        fmt, lanes = half
+
+        def hadd(cur: Any, x: Any) -> Any:
+            c, v = int(cur), int(x)
+            out = 0
+            for k in range(lanes):
+                a = np.array([(c >> (16 * k)) & 0xFFFF], np.uint16)
+                b = np.array([(v >> (16 * k)) & 0xFFFF], np.uint16)
+                out |= int(_half_arith("add", fmt, "rn", [a, b], False, False)[0]) << (16 * k)
+            return out
+        t = TYPES[f"b{16 * lanes}"]
+        op = ("hadd", hadd)  # the executor applies the function lane by lane
+    elif t.kind == "f" and t.bits == 16:
+        raise _unsupported(inst, "16-bit float atomics")
+    if any(p.startswith("v") and p[1:].isdigit() for p in inst.parts):
+        raise _unsupported(inst, "vector atomics")
+    if t.kind == "b" and op in ("add", "min", "max", "inc", "dec"):
+        t = TYPES[f"u{t.bits}"]
+    ops = inst.operands
+    nsrc = 2 if op == "cas" else 1
+    if len(ops) != (1 if is_red else 2) + nsrc:
+        raise _unsupported(inst, "wrong number of operands")
+    k = 0 if is_red else 1
+    addr = _address(ops[k], ctx, inst, space)
+    gets = [getter(o, t, ctx, inst) for o in ops[k + 1:]]
+    put = None if is_red else setter(ops[0], t, ctx, inst)
+
+    def fn(ix: Any, ex: Any) -> None:
+        cnt = ctx.count(ix)
+        srcs = [np.broadcast_to(np.asarray(g(ix)).astype(t.dtype), (cnt,)) for g in gets]
+        old = ctx.atomic(space, ix, ex, np.broadcast_to(addr(ix), cnt), op, t, srcs, inst)
+        if put is not None:
+            put(ix, old)
+    return Op(inst, "alu", fn)
+
+
+def c_bar(inst: Instruction, ctx: Any) -> Op:
+    """bar.sync / barrier.sync{.aligned} a{, b} (9.7.13.1); bar.warp.sync is a no-op here
+    (warps run in lockstep)."""
+    if inst.parts[1] == "warp":
+        return Op(inst, "alu", lambda ix, ex: None)
+    if "arrive" in inst.parts or "red" in inst.parts:
+        raise _unsupported(inst, "barrier arrive/red variants are not supported")
+    if inst.parts[1] not in ("sync", "cta") and inst.opcode not in ("bar.sync", "barrier.sync",
+                                                                    "barrier.sync.aligned",
+                                                                    "bar.cta.sync",
+                                                                    "barrier.cta.sync.aligned",
+                                                                    "barrier.cta.sync"):
+        raise _unsupported(inst, "unsupported barrier form")
+    if not inst.operands or not isinstance(inst.operands[0], Imm):
+        raise _unsupported(inst, "barrier id must be an immediate")
+    if len(inst.operands) > 2:
+        raise _unsupported(inst, "a barrier takes an id and an optional thread count")
+    op = Op(inst, "bar")
+    op.target = inst.operands[0].value
+    if not 0 <= op.target <= 15:
+        raise _unsupported(inst, f"barrier id {op.target} outside 0..15 (a CTA has 16 "
+                                 "barriers)")
+    if len(inst.operands) > 1:
+        if not isinstance(inst.operands[1], Imm):
+            raise _unsupported(inst, "barrier thread count must be an immediate")
+        count = inst.operands[1].value
+        if count <= 0 or count % 32 or count > 1024:
+            raise _unsupported(inst, f"barrier thread count {count} is not a positive "
+                                     "multiple of the warp size up to 1024")
+        op.uniform = True
+        op.fn = count  # thread count
+    return op
+
+
+def c_noop(inst: Instruction, ctx: Any) -> Op:
+    """membar / fence / nanosleep-free ordering: no effect in a sequentially
+    consistent interpreter."""
+    return Op(inst, "alu", lambda ix, ex: None)
+
+
+def c_vote(inst: Instruction, ctx: Any) -> Op:
+    """vote.sync.{all,any,uni}.pred / vote.sync.ballot.b32 (9.7.13.7): over the
+    executing lanes (the member mask must name them)."""
+    if "sync" not in inst.parts:
+        raise _unsupported(inst, "vote without .sync")
+    mode = next((p for p in inst.parts if p in ("all", "any", "uni", "ballot")), None)
+    if mode is None or len(inst.operands) != 3:
+        raise _unsupported(inst, "malformed vote.sync")
+    gp = getter(inst.operands[1], TYPES["pred"], ctx, inst)
+    getter(inst.operands[2], TYPES["u32"], ctx, inst)  # the member mask: its form checked
+    if mode == "ballot":
+        put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
+    else:
+        put = setter(inst.operands[0], TYPES["pred"], ctx, inst)
+    weights = (np.uint64(1) << _AR32.astype(np.uint64))
+
+    def fn(ix: Any, ex: Any) -> None:
+        p = np.zeros(ex.rows.shape, bool)
+        p[ex.mask] = gp(ix)
+        p &= ex.mask
+        if mode == "ballot":
+            word = (p.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
+            r = np.broadcast_to(word[:, None], ex.rows.shape)[ex.mask]
+        elif mode == "all":
+            r = np.broadcast_to((p | ~ex.mask).all(axis=1)[:, None], ex.rows.shape)[ex.mask]
+        elif mode == "any":
+            r = np.broadcast_to(p.any(axis=1)[:, None], ex.rows.shape)[ex.mask]
+        else:
+            allv = (p | ~ex.mask).all(axis=1)
+            nonev = ~p.any(axis=1)
+            r = np.broadcast_to((allv | nonev)[:, None], ex.rows.shape)[ex.mask]
+        put(ix, r)
+    return Op(inst, "alu", fn)
+
+
+def c_activemask(inst: Instruction, ctx: Any) -> Op:
+    """activemask.b32 d (9.7.13.8): the lanes executing this instruction."""
+    _nops(inst, 1)
+    put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
+    weights = (np.uint64(1) << _AR32.astype(np.uint64))
+
+    def fn(ix: Any, ex: Any) -> None:
+        word = (ex.mask.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
+        put(ix, np.broadcast_to(word[:, None], ex.rows.shape)[ex.mask])
+    return Op(inst, "alu", fn)
+
+
+def c_redux(inst: Instruction, ctx: Any) -> Op:
+    """redux.sync.op.type d, a, membermask (9.7.13.10, sm_80): integer warp reduction."""
+    t = _one_type(inst)
+    op = next((p for p in inst.parts if p in ("add", "min", "max", "and", "or", "xor")), None)
+    if op is None or len(inst.operands) != 3 or t.kind == "f":
+        raise _unsupported(inst, "malformed or unsupported redux.sync")
+    ga = getter(inst.operands[1], t, ctx, inst)
+    put = setter(inst.operands[0], t, ctx, inst)
+
+    def fn(ix: Any, ex: Any) -> None:
+        v = _rowvals(ga, ix, ex, t.dtype)
+        if op == "add":
+            r = np.where(ex.mask, v.astype(_u(t)), 0).astype(_u(t)).sum(axis=1, dtype=_u(t)).view(t.dtype)
+        elif op in ("min", "max"):
+            fill = np.iinfo(t.dtype).max if op == "min" else np.iinfo(t.dtype).min
+            f = np.min if op == "min" else np.max
+            r = f(np.where(ex.mask, v, fill), axis=1)
+        else:
+            f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+            fill = ~t.dtype.type(0) if op == "and" else t.dtype.type(0)
+            r = f.reduce(np.where(ex.mask, v, fill), axis=1)
+        put(ix, np.broadcast_to(np.asarray(r).astype(t.dtype)[:, None], ex.rows.shape)[ex.mask])
+    return Op(inst, "alu", fn)
+
+
+def c_match(inst: Instruction, ctx: Any) -> Op:
+    """match.{any,all}.sync.{b32,b64} d[|p], a, membermask (9.7.13.x): lanes of the
+    executing set holding the same value."""
+    t = _one_type(inst)
+    mode = "any" if "any" in inst.parts else "all"
+    if len(inst.operands) != 3:
+        raise _unsupported(inst, "malformed match.sync")
+    d = inst.operands[0]
+    if isinstance(d, Pair):
+        put, putp = setter(d.first, TYPES["b32"], ctx, inst), setter(d.second, TYPES["pred"], ctx, inst)
+    else:
+        put, putp = setter(d, TYPES["b32"], ctx, inst), None
+    ga = getter(inst.operands[1], t, ctx, inst)
+    weights = (np.uint64(1) << _AR32.astype(np.uint64))
+
+    def fn(ix: Any, ex: Any) -> None:
+        v = _rowvals(ga, ix, ex, t.dtype)
+        same = (v[:, :, None] == v[:, None, :]) & ex.mask[:, None, :]   # (G, lane, other)
+        masks = (same.astype(np.uint64) * weights).sum(axis=2).astype(np.uint32)
+        active = (ex.mask.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
+        if mode == "any":
+            put(ix, masks[ex.mask])
+            return
+        allsame = masks == active[:, None]
+        put(ix, np.where(allsame, active[:, None], np.uint32(0))[ex.mask])
+        if putp is not None:
+            putp(ix, allsame[ex.mask])
+    return Op(inst, "alu", fn)
