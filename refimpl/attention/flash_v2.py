@@ -275,7 +275,6 @@ class _FastContext:
         self.alpha = [np.empty((nbh, n)) for _ in range(2)]
         self.rsum = [np.empty((nbh, n)) for _ in range(2)]
         self.s_t = [sc.get(np.float64, 10 + i, (nbh, cmax, n)) for i in range(2)]
-        self.fold_buf = np.empty((nbh, (cmax + 1) // 2, n))  # the product thread's
         self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax, n)) for i in range(2)]
         self.pv_t = [sc.get(np.float64, 14 + i, (nbh, dv, n)) for i in range(2)]
         tiles = []
@@ -322,18 +321,17 @@ class _FastContext:
                   out=self.s_t[buf][:, :c, o0:o1])
 
     def pv_product(self, tile, buf):
-        """Step 4, the row sums ``fold_sum(p)`` into ``rsum[buf]``, and
-        ``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``."""
+        """``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``."""
         cols, o0, o1 = tile
         c0, c = int(cols[0]), cols.size
         v_t = self.v64_t[:, :, c0:c0 + c]
         p_live = self.p_t[buf][:, :c, o0:o1]
-        self.rsum[buf][:, o0:o1] = fold_sum_axis1(p_live, self.fold_buf[:, :(c + 1) // 2, :o1 - o0])
         np.matmul(v_t, p_live, out=self.pv_t[buf][:, :, o0:o1])
 
     def softmax_step(self, tile, buf):
-        """Screen of ``S^T``, the score pipeline and steps 1-3 of the online step (the
-        probabilities into ``p_t[buf]``, alpha into ``alpha[buf]``)."""
+        """Screen of ``S^T``, the score pipeline and steps 1-4 of the online step (the
+        probabilities into ``p_t[buf]``, alpha into ``alpha[buf]``, the row sums
+        ``fold_sum(p)`` into ``rsum[buf]``)."""
         cols, o0, o1 = tile
         c = cols.size
         c0 = int(cols[0])
@@ -373,6 +371,9 @@ class _FastContext:
                 if bad.any():  # product_operand: their probabilities take no part
                     bb, bj = np.nonzero(bad)
                     p64[bb, :, bj] = 0.0
+                # step 4's fold sum, while the part is near the core
+                self.rsum[buf][hs, ps] = fold_sum_axis1(
+                    p64, sc.get(np.float64, 2, (nh, (c + 1) // 2, wc)))
                 alpha[hs, ps] = e32[:, c]
                 m[hs, ps] = m_new
 
