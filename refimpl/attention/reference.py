@@ -167,9 +167,9 @@ def _blocked_scale(k: int, kb: int) -> float:
 def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_forward` for ``precision="exact"``: the same bytes, in a pipeline of
     row chunks. A helper thread (:class:`refimpl.blas.ProductThread`) forms chunk
-    i + 1's correctly rounded ``Q K^T`` and chunk i - 1's probabilities and correctly
-    rounded ``P V`` while the calling thread runs the score pipeline and the
-    exponentials of chunk i, in reused scratch arrays.
+    i + 1's ``Q K^T`` in float64 and chunk i - 1's correctly rounded ``P V`` while the
+    calling thread screens chunk i's ``Q K^T``, runs the score pipeline, the
+    exponentials and the probabilities, in reused scratch arrays.
 
     Every product is correctly rounded (the screen of
     :func:`refimpl.matmul.screening.exact_product_fp32`, flagged outputs resolved), so
@@ -199,34 +199,27 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
     cols = np.arange(sk)
     plain = not (prob.has_mask or prob.softcap is not None or prob.slopes is not None)
     scale32 = np.float32(prob.scale)
-    y32 = [np.empty((nbh, r, sk), dtype=np.float32) for _ in range(2)]
+    y32 = np.empty((nbh, r, sk), dtype=np.float32)
     p64 = [np.empty((nbh, r, sk)) for _ in range(2)]
-    l1s = [None, None]
-    # the helper thread's own scratch
-    s64 = np.empty((nbh, r, sk))
+    s64 = [np.empty((nbh, r, sk)) for _ in range(2)]
+    q64 = [None, None]
     h32 = np.empty((nbh, r, sk), dtype=np.float32)
+    # the helper thread's own scratch
     part = np.empty((nbh, r, dv))
     acc = np.empty((nbh, r, dv))
     fold = np.empty((nbh, r, (sk + 1) // 2))
 
     def qk(i: int) -> None:
-        """Chunk i's correctly rounded ``Q K^T`` into ``y32[i % 2]``."""
+        """Chunk i's ``Q K^T`` in float64 into ``s64[i % 2]``."""
         r0, r1 = chunks[i]
-        n = r1 - r0
-        q64 = q3[:, r0:r1].astype(np.float64)
-        blk = np.matmul(q64, k64_t, out=s64[:, :n])
-        w, tiny = screen_width(exact_row_bounds(q64), k_norms)
-        _screen_resolve(blk, w, y32[i % 2][:, :n], h32[:, :n], tiny, q64, k64_t)
+        q64[i % 2] = q3[:, r0:r1].astype(np.float64)
+        np.matmul(q64[i % 2], k64_t, out=s64[i % 2][:, :r1 - r0])
 
     def pv(i: int) -> None:
-        """Chunk i's probabilities ``fl32(fl64(e / l))`` (in place, as float64) and
-        their correctly rounded product with V into ``out``."""
+        """Chunk i's correctly rounded ``P V`` into ``out``."""
         r0, r1 = chunks[i]
         n = r1 - r0
         p = p64[i % 2][:, :n]
-        np.divide(p, l1s[i % 2][..., None], out=p)  # rows with l = 0 hold e = 0: +0
-        np.copyto(h32[:, :n], p, casting="same_kind")
-        np.copyto(p, h32[:, :n])
         a = acc[:, :n]
         for j0 in range(0, sk, _PV_KEYS):
             j1 = min(sk, j0 + _PV_KEYS)
@@ -243,32 +236,43 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
 
     work = sq * sk * nbh * (d + dv)
     pending = []
+    pvs = []
     with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
         try:
             fut = blas.submit(lambda: qk(0))
             for i, (r0, r1) in enumerate(chunks):
                 n = r1 - r0
-                blas.wait(fut)  # also chunk i - 2's pv (one worker, in order)
+                blas.wait(fut)
+                if i >= 2 and pvs[i - 2] is not None:
+                    blas.wait(pvs[i - 2])  # p64[i % 2] is free again
                 if i + 1 < len(chunks):
                     fut = blas.submit(lambda i=i: qk(i + 1))
                     pending.append(fut)
-                y = y32[i % 2][:, :n]
+                y = y32[:, :n]
+                # correctly rounded Q K^T
+                w, tiny = screen_width(exact_row_bounds(q64[i % 2]), k_norms)
+                _screen_resolve(s64[i % 2][:, :n], w, y, h32[:, :n], tiny, q64[i % 2], k64_t)
                 with np.errstate(over="ignore"):
                     if plain:
                         s = np.multiply(y, scale32, out=y)  # fl32(S * fl32(scale))
                     else:
                         s = scores_from_product(prob, y.reshape(b, hq, n, sk),
                                                 np.arange(r0, r1), cols)[0].reshape(nbh, n, sk)
-                l1 = _exp_rows_into(s, p64[i % 2][:, :n], fold[:, :n], lse, b, hq, r0, r1)
+                p = p64[i % 2][:, :n]
+                l1 = _exp_rows_into(s, p, fold[:, :n], lse, b, hq, r0, r1)
                 if l1 is None:  # a +inf or NaN score: the reference's own steps
                     p, l_, bad = _softmax_rows(s.reshape(b, hq, n, sk), True)
                     o = matmul_f32(p, vq)
                     o[bad] = np.nan
                     out[:, :, r0:r1] = o
                     lse[:, :, r0:r1] = l_
+                    pvs.append(None)
                     continue
-                l1s[i % 2] = l1
-                pending.append(blas.submit(lambda i=i: pv(i)))
+                np.divide(p, l1[..., None], out=p)  # rows with l = 0 hold e = 0: +0
+                np.copyto(h32[:, :n], p, casting="same_kind")  # fl32(fl64(e / l))
+                np.copyto(p, h32[:, :n])
+                pvs.append(blas.submit(lambda i=i: pv(i)))
+                pending.append(pvs[-1])
             for f in pending:
                 blas.wait(f)
         finally:
