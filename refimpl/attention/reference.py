@@ -100,13 +100,15 @@ def _softmax_rows(s: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray, n
     return p, lse, bad[..., 0]
 
 
-def _forward(prob: Problem, precision: str, keep: bool = False):
-    """(out, lse) in the flattened layout; with ``keep`` also the full S and P."""
+def _forward(prob: Problem, precision: str, keep: bool = False, fast: bool = True):
+    """(out, lse) in the flattened layout; with ``keep`` also the full S and P.
+    ``fast``: the exact forward through :func:`_forward_exact` (same bytes; not with
+    ``keep``); False: the plain loop below."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     exact = precision == "exact"
     b, hq, _, sq, sk, _ = prob.shape
-    if exact and not keep and sq and sk:
+    if exact and fast and not keep and sq and sk:
         return _forward_exact(prob) + (None, None)
     dv = prob.v.shape[-1]
     kq, vq = prob.kv_for_q_heads()
