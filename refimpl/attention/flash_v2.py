@@ -215,8 +215,10 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     reused scratch arrays. On a machine with several cores the products run on a helper
     thread (:class:`refimpl.blas.ProductThread`) one tile ahead: ``S_{j+1}`` and
     ``P_j V_j`` are formed while the softmax of tile j and the accumulator update of
-    tile j - 1 run (double buffers); the order of every operation on every value is the
-    same."""
+    tile j - 1 run (double buffers); a ``Q K^T`` product that the helper has not
+    started when the calling thread needs it is taken back and formed there (the
+    calling thread would otherwise wait idle). The order of every operation on every
+    value is the same."""
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
     nbh = b * hq
@@ -289,14 +291,21 @@ class _FastContext:
 
         def submit(fn, tile, buf):
             f = blas.submit(lambda: fn(tile, buf))
+            f.steal = lambda: fn(tile, buf)
             pending.append(f)
             return f
+
+        def take(f):
+            if blas.overlap and f.cancel():
+                f.steal()
+            else:
+                blas.wait(f)
 
         try:
             qk = submit(self.qk_product, tiles[0], 0) if tiles else None
             pv_prev = None
             for i, tile in enumerate(tiles):
-                blas.wait(qk)
+                take(qk)
                 if i + 1 < len(tiles):
                     qk = submit(self.qk_product, tiles[i + 1], (i + 1) % 2)
                 self.softmax_step(tile, i % 2)
@@ -310,7 +319,8 @@ class _FastContext:
                 self.acc_step(*pv_prev[1])
         finally:
             for f in pending:  # nothing may still write to the buffers
-                f.exception()
+                if not f.cancelled():
+                    f.exception()
         return finalize(OnlineState(self.m, self.l_, np.swapaxes(self.acc_t, 1, 2)))
 
     def qk_product(self, tile, buf):
