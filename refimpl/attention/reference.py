@@ -171,7 +171,8 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
     row chunks. A helper thread (:class:`refimpl.blas.ProductThread`) forms chunk
     i + 1's ``Q K^T`` in float64 and chunk i - 1's correctly rounded ``P V`` while the
     calling thread screens chunk i's ``Q K^T``, runs the score pipeline, the
-    exponentials and the probabilities, in reused scratch arrays.
+    exponentials and the probabilities, in reused scratch arrays; a task the helper has
+    not started when the calling thread needs it is taken back and run there.
 
     Every product is correctly rounded (the screen of
     :func:`refimpl.matmul.screening.exact_product_fp32`, flagged outputs resolved), so
@@ -207,8 +208,10 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
     q64 = [None, None]
     h32 = np.empty((nbh, r, sk), dtype=np.float32)
     # the helper thread's own scratch
-    part = np.empty((nbh, r, dv))
-    acc = np.empty((nbh, r, dv))
+    # one set per chunk parity: a product taken over by the calling thread may run
+    # beside the helper's
+    part = [np.empty((nbh, r, dv)) for _ in range(2)]
+    acc = [np.empty((nbh, r, dv)) for _ in range(2)]
     fold = np.empty((nbh, r, (sk + 1) // 2))
 
     def qk(i: int) -> None:
@@ -222,13 +225,13 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
         r0, r1 = chunks[i]
         n = r1 - r0
         p = p64[i % 2][:, :n]
-        a = acc[:, :n]
+        a = acc[i % 2][:, :n]
         for j0 in range(0, sk, _PV_KEYS):
             j1 = min(sk, j0 + _PV_KEYS)
             if j0 == 0:
                 np.matmul(p[:, :, j0:j1], v64[:, j0:j1], out=a)
             else:
-                a += np.matmul(p[:, :, j0:j1], v64[:, j0:j1], out=part[:, :n])
+                a += np.matmul(p[:, :, j0:j1], v64[:, j0:j1], out=part[i % 2][:, :n])
         p_norms = np.sqrt(np.einsum("bik,bik->bi", p, p))
         w = (p_norms * pv_scale)[:, :, None] * v_norms[:, None, :]
         tiny = not (w.min(initial=np.inf) >= 2.0**-140)
@@ -239,17 +242,32 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
     work = sq * sk * nbh * (d + dv)
     pending = []
     pvs = []
+
+    def submit(fn):
+        f = blas.submit(fn)
+        f.steal = fn
+        pending.append(f)
+        return f
+
+    def take(f):
+        """Wait for ``f``; a task the helper has not started is run here instead."""
+        if f.cancelled():  # taken over and run here already
+            return
+        if blas.overlap and f.cancel():
+            f.steal()
+        else:
+            blas.wait(f)
+
     with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
         try:
-            fut = blas.submit(lambda: qk(0))
+            fut = submit(lambda: qk(0))
             for i, (r0, r1) in enumerate(chunks):
                 n = r1 - r0
-                blas.wait(fut)
+                take(fut)
                 if i >= 2 and pvs[i - 2] is not None:
-                    blas.wait(pvs[i - 2])  # p64[i % 2] is free again
+                    take(pvs[i - 2])  # p64[i % 2] is free again
                 if i + 1 < len(chunks):
-                    fut = blas.submit(lambda i=i: qk(i + 1))
-                    pending.append(fut)
+                    fut = submit(lambda i=i: qk(i + 1))
                 y = y32[:, :n]
                 # correctly rounded Q K^T
                 w, tiny = screen_width(exact_row_bounds(q64[i % 2]), k_norms)
@@ -273,13 +291,13 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
                 np.divide(p, l1[..., None], out=p)  # rows with l = 0 hold e = 0: +0
                 np.copyto(h32[:, :n], p, casting="same_kind")  # fl32(fl64(e / l))
                 np.copyto(p, h32[:, :n])
-                pvs.append(blas.submit(lambda i=i: pv(i)))
-                pending.append(pvs[-1])
+                pvs.append(submit(lambda i=i: pv(i)))
             for f in pending:
-                blas.wait(f)
+                take(f)
         finally:
             for f in pending:  # nothing may still write to the buffers
-                f.exception()
+                if not f.cancelled():
+                    f.exception()
     return out, lse
 
 

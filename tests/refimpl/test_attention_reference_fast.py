@@ -163,3 +163,64 @@ def test_blocked_scale_by_hand():
     u = 2.0**-53
     assert ref._blocked_scale(4096, 512) == (1 + 16400 * u) * ((1.001 * 520 + 3) * u)
     assert ref._blocked_scale(100, 512) == (1 + 416 * u) * ((1.001 * 101 + 3) * u)
+
+
+class LazyHelper:
+    """A ProductThread whose helper never starts a task: every task stays pending
+    until the calling thread takes it over (the take-over path, deterministically)."""
+
+    overlap = True
+    submitted = 0
+
+    def __init__(self, enabled=True):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def submit(self, fn):
+        from concurrent.futures import Future
+        LazyHelper.submitted += 1
+        return Future()
+
+    @staticmethod
+    def wait(future):
+        return future.result()
+
+
+@pytest.mark.parametrize("module", ["refimpl.attention.reference", "refimpl.attention.flash_v2"])
+def test_tasks_taken_over_by_the_caller_give_plain_bytes(monkeypatch, module):
+    """Every product the helper has not started is run by the calling thread: for
+    the reference all its tasks, for flash_v2 its Q K^T products (its P V products
+    would wait forever here, so flash_v2 gets a helper that runs those at once)."""
+    from refimpl.attention import flash_v2
+    mod = importlib.import_module(module)
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((2, 2, 13, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 1, 11, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 1, 11, 8)).astype(np.float32)
+    opts = dict(causal=True, softcap=5.0, alibi_slopes=np.float32([0.5, 0.25]))
+    LazyHelper.submitted = 0
+    if module.endswith("reference"):
+        monkeypatch.setattr(mod, "ProductThread", LazyHelper)
+        monkeypatch.setattr(mod, "_FAST_CHUNK_SCORES", 40)
+        monkeypatch.setattr(mod, "_PV_KEYS", 4)
+        got = attention(q, k, v, return_lse=True, **opts)
+        want = plain(q, k, v, **opts)
+    else:
+        class QkLazy(LazyHelper):
+            def submit(self, fn):
+                from concurrent.futures import Future
+                f = super().submit(fn)
+                cells = [c.cell_contents for c in fn.__closure__ or ()]
+                if any(getattr(c, "__name__", "") == "pv_product" for c in cells):
+                    f.set_result(fn())
+                return f
+        monkeypatch.setattr(mod, "ProductThread", QkLazy)
+        got = flash_v2(q, k, v, block=(4, 3), **opts)
+        want = flash_v2(q, k, v, block=(4, 3), implementation="plain", **opts)
+    assert LazyHelper.submitted > 2
+    assert same(got[0], want[0]) and same(got[1], want[1])
