@@ -204,8 +204,8 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
     scale32 = np.float32(prob.scale)
     y32 = np.empty((nbh, r, sk), dtype=np.float32)
     p64 = [np.empty((nbh, r, sk)) for _ in range(2)]
-    s64 = [np.empty((nbh, r, sk)) for _ in range(2)]
-    q64 = [None, None]
+    s64 = np.empty((nbh, r, sk))  # one buffer: chunk i + 1's product starts after
+    q64 = [None]                   # chunk i's screen
     h32 = np.empty((nbh, r, sk), dtype=np.float32)
     # the helper thread's own scratch
     # one set per chunk parity: a product taken over by the calling thread may run
@@ -215,10 +215,10 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
     fold = np.empty((nbh, r, (sk + 1) // 2))
 
     def qk(i: int) -> None:
-        """Chunk i's ``Q K^T`` in float64 into ``s64[i % 2]``."""
+        """Chunk i's ``Q K^T`` in float64 into ``s64``."""
         r0, r1 = chunks[i]
-        q64[i % 2] = q3[:, r0:r1].astype(np.float64)
-        np.matmul(q64[i % 2], k64_t, out=s64[i % 2][:, :r1 - r0])
+        q64[0] = q3[:, r0:r1].astype(np.float64)
+        np.matmul(q64[0], k64_t, out=s64[:, :r1 - r0])
 
     def pv(i: int) -> None:
         """Chunk i's correctly rounded ``P V`` into ``out``."""
@@ -266,12 +266,12 @@ def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
                 take(fut)
                 if i >= 2 and pvs[i - 2] is not None:
                     take(pvs[i - 2])  # p64[i % 2] is free again
-                if i + 1 < len(chunks):
-                    fut = submit(lambda i=i: qk(i + 1))
                 y = y32[:, :n]
                 # correctly rounded Q K^T
-                w, tiny = screen_width(exact_row_bounds(q64[i % 2]), k_norms)
-                _screen_resolve(s64[i % 2][:, :n], w, y, h32[:, :n], tiny, q64[i % 2], k64_t)
+                w, tiny = screen_width(exact_row_bounds(q64[0]), k_norms)
+                _screen_resolve(s64[:, :n], w, y, h32[:, :n], tiny, q64[0], k64_t)
+                if i + 1 < len(chunks):  # s64 and q64 are free again
+                    fut = submit(lambda i=i: qk(i + 1))
                 with np.errstate(over="ignore"):
                     if plain:
                         s = np.multiply(y, scale32, out=y)  # fl32(S * fl32(scale))
