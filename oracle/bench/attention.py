@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
           f"N^2 scores {n * n * 4 / 2**20:.0f} MiB in float32)")
     print(tabulate(rows, headers=["implementation", "seconds", "vs numpy", "goal",
                                   "peak MiB", "max |out - exact|"]))
-    print("best of 7 / 3 / 5 runs taken in rounds (one call of each per round); the float64 products of flash_v2 and the exact reference "
+    print("best of 7 / 3 / 5 runs taken in rounds (one call of each per round); "
+          "the float64 products of flash_v2 and the exact reference "
           + ("ran on a helper thread beside its elementwise work (BLAS at one thread "
              "meanwhile)" if product_thread_available() else
              "ran on the calling thread (no settable OpenBLAS or one core)"))
