@@ -215,8 +215,10 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     reused scratch arrays. On a machine with several cores the products run on a helper
     thread (:class:`refimpl.blas.ProductThread`) one tile ahead: ``S_{j+1}`` and
     ``P_j V_j`` are formed while the softmax of tile j and the accumulator update of
-    tile j - 1 run (double buffers); the order of every operation on every value is the
-    same."""
+    tile j - 1 run (double buffers); a ``Q K^T`` product that the helper has not
+    started when the calling thread needs it is taken back and formed there (the
+    calling thread would otherwise wait idle). The order of every operation on every
+    value is the same."""
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
     nbh = b * hq
@@ -255,6 +257,9 @@ class _FastContext:
         self.k64 = kq.reshape(self.nbh, sk, d).astype(np.float64)
         self.v64_t = np.swapaxes(vq.reshape(self.nbh, sk, self.dv), 1, 2).astype(np.float64)
         self.k_bounds = exact_row_bounds(self.k64)  # (nbh, sk): rows of K
+        # rows of V_j^T (one per feature) for every key tile, keys in tile order
+        self.v_bounds = {int(t[0]): exact_row_bounds(self.v64_t[:, :, int(t[0]):int(t[-1]) + 1])
+                         for t in ktiles}
         self.cmax = max(t.size for t in ktiles)
         self.sc = _Scratch()
 
@@ -272,7 +277,6 @@ class _FastContext:
         self.alpha = [np.empty((nbh, n)) for _ in range(2)]
         self.rsum = [np.empty((nbh, n)) for _ in range(2)]
         self.s_t = [sc.get(np.float64, 10 + i, (nbh, cmax, n)) for i in range(2)]
-        self.fold_buf = np.empty((nbh, (cmax + 1) // 2, n))  # the product thread's
         self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax, n)) for i in range(2)]
         self.pv_t = [sc.get(np.float64, 14 + i, (nbh, dv, n)) for i in range(2)]
         tiles = []
@@ -284,53 +288,64 @@ class _FastContext:
                 tiles.append((cols, o0, o1))
         blas = self.blas
         pending = []
+
+        def submit(fn, tile, buf):
+            f = blas.submit(lambda: fn(tile, buf))
+            f.steal = lambda: fn(tile, buf)
+            pending.append(f)
+            return f
+
+        def take(f):
+            if blas.overlap and f.cancel():
+                f.steal()
+            else:
+                blas.wait(f)
+
         try:
-            qk = blas.submit(lambda t=tiles[0]: self.qk_product(t, 0)) if tiles else None
+            qk = submit(self.qk_product, tiles[0], 0) if tiles else None
             pv_prev = None
             for i, tile in enumerate(tiles):
-                k_j, k_bounds = blas.wait(qk)
+                take(qk)
                 if i + 1 < len(tiles):
-                    qk = blas.submit(lambda t=tiles[i + 1], i=i: self.qk_product(t, (i + 1) % 2))
-                    pending.append(qk)
-                self.softmax_step(tile, i % 2, k_j, k_bounds)
-                pv = blas.submit(lambda t=tile, i=i: self.pv_product(t, i % 2))
-                pending.append(pv)
+                    qk = submit(self.qk_product, tiles[i + 1], (i + 1) % 2)
+                self.softmax_step(tile, i % 2)
+                pv = submit(self.pv_product, tile, i % 2)
                 if pv_prev is not None:
-                    self.acc_step(*blas.wait(pv_prev))
-                pv_prev = pv
+                    blas.wait(pv_prev[0])
+                    self.acc_step(*pv_prev[1])
+                pv_prev = (pv, (tile, i % 2))
             if pv_prev is not None:
-                self.acc_step(*blas.wait(pv_prev))
+                blas.wait(pv_prev[0])
+                self.acc_step(*pv_prev[1])
         finally:
             for f in pending:  # nothing may still write to the buffers
-                f.exception()
+                if not f.cancelled():
+                    f.exception()
         return finalize(OnlineState(self.m, self.l_, np.swapaxes(self.acc_t, 1, 2)))
 
     def qk_product(self, tile, buf):
-        """``S^T = K_j Q^T`` in float64 into ``s_t[buf]``; returns the float64 ``K_j``
-        and its row bounds for the screen."""
+        """``S^T = K_j Q^T`` in float64 into ``s_t[buf]``."""
         cols, o0, o1 = tile
         c0, c = int(cols[0]), cols.size
-        k_j = self.k64[:, c0:c0 + c]
-        np.matmul(k_j, self.q_t[:, :, o0:o1], out=self.s_t[buf][:, :c, o0:o1])
-        return k_j, self.k_bounds[:, c0:c0 + c]
+        np.matmul(self.k64[:, c0:c0 + c], self.q_t[:, :, o0:o1],
+                  out=self.s_t[buf][:, :c, o0:o1])
 
     def pv_product(self, tile, buf):
-        """Step 4, the row sums ``fold_sum(p)`` into ``rsum[buf]``, and
-        ``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``; returns what
-        :meth:`acc_step` needs."""
+        """``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``."""
         cols, o0, o1 = tile
         c0, c = int(cols[0]), cols.size
         v_t = self.v64_t[:, :, c0:c0 + c]
         p_live = self.p_t[buf][:, :c, o0:o1]
-        self.rsum[buf][:, o0:o1] = fold_sum_axis1(p_live, self.fold_buf[:, :(c + 1) // 2, :o1 - o0])
         np.matmul(v_t, p_live, out=self.pv_t[buf][:, :, o0:o1])
-        return tile, buf, v_t, exact_row_bounds(v_t)
 
-    def softmax_step(self, tile, buf, k_j, k_bounds):
-        """Screen of ``S^T``, the score pipeline and steps 1-3 of the online step (the
-        probabilities into ``p_t[buf]``, alpha into ``alpha[buf]``)."""
+    def softmax_step(self, tile, buf):
+        """Screen of ``S^T``, the score pipeline and steps 1-4 of the online step (the
+        probabilities into ``p_t[buf]``, alpha into ``alpha[buf]``, the row sums
+        ``fold_sum(p)`` into ``rsum[buf]``)."""
         cols, o0, o1 = tile
         c = cols.size
+        c0 = int(cols[0])
+        k_j, k_bounds = self.k64[:, c0:c0 + c], self.k_bounds[:, c0:c0 + c]
         prob, sc, b, hq = self.prob, self.sc, self.b, self.hq
         s_t, p_t = self.s_t[buf], self.p_t[buf]
         m, alpha = self.m, self.alpha[buf]
@@ -356,8 +371,8 @@ class _FastContext:
                 m64 = m_new.astype(np.float64)
                 m64[np.isneginf(m_new)] = 0.0
                 e = sc.get(np.float64, 0, (nh, c + 1, wc))
-                np.copyto(e[:, :c], s_part)  # exact; then same-type operations only
-                np.subtract(e[:, :c], m64[:, None, :], out=e[:, :c])
+                # fl64(s - m): s converted to float64 exactly inside the loop
+                np.subtract(s_part, m64[:, None, :], out=e[:, :c])
                 np.subtract(m_old, m64, out=e[:, c])
                 e32 = elementary.exp_f32(e, out=sc.get(np.float32, 1, (nh, c + 1, wc)))
                 p64 = p_t[hs, :c, ps]
@@ -366,16 +381,21 @@ class _FastContext:
                 if bad.any():  # product_operand: their probabilities take no part
                     bb, bj = np.nonzero(bad)
                     p64[bb, :, bj] = 0.0
+                # step 4's fold sum, while the part is near the core
+                self.rsum[buf][hs, ps] = fold_sum_axis1(
+                    p64, sc.get(np.float64, 2, (nh, (c + 1) // 2, wc)))
                 alpha[hs, ps] = e32[:, c]
                 m[hs, ps] = m_new
 
-    def acc_step(self, tile, buf, v_t, v_bounds):
+    def acc_step(self, tile, buf):
         """Step 5, ``l = fl32(alpha l + fl32(rowsum))``, and step 6,
         ``acc = fl32(fl64(alpha acc) + RN32(P V_j))``. The screen of ``P V_j`` bounds
         ``||p||_2 <= sqrt(sum p)`` (0 <= p <= 1; the fold sum is within 7u of
         ``sum p``)."""
         cols, o0, o1 = tile
         c, dv, sc = cols.size, self.dv, self.sc
+        c0 = int(cols[0])
+        v_t, v_bounds = self.v64_t[:, :, c0:c0 + c], self.v_bounds[c0]
         pv_t, p_live = self.pv_t[buf], self.p_t[buf][:, :c, o0:o1]
         alpha = self.alpha[buf]
         rowsum = self.rsum[buf][:, o0:o1]

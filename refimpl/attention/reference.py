@@ -47,7 +47,11 @@ from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.products import matmul_f32, matmul_f64
 from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import PRECISIONS, scores
+from refimpl.attention.scores import scores_from_product
 from refimpl.attention.stats import ScheduleStats
+from refimpl.blas import ProductThread
+from refimpl.matmul.screening import (exact_col_norms, exact_row_bounds, resolve_fp32,
+                                      screen_fp32, screen_width)
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
 from refimpl.validation import check_bool
@@ -96,12 +100,16 @@ def _softmax_rows(s: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray, n
     return p, lse, bad[..., 0]
 
 
-def _forward(prob: Problem, precision: str, keep: bool = False):
-    """(out, lse) in the flattened layout; with ``keep`` also the full S and P."""
+def _forward(prob: Problem, precision: str, keep: bool = False, fast: bool = True):
+    """(out, lse) in the flattened layout; with ``keep`` also the full S and P.
+    ``fast``: the exact forward through :func:`_forward_exact` (same bytes; not with
+    ``keep``); False: the plain loop below."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     exact = precision == "exact"
     b, hq, _, sq, sk, _ = prob.shape
+    if exact and fast and not keep and sq and sk:
+        return _forward_exact(prob) + (None, None)
     dv = prob.v.shape[-1]
     kq, vq = prob.kv_for_q_heads()
     dt = np.float32 if exact else np.float64
@@ -126,6 +134,222 @@ def _forward(prob: Problem, precision: str, keep: bool = False):
             s_all[:, :, rows] = s
             p_all[:, :, rows] = np.where(bad[..., None], np.nan, p)
     return out, lse, s_all, p_all
+
+
+#: scores per chunk of the fast exact forward (:func:`_forward_exact`); two chunks are
+#: in flight at a time
+_FAST_CHUNK_SCORES = _CHUNK_SCORES // 2
+#: multiply-adds of the products below which the fast exact forward does not overlap
+#: them with the elementwise work (a helper thread costs more than it saves)
+_OVERLAP_MIN_WORK = 1 << 26
+#: keys per partial product of ``P V`` in the fast exact forward (see
+#: :func:`_blocked_scale`)
+_PV_KEYS = 512
+
+
+def _blocked_scale(k: int, kb: int) -> float:
+    """Factor of ``||a_i||_2 ||b_j||_2`` in the screen width of a float64 product of
+    length ``k`` summed as ``ceil(k / kb)`` BLAS partial products of at most ``kb``
+    terms each, added one after the other.
+
+    Each partial sum is within ``gamma_kb sum |a b|`` over its block (Higham, Accuracy
+    and Stability of Numerical Algorithms, 2nd ed., eq. (3.5): any order, with or
+    without FMA), adding the ``nb`` partial sums costs ``gamma_(nb-1)`` times the sum
+    of their magnitudes (at most ``(1 + gamma_kb) sum |a b|``), and
+    ``gamma_x + gamma_y + gamma_x gamma_y <= gamma_(x+y)``: the total error is at most
+    ``gamma_(kb+nb) sum |a b| <= gamma_(kb+nb) ||a_i|| ||b_j||`` (Cauchy-Schwarz): the
+    bound of :func:`refimpl.matmul.screening.exact_product_fp32` with ``kb + nb`` for
+    the length (its width ``(1.001 K + 3) u`` with ``K = kb + nb``), times its factor
+    ``1 + (4 k + 16) u`` for the rounding of the norms of length ``k``."""
+    nb = -(-k // kb)
+    u = 2.0**-53
+    return (1.0 + (4 * k + 16) * u) * ((1.001 * (min(k, kb) + nb) + 3.0) * u)
+
+
+def _forward_exact(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_forward` for ``precision="exact"``: the same bytes, in a pipeline of
+    row chunks. A helper thread (:class:`refimpl.blas.ProductThread`) forms chunk
+    i + 1's ``Q K^T`` in float64 and chunk i - 1's correctly rounded ``P V`` while the
+    calling thread screens chunk i's ``Q K^T``, runs the score pipeline, the
+    exponentials and the probabilities, in reused scratch arrays; a task the helper has
+    not started when the calling thread needs it is taken back and run there.
+
+    Every product is correctly rounded (the screen of
+    :func:`refimpl.matmul.screening.exact_product_fp32`, flagged outputs resolved), so
+    its bytes are those of :func:`refimpl.attention.products.matmul_f32` whichever
+    valid screen certifies them; ``P V`` is formed as partial products of
+    :data:`_PV_KEYS` keys, whose tighter error bound (:func:`_blocked_scale`, with the
+    row norms of ``P`` and the column norms of ``V``) flags fewer outputs. The softmax
+    performs the operations of :func:`_softmax_rows` on each value in the same order
+    (``fl64(s - max)``, the deterministic exp, ``fold_sum``, ``fl64(e / l)`` rounded to
+    float32); a chunk with a ``+inf`` or NaN score is handed to :func:`_softmax_rows`
+    itself.
+    """
+    b, hq, _, sq, sk, d = prob.shape
+    dv = prob.v.shape[-1]
+    nbh = b * hq
+    kq, vq = prob.kv_for_q_heads()
+    q3 = prob.q.reshape(nbh, sq, d)
+    k64_t = np.swapaxes(kq.reshape(nbh, sk, d).astype(np.float64), 1, 2)
+    k_norms = exact_col_norms(k64_t)
+    v64 = vq.reshape(nbh, sk, dv).astype(np.float64)
+    v_norms = exact_col_norms(v64)
+    pv_scale = _blocked_scale(sk, _PV_KEYS)
+    out = np.zeros((b, hq, sq, dv), dtype=np.float32)
+    lse = np.full((b, hq, sq), -np.inf, dtype=np.float32)
+    r = min(sq, max(1, _FAST_CHUNK_SCORES // max(1, sk * nbh)))
+    chunks = [(r0, min(sq, r0 + r)) for r0 in range(0, sq, r)]
+    cols = np.arange(sk)
+    plain = not (prob.has_mask or prob.softcap is not None or prob.slopes is not None)
+    scale32 = np.float32(prob.scale)
+    y32 = np.empty((nbh, r, sk), dtype=np.float32)
+    p64 = [np.empty((nbh, r, sk)) for _ in range(2)]
+    s64 = np.empty((nbh, r, sk))  # one buffer: chunk i + 1's product starts after
+    q64 = [None]                   # chunk i's screen
+    h32 = np.empty((nbh, r, sk), dtype=np.float32)
+    # the helper thread's own scratch
+    # one set per chunk parity: a product taken over by the calling thread may run
+    # beside the helper's
+    part = [np.empty((nbh, r, dv)) for _ in range(2)]
+    acc = [np.empty((nbh, r, dv)) for _ in range(2)]
+    fold = np.empty((nbh, r, (sk + 1) // 2))
+
+    def qk(i: int) -> None:
+        """Chunk i's ``Q K^T`` in float64 into ``s64``."""
+        r0, r1 = chunks[i]
+        q64[0] = q3[:, r0:r1].astype(np.float64)
+        np.matmul(q64[0], k64_t, out=s64[:, :r1 - r0])
+
+    def pv(i: int) -> None:
+        """Chunk i's correctly rounded ``P V`` into ``out``."""
+        r0, r1 = chunks[i]
+        n = r1 - r0
+        p = p64[i % 2][:, :n]
+        a = acc[i % 2][:, :n]
+        for j0 in range(0, sk, _PV_KEYS):
+            j1 = min(sk, j0 + _PV_KEYS)
+            if j0 == 0:
+                np.matmul(p[:, :, j0:j1], v64[:, j0:j1], out=a)
+            else:
+                a += np.matmul(p[:, :, j0:j1], v64[:, j0:j1], out=part[i % 2][:, :n])
+        p_norms = np.sqrt(np.einsum("bik,bik->bi", p, p))
+        w = (p_norms * pv_scale)[:, :, None] * v_norms[:, None, :]
+        tiny = not (w.min(initial=np.inf) >= 2.0**-140)
+        o = np.empty((nbh, n, dv), dtype=np.float32)
+        _screen_resolve(a, w, o, np.empty_like(o), tiny, p, v64)
+        out[:, :, r0:r1] = o.reshape(b, hq, n, dv)
+
+    work = sq * sk * nbh * (d + dv)
+    pending = []
+    pvs = []
+
+    def submit(fn):
+        f = blas.submit(fn)
+        f.steal = fn
+        pending.append(f)
+        return f
+
+    def take(f):
+        """Wait for ``f``; a task the helper has not started is run here instead."""
+        if f.cancelled():  # taken over and run here already
+            return
+        if blas.overlap and f.cancel():
+            f.steal()
+        else:
+            blas.wait(f)
+
+    with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
+        try:
+            fut = submit(lambda: qk(0))
+            for i, (r0, r1) in enumerate(chunks):
+                n = r1 - r0
+                take(fut)
+                if i >= 2 and pvs[i - 2] is not None:
+                    take(pvs[i - 2])  # p64[i % 2] is free again
+                y = y32[:, :n]
+                # correctly rounded Q K^T
+                w, tiny = screen_width(exact_row_bounds(q64[0]), k_norms)
+                _screen_resolve(s64[:, :n], w, y, h32[:, :n], tiny, q64[0], k64_t)
+                if i + 1 < len(chunks):  # s64 and q64 are free again
+                    fut = submit(lambda i=i: qk(i + 1))
+                with np.errstate(over="ignore"):
+                    if plain:
+                        s = np.multiply(y, scale32, out=y)  # fl32(S * fl32(scale))
+                    else:
+                        s = scores_from_product(prob, y.reshape(b, hq, n, sk),
+                                                np.arange(r0, r1), cols)[0].reshape(nbh, n, sk)
+                p = p64[i % 2][:, :n]
+                l1 = _exp_rows_into(s, p, fold[:, :n], lse, b, hq, r0, r1)
+                if l1 is None:  # a +inf or NaN score: the reference's own steps
+                    p, l_, bad = _softmax_rows(s.reshape(b, hq, n, sk), True)
+                    o = matmul_f32(p, vq)
+                    o[bad] = np.nan
+                    out[:, :, r0:r1] = o
+                    lse[:, :, r0:r1] = l_
+                    pvs.append(None)
+                    continue
+                np.divide(p, l1[..., None], out=p)  # rows with l = 0 hold e = 0: +0
+                np.copyto(h32[:, :n], p, casting="same_kind")  # fl32(fl64(e / l))
+                np.copyto(p, h32[:, :n])
+                pvs.append(submit(lambda i=i: pv(i)))
+            for f in pending:
+                take(f)
+        finally:
+            for f in pending:  # nothing may still write to the buffers
+                if not f.cancelled():
+                    f.exception()
+    return out, lse
+
+
+def _screen_resolve(blk, w, y, hi, tiny, a3, b3) -> None:
+    """RN32 of the float64 BLAS product ``blk`` of ``a3`` and ``b3`` into ``y``: the
+    screen of :func:`refimpl.matmul.screening.exact_product_fp32` with width ``w``
+    (broadcastable to ``blk``), flagged outputs resolved exactly."""
+    wb = w[0, 0, 0] if w.shape == (1, 1, 1) else w
+    flag = screen_fp32(blk, wb, y, hi, tiny)
+    if flag.any():
+        fb, fi, fj = np.unravel_index(np.flatnonzero(flag), flag.shape)
+        y[fb, fi, fj] = resolve_fp32(a3, b3, blk, fb, fi, fj)
+
+
+def _exp_rows_into(s, e, fold, lse, b, hq, r0, r1):
+    """The first steps of :func:`_softmax_rows` (``exact``) on float32 scores ``s``
+    (nbh, n, sk): ``e = exp(fl64(s - max))`` into the float64 array ``e``, the LSE
+    ``fl32(fl64(max + ln l))`` into ``lse[:, :, r0:r1]``; returns ``l`` with 1 where it
+    is 0 (the divisor of the probabilities; those rows hold e = 0), or None (nothing
+    written to ``lse``) when a row holds ``+inf`` or NaN."""
+    m = s.max(axis=-1)  # exact: the float64 maximum of the same values
+    if not (m < np.inf).all():
+        return None
+    m64 = m.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        np.subtract(s, np.where(np.isneginf(m64), 0.0, m64)[..., None], out=e)
+    elementary.exp(e, out=e)
+    l_ = _fold_last_into(e, fold)
+    pos = l_ > 0
+    l1 = np.where(pos, l_, 1.0)
+    lse[:, :, r0:r1] = np.where(pos, m64 + elementary.log(l1), -np.inf).astype(
+        np.float32).reshape(b, hq, r1 - r0)
+    return l1
+
+
+def _fold_last_into(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """:func:`refimpl.summation.fold_sum` over the last axis of ``x`` (..., n), n >= 1,
+    the same additions in the same order, halving in the scratch array ``buf``
+    (..., ceil(n / 2)); returns a view (...)."""
+    n = x.shape[-1]
+    if n == 1:
+        return x[..., 0].copy()
+    h = (n + 1) // 2
+    np.add(x[..., :n - h], x[..., h:n], out=buf[..., :n - h])
+    if n - h < h:  # odd: the middle element passes through
+        buf[..., h - 1] = x[..., h - 1]
+    m = h
+    while m > 1:
+        h = (m + 1) // 2
+        buf[..., :m - h] += buf[..., h:m]
+        m = h
+    return buf[..., 0]
 
 
 def attention(
