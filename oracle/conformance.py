@@ -41,8 +41,20 @@ from typing import Any, Callable
 import numpy as np
 
 from oracle import placement
-from oracle.tolerance import ExactNaNClass, format_value, steps_apart
+from oracle.cases.matmul import bounds, operands, values
+from oracle.cases.scaling import special_blocks, tiny_amax_blocks
+from oracle.random_stream import CaseRandom
+from oracle.tolerance import (
+    ExactNaNClass, Interval, RelativeToNaive, format_value, steps_apart,
+)
+from refimpl.attention import (
+    ALIGNMENTS, NAIVE_DTYPES, MaskOptions, attention, naive_attention,
+)
 from refimpl.deprecation import renamed_arguments
+from refimpl.formats import E2M1, decode, encode, get, round_to
+from refimpl.matmul import matmul
+from refimpl.scaling import INF_BLOCK_POLICIES, NVFP4_RULES, mx_quantize, nvfp4_quantize
+from refimpl.validation import check_bool, check_int
 
 __all__ = ["ConformanceError", "ConformanceReport", "Failure", "check_encoder",
            "check_decoder", "check_round_to", "check_mx_quantize", "check_nvfp4_quantize",
@@ -201,6 +213,7 @@ def _search(strategy: Any, body: Callable[[Any], None], max_examples: int) -> Fa
     """Run ``body`` on examples drawn from ``strategy`` (derandomised, no database); the
     Failure of the example hypothesis shrank a new kind to, or None. A ConformanceError
     (an implementation that raised or returned a wrong shape) is re-raised as it is."""
+    # deferred: hypothesis is a test-time dependency, not a runtime one
     from hypothesis import HealthCheck, given, settings
 
     found: list[BaseException] = []
@@ -260,8 +273,6 @@ def _difference(e: float, g: float, steps: float) -> str:
 
 def _input_classes(f, x: np.ndarray) -> list[str]:
     """Where each source value lies relative to format ``f``."""
-    from refimpl.formats import round_to
-
     x = np.asarray(x, dtype=np.float64)
     a = np.abs(x)
     tie = np.zeros(x.shape, dtype=bool)
@@ -291,8 +302,6 @@ def _input_classes(f, x: np.ndarray) -> list[str]:
 
 def _code_classes(f, codes: np.ndarray) -> list[str]:
     """The class of each code of ``f`` (a decoder's input)."""
-    from refimpl.formats import decode
-
     v = np.asarray(decode(np.asarray(codes).astype(f.code_dtype), f), np.float64)
     out = []
     for x in v:
@@ -309,8 +318,6 @@ def _code_classes(f, codes: np.ndarray) -> list[str]:
 
 def _values64(a: np.ndarray, out_fmt: str | None) -> np.ndarray:
     if out_fmt is not None and a.dtype.kind == "u":
-        from refimpl.formats import decode, get
-
         return np.asarray(decode(a, get(out_fmt)), np.float64)
     return a.astype(np.float64)
 
@@ -376,8 +383,6 @@ def _run(t: _Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.ndarr
 
 
 def _check_max_examples(max_examples: Any) -> int:
-    from refimpl.validation import check_int
-
     return check_int("max_examples", max_examples, minimum=0)
 
 
@@ -393,9 +398,6 @@ def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
         ConformanceError: every kind of disagreement, each with its simplest
             counterexample (input, expected code, code got).
     """
-    from refimpl.formats import encode, get
-    from refimpl.validation import check_bool
-
     f = get(fmt)
     dt = np.dtype(dtype)
     saturate = check_bool("saturate", saturate)
@@ -414,6 +416,7 @@ def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
     def actual(a: np.ndarray) -> np.ndarray:
         return _as_codes(_call(fn, a, vectorized), f, a.shape)
 
+    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
     from oracle.strategies import floats_near
 
     return _run(t, x, expect, actual, f.name, floats_near(f, dtype=dt, nan=with_nan),
@@ -425,9 +428,6 @@ def check_decoder(fn: Callable, fmt: Any, *, vectorized: bool = True) -> Conform
     every code (formats of 16 bits or fewer; a TestFloat sample above). Values are
     compared bitwise as float32 (any float dtype returned is converted exactly when it
     can be), NaNs as one class, and -0.0 must keep its sign."""
-    from refimpl.formats import decode, get
-    from refimpl.validation import check_bool
-
     f = get(fmt)
     vectorized = check_bool("vectorized", vectorized)
     if f.bits <= 16:
@@ -455,9 +455,6 @@ def check_round_to(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
                    vectorized: bool = True, max_examples: int = 200) -> ConformanceReport:
     """Check a fake-quantiser ``fn(x) -> x rounded to fmt`` (same dtype as x) against
     ``refimpl.formats.round_to``."""
-    from refimpl.formats import get, round_to
-    from refimpl.validation import check_bool
-
     f = get(fmt)
     dt = np.dtype(dtype)
     saturate = check_bool("saturate", saturate)
@@ -477,6 +474,7 @@ def check_round_to(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
             raise ConformanceError(f"round_to returned shape {got.shape} for {a.shape}")
         return got.astype(dt)
 
+    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
     from oracle.strategies import floats_near
 
     return _run(t, x, expect, actual, None, floats_near(f, dtype=dt, nan=f.has_nan),
@@ -601,10 +599,7 @@ def check_mx_quantize(fn: Callable, fmt: Any = "e4m3", *, scale_rule: str = "flo
     Raises:
         ConformanceError: every kind of failing block, each with its simplest example.
     """
-    from refimpl.scaling import INF_BLOCK_POLICIES, mx_quantize
-
-    from oracle.cases.scaling import special_blocks, tiny_amax_blocks
-    from oracle.random_stream import CaseRandom
+    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
     from oracle.strategies import BLOCK_KINDS, mx_blocks
 
     max_examples = _check_max_examples(max_examples)
@@ -664,11 +659,7 @@ def check_nvfp4_quantize(fn: Callable, *, scale_rule: str = "te", max_examples: 
     Raises:
         ConformanceError: every kind of failing block, each with its simplest example.
     """
-    from refimpl.formats import E2M1
-    from refimpl.scaling import NVFP4_RULES, nvfp4_quantize
-
-    from oracle.cases.scaling import special_blocks
-    from oracle.random_stream import CaseRandom
+    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
     from oracle.strategies import BLOCK_KINDS, nvfp4_blocks
 
     max_examples = _check_max_examples(max_examples)
@@ -745,12 +736,6 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
     float32 accumulation in any order around the correctly rounded product
     (``refimpl.matmul``; Higham 2002 section 3.1): each element within
     gamma_K * sum|a_ik b_kj| of the exact value."""
-    from refimpl.matmul import matmul
-
-    from oracle.cases.matmul import bounds, operands, values
-    from oracle.random_stream import CaseRandom
-    from oracle.tolerance import Interval
-
     max_examples = _check_max_examples(max_examples)
     title = f"matmul ({in_format} inputs)"
     col = _Collector(title, "matmul")
@@ -793,6 +778,7 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
         ops = operands(m, k, nn, fmt)(CaseRandom(n, "conformance.matmul"))
         a, b = values(ops["a"], fmt), values(ops["b"], fmt)
         one(a, b, f"sweep, shape {m}x{k}x{nn}", True)
+    # deferred: hypothesis is a test-time dependency, not a runtime one
     from hypothesis import strategies as st
 
     def drawn(shape_seed: tuple[int, int, int, int]) -> None:
@@ -814,8 +800,6 @@ def _attention_sweep(masks: bool, alignments: tuple[str, ...],
     """Fixed attention problems (values multiples of 1/64 in [-4, 4], exact in FP16 and
     BF16): GQA, Sq < Sk and Sq > Sk, and with ``masks`` every allowed causal alignment,
     a window and right key padding."""
-    from oracle.random_stream import CaseRandom
-
     r = CaseRandom(0, "conformance.attention")
 
     def t(*shape: int) -> np.ndarray:
@@ -852,13 +836,8 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
     passed too; otherwise ``fn(q, k, v)``. ``alignment`` restricts the causal alignment
     to the one ``fn`` implements (``"top_left"``: PyTorch SDPA's ``is_causal``);
     ``window=False`` never passes a sliding window."""
-    from refimpl.attention import (
-        ALIGNMENTS, NAIVE_DTYPES, MaskOptions, attention, naive_attention,
-    )
-    from refimpl.validation import check_bool
-
+    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
     from oracle.strategies import attention_inputs
-    from oracle.tolerance import RelativeToNaive
 
     max_examples = _check_max_examples(max_examples)
     masks = check_bool("masks", masks)

@@ -62,6 +62,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import async_copy, matrix
 from .device_runtime import c_call, c_trap
 from .errors import PtxError
 from .isa.control import c_bra, c_exit, c_selp, c_setp
@@ -103,7 +104,6 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
 
 def _register_extensions() -> None:
     """The warp-matrix instructions and cp.async live in their own modules."""
-    from . import async_copy, matrix
     _TABLE.update(matrix.COMPILERS)
     _TABLE["cp"] = async_copy.c_cp
 

@@ -4,6 +4,7 @@ testp; :data:`APPROX_ERROR` lists the hardware's documented errors.
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -111,7 +112,6 @@ _TWO_PI_FIXED = (8 * (4 * _arctan_inv(5, 1 << (_TWO_PI_BITS + 16))
 def _reduce_two_pi_exact(x: float) -> float:
     """x - k*2*pi with k = round(x / 2pi), computed with 1200 fraction bits of 2*pi and
     rounded once to float64 (for arguments too large for the float64 reduction)."""
-    from fractions import Fraction
     num, den = float(x).as_integer_ratio()      # den is a power of two
     shift = den.bit_length() - 1
     big = num << (_TWO_PI_BITS - shift)        # x * 2**_TWO_PI_BITS, exact
