@@ -11,6 +11,7 @@ slice of the case list; :func:`merge` concatenates shards into the unsharded sui
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import multiprocessing
 import os
@@ -28,11 +29,15 @@ from typing import IO, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+import hardware
+import oracle
+import refimpl
 from oracle import suite as fmt
 from oracle._version import __version__
 from oracle.cases import SUITES, CaseSpec, Registry, registry as default_registry
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import ExactTolerance
+from oracle.variants import validate
 
 DEFAULT_SEED = 1
 
@@ -58,8 +63,6 @@ def select(reg: Registry, suite: str, only: str | None,
     option is a ValueError listing the known ones)."""
     cases = reg.cases(suite)
     if variants:
-        from oracle.variants import validate
-
         validate(variants, reg.variant_options())
         cases = [c for c in cases if not any(
             ch in variants and variants[ch] != o for ch, o in fmt.variant_pairs(c.variant))]
@@ -199,12 +202,6 @@ def sources_hash() -> str:
     """SHA-256 over the sources of the three packages (relative path and bytes), so a
     suite records which code made it (WebGPU CTS practice for stale expectations).
     Computed once per process."""
-    import hashlib
-
-    import hardware
-    import oracle
-    import refimpl
-
     h = hashlib.sha256()
     for pkg in (refimpl, hardware, oracle):
         base = Path(pkg.__file__).parent

@@ -19,11 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from oracle.random_stream import CaseRandom
+from refimpl.formats import decode, get
 
 
 def _fmt(fmt):
-    from refimpl.formats import get
-
     return get(fmt)
 
 
@@ -50,8 +49,6 @@ def target_codes(fmt, *, exhaustive: bool | None = None) -> np.ndarray:
 
 
 def _values(f, codes: np.ndarray) -> np.ndarray:
-    from refimpl.formats import decode
-
     return np.asarray(decode(codes.astype(f.code_dtype), f), dtype=np.float64)
 
 

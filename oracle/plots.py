@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
+from hardware import roofline as rl, specs
+
 __all__ = ["MATPLOTLIB_HINT", "draw_timeline", "draw_roofline", "draw_kv_memory",
            "ROOFLINE_KERNELS"]
 
@@ -25,7 +29,7 @@ _LOAD_COLOURS = {"K": "tab:gray", "V": "tab:olive"}
 
 
 def _figure(width: float, height: float) -> Any:
-    try:
+    try:  # deferred: matplotlib is the optional [plot] extra
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:  # absent, or blocked (sys.modules entry None)
@@ -110,6 +114,7 @@ def draw_timeline(timeline: Any, path: str | os.PathLike | None = None, *,
         elif ev.unit == "softmax":
             bar("softmax (SFU + FP32)", ev, colour, wg_hatch["softmax"])
 
+    # deferred: matplotlib is the optional [plot] extra
     from matplotlib.patches import Patch
 
     legend = [Patch(facecolor=_WG_COLOURS[w], label=f"warpgroup {w}") for w in range(wgs)]
@@ -150,8 +155,6 @@ ROOFLINE_KERNELS = (
 
 
 def _kernel_points() -> list[tuple[str, float]]:
-    from hardware import roofline as rl
-
     n, d = 8192, 128
     attn = 4.0 * n * n * d / (4 * n * d * 2)          # FLOPs / (Q, K, V in, O out) bytes
     m = k = nn = 4096
@@ -180,11 +183,6 @@ def draw_roofline(gpus: Sequence[str] = ("V100", "A100", "H100", "B200"),
     Raises:
         ImportError: matplotlib is missing. ValueError: unknown GPU name.
     """
-    import numpy as np
-
-    from hardware import roofline as rl
-    from hardware import specs
-
     gs = [specs.get(n) for n in gpus]   # unknown names fail before drawing
     if not gs:
         raise ValueError("draw_roofline needs at least one GPU")

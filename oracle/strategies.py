@@ -35,17 +35,18 @@ from typing import Any, Sequence
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from oracle import placement
+from oracle.random_stream import CaseRandom
 from refimpl.deprecation import renamed_arguments
+from refimpl.formats import decode, get
 
 __all__ = ["special_codes", "codes", "floats_near", "mx_blocks", "nvfp4_blocks",
            "attention_inputs", "kvcache_ops", "BLOCK_KINDS"]
 
 
 def _fmt(fmt: Any):
-    from refimpl.formats import get
-
     return get(fmt)
 
 
@@ -81,7 +82,6 @@ def codes(fmt: Any, *, shape: int | tuple[int, ...] | None = None
     f = _fmt(fmt)
     if shape is None:
         return _code_element(f)
-    from hypothesis.extra.numpy import arrays
 
     return arrays(np.dtype(f.code_dtype), shape, elements=_code_element(f))
 
@@ -112,7 +112,6 @@ def floats_near(fmt: Any, *, dtype: Any = np.float32, nan: bool = True,
     element = st.one_of(st.sampled_from([dt.type(v) for v in sharp]), _random_near(f, dt))
     if shape is None:
         return element
-    from hypothesis.extra.numpy import arrays
 
     return arrays(dt, shape, elements=element)
 
@@ -151,7 +150,6 @@ def _block(draw, fmt: Any, size: int, kinds: Sequence[str]) -> np.ndarray:
     elif kind == "exact" and f is not None:
         # already representable: element values times a power-of-two scale
         c = draw(st.lists(st.integers(0, f.max_code_magnitude), min_size=size, max_size=size))
-        from refimpl.formats import decode
 
         v = decode(np.array(c, dtype=f.code_dtype), f).astype(np.float64)
         signs = np.where(np.array(raw) < 0, -1.0, 1.0)
@@ -202,7 +200,6 @@ def attention_inputs(draw, *, max_batch: int = 2, max_kv_heads: int = 2,
     sk = draw(st.integers(0 if allow_empty else 1, max_seq))
     d = draw(st.sampled_from(list(dims)))
     seed = draw(st.integers(0, 2 ** 32 - 1))
-    from oracle.random_stream import CaseRandom
 
     r = CaseRandom(seed, "attention_inputs")
 

@@ -37,6 +37,7 @@ import io
 import json
 import math
 import os
+import platform
 import re
 import stat
 from dataclasses import dataclass, field
@@ -367,8 +368,6 @@ def read_text_file(root: Path, entry: Mapping[str, Any], where: str) -> bytes:
 def runtime_versions() -> dict[str, str]:
     """The versions of Python and NumPy running this process, as a manifest's
     ``runtime`` records them (``platform.python_version()``, ``numpy.__version__``)."""
-    import platform
-
     return {"python": platform.python_version(), "numpy": np.__version__}
 
 

@@ -32,12 +32,15 @@ name reference arrays; ``scales`` names an expected output, read from the golden
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping, Union
 
 import numpy as np
+from tabulate import tabulate
 
-from refimpl.deprecation import deprecated_names, renamed_arguments
+from refimpl.deprecation import REMOVED_IN, deprecated_names, renamed_arguments
+from refimpl.formats import decode, get
 from refimpl.validation import as_float, as_float64, check_int, check_positive_int
 
 #: an array field given inline, or the name of another output of the same case
@@ -58,8 +61,6 @@ __all__ = [
 def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
     """Decode unsigned codes of ``fmt`` with the format registry (lazy: the registry
     lives in ``refimpl.formats``)."""
-    from refimpl.formats import decode, get
-
     return np.asarray(decode(codes, get(fmt)))
 
 
@@ -95,8 +96,6 @@ def _ordinal(a: np.ndarray, fmt: str | None) -> np.ndarray:
         mag = (bits & ((np.uint64(1) << shift) - np.uint64(1))).astype(np.float64)
         return np.where((bits >> shift) != 0, -mag, mag)
     if fmt is not None and a.dtype.kind == "u":
-        from refimpl.formats import get
-
         f = get(fmt)
         c = a.astype(np.int64)
         if f.signed:
@@ -124,7 +123,6 @@ def _format_precision(fmt: str) -> tuple[int, int]:
     name = fmt.lower()
     if name in ("fp64", "float64", "binary64"):
         return 52, -1022
-    from refimpl.formats import get
 
     f = get(fmt)
     return int(f.man_bits), int(f.emin)
@@ -248,10 +246,6 @@ def _json_key(f: Any) -> str:
 
 
 def _warn_renamed(old: str, new: str) -> None:
-    import warnings
-
-    from refimpl.deprecation import REMOVED_IN
-
     warnings.warn(f"{old} is deprecated and will be removed in {REMOVED_IN}; use {new}",
                   DeprecationWarning, stacklevel=3)
 
@@ -660,8 +654,6 @@ def assert_matches(actual: Any, expected: Any, tolerance: Tolerance, *,
 
     >>> assert_matches(np.float32([1.0]), np.float32([1.0]), exact())
     """
-    from tabulate import tabulate
-
     comparison = compare(actual, expected, tolerance, fmt=fmt)
     if comparison.ok:
         return

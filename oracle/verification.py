@@ -25,8 +25,14 @@ import numpy as np
 
 from oracle import limits
 from oracle import suite as fmt
+from oracle._version import __version__
 from oracle.cases import Registry, registry as default_registry
+from oracle.generation import (
+    definition_differences, parse_shard, select, shard_slice, sources_hash,
+)
+from oracle.random_stream import CaseRandom
 from oracle.tolerance import Comparison, ExactTolerance, as_values, failure_rows
+from oracle.variants import known, validate
 
 
 @dataclass
@@ -54,8 +60,6 @@ class VerifyReport:
 def verify(root: str | Path, *, registry: Registry | None = None,
            recompute: bool = True, progress: IO[str] | None = sys.stderr) -> VerifyReport:
     """Verify a suite directory; every problem found is in the report (never raised)."""
-    from oracle.generation import definition_differences, sources_hash
-
     root = Path(root)
     reg = registry or default_registry()
     report = VerifyReport()
@@ -86,7 +90,6 @@ def verify(root: str | Path, *, registry: Registry | None = None,
             "Python {} and NumPy {}".format(m["runtime"].get("python"),
                                             m["runtime"].get("numpy"),
                                             here["python"], here["numpy"]))
-    from oracle._version import __version__
 
     for key, want in (("spec_versions", reg.spec_versions), ("oracle_version", __version__)):
         if m[key] != want:
@@ -115,7 +118,6 @@ def verify(root: str | Path, *, registry: Registry | None = None,
     t0 = last = time.monotonic()
     if same_sources:
         # the case list must be exactly what the generation parameters select
-        from oracle.generation import parse_shard, select, shard_slice
 
         try:
             shard = parse_shard(gen["shard"])
@@ -174,7 +176,6 @@ def _verify_case(root: Path, entry: dict[str, Any], reg: Registry, recompute: bo
         return
     if spec is not None:
         # same sources: the inputs must be what the case's random stream gives
-        from oracle.random_stream import CaseRandom
 
         with np.errstate(all="ignore"):
             want = spec.build(CaseRandom(seed, spec.id))
@@ -289,11 +290,8 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     if not results.is_dir():
         raise FileNotFoundError(f"--results {results}: not a directory")
     if variants:
-        from oracle.cases import registry
-        from oracle.variants import known, validate
-
         validate(variants, known((c.variant for c in suite.cases),
-                                 (s.variant for s in registry().all_cases)))
+                                 (s.variant for s in default_registry().all_cases)))
     report = CheckReport(allow_missing=allow_missing)
     chosen = suite.select(only)
     if not suite.cases:

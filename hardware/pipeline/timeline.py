@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from refimpl.validation import check_positive_int
 
-if TYPE_CHECKING:  # annotations only: the schedule module imports this one
+if TYPE_CHECKING:  # deferred: annotations only; hardware.pipeline.schedule imports this module (cycle)
     from hardware.pipeline.schedule import Schedule, UnitCosts
 
 __all__ = [

@@ -53,8 +53,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ExecutionError, MemoryAccessError
+from .errors import ExecutionError, MemoryAccessError, PtxSyntaxError, UnsupportedPtxError
 from .instructions import Op, compile_instruction
+from .isa.operands import getter
 from .memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
 from .parser import Addr, Instruction, Reg, Sym
 from .stats import LaunchStats, MemoryCounters
@@ -188,14 +189,12 @@ class Wave:
     def register(self, name: str, inst: Instruction, write: bool = False) -> np.ndarray:
         arr = self.regs.get(name)
         if arr is None:
-            from .errors import UnsupportedPtxError
             what = "special register" if name.split(".")[0] in (
                 "%clock", "%clock64", "%smid", "%nsmid", "%gridid", "%globaltimer",
                 "%pm0", "%envreg0") else "register"
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: undeclared or "
                                       f"unsupported {what} {name}")
         if write and name.startswith("%") and name in _SPECIAL_NAMES:
-            from .errors import UnsupportedPtxError
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: cannot write "
                                       f"special register {name}")
         return arr
@@ -204,11 +203,9 @@ class Wave:
         if isinstance(op, Reg):
             arr = self.register(op.name, inst)
             if arr.dtype.itemsize * 8 != t.bits:
-                from .errors import UnsupportedPtxError
                 raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {op.name} "
                                           f"is not {t.bits} bits")
             return arr.view(t.storage)
-        from .isa.operands import getter
         v = getter(op, t, self, inst)(slice(None))
         return np.full(self.T, v, dtype=t.storage)
 
@@ -222,7 +219,6 @@ class Wave:
             return "param", k.param_index[name].offset
         if name in k.module_globals:
             return k.module_globals[name].space, -1  # placed at launch: module_symbol()
-        from .errors import UnsupportedPtxError
         raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: unknown symbol {name}")
 
     def module_symbol(self, name: str) -> int:
@@ -235,14 +231,12 @@ class Wave:
     def label(self, name: str, inst: Instruction) -> int:
         labels = self.kernel.source.labels
         if name not in labels:
-            from .errors import PtxSyntaxError
             raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: undefined label {name}")
         return labels[name]
 
     def param_reader(self, op: Any, t: PtxType, n: int, inst: Instruction) -> Any:
         """A function returning the ``n`` values of ``ld.param`` from this launch's
         parameter bytes (read when executed, so a compiled wave can be relaunched)."""
-        from .errors import UnsupportedPtxError
         if not isinstance(op, Addr) or not isinstance(op.base, Sym):
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: ld.param needs "
                                       "[param_name+offset]")
@@ -348,7 +342,6 @@ class Wave:
         elif space == "local":
             buf, base, lim, what = self.lmem, self.lbase, self.local_size, "thread"
         else:
-            from .errors import UnsupportedPtxError
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: .{space} space")
         if addr.size and (int(addr.min()) < 0 or int(addr.max()) + width > lim):
             bad = (addr < 0) | (addr + width > lim)
@@ -512,7 +505,6 @@ class Wave:
                 out[pos] = self.atomic(sp, six, sex, sa, op, t, [s[pos] for s in srcs], inst)
             return out
         if space not in ("global", "shared"):
-            from .errors import UnsupportedPtxError
             raise UnsupportedPtxError(f"line {inst.line}: atomics on .{space}")
         buf, off = self._locate(space, ix, ex, addr, t.bytes, inst)
         if space == "shared" and self.async_copies is not None:

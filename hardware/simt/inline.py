@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 
 from .errors import PtxSyntaxError, UnsupportedPtxError
+from .parser import _strip_comments
 
 __all__ = ["inline_calls"]
 
@@ -133,7 +134,6 @@ def inline_calls(text: str) -> str:
 
 
 def _strip(text: str) -> str:
-    from .parser import _strip_comments
     return _strip_comments(text)
 
 

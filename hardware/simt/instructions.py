@@ -43,9 +43,10 @@ calls its result unspecified). Floating-point results are IEEE 754 correctly rou
 the instruction's mode (:mod:`hardware.simt.rounding`), and a NaN result of f32
 arithmetic is the canonical NaN 0x7FFFFFFF (f64 NaNs keep NumPy's propagation);
 ``.approx`` instructions return
-the correctly rounded result of the exact function computed with float64 polynomials,
-which is within the documented hardware error (see :data:`APPROX_ERROR`), not the
-hardware's bits; ``div.approx.f32`` is ``a * (1/b)`` as the PTX ISA defines it, with the
+a float64 model rounded to float32 (``sin``/``cos``/``tanh`` are
+:func:`refimpl.elementary.sin`, ``cos`` and ``tanh``, whose error bounds are absolute for
+sin and cos), which is within the documented hardware error (see :data:`APPROX_ERROR`),
+not the hardware's bits; ``div.approx.f32`` is ``a * (1/b)`` as the PTX ISA defines it, with the
 reciprocal rounded and flushed to zero when subnormal (so it gives the documented 0 for
 divisors beyond 2**126).
 
@@ -62,6 +63,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import async_copy, matrix
 from .device_runtime import c_call, c_trap
 from .errors import PtxError
 from .isa.control import c_bra, c_exit, c_selp, c_setp
@@ -103,7 +105,6 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
 
 def _register_extensions() -> None:
     """The warp-matrix instructions and cp.async live in their own modules."""
-    from . import async_copy, matrix
     _TABLE.update(matrix.COMPILERS)
     _TABLE["cp"] = async_copy.c_cp
 

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from refimpl import formats
 from refimpl.rounding_modes import PTX_MODIFIERS
 
 from .errors import UnsupportedPtxError
@@ -74,13 +75,11 @@ def _unsupported(inst: Instruction, why: str) -> UnsupportedPtxError:
 
 
 def _encode(x: np.ndarray, fmt: str, rounding: str, sat: bool, nan: int) -> np.ndarray:
-    from refimpl import formats
     return formats.encode(np.asarray(x, np.float64), fmt, rounding=rounding, saturate=sat,
                           nan=nan).astype(np.uint32)
 
 
 def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
-    from refimpl import formats
     return formats.decode(np.asarray(codes), fmt).astype(np.float64)
 
 
@@ -149,7 +148,6 @@ def _to_tf32(inst: Instruction, ctx: Any) -> Op:
     put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
 
     def fn(ix: Any, ex: Any) -> None:
-        from refimpl import formats
         x = np.atleast_1d(np.asarray(ga(ix), np.float32)).astype(np.float64)
         if relu:
             x = np.where(x < 0, 0.0, x)
@@ -225,7 +223,6 @@ def _widen(inst: Instruction, ctx: Any, fmt: str, cbits: int, dst_fmt: str,
         x = _decode(c.astype(np.uint8), fmt)
         if relu:
             x = np.where(x < 0, 0.0, x)
-        from refimpl import formats
         return formats.encode(x, dst_fmt, nan=canonical).astype(np.uint32)
 
     def fn(ix: Any, ex: Any) -> None:

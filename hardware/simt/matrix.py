@@ -50,6 +50,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from refimpl import formats
+from refimpl import matmul as mm
+from refimpl.matmul import presets
+
 from .errors import LaunchError, UnsupportedPtxError
 from .isa.data import _address, _space
 from .isa.operands import Op, getter, setter
@@ -249,7 +253,6 @@ def _values(codes: np.ndarray, tname: str) -> np.ndarray:
         return (codes.astype(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
     if tname == "f32":
         return codes.astype(np.uint32).view(np.float32).astype(np.float64)
-    from refimpl import formats
     fmt = {"f16": "fp16", "bf16": "bf16", "e4m3": "e4m3", "e5m2": "e5m2"}[tname]
     return formats.decode(codes, fmt).astype(np.float64)
 
@@ -261,7 +264,6 @@ def _codes(values: np.ndarray, tname: str) -> np.ndarray:
         bits = values.view(np.uint32).copy()
         bits[nan] = np.uint32(0x7FFFFFFF)
         return bits
-    from refimpl import formats
     return formats.encode(values, "fp16", nan=0x7FFF).astype(np.uint32)
 
 
@@ -280,7 +282,6 @@ def preset_name(gpu: str, tname: str) -> str | None:
     GPU has a separate model of ``mma.sync`` (Hopper FP8: its warpgroup instruction
     accumulates differently), else ``"<gpu>-<FORMAT>"``; aliases resolved (H200 is
     H100). None when the GPU has neither."""
-    from refimpl.matmul import presets
     fmt = TENSOR_CORE_FORMATS[tname][2]
     for name in (f"{gpu}-{fmt}-MMA", f"{gpu}-{fmt}"):
         if presets.is_preset(name):
@@ -293,7 +294,6 @@ def _check_preset(gpu: str | None, tname: str, inst: Instruction) -> None:
     if gpu is None:
         return  # load-time validation: the GPU is chosen at launch
     if preset_name(gpu, tname) is None:
-        from refimpl.matmul import presets
         fmt = TENSOR_CORE_FORMATS[tname][2]
         same = sorted(p for p in presets.PRESETS if p.endswith(f"-{fmt}"))
         raise LaunchError(
@@ -304,7 +304,6 @@ def _check_preset(gpu: str | None, tname: str, inst: Instruction) -> None:
 
 def _float_mma(gpu: str, tname: str, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                dname: str) -> np.ndarray:
-    from refimpl import matmul as mm
     out = "fp16" if dname == "f16" else "fp32"
     return np.asarray(mm.matmul(a.astype(np.float32), b.astype(np.float32),
                                 c.astype(np.float32), accumulate=preset_name(gpu, tname),

@@ -8,9 +8,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from refimpl.matmul import presets
+
+from .. import specs
 from .cfg import reconvergence_points
 from .errors import LaunchError, PtxSyntaxError, UnsupportedPtxError
 from .executor import LaunchConfig, Wave
+from .inline import inline_calls
 from .memory import GlobalMemory
 from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .scheduler import BARRIER_MODES, SCHEDULING_MODES, run_wave
@@ -166,9 +170,6 @@ class Kernel:
 def known_gpus() -> tuple[str, ...]:
     """The NVIDIA GPUs ``launch(gpu=...)`` accepts: those of :mod:`hardware.specs` and
     those with a tensor-core preset (or alias) in :mod:`refimpl.matmul.presets`."""
-    from refimpl.matmul import presets
-
-    from .. import specs
     names = {n for n in specs.names() if specs.get(n).vendor == "NVIDIA"}
     names |= {p.gpu for p in presets.PRESETS.values() if not p.gpu.startswith("MI")}
     names |= {a.split("-", 1)[0] for a in presets.ALIASES if not a.startswith("MI")}
@@ -329,7 +330,6 @@ def load_ptx(text: str) -> Module:
         UnsupportedPtxError: a construct this interpreter does not implement (names the
             line, the instruction and what is unsupported).
     """
-    from .inline import inline_calls
     src = parse_ptx(inline_calls(text) if isinstance(text, str) else text)
     tgt = src.target.split(",")[0].strip()
     if tgt and tgt not in _SUPPORTED_TARGETS:

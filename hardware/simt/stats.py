@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from tabulate import tabulate
 
 from .. import memory as hwmem
 
@@ -87,7 +88,6 @@ class LaunchStats:
         """A printable report: the profiler metrics, then the ``top`` PTX lines by warp
         instructions with their SIMD efficiency (and text, when the PTX ``source`` is
         given)."""
-        from tabulate import tabulate
         head = (f"kernel {self.kernel}  grid {self.grid}  block {self.block}\n"
                 f"warp instructions {self.warp_instructions}, thread instructions "
                 f"{self.thread_instructions}, SIMD efficiency {self.simd_efficiency:.3f}, "

@@ -24,6 +24,7 @@ import numpy as np
 from oracle.random_stream import CaseRandom
 from oracle.suite import CASE_ID, valid_variant
 from oracle.tolerance import Tolerance
+from oracle.variants import known
 
 #: areas of this version, in suite order (each is ``oracle.cases.<name>``)
 AREAS: tuple[str, ...] = (
@@ -142,8 +143,6 @@ class Registry:
     def variant_options(self) -> dict[str, tuple[str, ...]]:
         """Every implementation-defined choice marked by a case of any suite, with its
         options in registry order (what ``--variant CHOICE=OPTION`` accepts)."""
-        from oracle.variants import known
-
         return known(spec.variant for spec in self.all_cases)
 
     def cases(self, suite: str = "default") -> list[CaseSpec]:

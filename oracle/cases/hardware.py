@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hardware import memory, roofline, tiling
+from hardware import fusion, memory, pipeline, roofline, tiling
 from oracle.cases import Area, CaseSpec, Operation
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import AllClose, Ulp
@@ -76,8 +76,6 @@ def _tables(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str,
 
 
 def _pipeline(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    from hardware import pipeline
-
     out: dict[str, np.ndarray] = {}
     times, util = [], []
     for schedule in p["schedules"]:
@@ -92,8 +90,6 @@ def _pipeline(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[st
 
 
 def _fusion(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    from hardware import fusion
-
     sc = fusion.sin2_plus_cos2()
     sig = fusion.stacked_sigmoids(p["depth"])
     stored = fusion.training_traffic(sig)                  # every intermediate saved

@@ -14,6 +14,9 @@ import importlib.util
 import sys
 from typing import Sequence
 
+from oracle._version import __version__
+from oracle.suite import runtime_versions
+
 #: command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("oracle.cli.generate", "write a golden-vector suite to a directory"),
@@ -37,9 +40,6 @@ def _available() -> dict[str, tuple[str, str]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from oracle._version import __version__
-    from oracle.suite import runtime_versions
-
     rt = runtime_versions()
     parser = argparse.ArgumentParser(
         prog="python -m oracle",

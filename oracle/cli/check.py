@@ -12,9 +12,11 @@ nothing, or an ``--only`` that selects no case, fails.
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from tabulate import tabulate
 
+from oracle import variants as V
 from oracle.suite import SuiteError
 from oracle.verification import RESULTS_LAYOUT, check
 
@@ -43,14 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    import textwrap
-
     return textwrap.wrap(text, width)
 
 
 def run(args: argparse.Namespace) -> int:
-    from oracle import variants as V
-
     variants = V.parse(args.variant)
     try:
         report = check(args.dir, args.results, only=args.only, variants=variants,

@@ -140,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
         fn = functools.partial(fn, **extra)
     positional, kwargs = _kwargs(args)
     try:
-        import hypothesis  # noqa: F401  (the checks are property tests)
+        # deferred: hypothesis is a test-time dependency (the checks are property tests)
+        import hypothesis  # noqa: F401
     except ImportError:
         raise ValueError("conform needs hypothesis: python -m pip install hypothesis") from None
     try:

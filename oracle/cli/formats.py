@@ -10,6 +10,8 @@ import argparse
 from tabulate import tabulate
 
 from refimpl import formats as F
+from refimpl.matmul import BlockFMA, BlockScaledFMA, MatrixCore
+from refimpl.matmul.presets import PRESETS, SOURCES, aliases_of, canonical
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,8 +70,6 @@ def _value_table(f: F.Format) -> str:
 
 def _parameters(model: object) -> tuple[str, str, str]:
     """(block/group, fraction bits and accumulator, where C enters) of a preset model."""
-    from refimpl.matmul import BlockFMA, BlockScaledFMA, MatrixCore
-
     if isinstance(model, BlockFMA):
         acc = "E8M13" if model.output_fraction_bits == 13 else "FP32"
         return (f"n={model.n}", f"F={model.fraction_bits} RZ->{acc}",
@@ -84,8 +84,6 @@ def _parameters(model: object) -> tuple[str, str, str]:
 
 
 def _presets(name: str | None) -> str:
-    from refimpl.matmul.presets import PRESETS, SOURCES, aliases_of, canonical
-
     if name:
         p = PRESETS[canonical(name)]
         blk, arith, c = _parameters(p.model())

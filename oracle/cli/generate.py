@@ -9,9 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from oracle.cases import SUITES
-from oracle.generation import DEFAULT_SEED, Interrupted, generate, merge, parse_shard
-from oracle.suite import SuiteError
+from tabulate import tabulate
+
+from oracle import variants as V
+from oracle.cases import SUITES, registry
+from oracle.generation import (
+    DEFAULT_SEED, Interrupted, generate, merge, parse_shard, select, shard_slice,
+)
+from oracle.suite import SuiteError, variant_pairs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,14 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
-    from oracle.cases import registry
-    from oracle.generation import select, shard_slice
-
-    from oracle import variants as V
-    from oracle.suite import variant_pairs
-
     cases = select(registry(), args.suite, args.only, V.parse(args.variant))
     cases = cases[shard_slice(len(cases), parse_shard(args.shard))]
     rows = [(c.id, c.operation, ", ".join(f"{ch}={o}" for ch, o in variant_pairs(c.variant)))
@@ -78,7 +75,6 @@ def _run(args: argparse.Namespace) -> int:
         return _list(args)
     if not args.out:
         raise ValueError("--out DIR is required (or --list)")
-    from oracle import variants as V
 
     variants = V.parse(args.variant)
     if args.merge:

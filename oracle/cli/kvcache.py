@@ -12,6 +12,7 @@ import sys
 
 from tabulate import tabulate
 
+from oracle import plots
 from refimpl.kvcache.simulate import POLICIES, paged_example_trace, sharegpt_like_trace, simulate
 
 
@@ -53,7 +54,6 @@ def run(args: argparse.Namespace) -> int:
                                   "budget used"], disable_numparse=True, stralign="right"))
     if args.plot is None:
         return 0
-    from oracle import plots
 
     try:
         plots.draw_kv_memory(results, args.plot, memory_slots=args.memory_slots,

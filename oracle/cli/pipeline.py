@@ -27,6 +27,7 @@ from tabulate import tabulate
 
 from hardware import pipeline as pl
 from hardware import specs
+from oracle import plots
 
 #: (better, worse) pairs the paper's ablation implies, checked on every run
 ORDERING = (("fa3", "warp_specialized"), ("fa3", "pingpong"),
@@ -132,8 +133,6 @@ def gpu_table(args: argparse.Namespace) -> str:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from oracle import plots
-
     if args.plot_blocks < 1:
         raise ValueError(f"--plot-blocks must be >= 1, got {args.plot_blocks}")
     batch = args.batch or max(1, 16384 // args.seq_len)

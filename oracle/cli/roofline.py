@@ -17,8 +17,9 @@ import sys
 
 from tabulate import tabulate
 
-from hardware import roofline as rl
+from hardware import pipeline as pl, roofline as rl
 from hardware import specs
+from oracle import plots
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -114,9 +115,6 @@ def sources_text(name: str) -> str:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from hardware import pipeline as pl
-    from oracle import plots
-
     names = args.gpu or list(rl.GENERATIONS)
     for name in names:
         specs.get(name)  # ValueError for an unknown name

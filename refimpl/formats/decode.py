@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .registry import FormatLike, get
+from .registry import FP32, FormatLike, get
 from .types import Format
 
 __all__ = ["decode", "decode_formula", "as_codes"]
@@ -142,6 +142,4 @@ def decode(codes: Any, fmt: FormatLike) -> np.ndarray:
 
 
 def _fp32() -> Format:
-    from .registry import FP32
-
     return FP32

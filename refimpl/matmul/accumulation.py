@@ -119,7 +119,7 @@ def resolve_accumulation(accumulate: AccumulationLike) -> Accumulation:
                         f"got {type(accumulate).__name__}")
     if accumulate in NAMED:
         return NAMED[accumulate]
-    # the presets' models are Accumulation subclasses: imported here, not above
+    # deferred: refimpl.matmul.presets imports this module (import cycle)
     from refimpl.matmul.presets import ALIASES, PRESETS, is_preset, preset
 
     if is_preset(accumulate):

@@ -329,6 +329,7 @@ class BlockFMA(Accumulation):
         Raises:
             ValueError: an unknown name, or a preset that is not a BlockFMA model.
         """
+        # deferred: refimpl.matmul.presets imports this module (import cycle)
         from refimpl.matmul.presets import preset
 
         model = preset(name)

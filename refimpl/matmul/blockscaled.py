@@ -40,10 +40,13 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from refimpl import formats as F
+from refimpl.formats import get, round_to
 from refimpl.matmul.blockfma import (
     _NO_EXP, AccumulatorFormat, _trunc, exponent_of, exponents, round_fraction, round_into,
     truncated_sum,
 )
+from refimpl.scaling import MXArray, NVFP4Array
 
 KINDS = ("mxf8f6f4", "mxf4nvf4")
 
@@ -197,8 +200,6 @@ def _values(x: Any, name: str) -> np.ndarray:
 
 
 def _in_formats(in_format, model: BlockScaledFMA):
-    from refimpl.formats import get
-
     if in_format is None:
         if model.kind != "mxf4nvf4":
             raise ValueError(f"{model.name or 'kind::mxf8f6f4'}: in_format is required "
@@ -245,7 +246,7 @@ def block_scaled_matmul(
         ValueError: wrong shapes, values not of ``in_format`` or of the scale format,
             an unknown preset or element format.
     """
-    from refimpl.formats import get, round_to
+    # deferred: refimpl.matmul.presets imports this module (import cycle)
     from refimpl.matmul.presets import preset
 
     model = preset(accumulate) if isinstance(accumulate, str) else accumulate
@@ -310,9 +311,6 @@ def mma_block_scaled(qa: Any, qb: Any, c: Any = None, *,
         TypeError: operands of another type, or of two different kinds.
         ValueError: blocks not along K, MXINT8 elements, NVFP4 16 x 16 tiles.
     """
-    from refimpl import formats as F
-    from refimpl.scaling import MXArray, NVFP4Array
-
     if isinstance(qa, MXArray) and isinstance(qb, MXArray):
         for q, ax, name in ((qa, 1, "qa"), (qb, 0, "qb")):
             if q.codes.ndim != 2 or q.axis != ax:

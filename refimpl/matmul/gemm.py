@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from refimpl import deprecation
+from refimpl.formats import get, round_to
 from refimpl.matmul import accumulation
 from refimpl.matmul.accumulation import AccumulationLike, resolve_accumulation
 from refimpl.matmul.rounding import target
@@ -46,8 +47,6 @@ def as_format_values(x: object, name: str, in_format: object = None) -> np.ndarr
         raise ValueError(f"{name} must have at least 2 dimensions (..., rows, cols), "
                          f"got shape {arr.shape}")
     if in_format is not None:
-        from refimpl.formats import get, round_to
-
         key = in_format.strip().lower() if isinstance(in_format, str) else None
         fmt, rounding = IN_CONVERSIONS.get(key, (in_format, "nearest_even"))
         arr = np.asarray(round_to(arr.astype(np.float64), get(fmt), rounding=rounding),
@@ -83,7 +82,6 @@ def _accumulator_input(c: object, shape: tuple[int, ...], tgt) -> np.ndarray:
     except ValueError:
         raise ValueError(f"c has shape {arr.shape}, which does not broadcast to the output "
                          f"shape {shape}") from None
-    from refimpl.formats import get, round_to
 
     with np.errstate(over="ignore", invalid="ignore"):
         back = np.asarray(round_to(c64, get(tgt.name)), dtype=np.float64)

@@ -24,6 +24,7 @@ import numpy as np
 
 from refimpl import eft
 from refimpl.deprecation import deprecated_names
+from refimpl.formats import get, round_to
 from refimpl.rounding_modes import RoundingMode, rounding_mode
 
 #: Rounding modes an accumulator may apply when storing into its format
@@ -63,7 +64,6 @@ def target(out_format: object) -> Target:
     """
     if isinstance(out_format, str) and out_format.strip().lower() in ("fp32", "float32"):
         return FP32
-    from refimpl.formats import get  # formats is the registry; imported when needed
 
     fmt = get(out_format)
     if fmt.name == "fp32":
@@ -94,7 +94,6 @@ def to_format(x: np.ndarray, tgt: Target, rounding: str = "nearest_even") -> np.
             past = np.isfinite(x) & (np.abs(y.astype(np.float64)) > np.abs(x))
             y = np.where(past, np.nextafter(y, np.float32(0)), y)
         return y
-    from refimpl.formats import get, round_to
 
     return np.asarray(round_to(x, get(tgt.name), rounding=rounding), dtype=np.float32)
 

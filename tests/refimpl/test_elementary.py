@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -210,3 +211,93 @@ def test_exp_reduction_constants_exact():
         assert 1.0 <= E._T_HI[j] < 2.0
         assert abs(Fraction(float(E._T_HI[j])) + Fraction(float(E._T_LO[j])) - Fraction(t)) \
             <= Fraction(1, 2**106)
+
+
+# sin/cos against decimal arithmetic: pi by the series of the decimal module's
+# documentation (not Machin's formula, as the code uses), the reduction x - k 2pi and
+# the Taylor series of sin and cos, all with at least 60 digits beyond the argument's
+PI_DIGITS = 420
+
+
+def _decimal_pi() -> decimal.Decimal:
+    ctx = decimal.Context(prec=PI_DIGITS + 2)
+    three = decimal.Decimal(3)
+    lasts, t, s, n, na, d, da = 0, three, three, 1, 0, 0, 24
+    while s != lasts:
+        lasts = s
+        n, na = n + na, na + 8
+        d, da = d + da, da + 32
+        t = ctx.divide(ctx.multiply(t, n), d)
+        s = ctx.add(s, t)
+    return s
+
+
+D_PI = _decimal_pi()
+
+
+def d_sin_cos(x: float, cos: bool) -> Fraction:
+    """sin(x) or cos(x) to far better than 2^-100 absolute, as an exact Fraction."""
+    digits = 70 + max(0, math.frexp(x)[1]) // 3      # |x| < 10^(that / 3)
+    ctx = decimal.Context(prec=digits)
+    dx = decimal.Decimal(x)                        # exact
+    two_pi = ctx.multiply(2, D_PI)
+    k = ctx.divide(dx, two_pi).to_integral_value(decimal.ROUND_HALF_EVEN)
+    r = ctx.subtract(dx, ctx.multiply(k, two_pi))  # |r| <= pi
+    term = decimal.Decimal(1) if cos else r
+    total, n = term, 1 if cos else 2
+    r2 = ctx.multiply(r, r)
+    while abs(term) > decimal.Decimal("1e-60"):
+        term = ctx.divide(ctx.multiply(-term, r2), n * (n + 1))
+        total = ctx.add(total, term)
+        n += 2
+    return Fraction(total)
+
+
+def sin_cos_bound(x: float) -> Fraction:
+    """The documented absolute error bound (refimpl/elementary.py module docstring)."""
+    tail = Fraction(2) ** -45
+    return tail if abs(x) >= 2.0**20 else Fraction(abs(x)) * Fraction(2) ** -53 + tail
+
+
+def f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+#: float32 arguments (what the SIMT interpreter's sin/cos.approx.f32 pass), arguments
+#: near multiples of pi/2 (where sin or cos is near 0), and any float64
+sin_cos_args = st.one_of(
+    st.floats(width=32, allow_nan=False, allow_infinity=False),
+    st.floats(-2.0**20, 2.0**20, width=32),
+    st.integers(-2**21, 2**21).map(lambda k: f32(k * np.pi / 2)),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=300)
+@given(sin_cos_args, st.booleans())
+@example(1009695.3125, False)                      # sin = 6.85e-6, off by 69 float32 ulps
+@example(f32(np.pi / 2), True)
+@example(2.0**20 - 0.0625, False)                  # the largest float64-reduced float32
+@example(2.0**20, True)                            # the smallest exactly reduced one
+@example(f32(3.4e38), False)
+@example(1e300, True)
+@example(5e-324, False)
+def test_sin_cos_absolute_error_bound(x, cos):
+    got = float((E.cos if cos else E.sin)(np.float64(x)))
+    err = abs(Fraction(got) - d_sin_cos(x, cos))
+    target(float(err / sin_cos_bound(x)))
+    assert err <= sin_cos_bound(x), (x, cos, float(err))
+
+
+def test_sin_cos_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan])
+    s, c = E.sin(x), E.cos(x)
+    assert s[0] == 0 and not np.signbit(s[0]) and s[1] == 0 and np.signbit(s[1])
+    # cos(0) is sin(fl(pi/2)) through the series: 1 + 2^-52 in float64 (within the
+    # absolute bound), 1 once rounded to float32 as the interpreter does
+    assert (np.abs(c[:2] - 1.0) <= 2.0**-45).all()
+    assert (c[:2].astype(np.float32) == 1.0).all()
+    assert np.isnan(s[2:]).all() and np.isnan(c[2:]).all()
+    # a tiny argument: sin(x) = x - x^3/6 rounds to x, cos(x) = 1 - x^2/2 to 1
+    assert E.sin(np.array([1e-200, -5e-324])).tolist() == [1e-200, -5e-324]
+    assert np.float32(E.cos(np.array([1e-200]))[0]) == 1.0

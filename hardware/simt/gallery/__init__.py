@@ -33,10 +33,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ..module import Module
+from ..module import Module, load_ptx
 
 __all__ = ["NAMES", "BUILD", "source", "cuda_source", "load", "directory"]
 
@@ -85,7 +83,6 @@ def cuda_source(name: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def load(name: str) -> "Module":
+def load(name: str) -> Module:
     """The loaded Module of gallery file ``name`` (cached; shared by every caller)."""
-    from ..module import load_ptx
     return load_ptx(source(name))

@@ -6,9 +6,11 @@ from typing import Any
 
 import numpy as np
 
+from refimpl import formats
 from refimpl.rounding_modes import PTX_MODIFIERS
 
 from .. import rounding
+from ..lowprec import PACKED, X4, compile_cvt
 from ..parser import Instruction
 from ..types import TYPES
 from .operands import (Op, _ftz32, _int_mode, _mode, _nops, _one_type, _sat, _u,
@@ -41,7 +43,6 @@ _LOWP = {"f16": "fp16", "bf16": "bf16"}
 
 
 def _encode(x: np.ndarray, fmt: str, mode: str, sat: bool) -> np.ndarray:
-    from refimpl import formats  # the format codec (IEEE binary16, bfloat16, OCP OFP8)
     rnd = PTX_MODIFIERS[mode].value  # the PTX modifier's IEEE 754 rounding mode
     # NVIDIA's canonical NaN codes: 0x7FFF for f16/bf16, 0x7F for both FP8 formats
     nan = 0x7FFF if fmt in ("fp16", "bf16") else 0x7F
@@ -49,7 +50,6 @@ def _encode(x: np.ndarray, fmt: str, mode: str, sat: bool) -> np.ndarray:
 
 
 def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
-    from refimpl import formats
     return formats.decode(np.asarray(codes), fmt)
 
 
@@ -57,7 +57,6 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
     """cvt.frnd/irnd{.ftz}{.sat}.dtype.atype (9.7.9.21), incl. f16/bf16 and f16x2/bf16x2
     from two .f32; the packed FP8/FP6/FP4/UE8M0 forms are in :mod:`.lowprec`."""
     parts = inst.parts[1:]
-    from ..lowprec import PACKED, X4, compile_cvt
     if any(p in PACKED or p in X4 or p == "tf32" for p in parts):
         return compile_cvt(inst, ctx)
     names = [p for p in parts if p in TYPES or p in _LOWP]

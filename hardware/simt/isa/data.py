@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from ..parser import Addr, Instruction, Pair, Sym, Vec
 from ..types import TYPES
 from .operands import (Op, _AR32, _alu, _nops, _one_type, _rowvals, _u, _ubits,
@@ -264,7 +265,6 @@ def c_shfl(inst: Instruction, ctx: Any) -> Op:
 def c_isspacep(inst: Instruction, ctx: Any) -> Op:
     """isspacep.{global,shared,local,const} p, a (9.7.9.x): whether a generic address
     lies in the space's window (see :mod:`hardware.simt.memory`)."""
-    from ..memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
     space = next((p for p in inst.parts[1:] if p.split("::")[0] in
                   ("global", "shared", "local", "const")), None)
     if space is None or len(inst.operands) != 2:

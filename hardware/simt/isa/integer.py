@@ -4,7 +4,7 @@ also accept float types and hand them to :mod:`.floating`.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -328,27 +328,25 @@ def c_shift(inst: Instruction, ctx: Any) -> Op:
     put = setter(inst.operands[0], t, ctx, inst)
     n = t.bits
     u = _u(t)
-    if inst.parts[0] == "shl":
-        def shl(ix: Any, ex: Any) -> None:
+
+    def logical(shift: Callable[[Any, Any], Any]) -> Callable[[Any, Any], None]:
+        # shl, and shr of unsigned types: a shift by n or more bits gives 0
+        def run(ix: Any, ex: Any) -> None:
             b = np.asarray(gb(ix), np.uint32)
-            r = np.left_shift(_ubits(ga(ix), t), np.minimum(b, n - 1).astype(u))
+            r = shift(_ubits(ga(ix), t), np.minimum(b, n - 1).astype(u))
             if (b >= n).any():
                 r = np.where(b >= n, u.type(0), r)
             put(ix, r.view(t.dtype))
-        return Op(inst, "alu", shl)
+        return run
+
+    if inst.parts[0] == "shl":
+        return Op(inst, "alu", logical(np.left_shift))
     if t.signed:
         def sar(ix: Any, ex: Any) -> None:
             b = np.minimum(np.asarray(gb(ix), np.uint32), n - 1).astype(t.dtype)
             put(ix, np.right_shift(np.asarray(ga(ix), t.dtype), b))
         return Op(inst, "alu", sar)
-
-    def shr(ix: Any, ex: Any) -> None:
-        b = np.asarray(gb(ix), np.uint32)
-        r = np.right_shift(_ubits(ga(ix), t), np.minimum(b, n - 1).astype(u))
-        if (b >= n).any():
-            r = np.where(b >= n, u.type(0), r)
-        put(ix, r.view(t.dtype))
-    return Op(inst, "alu", shr)
+    return Op(inst, "alu", logical(np.right_shift))
 
 
 def _popcount(x: np.ndarray, bits: int) -> np.ndarray:

@@ -1,0 +1,113 @@
+"""Conformance of number-format codecs: ``check_encoder`` (formats.encode),
+``check_decoder`` (formats.decode) and ``check_round_to`` (formats.round_to)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from oracle import placement
+from oracle.conformance.kinds import code_classes, input_classes
+from oracle.conformance.phases import (
+    Target, as_codes, call_impl, check_max_examples, run_check,
+)
+from oracle.conformance.report import ConformanceError, ConformanceReport
+from refimpl.formats import decode, encode, get, round_to
+from refimpl.validation import check_bool
+
+__all__ = ["check_encoder", "check_decoder", "check_round_to"]
+
+
+def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
+                  saturate: bool = False, nan: Any = None, dtype: Any = np.float32,
+                  vectorized: bool = True, max_examples: int = 200) -> ConformanceReport:
+    """Check an encoder ``fn(x) -> codes`` against ``refimpl.formats.encode`` with the
+    same options. Inputs of ``dtype`` (float32 by default, float64 to catch double
+    rounding) placed relative to ``fmt``; NaN inputs only where the format (or ``nan``)
+    defines the answer.
+
+    Raises:
+        ConformanceError: every kind of disagreement, each with its simplest
+            counterexample (input, expected code, code got).
+    """
+    f = get(fmt)
+    dt = np.dtype(dtype)
+    saturate = check_bool("saturate", saturate)
+    vectorized = check_bool("vectorized", vectorized)
+    max_examples = check_max_examples(max_examples)
+    with_nan = f.has_nan or nan is not None
+    x = placement.sharp_inputs(f, dt)
+    if not with_nan:
+        x = x[~np.isnan(x)]
+    t = Target("encoder", f.name, f"rounding={rounding}, saturate={saturate}"
+                + (f", nan={nan!r}" if nan is not None else ""))
+
+    def expect(a: np.ndarray) -> np.ndarray:
+        return encode(a, f, rounding=rounding, saturate=saturate, nan=nan)
+
+    def actual(a: np.ndarray) -> np.ndarray:
+        return as_codes(call_impl(fn, a, vectorized), f, a.shape)
+
+    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
+    from oracle.strategies import floats_near
+
+    return run_check(t, x, expect, actual, f.name, floats_near(f, dtype=dt, nan=with_nan),
+                max_examples, lambda a: input_classes(f, a))
+
+
+def check_decoder(fn: Callable, fmt: Any, *, vectorized: bool = True) -> ConformanceReport:
+    """Check a decoder ``fn(codes) -> values`` against ``refimpl.formats.decode`` on
+    every code (formats of 16 bits or fewer; a TestFloat sample above). Values are
+    compared bitwise as float32 (any float dtype returned is converted exactly when it
+    can be), NaNs as one class, and -0.0 must keep its sign."""
+    f = get(fmt)
+    vectorized = check_bool("vectorized", vectorized)
+    if f.bits <= 16:
+        codes = np.arange(1 << f.bits, dtype=np.int64).astype(f.code_dtype)
+    else:
+        mags = placement.target_codes(f, exhaustive=False)
+        codes = np.concatenate([mags, mags | f.sign_mask]).astype(f.code_dtype)
+    t = Target("decoder", f.name, "every code" if f.bits <= 16 else "sampled codes")
+
+    def actual(c: np.ndarray) -> np.ndarray:
+        got = np.asarray(call_impl(fn, c, vectorized))
+        if got.shape != c.shape:
+            raise ConformanceError(f"the decoder returned shape {got.shape} for {c.shape}")
+        want_dt = np.asarray(decode(c[:1], f)).dtype
+        return got.astype(want_dt)
+
+    def expect(c: np.ndarray) -> np.ndarray:
+        return decode(c, f)
+
+    return run_check(t, codes, expect, actual, None, None, 0, lambda c: code_classes(f, c))
+
+
+def check_round_to(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
+                   saturate: bool = False, dtype: Any = np.float32,
+                   vectorized: bool = True, max_examples: int = 200) -> ConformanceReport:
+    """Check a fake-quantiser ``fn(x) -> x rounded to fmt`` (same dtype as x) against
+    ``refimpl.formats.round_to``."""
+    f = get(fmt)
+    dt = np.dtype(dtype)
+    saturate = check_bool("saturate", saturate)
+    vectorized = check_bool("vectorized", vectorized)
+    max_examples = check_max_examples(max_examples)
+    x = placement.sharp_inputs(f, dt)
+    if not f.has_nan:
+        x = x[~np.isnan(x)]
+    t = Target("round_to", f.name, f"rounding={rounding}, saturate={saturate}")
+
+    def expect(a: np.ndarray) -> np.ndarray:
+        return np.asarray(round_to(a, f, rounding=rounding, saturate=saturate)).astype(dt)
+
+    def actual(a: np.ndarray) -> np.ndarray:
+        got = np.asarray(call_impl(fn, a, vectorized))
+        if got.shape != a.shape:
+            raise ConformanceError(f"round_to returned shape {got.shape} for {a.shape}")
+        return got.astype(dt)
+
+    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
+    from oracle.strategies import floats_near
+
+    return run_check(t, x, expect, actual, None, floats_near(f, dtype=dt, nan=f.has_nan),
+                max_examples, lambda a: input_classes(f, a))

@@ -1,0 +1,110 @@
+"""What a conformance check returns or raises: the report of a pass, the error of a
+failure with every kind found, and the collector that builds either."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ConformanceError", "ConformanceReport", "Failure"]
+
+
+@dataclass
+class Failure:
+    """One kind of disagreement: its simplest counterexample and how often it occurred
+    in the sweep (0 when only the hypothesis search found it)."""
+
+    kind: str
+    phase: str
+    text: str
+    input: Any = None
+    expected: Any = None
+    got: Any = None
+    count: int = 0
+
+
+class ConformanceError(AssertionError):
+    """A callable disagrees with the oracle. ``failures`` lists every kind found
+    (simplest first); ``input``, ``expected`` and ``got`` hold the first one's
+    counterexample; ``counts`` maps each output to (failed, compared) in the sweep."""
+
+    def __init__(self, message: str, input: Any = None, expected: Any = None,
+                 got: Any = None, failures: list[Failure] | None = None,
+                 counts: dict[str, tuple[int, int]] | None = None) -> None:
+        super().__init__(message)
+        self.input, self.expected, self.got = input, expected, got
+        self.failures = list(failures or [])
+        self.counts = dict(counts or {})
+
+
+@dataclass
+class ConformanceReport:
+    """What a passing check compared: ``compared`` maps each output to the number of
+    elements the sweep compared; ``examples`` counts the hypothesis examples run."""
+
+    target: str
+    compared: dict[str, int] = field(default_factory=dict)
+    placed: int = 0
+    examples: int = 0
+
+    def summary(self) -> str:
+        outs = ", ".join(f"{n} {name}" for name, n in self.compared.items())
+        text = f"{self.placed} placed inputs swept ({outs} compared)"
+        if self.examples:
+            return text + f", then {self.examples} random examples"
+        return text + ", no random search (max_examples 0)"
+
+
+class Collector:
+    """Failures by kind (first found first), per-output counts, examples run."""
+
+    def __init__(self, title: str, target: str) -> None:
+        self.title, self.target = title, target
+        self.kinds: dict[str, Failure] = {}
+        self.counts: dict[str, list[int]] = {}
+        self.placed = 0
+        self.examples = 0
+
+    def count(self, output: str, compared: int, failed: int) -> None:
+        c = self.counts.setdefault(output, [0, 0])
+        c[0] += failed
+        c[1] += compared
+
+    def add(self, f: Failure) -> None:
+        if f.kind in self.kinds:
+            self.kinds[f.kind].count += f.count
+        else:
+            self.kinds[f.kind] = f
+
+    def finish(self) -> ConformanceReport:
+        if not self.kinds and not any(c[1] for c in self.counts.values()) \
+                and not self.examples:
+            raise ConformanceError(f"{self.title}: nothing was compared (an empty sweep "
+                                   "and no random examples); this is not a pass")
+        if self.kinds:
+            raise self.error()
+        return ConformanceReport(self.target, {k: v[1] for k, v in self.counts.items()},
+                                 self.placed, self.examples)
+
+    def error(self) -> ConformanceError:
+        fs = list(self.kinds.values())
+        n = len(fs)
+        lines = [f"{self.title} disagrees with the oracle: {n} kind{'s' * (n != 1)} "
+                 "of failure"]
+        if self.counts:
+            lines.append("  sweep: " + "; ".join(
+                f"{name} {f} of {c} differ" for name, (f, c) in self.counts.items()))
+        for i, f in enumerate(fs, 1):
+            seen = f"{f.count} in the sweep" if f.count else "found by the random search"
+            lines.append(f"[{i}] {f.kind}: {seen}; simplest ({f.phase}):")
+            lines.append(f.text)
+        first = fs[0]
+        return ConformanceError("\n".join(lines), first.input, first.expected, first.got,
+                                fs, {k: (v[0], v[1]) for k, v in self.counts.items()})
+
+
+class NewKind(Exception):
+    """Raised inside a hypothesis example that shows a kind not yet found."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.kind)
+        self.failure = failure

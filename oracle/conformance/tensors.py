@@ -1,0 +1,194 @@
+"""Conformance of the tensor operations: ``check_matmul`` (matmul.matmul: the
+acceptance interval of float32 accumulation) and ``check_attention``
+(attention.attention: FlashAttention's 2x-naive rule)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from oracle.cases.matmul import bounds, operands, values
+from oracle.conformance.phases import check_max_examples, hunt, invoke
+from oracle.conformance.report import (
+    Collector, ConformanceError, ConformanceReport, Failure, NewKind,
+)
+from oracle.random_stream import CaseRandom
+from oracle.tolerance import Interval, RelativeToNaive
+from refimpl.attention import (
+    ALIGNMENTS, NAIVE_DTYPES, MaskOptions, attention, naive_attention,
+)
+from refimpl.matmul import matmul
+from refimpl.validation import check_bool
+
+__all__ = ["check_matmul", "check_attention"]
+
+
+def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 30,
+                 **_: Any) -> ConformanceReport:
+    """Check a float32-accumulating matrix product ``fn(a, b) -> c`` (a, b float32
+    arrays holding ``in_format`` values, c float32) against the acceptance interval of
+    float32 accumulation in any order around the correctly rounded product
+    (``refimpl.matmul``; Higham 2002 section 3.1): each element within
+    gamma_K * sum|a_ik b_kj| of the exact value."""
+    max_examples = check_max_examples(max_examples)
+    title = f"matmul ({in_format} inputs)"
+    col = Collector(title, "matmul")
+
+    def one(a: np.ndarray, b: np.ndarray, phase: str, count: bool) -> Failure | None:
+        c = matmul(a, b)
+        lo, hi = bounds(a, b, c)
+        got = np.asarray(invoke(fn, a, b))
+        if got.shape != c.shape:
+            raise ConformanceError(f"{title}: the product has shape {got.shape}, "
+                                   f"expected {c.shape}")
+        got = got.astype(np.float32)
+        bad = Interval(lo, hi).compare(got, c).mismatch    # NaN bounds: NaN expected
+        if count:
+            col.count("out", bad.size, int(bad.sum()))
+        first_new = None
+        for i, j in (tuple(int(v) for v in ix) for ix in np.argwhere(bad)):
+            kind = ("non-finite element differs"
+                    if not (np.isfinite(c[i, j]) and np.isfinite(got[i, j]))
+                    else "outside the acceptance interval of float32 accumulation")
+            if kind in col.kinds:
+                if count:
+                    col.kinds[kind].count += 1
+                continue
+            f = Failure(kind, phase,
+                        f"  element  [{i}, {j}] of a {a.shape} x {b.shape} product "
+                        f"(K = {a.shape[1]})\n"
+                        f"  expected {float(c[i, j]):.9g} in [{float(lo[i, j]):.9g}, "
+                        f"{float(hi[i, j]):.9g}]\n  got      {float(got[i, j]):.9g}",
+                        (a, b), c[i, j], got[i, j], int(count))
+            if count:
+                col.add(f)
+            first_new = first_new or f
+        return first_new
+
+    fmt = None if in_format in (None, "fp32") else in_format
+    shapes = ((4, 8, 4), (8, 64, 8), (16, 300, 8))
+    col.placed = len(shapes)
+    for n, (m, k, nn) in enumerate(shapes):
+        ops = operands(m, k, nn, fmt)(CaseRandom(n, "conformance.matmul"))
+        a, b = values(ops["a"], fmt), values(ops["b"], fmt)
+        one(a, b, f"sweep, shape {m}x{k}x{nn}", True)
+    # deferred: hypothesis is a test-time dependency, not a runtime one
+    from hypothesis import strategies as st
+
+    def drawn(shape_seed: tuple[int, int, int, int]) -> None:
+        col.examples += 1
+        m, k, n, seed = shape_seed
+        ops = operands(max(m, 3), k, n, fmt)(CaseRandom(seed, "conformance.matmul"))
+        a, b = values(ops["a"], fmt), values(ops["b"], fmt)
+        f = one(a, b, "hypothesis, shrunk", False)
+        if f is not None:
+            raise NewKind(f)
+
+    hunt(col, st.tuples(st.integers(1, 8), st.integers(1, 200), st.integers(1, 8),
+                         st.integers(0, 2**31)), drawn, max_examples)
+    return col.finish()
+
+
+def _attention_sweep(masks: bool, alignments: tuple[str, ...],
+                     window: bool) -> list[dict[str, Any]]:
+    """Fixed attention problems (values multiples of 1/64 in [-4, 4], exact in FP16 and
+    BF16): GQA, Sq < Sk and Sq > Sk, and with ``masks`` every allowed causal alignment,
+    a window and right key padding."""
+    r = CaseRandom(0, "conformance.attention")
+
+    def t(*shape: int) -> np.ndarray:
+        return r.integers(-256, 257, shape).astype(np.float32) / np.float32(64)
+
+    out = []
+    for b, hkv, g, sq, sk, d in ((1, 1, 1, 8, 8, 8), (2, 2, 2, 5, 13, 16),
+                                 (1, 1, 3, 17, 6, 8)):
+        base = {"q": t(b, hkv * g, sq, d), "k": t(b, hkv, sk, d), "v": t(b, hkv, sk, d),
+                "causal": False, "causal_alignment": alignments[0], "window": None,
+                "key_padding_mask": None}
+        out.append(base)
+        if not masks:
+            continue
+        for al in alignments:
+            out.append(dict(base, causal=True, causal_alignment=al))
+            if window:
+                out.append(dict(base, causal_alignment=al, window=(2, 1)))
+        pad = np.arange(sk)[None, :] < np.maximum(1, sk - 1 - np.arange(b))[:, None]
+        out.append(dict(base, key_padding_mask=pad))
+    return out
+
+
+def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
+                    factor: float = 2.0, atol: float = 1e-5, max_examples: int = 30,
+                    alignment: str | None = None, window: bool = True,
+                    **_: Any) -> ConformanceReport:
+    """Check an attention forward ``fn(q, k, v, **options) -> out`` (SDPA layout,
+    float32 arrays holding values exact in FP16 and BF16) with FlashAttention's rule:
+    max|out - exact| <= factor * max|naive - exact| + atol, ``naive`` being the same
+    computation done plainly in ``dtype`` (``"fp16"`` or ``"bf16"``,
+    ``refimpl.attention.naive_attention``). With ``masks`` the options ``causal``,
+    ``causal_alignment``, ``window`` and ``key_padding_mask`` are swept and drawn and
+    passed too; otherwise ``fn(q, k, v)``. ``alignment`` restricts the causal alignment
+    to the one ``fn`` implements (``"top_left"``: PyTorch SDPA's ``is_causal``);
+    ``window=False`` never passes a sliding window."""
+    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
+    from oracle.strategies import attention_inputs
+
+    max_examples = check_max_examples(max_examples)
+    masks = check_bool("masks", masks)
+    window = check_bool("window", window)
+    if dtype not in NAIVE_DTYPES:
+        raise ValueError(f"dtype must be one of {NAIVE_DTYPES}, got {dtype!r}")
+    if alignment is not None and alignment not in ALIGNMENTS:
+        raise ValueError(f"alignment must be one of {sorted(ALIGNMENTS)} or None, "
+                         f"got {alignment!r}")
+    aligns = (alignment,) if alignment else ("bottom_right", "top_left")
+    title = f"attention ({factor}x-naive-{dtype} rule)"
+    col = Collector(title, "attention")
+
+    def one(x: dict[str, Any], phase: str, count: bool) -> Failure | None:
+        opts = {k: x[k] for k in ("causal", "causal_alignment", "window", "key_padding_mask")}
+        if not masks:
+            opts = {}
+        mask = MaskOptions(**opts)
+        want = attention(x["q"], x["k"], x["v"], mask=mask)
+        naive = naive_attention(x["q"], x["k"], x["v"], dtype=dtype, mask=mask)
+        # the implementation under test takes the options as keywords
+        got = np.asarray(invoke(fn, x["q"], x["k"], x["v"], **opts))
+        c = RelativeToNaive(factor, naive, atol).compare(got, want)
+        if c.problem:
+            raise ConformanceError(f"{title}: {c.problem}")
+        if count:
+            col.count("out", want.size, c.failures)
+        if c.ok:
+            return None
+        named = [f"{k}={v}" for k, v in opts.items() if k != "key_padding_mask"]
+        if opts.get("key_padding_mask") is not None:
+            named.append("key padding")
+        kind = f"out beyond the bound ({', '.join(named) or 'no masks'})"
+        if kind in col.kinds:
+            if count:
+                col.kinds[kind].count += 1
+            return None
+        idx = tuple(int(v) for v in np.argwhere(c.mismatch)[0])
+        f = Failure(kind, phase,
+                    f"  inputs   q {x['q'].shape}, k {x['k'].shape}\n  {c.summary()}\n"
+                    f"  element  {list(idx)}: expected {float(want[idx]):.9g}, "
+                    f"got {float(got[idx]):.9g}", x, want, got, int(count))
+        if count:
+            col.add(f)
+        return f
+
+    sweep = _attention_sweep(masks, aligns, window)
+    col.placed = len(sweep)
+    for i, x in enumerate(sweep):
+        one(x, f"sweep, problem {i}", True)
+
+    def drawn(x: dict[str, Any]) -> None:
+        col.examples += 1
+        f = one(x, "hypothesis, shrunk", False)
+        if f is not None:
+            raise NewKind(f)
+
+    hunt(col, attention_inputs(masks=masks, alignments=aligns, window=window), drawn,
+          max_examples)
+    return col.finish()
