@@ -6,7 +6,9 @@ Every attention function (``attention``, ``standard_attention``, ``naive_attenti
 ``refimpl.kvcache.paged_attention`` and :func:`refimpl.attention.prepare`) takes
 ``mask=MaskOptions(...)``. The same options are also accepted one by one as keywords
 (``causal=True``, ...), which build the :class:`MaskOptions`; a call gives them either
-way, not both (:func:`as_mask`).
+way, not both (:func:`as_mask`). The functions declare ``mask=`` only: the keywords are
+added by the decorator :func:`mask_keywords`, from the fields of :class:`MaskOptions`,
+so the list of names and defaults exists once.
 
 Conventions (flash-attention 2 and FlashInfer, Dao 2023, arXiv 2307.08691; the PyTorch
 SDPA layout), stated once in :mod:`refimpl.attention.reference`: causal alignment
