@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.mask import MaskOptions, Window
+from refimpl.attention.mask import MaskOptions, mask_keywords
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.products import matmul_f32, matmul_f64
 from refimpl.attention.result import AttentionGradients
@@ -97,6 +97,7 @@ def _group_rows(x: np.ndarray, hkv: int) -> np.ndarray:
     return x.reshape(b, hkv, (hq // hkv) * sq, n)
 
 
+@mask_keywords
 def attention_backward(
     q: ArrayLike,
     k: ArrayLike,
@@ -107,14 +108,6 @@ def attention_backward(
     *,
     precision: str = "exact",
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
 ) -> AttentionGradients:
     """Reference gradients of :func:`refimpl.attention.attention` (see module docstring).
 
@@ -122,12 +115,10 @@ def attention_backward(
         q, k, v: the forward inputs; o, do: (..., Hq, Sq, Dv) output and its gradient;
         lse: (..., Hq, Sq) the forward's natural LSE (``-inf`` for fully masked rows).
         precision: ``"exact"`` or ``"float64"``.
-        mask: the forward's masking options, a
-            :class:`refimpl.attention.MaskOptions`; or give them one by one as the
-            keywords ``scale``, ``causal``, ``causal_alignment``, ``window``,
-            ``softcap``, ``alibi_slopes``, ``key_padding_mask``, ``query_padding_mask``
-            (the fields of :class:`MaskOptions`: same names, meanings and defaults),
-            not together with ``mask``.
+        mask: the forward's masking options, a :class:`refimpl.attention.MaskOptions`
+            (its fields are described there), or None for none; each field is also a
+            keyword of this function (:func:`refimpl.attention.mask.mask_keywords`), not
+            together with ``mask``.
     Returns:
         :class:`refimpl.attention.AttentionGradients` ``(dq, dk, dv)`` shaped like q, k,
         v (``stats`` is None: the reference has no schedule).
@@ -137,10 +128,7 @@ def attention_backward(
     exact = precision == "exact"
     dt = np.float32 if exact else np.float64
     mm = matmul_f32 if exact else matmul_f64
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask, input_dtype=dt)
+    prob = prepare(q, k, v, mask=mask, input_dtype=dt)
     o_, do_, lse_ = _grads_inputs(prob, o, do, lse, dt)
     b, hq, hkv, sq, sk, d = prob.shape
     kq, vq = prob.kv_for_q_heads()
@@ -160,6 +148,7 @@ def attention_backward(
     return AttentionGradients(prob.restore(dq), prob.restore(dk), prob.restore(dv))
 
 
+@mask_keywords
 def flash_v2_backward(
     q: ArrayLike,
     k: ArrayLike,
@@ -170,14 +159,6 @@ def flash_v2_backward(
     *,
     block: tuple[int, int] = DEFAULT_BLOCK,
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
 ) -> AttentionGradients:
     """FlashAttention-2 backward schedule (Dao 2023, Algorithm 2), float32 arithmetic.
 
@@ -202,20 +183,15 @@ def flash_v2_backward(
     Args:
         q, k, v, o, do, lse: as :func:`attention_backward`.
         block: ``(B_r, B_c)`` (default 128 x 128).
-        mask: the forward's masking options, a
-            :class:`refimpl.attention.MaskOptions`; or give them one by one as the
-            keywords ``scale``, ``causal``, ``causal_alignment``, ``window``,
-            ``softcap``, ``alibi_slopes``, ``key_padding_mask``, ``query_padding_mask``
-            (the fields of :class:`MaskOptions`: same names, meanings and defaults),
-            not together with ``mask``.
+        mask: the forward's masking options, a :class:`refimpl.attention.MaskOptions`
+            (its fields are described there), or None for none; each field is also a
+            keyword of this function (:func:`refimpl.attention.mask.mask_keywords`), not
+            together with ``mask``.
     Returns:
         :class:`refimpl.attention.AttentionGradients` ``(dq, dk, dv, stats)``.
     """
     br, bc = check_block(block)
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask)
+    prob = prepare(q, k, v, mask=mask)
     o_, do_, lse_ = _grads_inputs(prob, o, do, lse, np.float32)
     b, hq, hkv, sq, sk, d = prob.shape
     dvd = prob.v.shape[-1]

@@ -36,7 +36,7 @@ from typing import Optional
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.mask import MaskOptions, Window
+from refimpl.attention.mask import MaskOptions, mask_keywords
 from refimpl.attention.online import final_lse, nonfinite_rows, product_operand
 from refimpl.attention.problem import prepare
 from refimpl.attention.products import matmul_f32
@@ -73,6 +73,7 @@ def v1_block_sizes(sram_elements: int, d: int, dv: Optional[int] = None) -> tupl
     return br, bc
 
 
+@mask_keywords
 def flash_v1(
     q: ArrayLike,
     k: ArrayLike,
@@ -81,14 +82,6 @@ def flash_v1(
     sram_elements: Optional[int] = None,
     block: Optional[tuple[int, int]] = None,
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = False,
 ) -> AttentionResult:
     """FlashAttention V1 forward (paper Algorithm 1; see the module docstring).
@@ -97,11 +90,10 @@ def flash_v1(
         q, k, v: as :func:`refimpl.attention.attention`.
         sram_elements: on-chip memory M in elements (block sizes derived from it), or
         block: explicit ``(B_r, B_c)``. Exactly one of the two.
-        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
-            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
+            fields are described there), or None for none; each field is also a keyword
+            of this function (:func:`refimpl.attention.mask.mask_keywords`), not together
+            with ``mask``.
         return_lse: also return the natural LSE ``fl32(m + ln l)`` of the final
             ``m`` and ``l`` in HBM (default False, so that ``out, stats = flash_v1(...)``
             unpacks as before). Algorithm 1 does not write an LSE: it is formed from
@@ -118,10 +110,7 @@ def flash_v1(
     return_lse = check_bool("return_lse", return_lse)
     if (sram_elements is None) == (block is None):
         raise ValueError("give exactly one of sram_elements=M or block=(B_r, B_c)")
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask)
+    prob = prepare(q, k, v, mask=mask)
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
     br, bc = v1_block_sizes(sram_elements, d, dv) if block is None else check_block(block)

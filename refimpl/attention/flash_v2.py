@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 
 from refimpl import elementary
 from refimpl.blas import ProductThread
-from refimpl.attention.mask import MaskOptions, Window
+from refimpl.attention.mask import MaskOptions, mask_keywords
 from refimpl.attention.online import OnlineState, finalize, nonfinite_rows, online_block_update
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.result import AttentionResult
@@ -425,6 +425,7 @@ def _w_of(w: np.ndarray, hs: slice):
     return w[0, 0, 0] if w.shape[0] == 1 else w
 
 
+@mask_keywords
 def flash_v2(
     q: ArrayLike,
     k: ArrayLike,
@@ -432,14 +433,6 @@ def flash_v2(
     *,
     block: tuple[int, int] = DEFAULT_BLOCK,
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = True,
     implementation: str = "fast",
 ) -> AttentionResult:
@@ -448,11 +441,10 @@ def flash_v2(
     Args:
         q, k, v: as :func:`refimpl.attention.attention`.
         block: ``(B_r, B_c)`` query and key tile sizes (default 128 x 128).
-        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
-            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
+            fields are described there), or None for none; each field is also a keyword
+            of this function (:func:`refimpl.attention.mask.mask_keywords`), not together
+            with ``mask``.
         return_lse: return the natural LSE the algorithm writes for the backward pass
             (default True).
         implementation: ``"fast"`` (default) or ``"plain"``; same bytes.
@@ -462,9 +454,6 @@ def flash_v2(
         tile; K_j and V_j read once per computed tile pair; O_i and LSE_i written once.
     """
     return_lse = check_bool("return_lse", return_lse)
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask)
+    prob = prepare(q, k, v, mask=mask)
     out, lse, st = flash_v2_core(prob, block, implementation=implementation)
     return AttentionResult(prob.restore(out), prob.restore(lse) if return_lse else None, st)

@@ -75,7 +75,7 @@ from numpy.typing import ArrayLike
 
 from refimpl import elementary, formats
 from refimpl.attention.flash_v2 import flash_v2_core, forward_stats
-from refimpl.attention.mask import MaskOptions, Window
+from refimpl.attention.mask import MaskOptions, mask_keywords
 from refimpl.attention.online import OnlineState, finalize, product_operand
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.result import AttentionResult
@@ -378,6 +378,7 @@ def _fast(prob, ops, qtiles, ktiles, comp, opt, br):
 
 # --------------------------------------------------------------------------- public
 @renamed_arguments({"fp8_format": "fmt"})
+@mask_keywords
 def flash_v3(
     q: ArrayLike,
     k: ArrayLike,
@@ -393,14 +394,6 @@ def flash_v3(
     p_offset: Optional[int] = None,
     p_rowsum: str = "unquantized",
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = True,
     implementation: str = "fast",
 ) -> AttentionResult:
@@ -428,11 +421,10 @@ def flash_v3(
             ``[0, 2^p_offset]``, which must fit the format).
         p_rowsum: ``"unquantized"`` (default: l adds the FP32 P, as the kernel does) or
             ``"quantized"`` (l adds the P that enters the GEMM).
-        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
-            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
+            fields are described there), or None for none; each field is also a keyword
+            of this function (:func:`refimpl.attention.mask.mask_keywords`), not together
+            with ``mask``.
         return_lse: also return the natural LSE (default True).
         implementation: ``"fast"`` (default) or ``"plain"``; same bytes.
     Returns:
@@ -463,10 +455,7 @@ def flash_v3(
                          f"fits E4M3 and E5M2), got {p_offset!r}")
     seed = _seed(seed)
     model = resolve_accumulation(accumulate)
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask)
+    prob = prepare(q, k, v, mask=mask)
     if incoherent:
         _hadamard_size(prob.shape[5])
     shares_v2 = (not fp8 and not incoherent and p_offset == 0 and isinstance(accumulate, str)

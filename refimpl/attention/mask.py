@@ -6,7 +6,9 @@ Every attention function (``attention``, ``standard_attention``, ``naive_attenti
 ``refimpl.kvcache.paged_attention`` and :func:`refimpl.attention.prepare`) takes
 ``mask=MaskOptions(...)``. The same options are also accepted one by one as keywords
 (``causal=True``, ...), which build the :class:`MaskOptions`; a call gives them either
-way, not both (:func:`as_mask`).
+way, not both (:func:`as_mask`). The functions declare ``mask=`` only: the keywords are
+added by the decorator :func:`mask_keywords`, from the fields of :class:`MaskOptions`,
+so the list of names and defaults exists once.
 
 Conventions (flash-attention 2 and FlashInfer, Dao 2023, arXiv 2307.08691; the PyTorch
 SDPA layout), stated once in :mod:`refimpl.attention.reference`: causal alignment
@@ -17,16 +19,17 @@ is no cap.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional, TypeVar, Union
 
 import numpy as np
-from numpy.typing import ArrayLike
-
 from refimpl.validation import as_float, as_float_array, check_bool
 
-__all__ = ["MaskOptions", "as_mask", "ALIGNMENTS", "MASK_FIELDS"]
+__all__ = ["MaskOptions", "as_mask", "mask_keywords", "ALIGNMENTS", "MASK_FIELDS"]
 
 #: causal/window alignment names -> description (flash-attention >= 2.1 and FlashInfer use
 #: bottom_right; PyTorch SDPA's is_causal uses top_left)
@@ -172,8 +175,7 @@ def _padding(mask: object, name: str) -> np.ndarray:
 
 #: the fields of :class:`MaskOptions`, in order (the keywords every attention function
 #: accepts in place of ``mask=``)
-MASK_FIELDS = ("scale", "causal", "causal_alignment", "window", "softcap", "alibi_slopes",
-               "key_padding_mask", "query_padding_mask")
+MASK_FIELDS = tuple(f.name for f in dataclasses.fields(MaskOptions))
 
 
 def _is_default(name: str, value: object) -> bool:
@@ -184,20 +186,89 @@ def _is_default(name: str, value: object) -> bool:
     return value is None
 
 
-def as_mask(
-    mask: Optional[MaskOptions] = None,
-    *,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
-) -> MaskOptions:
+def _checked(mask: object) -> MaskOptions:
+    if not isinstance(mask, MaskOptions):
+        raise TypeError(f"mask must be a refimpl.attention.MaskOptions or None, got "
+                        f"{type(mask).__name__}")
+    return mask
+
+
+def _resolve(mask: Optional[MaskOptions], given: dict[str, object]) -> MaskOptions:
+    """``mask``, or the :class:`MaskOptions` built from the keywords ``given`` (the
+    rules of :func:`as_mask`)."""
+    if mask is None:
+        return MaskOptions(**given)  # type: ignore[arg-type]
+    mask = _checked(mask)
+    both = [name for name in MASK_FIELDS
+            if name in given and not _is_default(name, given[name])]
+    if both:
+        raise TypeError(f"masking options given both as mask= and as keywords "
+                        f"({', '.join(both)}); put them in the MaskOptions")
+    return mask
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def mask_keywords(fn: Optional[F] = None, *,
+                  exclude: tuple[str, ...] = ()) -> Union[F, Callable[[F], F]]:
+    """Decorator: ``fn``, which takes ``mask=`` (a :class:`MaskOptions` or None), also
+    accepts the fields of :class:`MaskOptions` one by one as keyword-only arguments
+    (same names, meanings and defaults; ``exclude`` names fields it does not take).
+
+    The keywords given build ``mask`` by the rules of :func:`as_mask` and ``fn`` is
+    called with ``mask=`` only; with no such keyword the call reaches ``fn`` unchanged.
+    The wrapper's ``__signature__`` is ``fn``'s with the keywords inserted after
+    ``mask`` (taken from :func:`dataclasses.fields` of :class:`MaskOptions`), so
+    :func:`inspect.signature` and :func:`help` show each one with its default. Any other
+    keyword reaches ``fn`` and fails there as usual (TypeError naming it).
+
+    Raises (at decoration): TypeError if ``fn`` has no ``mask`` parameter or already
+    has one of the field names; ValueError for an unknown name in ``exclude``.
+    """
+    unknown = sorted(set(exclude) - set(MASK_FIELDS))
+    if unknown:
+        raise ValueError(f"exclude names no MaskOptions field: {unknown}")
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        names = [n for n in sig.parameters]
+        if "mask" not in names:
+            raise TypeError(f"{fn.__qualname__} has no mask parameter")
+        clash = sorted(set(names) & set(MASK_FIELDS))
+        if clash:
+            raise TypeError(f"{fn.__qualname__} already has parameters {clash}")
+        at = names.index("mask")
+        # where a positional mask stands in *args (None: keyword-only)
+        pos = at if params[at].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                        inspect.Parameter.POSITIONAL_OR_KEYWORD) else None
+        fields = [f for f in dataclasses.fields(MaskOptions) if f.name not in exclude]
+        extra = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
+                                   default=f.default, annotation=f.type) for f in fields]
+        taken = tuple(f.name for f in fields)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in taken if name in kwargs}
+            if given:
+                if pos is not None and len(args) > pos:
+                    args = args[:pos] + (_resolve(args[pos], given),) + args[pos + 1:]
+                else:
+                    kwargs["mask"] = _resolve(kwargs.get("mask"), given)
+            return fn(*args, **kwargs)
+
+        wrapper.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=params[:at + 1] + extra + params[at + 1:])
+        return wrapper  # type: ignore[return-value]
+
+    return decorate if fn is None else decorate(fn)
+
+
+@mask_keywords
+def as_mask(mask: Optional[MaskOptions] = None) -> MaskOptions:
     """The :class:`MaskOptions` of a call: ``mask`` when given, else one built from the
-    keywords (same names, same defaults).
+    keywords (the fields of :class:`MaskOptions`: same names, same defaults).
 
     With ``mask``, every keyword must keep its default value (``mask`` is then the
     whole story; a keyword passed at its default value is indistinguishable from one not
@@ -209,16 +280,4 @@ def as_mask(
             :class:`MaskOptions`).
         ValueError: a keyword's value (see :class:`MaskOptions`).
     """
-    given = {"scale": scale, "causal": causal, "causal_alignment": causal_alignment,
-             "window": window, "softcap": softcap, "alibi_slopes": alibi_slopes,
-             "key_padding_mask": key_padding_mask, "query_padding_mask": query_padding_mask}
-    if mask is None:
-        return MaskOptions(**given)
-    if not isinstance(mask, MaskOptions):
-        raise TypeError(f"mask must be a refimpl.attention.MaskOptions or None, got "
-                        f"{type(mask).__name__}")
-    both = [name for name in MASK_FIELDS if not _is_default(name, given[name])]
-    if both:
-        raise TypeError(f"masking options given both as mask= and as keywords "
-                        f"({', '.join(both)}); put them in the MaskOptions")
-    return mask
+    return MaskOptions() if mask is None else _checked(mask)

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.mask import ALIGNMENTS, MaskOptions, Window, as_mask
+from refimpl.attention.mask import ALIGNMENTS, MaskOptions, as_mask, mask_keywords
 
 __all__ = ["Problem", "prepare", "ALIGNMENTS"]
 
@@ -137,25 +137,18 @@ def _padding_shape(m: np.ndarray, name: str, batch: tuple[int, ...],
     return m.reshape(math.prod(batch), length)
 
 
+@mask_keywords
 def prepare(
     q: ArrayLike,
     k: ArrayLike,
     v: ArrayLike,
     *,
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
     input_dtype: type = np.float32,
 ) -> Problem:
     """Validate the inputs and the masking options of every attention function (same
-    names, same meaning everywhere): ``mask`` or the keywords that build it (see
-    :class:`refimpl.attention.MaskOptions` and :func:`refimpl.attention.mask.as_mask`).
+    names, same meaning everywhere): ``mask``, a :class:`refimpl.attention.MaskOptions` or
+    None, or its fields as keywords (:func:`refimpl.attention.mask.mask_keywords`).
 
     Alignment: with ``"bottom_right"`` row i is aligned with key ``i + Sk - Sq``; when
     padding masks are given, Sq and Sk are the numbers of valid queries and keys of each
@@ -170,10 +163,7 @@ def prepare(
         ValueError: shapes, head counts, non-finite or non-float32 inputs, option values,
             slopes or padding masks whose shapes do not fit q, k and v.
     """
-    mask = as_mask(mask, scale=scale, causal=causal, causal_alignment=causal_alignment,
-                   window=window, softcap=softcap, alibi_slopes=alibi_slopes,
-                   key_padding_mask=key_padding_mask, query_padding_mask=query_padding_mask)
-    return _problem(q, k, v, mask, input_dtype)
+    return _problem(q, k, v, as_mask(mask), input_dtype)
 
 
 def _problem(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: MaskOptions,

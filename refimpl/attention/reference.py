@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl import elementary
-from refimpl.attention.mask import MaskOptions, Window
+from refimpl.attention.mask import MaskOptions, mask_keywords
 from refimpl.attention.problem import Problem, prepare
 from refimpl.attention.products import matmul_f32, matmul_f64
 from refimpl.attention.result import AttentionResult
@@ -352,20 +352,13 @@ def _fold_last_into(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
     return buf[..., 0]
 
 
+@mask_keywords
 def attention(
     q: ArrayLike,
     k: ArrayLike,
     v: ArrayLike,
     *,
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = False,
     precision: str = "exact",
 ) -> Union[np.ndarray, AttentionResult]:
@@ -406,11 +399,10 @@ def attention(
 
     Args:
         q: (..., Hq, Sq, D); k: (..., Hkv, Sk, D); v: (..., Hkv, Sk, Dv); float32 values.
-        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
-            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
+            fields are described there), or None for none; each field is also a keyword
+            of this function (:func:`refimpl.attention.mask.mask_keywords`), not together
+            with ``mask``.
         return_lse: also return the natural LSE (..., Hq, Sq) (default False).
         precision: ``"exact"`` (float32 result) or ``"float64"``.
     Returns:
@@ -425,31 +417,21 @@ def attention(
             values.
     """
     return_lse = check_bool("return_lse", return_lse)
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask,
-        input_dtype=np.float64 if precision == "float64" else np.float32)
+    prob = prepare(q, k, v, mask=mask,
+                   input_dtype=np.float64 if precision == "float64" else np.float32)
     out, lse, _, _ = _forward(prob, precision)
     if return_lse:
         return AttentionResult(prob.restore(out), prob.restore(lse))
     return prob.restore(out)
 
 
+@mask_keywords
 def standard_attention(
     q: ArrayLike,
     k: ArrayLike,
     v: ArrayLike,
     *,
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = False,
 ) -> AttentionResult:
     """Standard attention (FlashAttention paper, Algorithm 0) with its HBM traffic.
@@ -462,11 +444,10 @@ def standard_attention(
 
     Args:
         q, k, v: as :func:`attention`.
-        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
-            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
+            fields are described there), or None for none; each field is also a keyword
+            of this function (:func:`refimpl.attention.mask.mask_keywords`), not together
+            with ``mask``.
         return_lse: also return the natural LSE (default False; the LSE is not part
             of the counted traffic, as Algorithm 0 does not write it).
     Returns:
@@ -474,10 +455,7 @@ def standard_attention(
         ``(out, lse, stats)`` with ``return_lse``.
     """
     return_lse = check_bool("return_lse", return_lse)
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask)
+    prob = prepare(q, k, v, mask=mask)
     out, lse, _, _ = _forward(prob, "exact")
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
@@ -494,6 +472,7 @@ def standard_attention(
     return AttentionResult(prob.restore(out), prob.restore(lse) if return_lse else None, st)
 
 
+@mask_keywords
 def naive_attention(
     q: ArrayLike,
     k: ArrayLike,
@@ -501,14 +480,6 @@ def naive_attention(
     *,
     dtype: str = "fp16",
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
 ) -> np.ndarray:
     """Attention computed in a low precision the way plain framework code does it
     (flash-attention's ``attention_ref`` with ``upcast=False``), as float32 values of
@@ -529,11 +500,10 @@ def naive_attention(
     Args:
         q, k, v: as :func:`attention`.
         dtype: ``"fp16"`` (default) or ``"bf16"``.
-        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
-            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
+            fields are described there), or None for none; each field is also a keyword
+            of this function (:func:`refimpl.attention.mask.mask_keywords`), not together
+            with ``mask``.
     Returns:
         out (..., Hq, Sq, Dv), a bare array (float32 values of ``dtype``).
     """
@@ -542,10 +512,7 @@ def naive_attention(
     if dtype not in NAIVE_DTYPES:
         raise ValueError(f"dtype must be one of {NAIVE_DTYPES}, got {dtype!r}")
     rd = lambda x: round_to(np.asarray(x, dtype=np.float32), dtype).astype(np.float32)  # noqa: E731
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask)
+    prob = prepare(q, k, v, mask=mask)
     b, hq, _, sq, sk, d = prob.shape
     kq, vq = prob.kv_for_q_heads()
     qs = rd(rd(prob.q) * np.float32(prob.scale))

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from refimpl import elementary
 from refimpl.attention.flash_v2 import flash_v2_core
-from refimpl.attention.mask import MaskOptions, Window
+from refimpl.attention.mask import MaskOptions, mask_keywords
 from refimpl.attention.problem import prepare
 from refimpl.attention.result import AttentionResult
 from refimpl.attention.stats import ScheduleStats
@@ -98,6 +98,7 @@ def merge_attention_states(
     return out.astype(np.float32), lse.astype(np.float32)
 
 
+@mask_keywords
 def split_kv(
     q: ArrayLike,
     k: ArrayLike,
@@ -106,14 +107,6 @@ def split_kv(
     num_splits: int,
     block: tuple[int, int] = DEFAULT_BLOCK,
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
-    key_padding_mask: Optional[ArrayLike] = None,
-    query_padding_mask: Optional[ArrayLike] = None,
     return_lse: bool = True,
 ) -> AttentionResult:
     """Flash-Decoding: FlashAttention-2 over ``num_splits`` key ranges, then
@@ -123,11 +116,10 @@ def split_kv(
         q, k, v: as :func:`refimpl.attention.attention`.
         num_splits: number of key ranges (see :func:`split_ranges`).
         block: ``(B_r, B_c)`` of each part's FlashAttention-2 run.
-        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
-            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes``, ``key_padding_mask``,
-            ``query_padding_mask`` (the fields of :class:`MaskOptions`: same names,
-            meanings and defaults), not together with ``mask``.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
+            fields are described there), or None for none; each field is also a keyword
+            of this function (:func:`refimpl.attention.mask.mask_keywords`), not together
+            with ``mask``.
         return_lse: also return the merged natural LSE (default True).
     Returns:
         :class:`refimpl.attention.AttentionResult`: ``(out, lse, stats)`` (or
@@ -136,10 +128,7 @@ def split_kv(
     """
     return_lse = check_bool("return_lse", return_lse)
     br, bc = check_block(block)
-    prob = prepare(q, k, v, mask=mask, scale=scale, causal=causal,
-        causal_alignment=causal_alignment, window=window, softcap=softcap,
-        alibi_slopes=alibi_slopes, key_padding_mask=key_padding_mask,
-        query_padding_mask=query_padding_mask)
+    prob = prepare(q, k, v, mask=mask)
     b, hq, _, sq, sk, _ = prob.shape
     dv = prob.v.shape[-1]
     st = ScheduleStats()

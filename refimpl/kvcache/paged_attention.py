@@ -21,7 +21,7 @@ from typing import Hashable, Optional, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from refimpl.attention.mask import MaskOptions, Window, as_mask
+from refimpl.attention.mask import MaskOptions, as_mask, mask_keywords
 from refimpl.attention.online import OnlineState, finalize, online_block_update
 from refimpl.attention.problem import prepare
 from refimpl.attention.result import AttentionResult
@@ -50,6 +50,7 @@ def _page_f32(page: np.ndarray, seq_id: Hashable, start: int, name: str) -> np.n
     return out
 
 
+@mask_keywords(exclude=("key_padding_mask", "query_padding_mask"))
 def paged_attention(
     q: ArrayLike,
     cache: PagedKVCache,
@@ -57,12 +58,6 @@ def paged_attention(
     *,
     block_q: int = DEFAULT_BLOCK[0],
     mask: Optional[MaskOptions] = None,
-    scale: Optional[float] = None,
-    causal: bool = False,
-    causal_alignment: str = "bottom_right",
-    window: Window = None,
-    softcap: Optional[float] = None,
-    alibi_slopes: Optional[ArrayLike] = None,
     return_lse: bool = True,
 ) -> AttentionResult:
     """Attention of each sequence's queries over its cached K/V, read through the page
@@ -76,12 +71,12 @@ def paged_attention(
         cache: the paged KV cache (K/V must hold finite float32 values).
         seq_ids: the sequences, one per batch entry of ``q``.
         block_q: query tile ``B_r`` (as ``flash_v2``'s ``block[0]``, default 128).
-        mask: the masking options, a :class:`refimpl.attention.MaskOptions`; or give
-            them one by one as the keywords ``scale``, ``causal``, ``causal_alignment``,
-            ``window``, ``softcap``, ``alibi_slopes`` (the fields of
-            :class:`MaskOptions`: same names, meanings and defaults), not together with
-            ``mask``. ``alibi_slopes`` of shape (Hq,) or (B, Hq). Padding masks do not
-            apply (the page table defines the keys): a ``mask`` holding one is refused.
+        mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
+            fields are described there), or None for none; each field but the two
+            padding masks is also a keyword of this function
+            (:func:`refimpl.attention.mask.mask_keywords`), not together with ``mask``.
+            ``alibi_slopes`` of shape (Hq,) or (B, Hq). Padding masks do not apply (the
+            page table defines the keys): a ``mask`` holding one is refused.
         return_lse: also return the natural LSE (default True, as ``flash_v2``).
 
     Returns:
@@ -97,8 +92,7 @@ def paged_attention(
         (and whatever :meth:`PagedKVCache.block_table` raises for an unknown or freed
         sequence id).
     """
-    mask = as_mask(mask, scale=scale, causal=causal, causal_alignment=causal_alignment,
-                   window=window, softcap=softcap, alibi_slopes=alibi_slopes)
+    mask = as_mask(mask)
     if mask.key_padding_mask is not None or mask.query_padding_mask is not None:
         raise ValueError("paged_attention takes no padding masks: the page table defines "
                          "each sequence's keys")

@@ -2,6 +2,11 @@
 ``mask=MaskOptions(...)`` with the same bytes as the keyword form."""
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import pydoc
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,7 +16,7 @@ from refimpl.attention import (
     MaskOptions, attention, attention_backward, flash_v1, flash_v2, flash_v2_backward,
     flash_v3, naive_attention, prepare, split_kv, standard_attention,
 )
-from refimpl.attention.mask import MASK_FIELDS, as_mask
+from refimpl.attention.mask import MASK_FIELDS, as_mask, mask_keywords
 from refimpl.kvcache import PagedKVCache, paged_attention
 
 # ----------------------------------------------------------------------- validation
@@ -253,3 +258,79 @@ def test_paged_attention_refuses_padding_masks():
     with pytest.raises(ValueError, match="no padding masks"):
         paged_attention(Q, CACHE, [0, 1], mask=MaskOptions(
             key_padding_mask=np.ones((B, SK), bool)))
+
+
+# ------------------------------------------------------------- keywords of MaskOptions
+PADDING = ("key_padding_mask", "query_padding_mask")
+#: every public function taking mask=, and the fields it does not take as keywords
+PUBLIC = [(attention, ()), (standard_attention, ()), (naive_attention, ()),
+          (flash_v1, ()), (flash_v2, ()), (flash_v3, ()), (split_kv, ()),
+          (attention_backward, ()), (flash_v2_backward, ()), (prepare, ()), (as_mask, ()),
+          (paged_attention, PADDING)]
+
+
+@pytest.mark.parametrize("fn, without", PUBLIC, ids=[f.__name__ for f, _ in PUBLIC])
+def test_signature_shows_every_field_after_mask(fn, without):
+    params = inspect.signature(fn).parameters
+    names = list(params)
+    want = [f for f in dataclasses.fields(MaskOptions) if f.name not in without]
+    at = names.index("mask")
+    assert names[at + 1:at + 1 + len(want)] == [f.name for f in want]
+    for f in want:
+        assert params[f.name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert params[f.name].default is f.default
+    # by hand, from the documented defaults of MaskOptions
+    assert params["causal"].default is False
+    assert params["causal_alignment"].default == "bottom_right"
+    assert not set(without) & set(names)
+    # the list exists once: the function itself declares mask= only
+    own = inspect.signature(inspect.unwrap(fn)).parameters
+    assert "mask" in own and not set(own) & set(MASK_FIELDS)
+    shown = pydoc.render_doc(fn, renderer=pydoc.plaintext).splitlines()[2]  # help()
+    for f in want:
+        assert re.search(rf"\b{f.name}\b[^,=]*= ?{re.escape(repr(f.default))}", shown), f.name
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_unknown_keyword_is_refused_by_name(name):
+    call, _ = SCHEDULES[name]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'causl'"):
+        call(causl=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'causl'"):
+        call(mask=MaskOptions(), causl=True)
+
+
+def test_paged_attention_takes_no_padding_keyword():
+    for name in PADDING:
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{name}'"):
+            paged_attention(Q, CACHE, [0, 1], **{name: np.ones((B, SK), bool)})
+
+
+def test_mask_stays_keyword_only():
+    with pytest.raises(TypeError, match="positional"):
+        flash_v2(Q, K, V, MaskOptions())  # type: ignore[misc]
+    with pytest.raises(TypeError, match="positional"):
+        prepare(Q, K, V, MaskOptions())  # type: ignore[misc]
+    m = MaskOptions(causal=True)
+    assert as_mask(m) is m and as_mask(mask=m) is m  # as_mask: positional or keyword
+    with pytest.raises(TypeError, match=r"both as mask= and as keywords \(softcap\)"):
+        as_mask(m, softcap=2.0)
+    with pytest.raises(TypeError, match=r"both as mask= and as keywords \(softcap\)"):
+        as_mask(mask=m, softcap=2.0)
+
+
+def test_mask_keyword_at_its_default_with_mask_changes_nothing():
+    m = MaskOptions(causal=True, causal_alignment="top_left")
+    a = flash_v2(Q, K, V, block=(2, 3), mask=m)
+    b = flash_v2(Q, K, V, block=(2, 3), mask=m, causal=False, window=None)
+    c = flash_v2(Q, K, V, block=(2, 3), causal=True, causal_alignment="top_left")
+    assert _bytes(a) == _bytes(b) == _bytes(c)
+
+
+def test_mask_keywords_refuses_bad_decoration():
+    with pytest.raises(TypeError, match="no mask parameter"):
+        mask_keywords(lambda q, *, block=1: q)
+    with pytest.raises(TypeError, match="already has"):
+        mask_keywords(lambda q, *, mask=None, causal=False: q)
+    with pytest.raises(ValueError, match="padding"):
+        mask_keywords(exclude=("padding",))
