@@ -50,7 +50,7 @@ from refimpl.attention.tiles import DEFAULT_BLOCK, check_block, computed_tiles, 
 from refimpl.attention.stats import ScheduleStats, forward_working_set
 from refimpl.matmul.screening import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
 from refimpl.summation import fold_sum_axis1
-from refimpl.validation import check_bool, check_positive_int
+from refimpl.validation import check_bool
 
 __all__ = ["flash_v2", "flash_v2_core", "forward_stats"]
 

@@ -5,7 +5,8 @@
 traffic; and the naive low-precision computation that framework code performs, for the
 tolerance rule of flash-attention's tests (see :mod:`refimpl.attention.tolerance`).
 
-Conventions (the reference doc's, stated once here and used everywhere):
+Conventions (those of the public libraries named below, stated once here and used
+everywhere):
 - Causal alignment default ``"bottom_right"`` (flash-attention >= 2.1, FlashInfer):
   row i sees key j iff ``j <= i + Sk - Sq``; ``"top_left"`` (PyTorch SDPA ``is_causal``):
   ``j <= i``. Sliding window ``(w_left, w_right)``, bounds inclusive, around the same
