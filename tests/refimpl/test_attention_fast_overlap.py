@@ -5,7 +5,6 @@ also when a step raises."""
 from __future__ import annotations
 
 import importlib
-import math
 import threading
 
 import numpy as np
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 from refimpl import blas as _blas
 from refimpl.blas import ProductThread
 from refimpl.attention import flash_v2
+from attention_draws import mask_options, maybe_large_logits
 
 fv2 = importlib.import_module("refimpl.attention.flash_v2")  # the module, not the function
 
@@ -52,28 +52,8 @@ def problems(draw):
         q = (rng.integers(-2, 3, batch + (hq, sq, d)) * 0.5).astype(np.float32)
         k = rng.integers(-2, 3, batch + (hkv, sk, d)).astype(np.float32)
         v = (rng.integers(-8, 9, batch + (hkv, sk, d)) * 2.0**-3).astype(np.float32)
-    opts = {}
-    if draw(st.booleans()):
-        opts["causal"] = True
-        opts["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
-    if draw(st.booleans()):
-        opts["window"] = (draw(st.one_of(st.none(), st.integers(0, 5))),
-                          draw(st.one_of(st.none(), st.integers(0, 5))))
-    if draw(st.booleans()):
-        opts["softcap"] = draw(st.sampled_from([1.0, 5.0, 30.0]))
-    if draw(st.booleans()):
-        opts["alibi_slopes"] = (2.0 ** -rng.integers(1, 8, hq)).astype(np.float32)
-    if draw(st.booleans()):
-        opts["key_padding_mask"] = rng.random(batch + (sk,)) < 0.8
-    if draw(st.booleans()):
-        opts["query_padding_mask"] = rng.random(batch + (sq,)) < 0.8
-    if draw(st.booleans()):
-        # every logit about 1e4 larger: an extra coordinate 100 * 100 with scale 1
-        q = np.concatenate([q * np.float32(1 / math.sqrt(d)),
-                            np.full(batch + (hq, sq, 1), 100.0, np.float32)], axis=-1)
-        k = np.concatenate([k, np.full(batch + (hkv, sk, 1), 100.0, np.float32)], axis=-1)
-        v = np.concatenate([v, np.zeros(batch + (hkv, sk, 1), np.float32)], axis=-1)
-        opts["scale"] = 1.0
+    opts = mask_options(draw, rng, batch, hq, sq, sk)
+    q, k, v = maybe_large_logits(draw, q, k, v, opts)
     block = (draw(st.integers(1, 7)), draw(st.integers(1, 7)))  # rarely dividing 1..20
     return q, k, v, opts, block
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from refimpl.attention import attention
 from refimpl.attention.problem import prepare
+from attention_draws import mask_options, maybe_large_logits
 
 ref = importlib.import_module("refimpl.attention.reference")
 
@@ -51,28 +52,8 @@ def problems(draw):
         rows = rng.random(batch + (hq, sq, 1)) < 0.3
         q = np.where(rows, q * np.float32(2.0**100), q).astype(np.float32)
         k = (k * np.float32(2.0**30)).astype(np.float32)
-    opts = {}
-    if draw(st.booleans()):
-        opts["causal"] = True
-        opts["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
-    if draw(st.booleans()):
-        opts["window"] = (draw(st.one_of(st.none(), st.integers(0, 5))),
-                          draw(st.one_of(st.none(), st.integers(0, 5))))
-    if draw(st.booleans()):
-        opts["softcap"] = draw(st.sampled_from([1.0, 5.0, 30.0]))
-    if draw(st.booleans()):
-        opts["alibi_slopes"] = (2.0 ** -rng.integers(1, 8, hq)).astype(np.float32)
-    if draw(st.booleans()):
-        opts["key_padding_mask"] = rng.random(batch + (sk,)) < 0.8
-    if draw(st.booleans()):
-        opts["query_padding_mask"] = rng.random(batch + (sq,)) < 0.8
-    if draw(st.booleans()):
-        # every logit about 1e4 larger: an extra coordinate 100 * 100 with scale 1
-        q = np.concatenate([q * np.float32(1 / math.sqrt(d)),
-                            np.full(batch + (hq, sq, 1), 100.0, np.float32)], axis=-1)
-        k = np.concatenate([k, np.full(batch + (hkv, sk, 1), 100.0, np.float32)], axis=-1)
-        v = np.concatenate([v, np.zeros(batch + (hkv, sk, 1), np.float32)], axis=-1)
-        opts["scale"] = 1.0
+    opts = mask_options(draw, rng, batch, hq, sq, sk)
+    q, k, v = maybe_large_logits(draw, q, k, v, opts)
     chunk = draw(st.sampled_from([1, 7, 64, 1 << 18]))  # scores per chunk
     pv_keys = draw(st.sampled_from([1, 3, 4, 512]))  # keys per partial product
     return q, k, v, opts, chunk, pv_keys

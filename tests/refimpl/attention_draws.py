@@ -1,0 +1,46 @@
+"""Hypothesis draws shared by the attention fast-path tests: the mask options and the
+shift of every logit by about 1e4 (the fast paths must give the plain loops' bytes under
+each of them)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+
+def mask_options(draw, rng: np.random.Generator, batch: tuple[int, ...], hq: int,
+                 sq: int, sk: int) -> dict:
+    """Causal (either alignment), a window, softcap, ALiBi slopes and padding masks, each
+    drawn on or off."""
+    opts: dict = {}
+    if draw(st.booleans()):
+        opts["causal"] = True
+        opts["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
+    if draw(st.booleans()):
+        opts["window"] = (draw(st.one_of(st.none(), st.integers(0, 5))),
+                          draw(st.one_of(st.none(), st.integers(0, 5))))
+    if draw(st.booleans()):
+        opts["softcap"] = draw(st.sampled_from([1.0, 5.0, 30.0]))
+    if draw(st.booleans()):
+        opts["alibi_slopes"] = (2.0 ** -rng.integers(1, 8, hq)).astype(np.float32)
+    if draw(st.booleans()):
+        opts["key_padding_mask"] = rng.random(batch + (sk,)) < 0.8
+    if draw(st.booleans()):
+        opts["query_padding_mask"] = rng.random(batch + (sq,)) < 0.8
+    return opts
+
+
+def maybe_large_logits(draw, q: np.ndarray, k: np.ndarray, v: np.ndarray, opts: dict):
+    """(q, k, v), drawn either unchanged or with every logit about 1e4 larger: an extra
+    coordinate 100 * 100 with ``scale`` 1 (written into ``opts``)."""
+    if not draw(st.booleans()):
+        return q, k, v
+    d = q.shape[-1]
+    lead_q, lead_k = q.shape[:-1] + (1,), k.shape[:-1] + (1,)
+    q = np.concatenate([q * np.float32(1 / math.sqrt(d)),
+                        np.full(lead_q, 100.0, np.float32)], axis=-1)
+    k = np.concatenate([k, np.full(lead_k, 100.0, np.float32)], axis=-1)
+    v = np.concatenate([v, np.zeros(lead_k, np.float32)], axis=-1)
+    opts["scale"] = 1.0
+    return q, k, v
