@@ -83,7 +83,9 @@ def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
     return formats.decode(np.asarray(codes), fmt).astype(np.float64)
 
 
-def _mode(inst: Instruction) -> str:
+def _modifier(inst: Instruction) -> str:
+    """The PTX rounding modifier (``rn``, ``rna``, ...) of the instruction: the PTX text
+    this module validates; the kernels get its canonical name (``PTX_MODIFIERS``)."""
     modes = [p for p in inst.parts[1:] if p in PTX_MODIFIERS]
     if len(modes) != 1:
         raise _unsupported(inst, "cvt to or from a packed low-precision type needs one "
@@ -102,7 +104,7 @@ def compile_cvt(inst: Instruction, ctx: Any) -> Op:
     if len(names) != 2:
         raise _unsupported(inst, "cvt needs a destination and a source type")
     dname, sname = names
-    mode = _mode(inst)
+    mode = _modifier(inst)
     relu = "relu" in parts
     sat = "satfinite" in parts
     known = {"rn", "rz", "rp", "relu", "satfinite", dname, sname}
@@ -116,10 +118,11 @@ def compile_cvt(inst: Instruction, ctx: Any) -> Op:
                 raise _unsupported(inst, "cvt to .ue8m0x2 takes .rz or .rp (and no .relu)")
         elif mode != "rn" or not sat:
             raise _unsupported(inst, f"cvt to .{dname} needs .rn.satfinite")
+        rounding = PTX_MODIFIERS[mode].value  # the modifier's mode, mapped once here
         if sname == "f32":
-            return _narrow_pair(inst, ctx, fmt, cbits, mode, sat, relu)
+            return _narrow_pair(inst, ctx, fmt, cbits, rounding, sat, relu)
         if sname in _HALF2 and (fmt in ("e4m3", "e5m2") or (fmt == "e8m0" and sname == "bf16x2")):
-            return _narrow_packed(inst, ctx, _HALF2[sname], fmt, cbits, mode, sat, relu)
+            return _narrow_packed(inst, ctx, _HALF2[sname], fmt, cbits, rounding, sat, relu)
         raise _unsupported(inst, f"cvt from .{sname} to .{dname} does not exist")
     if sname in PACKED:
         fmt, _, cbits = PACKED[sname]
@@ -134,7 +137,7 @@ def compile_cvt(inst: Instruction, ctx: Any) -> Op:
 
 def _to_tf32(inst: Instruction, ctx: Any) -> Op:
     parts = inst.parts[1:]
-    mode = _mode(inst)
+    mode = _modifier(inst)
     extra = [p for p in parts if p not in ("rna", "rn", "rz", "satfinite", "relu", "tf32",
                                            "f32")]
     if extra or parts[-2:] != ("tf32", "f32") or mode not in ("rna", "rn", "rz") or \
@@ -166,9 +169,10 @@ def _finish(codes: np.ndarray, x: np.ndarray, relu: bool) -> np.ndarray:
 
 
 def _to_codes(x: np.ndarray, fmt: str, mode: str, sat: bool, relu: bool) -> np.ndarray:
-    """Codes of float64 values ``x`` in ``fmt`` under the rules of the module docstring."""
+    """Codes of float64 values ``x`` in ``fmt`` under the rules of the module docstring;
+    ``mode`` is a canonical name of :mod:`refimpl.rounding_modes`."""
     if fmt == "e8m0":
-        return _encode(np.abs(x), "e8m0", PTX_MODIFIERS[mode].value, sat, 0xFF)
+        return _encode(np.abs(x), "e8m0", mode, sat, 0xFF)
     codes = _encode(x, fmt, "nearest_even", True, _NAN_CODE[fmt])
     return _finish(codes, x, relu)
 

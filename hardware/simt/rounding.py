@@ -3,6 +3,12 @@
 PTX ISA 9.7.3 (floating-point instructions) and 9.7.9.21 (``cvt``): the rounding
 modifiers are ``.rn`` (nearest, ties to even), ``.rz`` (toward zero), ``.rm`` (toward
 -inf) and ``.rp`` (toward +inf); integer-result conversions use ``.rni/.rzi/.rmi/.rpi``.
+The kernels here take the canonical names of :mod:`refimpl.rounding_modes`
+(``"nearest_even"``, ``"toward_zero"``, ``"toward_negative"``, ``"toward_positive"``:
+the values of :class:`~refimpl.rounding_modes.RoundingMode`, compared as plain
+strings); the instruction compilers map a PTX modifier to its name once, through
+:data:`refimpl.rounding_modes.PTX_MODIFIERS`. Any other name, a PTX modifier included,
+is refused with a ``ValueError``.
 
 Method (IEEE 754-2019 section 4.3): a float32 operation is first evaluated in float64,
 giving ``y = rn64(x)`` for the exact result ``x``, together with the *side* of the exact
@@ -25,6 +31,7 @@ import numpy as np
 
 from refimpl.eft import two_product, two_sum
 from refimpl.rational import round_rational
+from refimpl.rounding_modes import RoundingMode
 
 __all__ = [
     "MODES",
@@ -41,7 +48,18 @@ __all__ = [
     "int_to_float",
 ]
 
-MODES = ("rn", "rz", "rm", "rp")
+#: the rounding modes of the float arithmetic kernels (IEEE 754-2019 section 4.3)
+MODES = (RoundingMode.NEAREST_EVEN.value, RoundingMode.TOWARD_ZERO.value,
+         RoundingMode.TOWARD_NEGATIVE.value, RoundingMode.TOWARD_POSITIVE.value)
+
+
+def _bad_mode(mode: object) -> ValueError:
+    return ValueError(f"rounding mode must be one of {MODES}, got {mode!r}")
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise _bad_mode(mode)
 
 _F32_MAX = float(np.finfo(np.float32).max)
 _LOW29 = np.uint64((1 << 29) - 1)
@@ -57,7 +75,11 @@ def round64_to32(y: np.ndarray, side: np.ndarray | int, mode: str) -> np.ndarray
     Args:
         y: float64 array, the exact result rounded to nearest float64.
         side: sign of (exact - y): -1, 0 or +1 per element (0 when y is exact).
-        mode: "rn", "rz", "rm" or "rp".
+        mode: one of :data:`MODES` ("nearest_even", "toward_zero", "toward_negative",
+            "toward_positive").
+
+    Raises:
+        ValueError: ``mode`` is not one of :data:`MODES`.
     """
     y = np.asarray(y, dtype=np.float64)
     side = np.broadcast_to(np.sign(np.asarray(side, dtype=np.float64)), y.shape)
@@ -67,7 +89,7 @@ def round64_to32(y: np.ndarray, side: np.ndarray | int, mode: str) -> np.ndarray
     # d = sign(x - r): from y when y != r (monotonicity), from side when y == r
     d = np.where(y != r64, np.sign(y - r64), side)
     d = np.where(finite, d, 0.0)
-    if mode == "rn":
+    if mode == "nearest_even":
         # y on a float32 midpoint (or the overflow threshold) with x off it: go to x's side
         lo = np.where(y > r64, r, np.nextafter(r, np.float32(-np.inf)))
         hi = np.where(y > r64, np.nextafter(r, np.float32(np.inf)), r)
@@ -79,23 +101,23 @@ def round64_to32(y: np.ndarray, side: np.ndarray | int, mode: str) -> np.ndarray
         at_mid = finite & (y == mid) & (side != 0)
         r = np.where(at_mid & (side > 0), hi, np.where(at_mid & (side < 0), lo, r))
         return r.astype(np.float32)
-    if mode == "rm":
+    if mode == "toward_negative":
         step = d < 0
         return np.where(step, np.nextafter(r, np.float32(-np.inf)), r).astype(np.float32)
-    if mode == "rp":
+    if mode == "toward_positive":
         step = d > 0
         return np.where(step, np.nextafter(r, np.float32(np.inf)), r).astype(np.float32)
-    if mode == "rz":
+    if mode == "toward_zero":
         step = ((d < 0) & (r > 0)) | ((d > 0) & (r < 0))
         return np.where(step, np.nextafter(r, np.float32(0)), r).astype(np.float32)
-    raise ValueError(f"rounding mode must be one of {MODES}, got {mode!r}")
+    raise _bad_mode(mode)
 
 
 def _zero_sign_rm(res: np.ndarray, exact_zero: np.ndarray, same_sign_zeros: np.ndarray,
                   mode: str) -> np.ndarray:
     # IEEE 754 section 6.3: an exact zero sum is -0 in roundTowardNegative, else +0,
     # except that the sum of two zeros of the same sign keeps that sign in every mode
-    if mode != "rm":
+    if mode != "toward_negative":
         return res
     return np.where(exact_zero & ~same_sign_zeros, np.float32(-0.0), res)
 
@@ -111,20 +133,20 @@ def _sum_to32(x: np.ndarray, y: np.ndarray, mode: str) -> np.ndarray:
     return _zero_sign_rm(r, (s == 0) & (e == 0), same, mode)
 
 
-def add_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
+def add_f32(a: np.ndarray, b: np.ndarray, mode: str = "nearest_even") -> np.ndarray:
     """``add{.rnd}.f32``: correctly rounded a + b."""
     a = np.asarray(a, np.float32)
     b = np.asarray(b, np.float32)
-    if mode == "rn":
+    if mode == "nearest_even":
         return (a + b).astype(np.float32)
     return _sum_to32(a.astype(np.float64), b.astype(np.float64), mode)
 
 
-def mul_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
+def mul_f32(a: np.ndarray, b: np.ndarray, mode: str = "nearest_even") -> np.ndarray:
     """``mul{.rnd}.f32``: the float64 product of two float32 is exact, so one rounding."""
     a = np.asarray(a, np.float32)
     b = np.asarray(b, np.float32)
-    if mode == "rn":
+    if mode == "nearest_even":
         return (a * b).astype(np.float32)
     return round64_to32(a.astype(np.float64) * b.astype(np.float64), 0, mode)
 
@@ -132,9 +154,10 @@ def mul_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
 _F32 = np.dtype(np.float32)
 
 
-def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np.ndarray:
+def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray,
+            mode: str = "nearest_even") -> np.ndarray:
     """``fma.rnd.f32``: a*b + c computed exactly and rounded once (PTX ISA 9.7.3.6)."""
-    if mode == "rn" and getattr(a, "dtype", None) == _F32 and \
+    if mode == "nearest_even" and getattr(a, "dtype", None) == _F32 and \
             getattr(b, "dtype", None) == _F32 and getattr(c, "dtype", None) == _F32:
         # float32 operands (the interpreter's registers): widen inside the ufuncs
         p = np.multiply(a, b, dtype=np.float64)   # exact: 24 + 24 bits
@@ -147,7 +170,7 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np
     b64 = np.asarray(b, np.float32).astype(np.float64)
     c64 = np.asarray(c, np.float32).astype(np.float64)
     p = a64 * b64                      # exact: 24 + 24 bits
-    if mode == "rn":
+    if mode == "nearest_even":
         # fast path: rn32(rn64(x)) == rn32(x) unless rn64(x) is a float32 midpoint
         # (its 29 low significand bits are 1000...0) or lies in float32's subnormal
         # range, where midpoints sit elsewhere; only those elements need the error term
@@ -165,7 +188,7 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np
     return _sum_to32(p, c64, mode)
 
 
-def div_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
+def div_f32(a: np.ndarray, b: np.ndarray, mode: str = "nearest_even") -> np.ndarray:
     """``div.rnd.f32`` (IEEE division). In .rn, float64 division then rounding to float32
     is already correct (53 >= 2*24 + 2, Figueroa 1995); directed modes use the sign of
     the exact residual ``a - r*b`` (``r*b`` is exact in float64)."""
@@ -173,7 +196,7 @@ def div_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
     b64 = np.asarray(b, np.float32).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         y = a64 / b64
-    if mode == "rn":
+    if mode == "nearest_even":
         return y.astype(np.float32)
     r = y.astype(np.float32).astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -184,12 +207,12 @@ def div_f32(a: np.ndarray, b: np.ndarray, mode: str = "rn") -> np.ndarray:
     return round64_to32(y, side, mode)
 
 
-def sqrt_f32(a: np.ndarray, mode: str = "rn") -> np.ndarray:
+def sqrt_f32(a: np.ndarray, mode: str = "nearest_even") -> np.ndarray:
     """``sqrt.rnd.f32``: correctly rounded square root (same method as :func:`div_f32`)."""
     a64 = np.asarray(a, np.float32).astype(np.float64)
     with np.errstate(invalid="ignore"):
         y = np.sqrt(a64)
-    if mode == "rn":
+    if mode == "nearest_even":
         return y.astype(np.float32)
     r = y.astype(np.float32).astype(np.float64)
     with np.errstate(invalid="ignore"):
@@ -204,15 +227,14 @@ def exact_to_float(x: Fraction, mantissa_bits: int, emin: int, emax: int,
                    mode: str) -> float:
     """Round the rational ``x`` (nonzero) to a binary float with ``mantissa_bits``
     significand bits (including the hidden one) and normal exponent range [emin, emax];
-    returns a Python float (float32 values are exactly representable in it): the
-    PTX modifier named as :func:`refimpl.rational.round_rational` names it, overflow
-    as IEEE 754-2019 section 7.4 gives it."""
-    return round_rational(x, mantissa_bits, emin, emax, _ROUNDING_NAMES[mode])
+    returns a Python float (float32 values are exactly representable in it), overflow
+    as IEEE 754-2019 section 7.4 gives it.
 
-
-#: PTX rounding modifiers (PTX ISA 9.7.3) by the names of IEEE 754-2019 section 4.3
-_ROUNDING_NAMES = {"rn": "nearest_even", "rz": "toward_zero", "rm": "toward_negative",
-                   "rp": "toward_positive"}
+    Raises:
+        ValueError: ``mode`` is not one of :data:`MODES`.
+    """
+    _check_mode(mode)
+    return round_rational(x, mantissa_bits, emin, emax, mode)
 
 
 def fma_f64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -247,12 +269,18 @@ def fma_f64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     out = r.copy()
     bad = np.flatnonzero(~safe)
     if bad.size:
-        out[bad] = fraction_op_f64("fma", [a[bad], b[bad], c[bad]], "rn")
+        out[bad] = fraction_op_f64("fma", [a[bad], b[bad], c[bad]], "nearest_even")
     return out
 
 
 def fraction_op_f64(op: str, args: list[np.ndarray], mode: str) -> np.ndarray:
-    """Float64 add/sub/mul/fma/div/sqrt with any rounding mode, exactly (slow path)."""
+    """Float64 add/sub/mul/fma/div/sqrt with any rounding mode of :data:`MODES`,
+    exactly (slow path).
+
+    Raises:
+        ValueError: ``mode`` is not one of :data:`MODES`.
+    """
+    _check_mode(mode)
     cols = [np.asarray(a, np.float64).ravel() for a in args]
     n = max(c.size for c in cols)
     cols = [np.broadcast_to(c, (n,)) for c in cols]
@@ -286,7 +314,7 @@ def fraction_op_f64(op: str, args: list[np.ndarray], mode: str) -> np.ndarray:
                     if zeros and np.signbit(terms[0]) == np.signbit(terms[1]):
                         out[i] = terms[0]  # same-signed zeros keep their sign
                     else:
-                        out[i] = -0.0 if mode == "rm" else 0.0
+                        out[i] = -0.0 if mode == "toward_negative" else 0.0
                 continue
             out[i] = exact_to_float(exact, 53, -1022, 1023, mode)
     return out.reshape(np.broadcast(*[np.asarray(a) for a in args]).shape)
@@ -305,12 +333,12 @@ def _sqrt_exact(x: Fraction, mode: str) -> float:
     # squaring the candidate exactly
     r = float(np.sqrt(float(x)))
     fr = Fraction(r)
-    if mode == "rn" or fr * fr == x:
+    if mode == "nearest_even" or fr * fr == x:
         return r
     below = fr * fr < x
-    if mode in ("rm", "rz") and not below:
+    if mode in ("toward_negative", "toward_zero") and not below:
         return float(np.nextafter(r, 0.0))
-    if mode == "rp" and below:
+    if mode == "toward_positive" and below:
         return float(np.nextafter(r, np.inf))
     return r
 
@@ -325,12 +353,18 @@ _INT_RANGE = {
 }
 
 
+_INT_ROUND = {"nearest_even": np.rint, "toward_zero": np.trunc, "toward_negative": np.floor,
+              "toward_positive": np.ceil}
+
+
 def float_to_int(x: np.ndarray, kind: str, bits: int, mode: str) -> np.ndarray:
     """``cvt.{rni,rzi,rmi,rpi}.{s,u}N.fM``: round to an integer, saturate to the
     destination range (PTX ISA 9.7.9.21: float-to-integer conversions saturate), NaN -> 0.
     Returns the integer value as int64/uint64 bits of the destination width."""
     x = np.asarray(x, np.float64)
-    rnd = {"rn": np.rint, "rz": np.trunc, "rm": np.floor, "rp": np.ceil}[mode]
+    rnd = _INT_ROUND.get(mode)
+    if rnd is None:
+        raise _bad_mode(mode)
     with np.errstate(invalid="ignore"):
         r = rnd(x)
     lo, hi = _INT_RANGE[(kind, bits)]
@@ -381,19 +415,19 @@ def int_to_float(v: np.ndarray, signed: bool, to_bits: int, mode: str) -> np.nda
     half = np.where(shift > 0, np.uint64(1) << (np.maximum(shift, np.uint64(1)) - np.uint64(1)),
                     np.uint64(0))
     inexact = rem != 0
-    if mode == "rn":
+    if mode == "nearest_even":
         up = inexact & ((rem > half) | ((rem == half) & ((q & np.uint64(1)) == 1)))
-    elif mode == "rz":
+    elif mode == "toward_zero":
         up = np.zeros(q.shape, bool)
-    elif mode == "rm":
+    elif mode == "toward_negative":
         up = inexact & neg
-    elif mode == "rp":
+    elif mode == "toward_positive":
         up = inexact & ~neg
     elif mode == "odd":  # round to odd: sticky last bit, for a second rounding later
         q = q | inexact.astype(np.uint64)
         up = np.zeros(q.shape, bool)
     else:
-        raise ValueError(f"rounding mode must be one of {MODES}, got {mode!r}")
+        raise ValueError(f"rounding mode must be one of {MODES + ('odd',)}, got {mode!r}")
     q = q + up.astype(np.uint64)
     val = q.astype(np.float64) * np.exp2(shift.astype(np.float64))  # both exact
     val = np.where(neg, -val, val)

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from refimpl import formats
-from refimpl.rounding_modes import PTX_MODIFIERS
 
 from .. import rounding
 from ..lowprec import PACKED, X4, compile_cvt
@@ -43,10 +42,11 @@ _LOWP = {"f16": "fp16", "bf16": "bf16"}
 
 
 def _encode(x: np.ndarray, fmt: str, mode: str, sat: bool) -> np.ndarray:
-    rnd = PTX_MODIFIERS[mode].value  # the PTX modifier's IEEE 754 rounding mode
-    # NVIDIA's canonical NaN codes: 0x7FFF for f16/bf16, 0x7F for both FP8 formats
+    # ``mode``: a canonical name of refimpl.rounding_modes (the compilers map the PTX
+    # modifier once); NVIDIA's canonical NaN codes: 0x7FFF for f16/bf16, 0x7F for both
+    # FP8 formats
     nan = 0x7FFF if fmt in ("fp16", "bf16") else 0x7F
-    return formats.encode(np.asarray(x), fmt, rounding=rnd, saturate=sat, nan=nan)
+    return formats.encode(np.asarray(x), fmt, rounding=mode, saturate=sat, nan=nan)
 
 
 def _decode(codes: np.ndarray, fmt: str) -> np.ndarray:
@@ -92,7 +92,7 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
 
     if s.kind == "f" and d.kind == "f":
         if dname in lowp:
-            mode = fmode or "rn"
+            mode = fmode or "nearest_even"
 
             def to_lowp(ix: Any, ex: Any) -> None:
                 x = src_float(ix)
@@ -114,7 +114,8 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
                     x = np.where(np.abs(x) < 2.0**-126, np.copysign(0.0, x), x)
                 put(ix, x.astype(d.dtype))
             if imode and d.bits == s.bits:
-                rnd = {"rn": np.rint, "rz": np.trunc, "rm": np.floor, "rp": np.ceil}[imode]
+                rnd = {"nearest_even": np.rint, "toward_zero": np.trunc,
+                       "toward_negative": np.floor, "toward_positive": np.ceil}[imode]
 
                 def round_int(ix: Any, ex: Any) -> None:
                     x = rnd(src_float(ix))
@@ -123,7 +124,7 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
                     put(ix, x.astype(d.dtype))
                 return Op(inst, "alu", round_int)
             return Op(inst, "alu", widen)
-        mode = fmode or "rn"
+        mode = fmode or "nearest_even"
 
         def narrow(ix: Any, ex: Any) -> None:
             x = src_float(ix)
@@ -145,7 +146,7 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
             put(ix, np.asarray(r).astype(d.dtype))
         return Op(inst, "alu", f2i)
     if d.kind == "f":   # integer -> float
-        mode = fmode or "rn"
+        mode = fmode or "nearest_even"
         if dname in lowp:
             def i2lowp(ix: Any, ex: Any) -> None:
                 # round to odd at 53 bits, then once to the 16-bit format (no double
@@ -202,8 +203,8 @@ def _cvt_pack2(inst: Instruction, ctx: Any, fmt: str, satf: bool, width: int) ->
         if relu:  # PTX: negative results clamp to +0; NaN stays NaN
             a = np.where(a < 0, np.float32(0), a)
             b = np.where(b < 0, np.float32(0), b)
-        hi = _encode(a, fmt, "rn", satf).astype(u)
-        lo = _encode(b, fmt, "rn", satf).astype(u)
+        hi = _encode(a, fmt, "nearest_even", satf).astype(u)
+        lo = _encode(b, fmt, "nearest_even", satf).astype(u)
         put(ix, (hi << shift) | lo)
     return Op(inst, "alu", fn)
 
@@ -211,7 +212,7 @@ def _cvt_pack2(inst: Instruction, ctx: Any, fmt: str, satf: bool, width: int) ->
 def _cvt_half2(inst: Instruction, ctx: Any, dname: str, sname: str) -> Op:
     """cvt.rn{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b: a -> upper half, b -> lower."""
     mode = _mode(inst, "")
-    if sname != "f32" or mode != "rn" or len(inst.operands) != 3:
+    if sname != "f32" or mode != "nearest_even" or len(inst.operands) != 3:
         raise _unsupported(inst, f"{dname} conversion needs .rn and two .f32 sources")
     fmt = "fp16" if dname == "f16x2" else "bf16"
     return _cvt_pack2(inst, ctx, fmt, "satfinite" in inst.parts, 32)

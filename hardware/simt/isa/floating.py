@@ -47,7 +47,7 @@ def c_fma(inst: Instruction, ctx: Any) -> Op:
         return _alu(inst, ctx, t, _finish_float(
             inst, t, lambda a, b, c: rounding.fma_f32(a, b, c, mode)), 3)
     if t.bits == 64:
-        if mode == "rn":
+        if mode == "nearest_even":
             return _alu(inst, ctx, t, lambda a, b, c: rounding.fma_f64_rn(a, b, c), 3)
         return _alu(inst, ctx, t, lambda a, b, c: rounding.fraction_op_f64(
             "fma", [a, b, c], mode), 3)
@@ -96,7 +96,7 @@ def c_unary_float(inst: Instruction, ctx: Any) -> Op:
     approx = "approx" in inst.parts
     if t.bits == 64 and op in ("sqrt", "rcp") and not approx:
         mode = _mode(inst, "")
-        if mode == "rn":
+        if mode == "nearest_even":
             f = (lambda a: np.sqrt(a)) if op == "sqrt" else (lambda a: np.divide(1.0, a))
         else:
             f = (lambda a: rounding.fraction_op_f64("sqrt", [a], mode)) if op == "sqrt" else \

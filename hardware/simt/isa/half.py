@@ -24,7 +24,8 @@ _HALF_OPS = ("add", "sub", "mul", "fma", "neg", "abs", "min", "max", "setp")
 
 def _half_arith(op: str, fmt: str, mode: str, codes: list[np.ndarray], ftz: bool,
                 sat: bool) -> np.ndarray:
-    """add/sub/mul/fma of binary16 or bfloat16 codes, computed exactly and rounded once."""
+    """add/sub/mul/fma of binary16 or bfloat16 codes, computed exactly and rounded once in
+    ``mode``, a canonical name of :mod:`refimpl.rounding_modes`."""
     vals = [_decode(np.atleast_1d(c).astype(np.uint16), fmt).astype(np.float64) for c in codes]
     tiny = 2.0**-14 if fmt == "fp16" else 2.0**-126
     if ftz:
@@ -39,7 +40,7 @@ def _half_arith(op: str, fmt: str, mode: str, codes: list[np.ndarray], ftz: bool
                 x, y = vals[0], (-vals[1] if op == "sub" else vals[1])
             s, e = two_sum(x, y)                           # x + y = s + e exactly
             e = np.where(np.isfinite(s), e, 0.0)
-            if mode == "rm":                               # IEEE 754 6.3: exact zero sums
+            if mode == "toward_negative":                  # IEEE 754 6.3: exact zero sums
                 same = (x == 0) & (y == 0) & (np.signbit(x) == np.signbit(y))
                 s = np.where((s == 0) & (e == 0) & ~same, -0.0, s)
     # round to odd at 53 bits, then once to the format: one correct rounding of the
@@ -66,7 +67,7 @@ def c_half(inst: Instruction, ctx: Any) -> Op:
     packed = tname.endswith("x2")
     if op not in _HALF_OPS:
         raise _unsupported(inst, f"{op}.{tname} is not supported")
-    mode = _mode(inst, "rn")
+    mode = _mode(inst, "nearest_even")
     ftz = "ftz" in inst.parts
     sat = "sat" in inst.parts
     nan_mode = "NaN" in inst.parts and op in ("min", "max")

@@ -194,7 +194,7 @@ def c_div(inst: Instruction, ctx: Any) -> Op:
             # div.full: max 2 ulp over the full range; modelled by the correctly rounded
             # quotient
             return _alu(inst, ctx, t, _finish_float(
-                inst, t, lambda a, b: rounding.div_f32(a, b, "rn")), 2)
+                inst, t, lambda a, b: rounding.div_f32(a, b, "nearest_even")), 2)
         if _mode(inst, "") == "":
             raise _unsupported(inst, "div.f32/.f64 needs .rn/.rz/.rm/.rp, .approx or .full")
         return _alu(inst, ctx, t, _float_binary(inst, t, "div"), 2)

@@ -8,6 +8,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from refimpl.rounding_modes import PTX_INTEGER_MODIFIERS, PTX_MODIFIERS
+
 from .. import rounding
 from ..errors import UnsupportedPtxError
 from ..parser import FImm, Imm, Instruction, Reg, Sink, Sym
@@ -149,17 +151,22 @@ def setter(op: Any, t: PtxType, ctx: Any, inst: Instruction) -> Callable:
     raise _unsupported(inst, f"register {op.name} ({rbits} bits) is narrower than .{t.name}")
 
 
-def _mode(inst: Instruction, default: str = "rn") -> str:
+def _mode(inst: Instruction, default: str = "nearest_even") -> str:
+    """The rounding mode of the instruction's floating-point modifier ``.rn/.rz/.rm/.rp``
+    (PTX ISA 9.7.3) by its canonical name (:data:`refimpl.rounding_modes.PTX_MODIFIERS`),
+    ``default`` when it has none: the one place a PTX modifier becomes a mode name."""
     for m in ("rn", "rz", "rm", "rp"):
         if m in inst.parts[1:]:
-            return m
+            return PTX_MODIFIERS[m].value
     return default
 
 
 def _int_mode(inst: Instruction) -> str | None:
+    """The canonical rounding mode of an integer rounding modifier ``.rni/.rzi/.rmi/.rpi``
+    (PTX ISA 9.7.9.21), None when the instruction has none."""
     for m in ("rni", "rzi", "rmi", "rpi"):
         if m in inst.parts[1:]:
-            return m[:2]
+            return PTX_INTEGER_MODIFIERS[m].value
     return None
 
 
@@ -224,12 +231,12 @@ def _float_binary(inst: Instruction, t: PtxType, op: str) -> Callable:
         f32 = {"add": rounding.add_f32, "mul": rounding.mul_f32,
                "sub": lambda a, b, m: rounding.add_f32(a, -np.asarray(b, np.float32), m),
                "div": rounding.div_f32}[op]
-        if mode == "rn" and op != "div":
+        if mode == "nearest_even" and op != "div":
             fast = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op]
             return _finish_float(inst, t, lambda a, b: fast(a, b, dtype=np.float32))
         return _finish_float(inst, t, lambda a, b: f32(a, b, mode))
     if t.bits == 64:
-        if mode == "rn":
+        if mode == "nearest_even":
             fast = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
                     "div": np.divide}[op]
             return _finish_float(inst, t, lambda a, b: fast(a, b, dtype=np.float64))

@@ -46,7 +46,8 @@ def c_atom(inst: Instruction, ctx: Any) -> Op:
             for k in range(lanes):
                 a = np.array([(c >> (16 * k)) & 0xFFFF], np.uint16)
                 b = np.array([(v >> (16 * k)) & 0xFFFF], np.uint16)
-                out |= int(_half_arith("add", fmt, "rn", [a, b], False, False)[0]) << (16 * k)
+                r = _half_arith("add", fmt, "nearest_even", [a, b], False, False)
+                out |= int(r[0]) << (16 * k)
             return out
         t = TYPES[f"b{16 * lanes}"]
         op = ("hadd", hadd)  # the executor applies the function lane by lane
