@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from simt_harness import load
 from simt_reference import round_code
 
-from hardware.simt import GlobalMemory
+from hardware.simt import GlobalMemory, load_ptx
+from hardware.simt.errors import UnsupportedPtxError
 
 _UNARY_PTX = """
 .version 9.0
@@ -295,3 +296,29 @@ def test_cvt_relu_to_half():
         load(ptx).launch("k", 1, 4, [px, po], mem)
         got = mem.from_device(po, np.uint32, 4).tolist()
         assert got == [0, int(two), 0x7FFF, 0], fmt
+
+
+_CVT_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p){
+.reg .f32 %f<2>; .reg .b16 %h<2>; .reg .b64 %rd<2>;
+ld.param.u64 %rd1, [p];
+mov.f32 %f1, 0f3F800000;
+cvt.MOD.f16.f32 %h1, %f1;
+st.global.b16 [%rd1], %h1;
+ret;
+}"""
+
+
+@pytest.mark.parametrize("modifier", ["rna", "rs", "rna.satfinite"])
+def test_cvt_modifier_not_defined_for_the_conversion_is_refused(modifier):
+    # PTX ISA 9.7.9.21: .rna rounds only into .tf32, .rs only into packed low-precision
+    # types; a scalar f32 -> f16 cvt carrying either is not PTX and must not run as .rn
+    with pytest.raises(UnsupportedPtxError, match=r"cvt modifier \.r"):
+        load_ptx(_CVT_PTX.replace("MOD", modifier))
+
+
+def test_cvt_scalar_modifiers_still_load():
+    for modifier in ("rn", "rz", "rm", "rp", "rn.satfinite", "rn.relu", "rn.ftz.sat"):
+        load_ptx(_CVT_PTX.replace("MOD", modifier))

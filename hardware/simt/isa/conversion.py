@@ -39,6 +39,10 @@ def c_cvta(inst: Instruction, ctx: Any) -> Op:
 
 
 _LOWP = {"f16": "fp16", "bf16": "bf16"}
+#: the modifiers of a scalar cvt (PTX ISA 9.7.9.21): .frnd, .irnd, .ftz, .sat, .satfinite
+#: and .relu; the packed and .tf32 forms have their own in :mod:`..lowprec`
+_SCALAR_CVT_MODIFIERS = frozenset({"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "ftz",
+                                   "sat", "satfinite", "relu"})
 
 
 def _encode(x: np.ndarray, fmt: str, mode: str, sat: bool) -> np.ndarray:
@@ -62,6 +66,11 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
     names = [p for p in parts if p in TYPES or p in _LOWP]
     if len(names) != 2:
         raise _unsupported(inst, "cvt needs a destination and a source type")
+    unknown = [p for p in parts if p not in TYPES and p not in _LOWP
+               and p not in _SCALAR_CVT_MODIFIERS]
+    if unknown:  # e.g. .rna, which PTX defines for the .tf32 destination only
+        raise _unsupported(inst, "cvt modifier " + ", ".join(f".{p}" for p in unknown)
+                           + " is not defined for this conversion (PTX ISA 9.7.9.21)")
     dname, sname = names
     if dname in ("f16x2", "bf16x2"):
         return _cvt_half2(inst, ctx, dname, sname)
