@@ -468,24 +468,30 @@ def _element_addresses(rows: np.ndarray, j: int, trans: bool) -> list[np.ndarray
             rows[:, 8 * j + 2 * (t % 4) + 1] + 2 * (t // 4)]
 
 
+def _matrix_operands(inst: Instruction, load: bool) -> tuple[int, bool, str, list]:
+    """(.num, .trans, state space, register list) of ldmatrix (``load``: r, [p]) or
+    stmatrix ([p], r), with the operand checks both share."""
+    _check_m8n8(inst)
+    nmat = _num(inst)
+    space = _matrix_space(inst)
+    name, regs, addr, role = (("ldmatrix", 0, 1, "destination") if load
+                              else ("stmatrix", 1, 0, "source"))
+    if len(inst.operands) != 2 or not isinstance(inst.operands[addr], Addr):
+        raise _unsupported(inst, f"{name} takes " + ("r, [p]" if load else "[p], r"))
+    items = _vec(inst.operands[regs], inst, "r")
+    if len(items) != nmat:
+        raise _unsupported(inst, f".x{nmat} needs {nmat} {role} registers")
+    return nmat, "trans" in inst.parts, space, items
+
+
 def c_ldmatrix(inst: Instruction, ctx: Any) -> Op:
     """ldmatrix.sync.aligned.m8n8.num{.trans}{.shared{::cta}}.b16 r, [p] (9.7.14.5.15):
     lanes 8j..8j+7 give the row addresses of matrix j; lane t receives row t / 4,
     columns 2 (t % 4) and 2 (t % 4) + 1 of each matrix (.trans: the transpose)."""
-    _check_m8n8(inst)
-    nmat = _num(inst)
-    trans = "trans" in inst.parts
-    space = _matrix_space(inst)
-    if len(inst.operands) != 2 or not isinstance(inst.operands[1], Addr):
-        raise _unsupported(inst, "ldmatrix takes r, [p]")
-    items = _vec(inst.operands[0], inst, "r")
-    if len(items) != nmat:
-        raise _unsupported(inst, f".x{nmat} needs {nmat} destination registers")
+    nmat, trans, space, items = _matrix_operands(inst, load=True)
     puts = [setter(x, TYPES["b32"], ctx, inst) for x in items]
     rows_of = _row_addresses(inst, ctx, space)
-    u16 = np.dtype(np.uint16)
-
-    u32 = np.dtype(np.uint32)
+    u16, u32 = np.dtype(np.uint16), np.dtype(np.uint32)
 
     def fn(ix: Any, ex: Any) -> None:
         _whole_warps(inst, ctx, ex)
@@ -504,15 +510,7 @@ def c_ldmatrix(inst: Instruction, ctx: Any) -> Op:
 def c_stmatrix(inst: Instruction, ctx: Any) -> Op:
     """stmatrix.sync.aligned.m8n8.num{.trans}{.shared{::cta}}.b16 [p], r (9.7.14.5.16):
     the inverse of ldmatrix (sm_90)."""
-    _check_m8n8(inst)
-    nmat = _num(inst)
-    trans = "trans" in inst.parts
-    space = _matrix_space(inst)
-    if len(inst.operands) != 2 or not isinstance(inst.operands[0], Addr):
-        raise _unsupported(inst, "stmatrix takes [p], r")
-    items = _vec(inst.operands[1], inst, "r")
-    if len(items) != nmat:
-        raise _unsupported(inst, f".x{nmat} needs {nmat} source registers")
+    nmat, trans, space, items = _matrix_operands(inst, load=False)
     gets = [getter(x, TYPES["b32"], ctx, inst) for x in items]
     rows_of = _row_addresses(inst, ctx, space)
 

@@ -1,12 +1,25 @@
-"""Hypothesis draws shared by the attention fast-path tests: the mask options and the
-shift of every logit by about 1e4 (the fast paths must give the plain loops' bytes under
-each of them)."""
+"""Hypothesis draws shared by the attention fast-path tests: the shapes, the mask
+options and the shift of every logit by about 1e4 (the fast paths must give the plain
+loops' bytes under each of them)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 from hypothesis import strategies as st
+
+
+def shapes(draw) -> tuple:
+    """(rng, batch, Hq, Hkv, Sq, Sk, D): a seeded generator and small shapes, GQA when
+    Hq = 2 Hkv, 1..20 queries and keys (so tiles rarely divide them)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    batch = draw(st.sampled_from([(), (2,)]))
+    hkv = draw(st.integers(1, 2))
+    hq = hkv * draw(st.integers(1, 2))
+    sq = draw(st.integers(1, 20))
+    sk = draw(st.integers(1, 20))
+    d = draw(st.sampled_from([1, 8, 64]))
+    return rng, batch, hq, hkv, sq, sk, d
 
 
 def mask_options(draw, rng: np.random.Generator, batch: tuple[int, ...], hq: int,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from refimpl import blas as _blas
 from refimpl.blas import ProductThread
 from refimpl.attention import flash_v2
-from attention_draws import mask_options, maybe_large_logits
+from attention_draws import mask_options, maybe_large_logits, shapes
 
 fv2 = importlib.import_module("refimpl.attention.flash_v2")  # the module, not the function
 
@@ -36,14 +36,7 @@ def blas_threads():
 
 @st.composite
 def problems(draw):
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    batch = draw(st.sampled_from([(), (2,)]))
-    hkv = draw(st.integers(1, 2))
-    hq = hkv * draw(st.integers(1, 2))  # GQA when the factor is 2
-    sq = draw(st.integers(1, 20))
-    sk = draw(st.integers(1, 20))
-    d = draw(st.sampled_from([1, 8, 64]))
+    rng, batch, hq, hkv, sq, sk, d = shapes(draw)
     if draw(st.booleans()):
         q = rng.standard_normal(batch + (hq, sq, d)).astype(np.float32)
         k = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)

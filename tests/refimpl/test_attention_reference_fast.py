@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from refimpl.attention import attention
 from refimpl.attention.problem import prepare
-from attention_draws import mask_options, maybe_large_logits
+from attention_draws import mask_options, maybe_large_logits, shapes
 
 ref = importlib.import_module("refimpl.attention.reference")
 
@@ -29,14 +29,7 @@ def same(a, b) -> bool:
 
 @st.composite
 def problems(draw):
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    batch = draw(st.sampled_from([(), (2,)]))
-    hkv = draw(st.integers(1, 2))
-    hq = hkv * draw(st.integers(1, 2))  # GQA when the factor is 2
-    sq = draw(st.integers(1, 20))
-    sk = draw(st.integers(1, 20))
-    d = draw(st.sampled_from([1, 8, 64]))
+    rng, batch, hq, hkv, sq, sk, d = shapes(draw)
     data = draw(st.sampled_from(["normal", "ties", "overflow"]))
     if data == "ties":  # integer-like data: exact ties, equal logits, zero products
         q = (rng.integers(-2, 3, batch + (hq, sq, d)) * 0.5).astype(np.float32)
