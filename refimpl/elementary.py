@@ -354,6 +354,17 @@ _F_EPS = 2.0**-44
 _F_EPS2 = 2.0**-51
 
 
+#: arguments (after the scaling 2^shift) whose results lie in binary32's normal range,
+#: with margin (e^-87 > 2^-126 (1 + 2^-8) and e^88 < 2^128 (1 - 2^-3)): there the
+#: screen reads the bits of the fast evaluation instead of rounding it twice
+_F_NORMAL = (-87.0, 88.0)
+#: ulps of binary64 that the screen keeps between the fast evaluation and a binary32
+#: rounding boundary: eps y < 2^-44 2^(e+1) = 2^9 ulp for y in [2^e, 2^(e+1))
+_F_ULPS = 1 << 9
+#: low 29 bits of a binary64 significand: the bits binary32 rounds away
+_F_LOW = (1 << 29) - 1
+
+
 class _F32Workspace:
     """Scratch arrays of :func:`exp_f32` for up to ``n`` elements."""
 
@@ -361,6 +372,7 @@ class _F32Workspace:
         self.n = n
         self.f = np.empty((4, n))
         self.j = np.empty(n, dtype=np.int64)
+        self.lo = np.empty(n, dtype=np.float32)
         self.hi = np.empty(n, dtype=np.float32)
         self.flag = np.empty(n, dtype=bool)
 
@@ -397,9 +409,17 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     boundary (about 2^-27 of those) is settled with ``decimal`` arithmetic at
     increasing precision (exact rational bounds, see :func:`_exp_f32_decimal`).
 
+    Where every result is a normal binary32 number (arguments plus ``shift ln 2`` in
+    [-87, 88]), the screen reads the bits of ``y`` instead: binary32 rounds away the low
+    29 bits of its significand, and with ``|y - e^x| < 2^9`` ulp of ``y`` the two round
+    alike unless those bits lie within 2^9 of the midpoint 2^28 (the same cases, one
+    in about 2^19, go to the second screen).
+
     Args:
         x: values (converted to float64).
-        out: optional float32 array of the shape of ``x`` for the result.
+        out: optional array of the shape of ``x`` for the result: float32, or float64 to
+            receive the binary32 values exactly (no conversion pass afterwards; it may
+            be ``x`` itself).
         shift: the power of two the result is scaled by, -64..8 (default 0); the scaling
             is exact before the one rounding.
     Returns:
@@ -407,9 +427,11 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     """
     shift = check_int("shift", shift, minimum=-64, maximum=8)  # the range of _F_SHIFTS
     x = as_float64(x)
+    wide = isinstance(out, np.ndarray) and out.dtype == np.float64
     with np.errstate(over="ignore", invalid="ignore"):  # overflow gives +inf, the answer
         return _elementwise(lambda xc, oc, ws: _exp_f32_into(xc, oc, ws, shift), x, out,
-                            dtype=np.float32, workspace=_f32_workspace)
+                            dtype=np.float64 if wide else np.float32,
+                            workspace=_f32_workspace)
 
 
 def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int) -> None:
@@ -417,10 +439,13 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int)
     if n == 0:
         return
     xc, t, r, q = ws.f[0, :n], ws.f[1, :n], ws.f[2, :n], ws.f[3, :n]
-    j, hi, flag = ws.j[:n], ws.hi[:n], ws.flag[:n]
-    top = x.max()
-    xlo = _F_XLO - shift * LN2 if shift > 0 else _F_XLO
-    if not x.min() >= xlo:  # -inf and everything below round to +0 anyway
+    j, flag = ws.j[:n], ws.flag[:n]
+    top, bottom = x.max(), x.min()
+    lift = shift * LN2
+    # every result normal (NaN fails the test): the screen on the bits of y below
+    normal = bottom + lift >= _F_NORMAL[0] and top + lift <= _F_NORMAL[1] and top <= _F_XHI
+    xlo = _F_XLO - lift if shift > 0 else _F_XLO
+    if not bottom >= xlo:  # -inf and everything below round to +0 anyway
         np.maximum(x, xlo, out=xc)
     else:
         xc = x
@@ -444,18 +469,43 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int)
     q += t  # y = 2^(k/N) + 2^(k/N) (e^r - 1)
     if shift:
         q *= 2.0**shift  # exact: y is far from the ends of the binary64 range
-    # (the caller has set errstate: overflow to +inf is the answer there)
-    np.multiply(q, 1.0 - _F_EPS, out=t)
-    np.copyto(out, t, casting="same_kind")
-    np.multiply(q, 1.0 + _F_EPS, out=t)
-    np.copyto(hi, t, casting="same_kind")
-    np.not_equal(out, hi, out=flag)
-    if not top <= _F_XHI:
-        flag |= x > _F_XHI
-        flag |= np.isnan(x)
-    if flag.any():
-        idx = np.flatnonzero(flag)
-        out[idx] = _exp_f32_slow(x[idx], shift)
+    if normal:
+        # y in [2^e, 2^(e+1)) is within eps y < 2^9 ulp of e^x. Binary32 rounds away the
+        # low 29 bits L of y's significand; its rounding boundaries (midpoints) are
+        # at L = 2^28. Unless |L - 2^28| <= 2^9, e^x and y lie between the same two
+        # boundaries (a power of two is a binary32 value, never a boundary), so
+        # RN32(e^x) = RN32(y) = y with 2^28 added to its bits and L cleared (a carry
+        # moves on into the exponent). With a = bits + 2^28 + 2^9, L is that close
+        # exactly when (a mod 2^29) <= 2^10; for the others a with L cleared is the
+        # same as bits + 2^28 with L cleared.
+        a = q.view(np.int64)
+        a += (1 << 28) + _F_ULPS
+        np.bitwise_and(a, _F_LOW, out=j)
+        np.less_equal(j, 2 * _F_ULPS, out=flag)
+        # x may be out's own memory: the flagged arguments are read before out is written
+        idx = np.flatnonzero(flag) if flag.any() else None
+        xs = None if idx is None else x[idx]
+        if out.dtype == np.float64:
+            np.bitwise_and(a, ~_F_LOW, out=out.view(np.int64))  # RN32(y), as a binary64
+        else:
+            a &= ~_F_LOW
+            np.copyto(out, q, casting="same_kind")  # exact: binary32 values
+    else:
+        # (the caller has set errstate: overflow to +inf is the answer there)
+        lo, hi = ws.lo[:n], ws.hi[:n]
+        np.multiply(q, 1.0 - _F_EPS, out=t)
+        np.copyto(lo, t, casting="same_kind")
+        np.multiply(q, 1.0 + _F_EPS, out=t)
+        np.copyto(hi, t, casting="same_kind")
+        np.not_equal(lo, hi, out=flag)
+        if not top <= _F_XHI:
+            flag |= x > _F_XHI
+            flag |= np.isnan(x)
+        idx = np.flatnonzero(flag) if flag.any() else None
+        xs = None if idx is None else x[idx]
+        np.copyto(out, lo, casting="same_kind")  # exact: binary32 values
+    if idx is not None:
+        out[idx] = _exp_f32_slow(xs, shift)
 
 
 def _exp_f32_slow(x: np.ndarray, shift: int) -> np.ndarray:

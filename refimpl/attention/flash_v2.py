@@ -182,15 +182,31 @@ def _parts(nbh: int, o0: int, o1: int, c: int, whole_instances: bool) -> list[tu
             for h0 in range(0, nbh, hg) for p0 in range(o0, o1, wc)]
 
 
-def _screen_into(blk, w, y, hi, tiny, a3, b3, s3, col0):
+def _screen_into(blk, w, y, hi, tiny, a3, b3, s3, row0, col0):
     """The product screen of :func:`refimpl.matmul.exact.exact_product_fp32` on a
-    block ``blk`` (instances, rows, columns ``col0:`` of ``s3``) of the float64 BLAS
-    product ``s3`` of ``a3`` and ``b3``: the correctly rounded float32 values into
-    ``y``."""
+    block ``blk`` (instances, rows ``row0:``, columns ``col0:`` of ``s3``) of the
+    float64 BLAS product ``s3`` of ``a3`` and ``b3``: the correctly rounded float32
+    values into ``y``."""
     flag = screen_fp32(blk, w, y, hi, tiny)
     if flag.any():
         fb, fi, fj = np.unravel_index(np.flatnonzero(flag), flag.shape)
-        y[fb, fi, fj] = resolve_fp32(a3, b3, s3, fb, fi, fj + col0)
+        y[fb, fi, fj] = resolve_fp32(a3, b3, s3, fb, fi + row0, fj + col0)
+
+
+#: query rows per chunk of a product on the helper thread at least (the calling thread
+#: forms the chunks the helper has not started when it needs them: the finer the
+#: chunks, the better the two threads share the products)
+_PRODUCT_CHUNK_ROWS = 512
+
+
+def _product_chunks(o0: int, o1: int, overlap: bool) -> list[tuple[int, int]]:
+    """Column ranges of a product of the live query rows ``o0:o1`` (one without the
+    helper thread)."""
+    if not overlap:
+        return [(o0, o1)]
+    n = max(1, (o1 - o0) // _PRODUCT_CHUNK_ROWS)
+    edges = [o0 + (o1 - o0) * i // n for i in range(n + 1)]
+    return list(zip(edges[:-1], edges[1:]))
 
 
 #: multiply-adds of the products below which the fast path does not overlap them
@@ -255,10 +271,11 @@ class _FastContext:
         # (row norms of K_j and of V_j^T, sums in any order: exact_row_bounds's factor
         # covers their rounding)
         self.k64 = kq.reshape(self.nbh, sk, d).astype(np.float64)
-        self.v64_t = np.swapaxes(vq.reshape(self.nbh, sk, self.dv), 1, 2).astype(np.float64)
+        self.v64 = vq.reshape(self.nbh, sk, self.dv).astype(np.float64)
         self.k_bounds = exact_row_bounds(self.k64)  # (nbh, sk): rows of K
         # rows of V_j^T (one per feature) for every key tile, keys in tile order
-        self.v_bounds = {int(t[0]): exact_row_bounds(self.v64_t[:, :, int(t[0]):int(t[-1]) + 1])
+        self.v_bounds = {int(t[0]): exact_row_bounds(
+            np.swapaxes(self.v64[:, int(t[0]):int(t[-1]) + 1], 1, 2))
                          for t in ktiles}
         self.cmax = max(t.size for t in ktiles)
         self.sc = _Scratch()
@@ -272,13 +289,14 @@ class _FastContext:
         self.q_norms = exact_col_norms(self.q_t)  # columns of Q^T
         self.m = np.full((nbh, n), -np.inf, dtype=np.float32)
         self.l_ = np.zeros((nbh, n), dtype=np.float32)
-        self.acc_t = np.zeros((nbh, dv, n), dtype=np.float32)
+        self.acc = np.zeros((nbh, n, dv), dtype=np.float32)
         # double buffers: tile j + 1's product is formed while tile j is read
         self.alpha = [np.empty((nbh, n)) for _ in range(2)]
         self.rsum = [np.empty((nbh, n)) for _ in range(2)]
         self.s_t = [sc.get(np.float64, 10 + i, (nbh, cmax, n)) for i in range(2)]
-        self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax, n)) for i in range(2)]
-        self.pv_t = [sc.get(np.float64, 14 + i, (nbh, dv, n)) for i in range(2)]
+        # the probabilities, and alpha in row cmax (exp_f32 runs in place there)
+        self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax + 1, n)) for i in range(2)]
+        self.pv = [sc.get(np.float64, 14 + i, (nbh, n, dv)) for i in range(2)]
         tiles = []
         for j, cols in enumerate(self.ktiles):
             live = np.flatnonzero(comp_g[:, :, j].any(axis=0))
@@ -290,53 +308,66 @@ class _FastContext:
         pending = []
 
         def submit(fn, tile, buf):
-            f = blas.submit(lambda: fn(tile, buf))
-            f.steal = lambda: fn(tile, buf)
-            pending.append(f)
-            return f
+            """The product ``fn`` of ``tile`` in column chunks: futures."""
+            _, o0, o1 = tile
+            futures = []
+            for a, z in _product_chunks(o0, o1, blas.overlap):
+                f = blas.submit(lambda a=a, z=z: fn(tile, buf, a, z))
+                f.steal = lambda a=a, z=z: fn(tile, buf, a, z)
+                pending.append(f)
+                futures.append(f)
+            return futures
 
-        def take(f):
-            if blas.overlap and f.cancel():
-                f.steal()
-            else:
-                blas.wait(f)
+        def take(futures):
+            """Chunks the helper has not started are formed here (the calling thread
+            would otherwise wait idle); then the others are waited for."""
+            if blas.overlap:
+                for f in futures:
+                    if f.cancel():
+                        f.steal()
+            for f in futures:
+                if not f.cancelled():
+                    blas.wait(f)
 
         try:
-            qk = submit(self.qk_product, tiles[0], 0) if tiles else None
+            # S_j goes to buffer j % 2 as soon as S_{j-2} has been read there: the
+            # helper then always has a product queued (P_j V_j waits for the softmax
+            # of tile j, S_{j+1} does not), and one it has not started when the
+            # calling thread needs it is taken over whole
+            qk = [submit(self.qk_product, t, i) for i, t in enumerate(tiles[:2])]
             pv_prev = None
             for i, tile in enumerate(tiles):
-                take(qk)
-                if i + 1 < len(tiles):
-                    qk = submit(self.qk_product, tiles[i + 1], (i + 1) % 2)
+                take(qk[i % 2])
                 self.softmax_step(tile, i % 2)
                 pv = submit(self.pv_product, tile, i % 2)
+                if i + 2 < len(tiles):
+                    qk[i % 2] = submit(self.qk_product, tiles[i + 2], i % 2)
                 if pv_prev is not None:
-                    blas.wait(pv_prev[0])
+                    take(pv_prev[0])
                     self.acc_step(*pv_prev[1])
                 pv_prev = (pv, (tile, i % 2))
             if pv_prev is not None:
-                blas.wait(pv_prev[0])
+                take(pv_prev[0])
                 self.acc_step(*pv_prev[1])
         finally:
             for f in pending:  # nothing may still write to the buffers
                 if not f.cancelled():
                     f.exception()
-        return finalize(OnlineState(self.m, self.l_, np.swapaxes(self.acc_t, 1, 2)))
+        return finalize(OnlineState(self.m, self.l_, self.acc))
 
-    def qk_product(self, tile, buf):
-        """``S^T = K_j Q^T`` in float64 into ``s_t[buf]``."""
-        cols, o0, o1 = tile
+    def qk_product(self, tile, buf, a, z):
+        """Columns ``a:z`` of ``S^T = K_j Q^T`` in float64 into ``s_t[buf]``."""
+        cols = tile[0]
         c0, c = int(cols[0]), cols.size
-        np.matmul(self.k64[:, c0:c0 + c], self.q_t[:, :, o0:o1],
-                  out=self.s_t[buf][:, :c, o0:o1])
+        np.matmul(self.k64[:, c0:c0 + c], self.q_t[:, :, a:z], out=self.s_t[buf][:, :c, a:z])
 
-    def pv_product(self, tile, buf):
-        """``(P V_j)^T = V_j^T P^T`` in float64 into ``pv_t[buf]``."""
-        cols, o0, o1 = tile
+    def pv_product(self, tile, buf, a, z):
+        """Rows ``a:z`` of ``P V_j`` in float64 into ``pv[buf]`` (``P`` is the transpose
+        of ``p_t[buf]``: BLAS reads it in place)."""
+        cols = tile[0]
         c0, c = int(cols[0]), cols.size
-        v_t = self.v64_t[:, :, c0:c0 + c]
-        p_live = self.p_t[buf][:, :c, o0:o1]
-        np.matmul(v_t, p_live, out=self.pv_t[buf][:, :, o0:o1])
+        np.matmul(np.swapaxes(self.p_t[buf][:, :c, a:z], 1, 2), self.v64[:, c0:c0 + c],
+                  out=self.pv[buf][:, a:z])
 
     def softmax_step(self, tile, buf):
         """Screen of ``S^T``, the score pipeline and steps 1-4 of the online step (the
@@ -355,7 +386,7 @@ class _FastContext:
             nh, wc = h1 - h0, p1 - p0
             y = sc.get(np.float32, 0, (nh, c, wc))
             _screen_into(s_t[hs, :c, ps], _w_of(w_s, hs), y, sc.get(np.float32, 1, (nh, c, wc)),
-                         tiny_s, k_j[hs], self.q_t[hs, :, o0:o1], s_t[hs, :c, o0:o1], p0 - o0)
+                         tiny_s, k_j[hs], self.q_t[hs, :, o0:o1], s_t[hs, :c, o0:o1], 0, p0 - o0)
             with np.errstate(over="ignore", invalid="ignore"):
                 if self.plain_scores:
                     np.multiply(y, self.scale32, out=y)  # fl32(S * fl32(scale))
@@ -370,13 +401,21 @@ class _FastContext:
                 m_new = np.maximum(m_old, s_part.max(axis=1))
                 m64 = m_new.astype(np.float64)
                 m64[np.isneginf(m_new)] = 0.0
-                e = sc.get(np.float64, 0, (nh, c + 1, wc))
-                # fl64(s - m): s converted to float64 exactly inside the loop
-                np.subtract(s_part, m64[:, None, :], out=e[:, :c])
+                # the exponents in place of the probabilities where that block lies
+                # in one piece (else in scratch and copied)
+                e = p_t[hs, :c + 1, ps]
+                in_place = e.flags.c_contiguous
+                if not in_place:
+                    e = sc.get(np.float64, 0, (nh, c + 1, wc))
+                # fl64(s - m): s converted to float64 exactly, then the float64
+                # difference (faster than one mixed-type pass)
+                np.copyto(e[:, :c], s_part)
+                e[:, :c] -= m64[:, None, :]
                 np.subtract(m_old, m64, out=e[:, c])
-                e32 = elementary.exp_f32(e, out=sc.get(np.float32, 1, (nh, c + 1, wc)))
+                elementary.exp_f32(e, out=e)  # binary32 values, held in float64
                 p64 = p_t[hs, :c, ps]
-                np.copyto(p64, e32[:, :c])  # exact
+                if not in_place:
+                    np.copyto(p64, e[:, :c])
                 bad = nonfinite_rows(m_new)
                 if bad.any():  # product_operand: their probabilities take no part
                     bb, bj = np.nonzero(bad)
@@ -384,7 +423,7 @@ class _FastContext:
                 # step 4's fold sum, while the part is near the core
                 self.rsum[buf][hs, ps] = fold_sum_axis1(
                     p64, sc.get(np.float64, 2, (nh, (c + 1) // 2, wc)))
-                alpha[hs, ps] = e32[:, c]
+                alpha[hs, ps] = e[:, c]
                 m[hs, ps] = m_new
 
     def acc_step(self, tile, buf):
@@ -395,8 +434,8 @@ class _FastContext:
         cols, o0, o1 = tile
         c, dv, sc = cols.size, self.dv, self.sc
         c0 = int(cols[0])
-        v_t, v_bounds = self.v64_t[:, :, c0:c0 + c], self.v_bounds[c0]
-        pv_t, p_live = self.pv_t[buf], self.p_t[buf][:, :c, o0:o1]
+        v_j, v_bounds = self.v64[:, c0:c0 + c], self.v_bounds[c0]
+        pv, p_live = self.pv[buf], np.swapaxes(self.p_t[buf][:, :c, o0:o1], 1, 2)
         alpha = self.alpha[buf]
         rowsum = self.rsum[buf][:, o0:o1]
         self.l_[:, o0:o1] = (alpha[:, o0:o1] * self.l_[:, o0:o1]
@@ -407,14 +446,14 @@ class _FastContext:
             hs, ps = slice(h0, h1), slice(p0, p1)
             nh, wc = h1 - h0, p1 - p0
             w = _w_of(w_v, hs)
-            blk = pv_t[hs, :, ps]
-            y = sc.get(np.float32, 0, (nh, dv, wc))  # RN32(P V_j)
-            t = sc.get(np.float64, 0, (nh, dv, wc))
-            acc = self.acc_t[hs, :, ps]
+            blk = pv[hs, ps]
+            y = sc.get(np.float32, 0, (nh, wc, dv))  # RN32(P V_j)
+            t = sc.get(np.float64, 0, (nh, wc, dv))
+            acc = self.acc[hs, ps]
             with np.errstate(over="ignore", invalid="ignore"):
-                _screen_into(blk, w, y, sc.get(np.float32, 1, (nh, dv, wc)), tiny_v, v_t[hs],
-                             p_live[hs], pv_t[hs, :, o0:o1], p0 - o0)
-                np.multiply(acc, alpha[hs, None, ps], out=t)  # exact
+                _screen_into(blk, w, y, sc.get(np.float32, 1, (nh, wc, dv)), tiny_v,
+                             p_live[hs], v_j[hs], pv[hs, o0:o1], p0 - o0, 0)
+                np.multiply(acc, alpha[hs, ps, None], out=t)  # exact
                 np.add(t, y, out=acc, casting="same_kind")
 
 

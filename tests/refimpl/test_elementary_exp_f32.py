@@ -276,8 +276,9 @@ def test_exp_f32_numpy_integer_shift_ok():
     same_bits(exp_f32(x, shift=np.int8(8)), ref_array(x, 8))
 
 
-@pytest.mark.parametrize("out", [np.zeros(3, np.float64), np.zeros(4, np.float32),
-                                 np.zeros((3, 1), np.float32), np.zeros(3, np.float16)])
+@pytest.mark.parametrize("out", [np.zeros(4, np.float64), np.zeros(4, np.float32),
+                                 np.zeros((3, 1), np.float32), np.zeros(3, np.float16),
+                                 np.zeros(3, np.int64), np.zeros(3, np.complex128)])
 def test_exp_f32_bad_out(out):
     before = out.copy()
     with pytest.raises(ValueError, match="out"):
@@ -393,3 +394,79 @@ def test_exp_returns_key_major_out_itself():
     x = np.swapaxes(np.ascontiguousarray(np.linspace(-3, 3, 12).reshape(4, 3)), 0, 1)
     out = np.swapaxes(np.empty((4, 3)), 0, 1)
     assert elementary.exp(x, out=out) is out
+
+
+# ------------------------------------------------------------------ float64 out, bit screen
+def test_exp_f32_float64_out_holds_the_binary32_values():
+    """A float64 ``out`` receives the binary32 results exactly, also in place (out is x),
+    for arguments inside the window of the bit screen and beyond it."""
+    rng = np.random.default_rng(11)
+    for lo, hi in [(-87.0, 88.0), (-20.0, 0.0), (-115.0, 95.0)]:
+        x = rng.uniform(lo, hi, 3000)
+        x[:4] = (0.0, -0.0, lo, hi)
+        if lo < -100:
+            x[4:7] = (np.nan, -np.inf, np.inf)
+        for shift in (0, -64, 8):
+            want = exp_f32(x, shift=shift)
+            out = np.full(x.shape, 7.0)
+            assert exp_f32(x, out, shift=shift) is out
+            same_bits(out.astype(np.float32), want)
+            assert np.all(out[~np.isnan(out)] == want[~np.isnan(want)].astype(np.float64))
+            y = x.copy()
+            exp_f32(y, y, shift=shift)
+            same_bits(y.astype(np.float32), want)
+    same_bits(want[:50], ref_array(x[:50], 8))
+    # key-major (transposed) float64 out, filled in place
+    c = rng.uniform(-30.0, 10.0, (2, 17, 9))
+    t = np.swapaxes(c, 1, 2)
+    out = np.swapaxes(np.zeros((2, 17, 9)), 1, 2)
+    exp_f32(t, out)
+    same_bits(np.ascontiguousarray(out).astype(np.float32), exp_f32(np.ascontiguousarray(t)))
+
+
+def _near_midpoints(count: int, seed: int) -> list[float]:
+    """Arguments whose e^x lies a chosen relative distance (2^-52 .. 2^-40) from a
+    binary32 midpoint, on either side, over several binades: around the edge of the bit
+    screen (2^9 ulp of binary64, about 2^-43.5 relative) and inside the error of the fast
+    evaluation (2^-45.6), where a screen too narrow would round to the wrong side."""
+    rng = np.random.default_rng(seed)
+    xs = []
+    for _ in range(count):
+        e = int(rng.integers(-60, 60))
+        m = Fraction(int(rng.integers(2**23, 2**24)) * 2 + 1, 2**24) * TWO**e
+        for d in (-40, -42, -43, -44, -45, -46, -48, -52):
+            for sign in (1, -1):
+                xs.append(_ln_of(m * (1 + sign * TWO**d), 0))
+    return xs
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_exp_f32_near_midpoints_both_screens(seed):
+    """The same bits from the bit screen (every argument in its window) and from the
+    rounding screen (one argument beyond it in the same call) as from decimal."""
+    x = np.array(_near_midpoints(12, seed))
+    want = ref_array(x)
+    assert np.all((x >= -87.0) & (x <= 88.0))
+    same_bits(exp_f32(x), want)
+    wide = np.concatenate([x, [70.0]])
+    same_bits(exp_f32(wide)[:-1], want)
+    out = np.empty(x.shape)
+    exp_f32(x, out)
+    same_bits(out.astype(np.float32), want)
+
+
+@pytest.mark.parametrize("shift", [-64, -1, 0, 8])
+def test_exp_f32_edges_of_the_bit_screen_window(shift):
+    """Arguments at and just beyond the ends of the window (x + shift ln 2 in [-87, 88]),
+    alone and together with ordinary ones."""
+    lift = shift * float(Decimal(2).ln())
+    pts = []
+    for edge in (-87.0 - lift, 88.0 - lift):
+        pts += [edge, np.nextafter(edge, -np.inf), np.nextafter(edge, np.inf),
+                edge - 1e-9, edge + 1e-9]
+    x = np.array([p for p in pts if p <= 100.0])
+    want = ref_array(x, shift)
+    same_bits(exp_f32(x, shift=shift), want)
+    for i in range(x.size):
+        same_bits(exp_f32(x[i:i + 1], shift=shift), want[i:i + 1])
+        same_bits(exp_f32(np.array([x[i], 0.5]), shift=shift)[:1], want[i:i + 1])
