@@ -27,13 +27,14 @@ granularity of the online rescaling).
 
 Two implementations, tested against each other byte for byte: a plain one with the
 paper's two loops, and a fast one that runs groups of query tiles in lock-step per key
-tile, in reused scratch arrays, with its float64 products on a helper thread one tile
-ahead where that helps (:func:`_fast`). Reuse: :func:`flash_v2_core` runs the forward on a prepared problem and a key
+tile, in reused scratch arrays, with its float64 products on a helper thread ahead of
+the elementwise work where that helps (:func:`_fast`). Reuse: :func:`flash_v2_core` runs the forward on a prepared problem and a key
 range; :func:`refimpl.attention.tiles.computed_tiles` gives the skip decisions.
 """
 from __future__ import annotations
 
 import math
+import threading
 from typing import Optional
 
 import numpy as np
@@ -209,6 +210,10 @@ def _product_chunks(o0: int, o1: int, overlap: bool) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:]))
 
 
+#: adjacent key tiles whose ``S^T`` is formed in one product
+_QK_TILES = 2
+
+
 #: multiply-adds of the products below which the fast path does not overlap them
 #: with the elementwise work (a helper thread costs more than it saves)
 _OVERLAP_MIN_WORK = 1 << 26
@@ -220,20 +225,22 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     it is (see :mod:`refimpl.attention.online`), so rows whose tile skips a key tile may
     be computed with the others.
 
-    Per group of rows and key tile: the two correctly rounded products are formed
-    transposed, ``S^T = K_j Q^T`` and ``(P V_j)^T = V_j^T P^T``, by float64 BLAS on
-    operands prepared once (their error screen is that of
-    :func:`refimpl.matmul.exact.exact_product_fp32`), so that the score tile and the
-    accumulator lie key-major and feature-major in memory and the row operations of the
-    online softmax run along contiguous memory. The elementwise work (the product
-    screens, the score pipeline, the operations of
+    Per group of rows: the two correctly rounded products are formed by float64 BLAS
+    (their error screen is that of :func:`refimpl.matmul.exact.exact_product_fp32`):
+    ``S^T = K Q^T`` for a run of up to :data:`_QK_TILES` adjacent key tiles at once
+    (key-major, so that the row operations of the online softmax run along contiguous
+    memory), and ``P V_j`` per key tile (query-major; BLAS reads ``P`` as the
+    transpose of the key-major probabilities, in place). K and V stay float32; each
+    product converts the keys it reads to float64 once. The elementwise work (the
+    product screens, the score pipeline, the operations of
     :func:`refimpl.attention.online.online_step`) runs in parts of query rows, in
     reused scratch arrays. On a machine with several cores the products run on a helper
-    thread (:class:`refimpl.blas.ProductThread`) one tile ahead: ``S_{j+1}`` and
-    ``P_j V_j`` are formed while the softmax of tile j and the accumulator update of
-    tile j - 1 run (double buffers); a ``Q K^T`` product that the helper has not
-    started when the calling thread needs it is taken back and formed there (the
-    calling thread would otherwise wait idle). The order of every operation on every
+    thread (:class:`refimpl.blas.ProductThread`), in chunks of query rows, ahead of the
+    calling thread: two runs of ``S^T`` are queued at once (double buffers; the next
+    is queued as soon as the calling thread has read a buffer), ``P_j V_j`` as soon as
+    the softmax of tile j is done, while the accumulator update of tile j - 1 runs; a
+    chunk the helper has not started when the calling thread needs it is formed there
+    (the calling thread would otherwise wait idle). The order of every operation on every
     value is the same."""
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
@@ -270,12 +277,18 @@ class _FastContext:
         # K and V^T in float64 once (O(N d) memory); the screen bounds of every key tile
         # (row norms of K_j and of V_j^T, sums in any order: exact_row_bounds's factor
         # covers their rounding)
-        self.k64 = kq.reshape(self.nbh, sk, d).astype(np.float64)
-        self.v64 = vq.reshape(self.nbh, sk, self.dv).astype(np.float64)
-        self.k_bounds = exact_row_bounds(self.k64)  # (nbh, sk): rows of K
+        # K and V stay float32: each product converts the key rows it reads (a run of
+        # K, a tile of V) to float64 once, into a buffer per double buffer
+        self.k32 = kq.reshape(self.nbh, sk, d)
+        self.v32 = vq.reshape(self.nbh, sk, self.dv)
+        self.k_bounds = np.concatenate(  # (nbh, sk): rows of K, a key tile at a time
+            [exact_row_bounds(self.k32[:, int(t[0]):int(t[-1]) + 1]) for t in ktiles]
+            + [np.zeros((self.nbh, 0))], axis=1)
+        self._converted = {}
+        self._convert_lock = threading.Lock()
         # rows of V_j^T (one per feature) for every key tile, keys in tile order
         self.v_bounds = {int(t[0]): exact_row_bounds(
-            np.swapaxes(self.v64[:, int(t[0]):int(t[-1]) + 1], 1, 2))
+            np.swapaxes(self.v32[:, int(t[0]):int(t[-1]) + 1], 1, 2))
                          for t in ktiles}
         self.cmax = max(t.size for t in ktiles)
         self.sc = _Scratch()
@@ -290,10 +303,12 @@ class _FastContext:
         self.m = np.full((nbh, n), -np.inf, dtype=np.float32)
         self.l_ = np.zeros((nbh, n), dtype=np.float32)
         self.acc = np.zeros((nbh, n, dv), dtype=np.float32)
-        # double buffers: tile j + 1's product is formed while tile j is read
+        # double buffers: the products of later tiles are formed while tile j is read
         self.alpha = [np.empty((nbh, n)) for _ in range(2)]
         self.rsum = [np.empty((nbh, n)) for _ in range(2)]
-        self.s_t = [sc.get(np.float64, 10 + i, (nbh, cmax, n)) for i in range(2)]
+        # S^T of up to _QK_TILES adjacent key tiles at once (a taller product runs
+        # faster), two such buffers
+        self.s_t = [sc.get(np.float64, 10 + i, (nbh, _QK_TILES * cmax, n)) for i in range(2)]
         # the probabilities, and alpha in row cmax (exp_f32 runs in place there)
         self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax + 1, n)) for i in range(2)]
         self.pv = [sc.get(np.float64, 14 + i, (nbh, n, dv)) for i in range(2)]
@@ -304,6 +319,18 @@ class _FastContext:
                 o0 = int(group[live[0]][0]) - r0
                 o1 = int(group[live[-1]][-1]) + 1 - r0
                 tiles.append((cols, o0, o1))
+        # runs of up to _QK_TILES adjacent key tiles, one S^T product each:
+        # (keys, the union of their live query rows), and each tile's run and offset
+        runs, where = [], []
+        for cols, o0, o1 in tiles:
+            k0 = int(cols[0])
+            if runs and len(runs[-1][3]) < _QK_TILES and runs[-1][1] == k0:
+                r = runs[-1]
+                runs[-1] = (r[0], k0 + cols.size, (min(r[2][0], o0), max(r[2][1], o1)), r[3] + [k0])
+            else:
+                runs.append((k0, k0 + cols.size, (o0, o1), [k0]))
+            where.append((len(runs) - 1, k0 - runs[-1][0]))
+        runs = [(np.arange(k0, k1), a0, a1, len(ks)) for k0, k1, (a0, a1), ks in runs]
         blas = self.blas
         pending = []
 
@@ -334,14 +361,17 @@ class _FastContext:
             # helper then always has a product queued (P_j V_j waits for the softmax
             # of tile j, S_{j+1} does not), and one it has not started when the
             # calling thread needs it is taken over whole
-            qk = [submit(self.qk_product, t, i) for i, t in enumerate(tiles[:2])]
+            qk = [submit(self.qk_product, run[:3], i) for i, run in enumerate(runs[:2])]
             pv_prev = None
             for i, tile in enumerate(tiles):
-                take(qk[i % 2])
-                self.softmax_step(tile, i % 2)
+                ri, off = where[i]
+                if off == 0:
+                    take(qk[ri % 2])
+                self.softmax_step(tile, i % 2, ri % 2, off)
                 pv = submit(self.pv_product, tile, i % 2)
-                if i + 2 < len(tiles):
-                    qk[i % 2] = submit(self.qk_product, tiles[i + 2], i % 2)
+                last = i + 1 == len(tiles) or where[i + 1][0] != ri
+                if last and ri + 2 < len(runs):
+                    qk[ri % 2] = submit(self.qk_product, runs[ri + 2][:3], ri % 2)
                 if pv_prev is not None:
                     take(pv_prev[0])
                     self.acc_step(*pv_prev[1])
@@ -355,30 +385,45 @@ class _FastContext:
                     f.exception()
         return finalize(OnlineState(self.m, self.l_, self.acc))
 
+    def keys64(self, which: str, buf: int, c0: int, c: int) -> np.ndarray:
+        """Keys ``c0:c0 + c`` of K (``which`` "k") or V ("v") in float64, converted once
+        for double buffer ``buf`` (the chunks of a product, on either thread, and the
+        screen's resolution share it; buffer ``buf`` is reused only after its product
+        and steps are done)."""
+        key = (which, buf)
+        with self._convert_lock:
+            got = self._converted.get(key)
+            if got is None or not got[0] <= c0 <= c0 + c <= got[0] + got[1].shape[1]:
+                src = self.k32 if which == "k" else self.v32
+                got = self._converted[key] = (c0, src[:, c0:c0 + c].astype(np.float64))
+        return got[1][:, c0 - got[0]:c0 - got[0] + c]
+
     def qk_product(self, tile, buf, a, z):
         """Columns ``a:z`` of ``S^T = K_j Q^T`` in float64 into ``s_t[buf]``."""
         cols = tile[0]
         c0, c = int(cols[0]), cols.size
-        np.matmul(self.k64[:, c0:c0 + c], self.q_t[:, :, a:z], out=self.s_t[buf][:, :c, a:z])
+        np.matmul(self.keys64("k", buf, c0, c), self.q_t[:, :, a:z],
+                  out=self.s_t[buf][:, :c, a:z])
 
     def pv_product(self, tile, buf, a, z):
         """Rows ``a:z`` of ``P V_j`` in float64 into ``pv[buf]`` (``P`` is the transpose
         of ``p_t[buf]``: BLAS reads it in place)."""
         cols = tile[0]
         c0, c = int(cols[0]), cols.size
-        np.matmul(np.swapaxes(self.p_t[buf][:, :c, a:z], 1, 2), self.v64[:, c0:c0 + c],
+        np.matmul(np.swapaxes(self.p_t[buf][:, :c, a:z], 1, 2), self.keys64("v", buf, c0, c),
                   out=self.pv[buf][:, a:z])
 
-    def softmax_step(self, tile, buf):
-        """Screen of ``S^T``, the score pipeline and steps 1-4 of the online step (the
-        probabilities into ``p_t[buf]``, alpha into ``alpha[buf]``, the row sums
-        ``fold_sum(p)`` into ``rsum[buf]``)."""
+    def softmax_step(self, tile, buf, sbuf, off):
+        """Screen of ``S^T`` (rows ``off:`` of ``s_t[sbuf]``), the score pipeline and
+        steps 1-4 of the online step (the probabilities into ``p_t[buf]``, alpha into
+        ``alpha[buf]``, the row sums ``fold_sum(p)`` into ``rsum[buf]``)."""
         cols, o0, o1 = tile
         c = cols.size
         c0 = int(cols[0])
-        k_j, k_bounds = self.k64[:, c0:c0 + c], self.k_bounds[:, c0:c0 + c]
+        k_j = self.keys64("k", sbuf, c0, c)  # within the run its product converted
+        k_bounds = self.k_bounds[:, c0:c0 + c]
         prob, sc, b, hq = self.prob, self.sc, self.b, self.hq
-        s_t, p_t = self.s_t[buf], self.p_t[buf]
+        s_t, p_t = self.s_t[sbuf][:, off:], self.p_t[buf]
         m, alpha = self.m, self.alpha[buf]
         w_s, tiny_s = screen_width(k_bounds, self.q_norms[:, o0:o1])
         for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, self.dv), not self.plain_scores):
@@ -434,7 +479,7 @@ class _FastContext:
         cols, o0, o1 = tile
         c, dv, sc = cols.size, self.dv, self.sc
         c0 = int(cols[0])
-        v_j, v_bounds = self.v64[:, c0:c0 + c], self.v_bounds[c0]
+        v_j, v_bounds = self.keys64("v", buf, c0, c), self.v_bounds[c0]
         pv, p_live = self.pv[buf], np.swapaxes(self.p_t[buf][:, :c, o0:o1], 1, 2)
         alpha = self.alpha[buf]
         rowsum = self.rsum[buf][:, o0:o1]

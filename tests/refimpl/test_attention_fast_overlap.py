@@ -123,10 +123,12 @@ def test_overlap_really_uses_the_helper_thread(monkeypatch):
     assert same(got[0], want[0]) and same(got[1], want[1])
     main = threading.current_thread().name
     if overlap_possible():
-        # a Q K^T product the helper has not started when it is needed is taken over
-        # by the calling thread (the caller would otherwise wait idle)
-        assert seen["qk"] and len(seen["qk"]) <= 2
-        assert seen["pv"] and main not in seen["pv"]
+        # a chunk of a product the helper has not started when it is needed is taken
+        # over by the calling thread (the caller would otherwise wait idle): both
+        # threads may form either product, the helper forms some
+        helper = (seen["qk"] | seen["pv"]) - {main}
+        assert helper and len(seen["qk"] | seen["pv"]) <= 2
+        assert seen["qk"] and seen["pv"]
         assert seen["threads_in_step"] == {1}
     else:
         assert seen["qk"] == {main} and seen["pv"] == {main}
@@ -297,3 +299,34 @@ def test_overlap_works_in_a_forked_child(monkeypatch):
         os.kill(pid, 9)
         pytest.fail("the forked child did not finish: its product pool never ran")
     assert status["code"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("qk_tiles, chunk_rows", [(1, 512), (2, 3), (3, 1), (5, 7)])
+def test_runs_of_key_tiles_and_small_chunks_give_plain_bytes(monkeypatch, qk_tiles,
+                                                             chunk_rows):
+    """``S^T`` for runs of 1-5 adjacent key tiles, products cut into chunks of a few
+    query rows (so that the calling thread takes many of them over), with tiles the
+    mask skips between runs (causal, a window, padding): the plain bytes, and K and V
+    left as they were."""
+    rng = np.random.default_rng(12)
+    q = rng.standard_normal((2, 2, 70, 16)).astype(np.float32)
+    k = rng.standard_normal((2, 1, 90, 16)).astype(np.float32)
+    v = rng.standard_normal((2, 1, 90, 8)).astype(np.float32)
+    k0, v0 = k.copy(), v.copy()
+    kpm = rng.random((2, 90)) < 0.8
+    for opts in (dict(block=(8, 6)), dict(block=(8, 6), causal=True),
+                 dict(block=(16, 5), window=(20, 3), key_padding_mask=kpm, softcap=9.0)):
+        want = flash_v2(q, k, v, implementation="plain", **opts)
+        monkeypatch.setattr(fv2, "_QK_TILES", qk_tiles)
+        monkeypatch.setattr(fv2, "_PRODUCT_CHUNK_ROWS", chunk_rows)
+        monkeypatch.setattr(fv2, "_LOCKSTEP_ROWS", 32)
+        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+        got = flash_v2(q, k, v, **opts)
+        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", NEVER)
+        seq = flash_v2(q, k, v, **opts)
+        monkeypatch.undo()
+        assert same(got[0], want[0]) and same(got[1], want[1])
+        assert same(seq[0], want[0]) and same(seq[1], want[1])
+    assert same(k, k0) and same(v, v0)
+    assert _blas._state["users"] == 0
