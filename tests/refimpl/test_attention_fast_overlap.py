@@ -255,17 +255,24 @@ def test_overlap_larger_problem_many_tiles_groups_and_parts(monkeypatch, lockste
     for opts in (dict(block=(16, 24)),
                  dict(block=(16, 24), causal=True, window=(60, None), softcap=20.0,
                       key_padding_mask=kpm, alibi_slopes=np.array([0.5, 0.25, 0.125, 1.0]))):
-        want = flash_v2(q, k, v, implementation="plain", **opts)
-        monkeypatch.setattr(fv2, "_LOCKSTEP_ROWS", lockstep)
-        monkeypatch.setattr(fv2, "_PART_ELEMS", part)
-        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
-        got = flash_v2(q, k, v, **opts)
-        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", NEVER)
-        seq = flash_v2(q, k, v, **opts)
-        monkeypatch.undo()
-        assert same(got[0], want[0]) and same(got[1], want[1])
-        assert same(seq[0], want[0]) and same(seq[1], want[1])
+        assert_fast_gives_plain_bytes(monkeypatch, q, k, v, opts,
+                                      _LOCKSTEP_ROWS=lockstep, _PART_ELEMS=part)
     assert _blas._state["users"] == 0
+
+
+def assert_fast_gives_plain_bytes(monkeypatch, q, k, v, opts, **settings):
+    """With the module's ``settings``, the fast path with and without the helper thread
+    gives the bytes of the plain schedule."""
+    want = flash_v2(q, k, v, implementation="plain", **opts)
+    for name, value in settings.items():
+        monkeypatch.setattr(fv2, name, value)
+    monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+    got = flash_v2(q, k, v, **opts)
+    monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", NEVER)
+    seq = flash_v2(q, k, v, **opts)
+    monkeypatch.undo()
+    assert same(got[0], want[0]) and same(got[1], want[1])
+    assert same(seq[0], want[0]) and same(seq[1], want[1])
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
@@ -317,16 +324,7 @@ def test_runs_of_key_tiles_and_small_chunks_give_plain_bytes(monkeypatch, qk_til
     kpm = rng.random((2, 90)) < 0.8
     for opts in (dict(block=(8, 6)), dict(block=(8, 6), causal=True),
                  dict(block=(16, 5), window=(20, 3), key_padding_mask=kpm, softcap=9.0)):
-        want = flash_v2(q, k, v, implementation="plain", **opts)
-        monkeypatch.setattr(fv2, "_QK_TILES", qk_tiles)
-        monkeypatch.setattr(fv2, "_PRODUCT_CHUNK_ROWS", chunk_rows)
-        monkeypatch.setattr(fv2, "_LOCKSTEP_ROWS", 32)
-        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
-        got = flash_v2(q, k, v, **opts)
-        monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", NEVER)
-        seq = flash_v2(q, k, v, **opts)
-        monkeypatch.undo()
-        assert same(got[0], want[0]) and same(got[1], want[1])
-        assert same(seq[0], want[0]) and same(seq[1], want[1])
+        assert_fast_gives_plain_bytes(monkeypatch, q, k, v, opts, _QK_TILES=qk_tiles,
+                                      _PRODUCT_CHUNK_ROWS=chunk_rows, _LOCKSTEP_ROWS=32)
     assert same(k, k0) and same(v, v0)
     assert _blas._state["users"] == 0
