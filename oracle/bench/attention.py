@@ -9,9 +9,10 @@ in rounds, one call of each implementation per round, so that on a shared machin
 every implementation sees the same changes of load.
 
 On a machine with two or more cores and OpenBLAS, ``flash_v2`` and the exact reference
-run their float64 products on a helper thread, one key tile (one row chunk) ahead,
-beside the elementwise work of the calling thread (:mod:`refimpl.blas`); the report
-says whether they did. The
+run their float64 products on a helper thread, ahead of the elementwise work of the
+calling thread (flash_v2 in chunks of query rows, which the calling thread forms itself
+when the helper has not started them; :mod:`refimpl.blas`); the report says whether
+they did. The
 results do not depend on it, nor on ``OPENBLAS_NUM_THREADS``.
 
 When PyTorch is importable (optional, never a dependency), its CPU

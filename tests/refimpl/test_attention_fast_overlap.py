@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -107,8 +108,14 @@ def test_overlap_really_uses_the_helper_thread(monkeypatch):
         seen["pv"].add(threading.current_thread().name)
         return orig_pv(self, *args)
 
+    main = threading.current_thread().name
+
     def soft(self, *args):
         seen["threads_in_step"].add(blas_threads())
+        if self.blas.overlap:  # the helper has time to start a product queued for it
+            deadline = time.monotonic() + 5.0
+            while not (seen["qk"] | seen["pv"]) - {main} and time.monotonic() < deadline:
+                time.sleep(0.001)
         return orig_soft(self, *args)
 
     monkeypatch.setattr(fv2._FastContext, "qk_product", qk)
@@ -121,7 +128,6 @@ def test_overlap_really_uses_the_helper_thread(monkeypatch):
     got = flash_v2(q, k, v, **opts)
     want = flash_v2(q, k, v, implementation="plain", **opts)
     assert same(got[0], want[0]) and same(got[1], want[1])
-    main = threading.current_thread().name
     if overlap_possible():
         # a chunk of a product the helper has not started when it is needed is taken
         # over by the calling thread (the caller would otherwise wait idle): both
