@@ -274,16 +274,16 @@ class _FastContext:
                                  or prob.slopes is not None)
         self.scale32 = np.float32(prob.scale)
         self.q3 = prob.q.reshape(self.nbh, sq, d)
-        # K and V^T in float64 once (O(N d) memory); the screen bounds of every key tile
-        # (row norms of K_j and of V_j^T, sums in any order: exact_row_bounds's factor
-        # covers their rounding)
         # K and V stay float32: each product converts the key rows it reads (a run of
-        # K, a tile of V) to float64 once, into a buffer per double buffer
+        # K, a tile of V) to float64 once, into a buffer per double buffer. The screen
+        # bounds of every key tile of the range (row norms of K_j and of V_j^T, sums in
+        # any order: exact_row_bounds's factor covers their rounding), indexed by key
         self.k32 = kq.reshape(self.nbh, sk, d)
         self.v32 = vq.reshape(self.nbh, sk, self.dv)
-        self.k_bounds = np.concatenate(  # (nbh, sk): rows of K, a key tile at a time
-            [exact_row_bounds(self.k32[:, int(t[0]):int(t[-1]) + 1]) for t in ktiles]
-            + [np.zeros((self.nbh, 0))], axis=1)
+        self.k_bounds = np.zeros((self.nbh, sk))
+        for t in ktiles:
+            t0, t1 = int(t[0]), int(t[-1]) + 1
+            self.k_bounds[:, t0:t1] = exact_row_bounds(self.k32[:, t0:t1])
         self._converted = {}
         self._convert_lock = threading.Lock()
         # rows of V_j^T (one per feature) for every key tile, keys in tile order

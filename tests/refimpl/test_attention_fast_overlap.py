@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from refimpl import blas as _blas
 from refimpl.blas import ProductThread
 from refimpl.attention import flash_v2
+from refimpl.attention.problem import prepare
+from refimpl.matmul.screening import exact_row_bounds
 from attention_draws import mask_options, maybe_large_logits, shapes
 
 fv2 = importlib.import_module("refimpl.attention.flash_v2")  # the module, not the function
@@ -334,3 +336,32 @@ def test_runs_of_key_tiles_and_small_chunks_give_plain_bytes(monkeypatch, qk_til
                                       _PRODUCT_CHUNK_ROWS=chunk_rows, _LOCKSTEP_ROWS=32)
     assert same(k, k0) and same(v, v0)
     assert _blas._state["users"] == 0
+
+
+@pytest.mark.parametrize("key_range", [(0, 48), (12, 48), (20, 44), (36, 48)])
+def test_key_range_screens_each_tile_with_its_own_keys(monkeypatch, key_range):
+    """A key range that starts past key 0 (a split of Flash-Decoding): the screen of
+    every tile bounds the products by the norms of that tile's own keys, and the range
+    gives the plain bytes. The keys' norms differ by 10^6 from tile to tile, so a bound
+    taken from other keys would be far off."""
+    rng = np.random.default_rng(13)
+    q = rng.standard_normal((1, 2, 9, 16)).astype(np.float32)
+    k = rng.standard_normal((1, 2, 48, 16)).astype(np.float32)
+    k *= np.repeat(np.float32([1e3, 1e-3, 1.0, 1e3, 1e-3, 1.0]), 8)[None, None, :, None]
+    v = rng.standard_normal((1, 2, 48, 8)).astype(np.float32)
+    prob = prepare(q, k, v)
+    seen = []
+    orig = fv2._FastContext.softmax_step
+
+    def soft(self, tile, *args):
+        c0, c1 = int(tile[0][0]), int(tile[0][-1]) + 1
+        want = exact_row_bounds(self.k32[:, c0:c1].astype(np.float64))
+        assert np.array_equal(self.k_bounds[:, c0:c1], want)
+        seen.append(c0)
+        return orig(self, tile, *args)
+
+    monkeypatch.setattr(fv2._FastContext, "softmax_step", soft)
+    fast = fv2.flash_v2_core(prob, (4, 8), key_range=key_range)
+    plain = fv2.flash_v2_core(prob, (4, 8), key_range=key_range, implementation="plain")
+    assert sorted(set(seen)) == list(range(key_range[0], key_range[1], 8))
+    assert same(fast[0], plain[0]) and same(fast[1], plain[1])
