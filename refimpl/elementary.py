@@ -482,14 +482,6 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int)
         a += (1 << 28) + _F_ULPS
         np.bitwise_and(a, _F_LOW, out=j)
         np.less_equal(j, 2 * _F_ULPS, out=flag)
-        # x may be out's own memory: the flagged arguments are read before out is written
-        idx = np.flatnonzero(flag) if flag.any() else None
-        xs = None if idx is None else x[idx]
-        if out.dtype == np.float64:
-            np.bitwise_and(a, ~_F_LOW, out=out.view(np.int64))  # RN32(y), as a binary64
-        else:
-            a &= ~_F_LOW
-            np.copyto(out, q, casting="same_kind")  # exact: binary32 values
     else:
         # (the caller has set errstate: overflow to +inf is the answer there)
         lo, hi = ws.lo[:n], ws.hi[:n]
@@ -501,9 +493,16 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int)
         if not top <= _F_XHI:
             flag |= x > _F_XHI
             flag |= np.isnan(x)
-        idx = np.flatnonzero(flag) if flag.any() else None
-        xs = None if idx is None else x[idx]
+    # x may be out's own memory: the flagged arguments are read before out is written
+    idx = np.flatnonzero(flag) if flag.any() else None
+    xs = None if idx is None else x[idx]
+    if not normal:
         np.copyto(out, lo, casting="same_kind")  # exact: binary32 values
+    elif out.dtype == np.float64:
+        np.bitwise_and(a, ~_F_LOW, out=out.view(np.int64))  # RN32(y), as a binary64
+    else:
+        a &= ~_F_LOW
+        np.copyto(out, q, casting="same_kind")  # exact: binary32 values
     if idx is not None:
         out[idx] = _exp_f32_slow(xs, shift)
 

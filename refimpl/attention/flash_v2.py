@@ -321,16 +321,17 @@ class _FastContext:
                 tiles.append((cols, o0, o1))
         # runs of up to _QK_TILES adjacent key tiles, one S^T product each:
         # (keys, the union of their live query rows), and each tile's run and offset
-        runs, where = [], []
+        runs, where = [], []  # runs: [first key, end key, a0, a1, tiles]
         for cols, o0, o1 in tiles:
             k0 = int(cols[0])
-            if runs and len(runs[-1][3]) < _QK_TILES and runs[-1][1] == k0:
-                r = runs[-1]
-                runs[-1] = (r[0], k0 + cols.size, (min(r[2][0], o0), max(r[2][1], o1)), r[3] + [k0])
+            r = runs[-1] if runs else None
+            if r is not None and r[4] < _QK_TILES and r[1] == k0:
+                r[1:] = [k0 + cols.size, min(r[2], o0), max(r[3], o1), r[4] + 1]
             else:
-                runs.append((k0, k0 + cols.size, (o0, o1), [k0]))
-            where.append((len(runs) - 1, k0 - runs[-1][0]))
-        runs = [(np.arange(k0, k1), a0, a1, len(ks)) for k0, k1, (a0, a1), ks in runs]
+                r = [k0, k0 + cols.size, o0, o1, 1]
+                runs.append(r)
+            where.append((len(runs) - 1, k0 - r[0]))
+        runs = [(np.arange(k0, k1), a0, a1) for k0, k1, a0, a1, _ in runs]
         blas = self.blas
         pending = []
 
@@ -361,7 +362,7 @@ class _FastContext:
             # helper then always has a product queued (P_j V_j waits for the softmax
             # of tile j, S_{j+1} does not), and one it has not started when the
             # calling thread needs it is taken over whole
-            qk = [submit(self.qk_product, run[:3], i) for i, run in enumerate(runs[:2])]
+            qk = [submit(self.qk_product, run, i) for i, run in enumerate(runs[:2])]
             pv_prev = None
             for i, tile in enumerate(tiles):
                 ri, off = where[i]
@@ -371,7 +372,7 @@ class _FastContext:
                 pv = submit(self.pv_product, tile, i % 2)
                 last = i + 1 == len(tiles) or where[i + 1][0] != ri
                 if last and ri + 2 < len(runs):
-                    qk[ri % 2] = submit(self.qk_product, runs[ri + 2][:3], ri % 2)
+                    qk[ri % 2] = submit(self.qk_product, runs[ri + 2], ri % 2)
                 if pv_prev is not None:
                     take(pv_prev[0])
                     self.acc_step(*pv_prev[1])

@@ -12,40 +12,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from simt_harness import load
+from simt_harness import load, run_elementwise
 from simt_reference import round_code
 
 from hardware.simt import GlobalMemory, load_ptx
 from hardware.simt.errors import UnsupportedPtxError
 
-_UNARY_PTX = """
-.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry k(.param .u64 p0, .param .u64 p1)
-{
-    .reg .f32 %f<4>;
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<8>;
-    ld.param.u64 %rd1, [p0];
-    ld.param.u64 %rd2, [p1];
-    mov.u32 %r1, %tid.x;
-    mul.wide.u32 %rd3, %r1, 4;
-    add.s64 %rd4, %rd1, %rd3;
-    ld.global.f32 %f1, [%rd4];
-    OPCODE %f2, %f1;
-    add.s64 %rd5, %rd2, %rd3;
-    st.global.f32 [%rd5], %f2;
-    ret;
-}
-"""
-
 
 def _unary(opcode: str, x: np.ndarray) -> np.ndarray:
-    mem = GlobalMemory()
-    px, po = mem.to_device(x), mem.alloc(4 * len(x))
-    load(_UNARY_PTX.replace("OPCODE", opcode)).launch("k", 1, len(x), [px, po], mem)
-    return mem.from_device(po, np.float32, len(x))
+    """``opcode d, a`` once per float32 element."""
+    got = run_elementwise(f"{opcode} {{d}}, {{a}}", [x.view(np.uint32)], np.uint32)
+    return got.view(np.float32)
 
 
 _LARGE = [1e3, -1e5, 1e7, 2.0**24 + 2, 1e10, -1e12, 1e15, 1e17, 1e20, -1e25, 3e38,
@@ -71,17 +48,11 @@ def test_sin_approx_keeps_the_sign_of_zero():
     assert got.view(np.uint32).tolist() == [0x80000000, 0]
 
 
-_BINARY_PTX = _UNARY_PTX.replace(".param .u64 p1)", ".param .u64 p1, .param .u64 p2)").replace(
-    "    OPCODE %f2, %f1;\n",
-    "    ld.param.u64 %rd6, [p2];\n    add.s64 %rd7, %rd6, %rd3;\n    ld.global.f32 %f3, [%rd7];\n"
-    "    OPCODE %f2, %f1, %f3;\n")
-
-
-def _binary(opcode: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    mem = GlobalMemory()
-    px, po, py = mem.to_device(x), mem.alloc(4 * len(x)), mem.to_device(y)
-    load(_BINARY_PTX.replace("OPCODE", opcode)).launch("k", 1, len(x), [px, po, py], mem)
-    return mem.from_device(po, np.float32, len(x))
+def _binary(opcode: str, x: np.ndarray, y: np.ndarray, dtype=np.float32) -> np.ndarray:
+    """``opcode d, a, b`` once per pair of 32-bit elements (raw bits in and out)."""
+    got = run_elementwise(f"{opcode} {{d}}, {{a}}, {{b}}", [x.view(np.uint32), y.view(np.uint32)],
+                          np.uint32)
+    return got.view(dtype)
 
 
 def test_div_approx_large_divisors():
@@ -246,41 +217,27 @@ def test_min_max_nan_modifier_and_relu():
     got = _binary("min.f32", x, y).view(np.uint32)
     assert got.tolist()[:3] == [np.float32(v).view(np.uint32) for v in (3.0, 1.0, -2.0)]
     # integer relu and packed halves through raw bits
-    ptx = _BINARY_PTX.replace(".reg .f32 %f<4>;", ".reg .b32 %f<4>;").replace(
-        "ld.global.f32", "ld.global.b32").replace("st.global.f32", "st.global.b32")
-    mem = GlobalMemory()
     a = np.array([-5, 7, -1, 3], np.int32)
     b = np.array([-9, 2, -3, -8], np.int32)
-    pa, po, pb = mem.to_device(a), mem.alloc(16), mem.to_device(b)
-    load(ptx.replace("OPCODE", "max.relu.s32")).launch("k", 1, 4, [pa, po, pb], mem)
-    assert mem.from_device(po, np.int32, 4).tolist() == [0, 7, 0, 3]
+    assert _binary("max.relu.s32", a, b, np.int32).tolist() == [0, 7, 0, 3]
     h = lambda *v: np.array(v, np.float16).view(np.uint16).astype(np.uint32)  # noqa: E731
-    pa2 = mem.to_device(h(np.nan, 1.0, 6e-8, 2.0) | (h(1.0, np.nan, -6e-8, -0.0) << 16))
-    pb2 = mem.to_device(h(1.0, 4.0, 1e-7, -3.0) | (h(-1.0, 0.5, 0.0, 0.0) << 16))
-    po2 = mem.alloc(16)
-    load(ptx.replace("OPCODE", "max.NaN.f16x2")).launch("k", 1, 4, [pa2, po2, pb2], mem)
-    got = mem.from_device(po2, np.uint32, 4)
+    a2 = h(np.nan, 1.0, 6e-8, 2.0) | (h(1.0, np.nan, -6e-8, -0.0) << 16)
+    b2 = h(1.0, 4.0, 1e-7, -3.0) | (h(-1.0, 0.5, 0.0, 0.0) << 16)
+    got = _binary("max.NaN.f16x2", a2, b2, np.uint32)
     assert [int(v) & 0xFFFF for v in got] == [0x7FFF, int(h(4.0)[0]), int(h(1e-7)[0]),
                                               int(h(2.0)[0])]
     assert [int(v) >> 16 for v in got] == [int(h(1.0)[0]), 0x7FFF, 0, 0]
-    load(ptx.replace("OPCODE", "min.ftz.f16")).launch("k", 1, 4, [pa2, po2, pb2], mem)
-    got = mem.from_device(po2, np.uint32, 4) & 0xFFFF
+    got = _binary("min.ftz.f16", a2, b2, np.uint32) & 0xFFFF
     assert int(got[2]) == 0  # both halves subnormal: flushed to +0 (min.f16 gives 6e-8)
 
 
 def test_register_declaration_without_space():
     """cuda_fp16's h2sqrt inline asm declares ``.reg.b16 hl, hu;`` (no space)."""
-    ptx = _BINARY_PTX.replace(".reg .f32 %f<4>;", ".reg .b32 %f<4>;").replace(
-        "ld.global.f32", "ld.global.b32").replace("st.global.f32", "st.global.b32").replace(
-        "OPCODE %f2, %f1, %f3;",
-        "{.reg.b16 hl, hu;\n .reg.b32 t;\n mov.b32 {hl, hu}, %f1;\n mov.b32 t, {hu, hl};\n"
-        " xor.b32 %f2, t, %f3;}")
-    mem = GlobalMemory()
     x = np.array([0x12345678, 0xFFFF0000], np.uint32)
     y = np.array([0, 1], np.uint32)
-    px, po, py = mem.to_device(x), mem.alloc(8), mem.to_device(y)
-    load(ptx).launch("k", 1, 2, [px, po, py], mem)
-    assert mem.from_device(po, np.uint32, 2).tolist() == [0x56781234, 0x0000FFFF ^ 1]
+    got = run_elementwise("{{.reg.b16 hl, hu;\n .reg.b32 t;\n mov.b32 {{hl, hu}}, {a};\n"
+                          " mov.b32 t, {{hu, hl}};\n xor.b32 {d}, t, {b};}}", [x, y], np.uint32)
+    assert got.tolist() == [0x56781234, 0x0000FFFF ^ 1]
 
 
 def test_cvt_relu_to_half():
@@ -288,13 +245,8 @@ def test_cvt_relu_to_half():
     the canonical NaN; it used to be ignored."""
     x = np.array([-1.5, 2.0, np.nan, -1e-9], np.float32)
     for fmt, two in (("f16", np.float16(2.0).view(np.uint16)), ("bf16", 0x4000)):
-        ptx = _UNARY_PTX.replace(".reg .f32 %f<4>;", ".reg .f32 %f<4>; .reg .b16 %h;").replace(
-            "OPCODE %f2, %f1;", f"cvt.rn.relu.{fmt}.f32 %h, %f1;\n    cvt.u32.u16 %r2, %h;\n"
-            "    mov.b32 %f2, %r2;")
-        mem = GlobalMemory()
-        px, po = mem.to_device(x), mem.alloc(16)
-        load(ptx).launch("k", 1, 4, [px, po], mem)
-        got = mem.from_device(po, np.uint32, 4).tolist()
+        got = run_elementwise(f"cvt.rn.relu.{fmt}.f32 %rs5, {{a}};\n\tcvt.u32.u16 {{d}}, %rs5",
+                              [x.view(np.uint32)], np.uint32).tolist()
         assert got == [0, int(two), 0x7FFF, 0], fmt
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import find
 
+from api_warnings import old, quiet
 import oracle
 from oracle import strategies
 from oracle import tolerance as T
@@ -18,18 +19,6 @@ from oracle.cli import main
 from oracle.conformance import check_mx_quantize
 from oracle.random_stream import CaseRandom
 from refimpl.scaling import mx_quantize
-
-
-def quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return fn(*args, **kwargs)
-
-
-def old(match, fn, *args, **kwargs):
-    with pytest.warns(DeprecationWarning, match=match):
-        return fn(*args, **kwargs)
-
 
 # E4M3 codes: 0x38 = 1.0, 0x39 = 1.125, 0x3A = 1.25 (one and two ulps above 1)
 GOT = np.uint8([0x38, 0x3A])

@@ -24,15 +24,15 @@ def shapes(draw) -> tuple:
 
 def mask_options(draw, rng: np.random.Generator, batch: tuple[int, ...], hq: int,
                  sq: int, sk: int) -> dict:
-    """Causal (either alignment), a window, softcap, ALiBi slopes and padding masks, each
-    drawn on or off."""
+    """Causal, a window, softcap, ALiBi slopes and padding masks, each drawn on or off,
+    and either alignment of the diagonal (it places the window too)."""
     opts: dict = {}
     if draw(st.booleans()):
         opts["causal"] = True
-        opts["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
+    opts["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
     if draw(st.booleans()):
-        opts["window"] = (draw(st.one_of(st.none(), st.integers(0, 5))),
-                          draw(st.one_of(st.none(), st.integers(0, 5))))
+        opts["window"] = (draw(st.one_of(st.none(), st.integers(0, 6))),
+                          draw(st.one_of(st.none(), st.integers(0, 6))))
     if draw(st.booleans()):
         opts["softcap"] = draw(st.sampled_from([1.0, 5.0, 30.0]))
     if draw(st.booleans()):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, target
 from hypothesis import strategies as st
+from attention_draws import mask_options
 
 from refimpl.attention import (
     attention, flash_v1, flash_v2, merge_attention_states, naive_attention, split_kv,
@@ -114,22 +115,7 @@ def problems(draw, d_choices=(1, 8, 64, 128), max_s=24):
     q = rng.standard_normal(batch + (hq, sq, d)).astype(np.float32)
     k = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)
     v = rng.standard_normal(batch + (hkv, sk, d)).astype(np.float32)
-    opts = {}
-    if draw(st.booleans()):
-        opts["causal"] = True
-    opts["causal_alignment"] = draw(st.sampled_from(["bottom_right", "top_left"]))
-    if draw(st.booleans()):
-        wl = draw(st.one_of(st.none(), st.integers(0, 6)))
-        wr = draw(st.one_of(st.none(), st.integers(0, 6)))
-        opts["window"] = (wl, wr)
-    if draw(st.booleans()):
-        opts["softcap"] = draw(st.sampled_from([1.0, 5.0, 30.0]))
-    if draw(st.booleans()):
-        opts["alibi_slopes"] = (2.0 ** -rng.integers(1, 8, hq)).astype(np.float32)
-    if draw(st.booleans()):
-        opts["key_padding_mask"] = rng.random(batch + (sk,)) < 0.8
-    if draw(st.booleans()):
-        opts["query_padding_mask"] = rng.random(batch + (sq,)) < 0.8
+    opts = mask_options(draw, rng, batch, hq, sq, sk)
     if draw(st.booleans()):
         # every logit + 1e4: an extra coordinate 100 * 100 with scale 1
         extra = np.full(batch + (hq, sq, 1), 100.0, np.float32)

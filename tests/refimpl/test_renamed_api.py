@@ -4,12 +4,12 @@ bytes as the new spelling (which itself runs without any warning)."""
 from __future__ import annotations
 
 import importlib
-import warnings
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
+from api_warnings import old, quiet
 import refimpl.kvcache as K
 import refimpl.matmul as M
 import refimpl.scaling as S
@@ -21,18 +21,6 @@ from refimpl.scaling import mx_reference
 kv_simulate = importlib.import_module("refimpl.kvcache.simulate")
 
 X = np.linspace(-7.0, 7.0, 64, dtype=np.float32).reshape(2, 32)
-
-
-def quiet(fn, *args, **kwargs):
-    """Call with warnings as errors: the new spelling must not warn."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return fn(*args, **kwargs)
-
-
-def old(match, fn, *args, **kwargs):
-    with pytest.warns(DeprecationWarning, match=match):
-        return fn(*args, **kwargs)
 
 
 def same_mx(a, b):
