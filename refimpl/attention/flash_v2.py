@@ -494,13 +494,21 @@ class _FastContext:
             w = _w_of(w_v, hs)
             blk = pv[hs, ps]
             y = sc.get(np.float32, 0, (nh, wc, dv))  # RN32(P V_j)
-            t = sc.get(np.float64, 0, (nh, wc, dv))
             acc = self.acc[hs, ps]
+            a = alpha[hs, ps]
             with np.errstate(over="ignore", invalid="ignore"):
                 _screen_into(blk, w, y, sc.get(np.float32, 1, (nh, wc, dv)), tiny_v,
                              p_live[hs], v_j[hs], pv[hs, o0:o1], p0 - o0, 0)
-                np.multiply(acc, alpha[hs, ps, None], out=t)  # exact
-                np.add(t, y, out=acc, casting="same_kind")
+                # rows whose maximum moved (alpha != 1, or NaN): fl64(alpha acc) is
+                # exact (two binary32 factors), then the float64 sum is rounded
+                mb, mr = np.nonzero(a != 1.0)
+                moved = acc[mb, mr] * a[mb, mr, None]
+                moved += y[mb, mr]
+                # the others (most rows: the maximum seldom moves): fl64(1 acc) = acc,
+                # and fl32(fl64(acc + y)) = RN32(acc + y) for binary32 acc and y (the
+                # double rounding is innocuous: 53 >= 2 * 24 + 2), a binary32 addition
+                np.add(acc, y, out=acc)
+                acc[mb, mr] = moved
 
 
 def _w_of(w: np.ndarray, hs: slice):

@@ -365,3 +365,31 @@ def test_key_range_screens_each_tile_with_its_own_keys(monkeypatch, key_range):
     plain = fv2.flash_v2_core(prob, (4, 8), key_range=key_range, implementation="plain")
     assert sorted(set(seen)) == list(range(key_range[0], key_range[1], 8))
     assert same(fast[0], plain[0]) and same(fast[1], plain[1])
+
+
+F32_EDGES = [0.0, -0.0, 1.0, 1.0 + 2.0**-23, 2.0**-24, 2.0**-149, -2.0**-149, 2.0**-126,
+             3.4028234663852886e38, -3.4028234663852886e38, 2.0**104, 1.5 * 2.0**-24,
+             float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("a", F32_EDGES)
+@pytest.mark.parametrize("b", F32_EDGES + [2.0**-25, 2.0**103, 3.0 * 2.0**-26])
+def test_rounded_float64_sum_of_binary32_is_the_binary32_sum_at_edges(a, b):
+    """The accumulator update of rows whose maximum stayed (alpha = 1) adds in binary32:
+    fl32(fl64(a + b)) = RN32(a + b) for binary32 a, b (53 >= 2 * 24 + 2, so the double
+    rounding is innocuous), also at the overflow threshold, ties, subnormals and zeros."""
+    a32, b32 = np.float32(a), np.float32(b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        wide = np.float32(np.float64(a32) + np.float64(b32))
+        narrow = a32 + b32
+    assert wide.tobytes() == narrow.tobytes() or (np.isnan(wide) and np.isnan(narrow))
+
+
+@settings(max_examples=300)
+@given(st.floats(width=32), st.floats(width=32))
+def test_rounded_float64_sum_of_binary32_is_the_binary32_sum(a, b):
+    a32, b32 = np.float32(a), np.float32(b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        wide = np.float32(np.float64(a32) + np.float64(b32))
+        narrow = a32 + b32
+    assert wide.tobytes() == narrow.tobytes() or (np.isnan(wide) and np.isnan(narrow))
