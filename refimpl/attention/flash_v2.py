@@ -188,7 +188,13 @@ def _screen_into(blk, w, y, hi, tiny, a3, b3, s3, row0, col0):
     block ``blk`` (instances, rows ``row0:``, columns ``col0:`` of ``s3``) of the
     float64 BLAS product ``s3`` of ``a3`` and ``b3``: the correctly rounded float32
     values into ``y``."""
-    flag = screen_fp32(blk, w, y, hi, tiny)
+    _resolve_flagged(screen_fp32(blk, w, y, hi, tiny), y, a3, b3, s3, row0, col0)
+
+
+def _resolve_flagged(flag, y, a3, b3, s3, row0, col0):
+    """The outputs ``flag`` of a block (instances, rows ``row0:``, columns ``col0:`` of
+    the product ``s3`` of ``a3`` and ``b3``) that a screen could not certify: their
+    correctly rounded float32 values into ``y``."""
     if flag.any():
         fb, fi, fj = np.unravel_index(np.flatnonzero(flag), flag.shape)
         y[fb, fi, fj] = resolve_fp32(a3, b3, s3, fb, fi + row0, fj + col0)
@@ -309,6 +315,8 @@ class _FastContext:
         # S^T of up to _QK_TILES adjacent key tiles at once (a taller product runs
         # faster), two such buffers
         self.s_t = [sc.get(np.float64, 10 + i, (nbh, _QK_TILES * cmax, n)) for i in range(2)]
+        # RN32(S^T) of the run being read, screened as a whole (one resolution per run)
+        self.y_run = sc.get(np.float32, 10, (nbh, _QK_TILES * cmax, n))
         # the probabilities, and alpha in row cmax (exp_f32 runs in place there)
         self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax + 1, n)) for i in range(2)]
         self.pv = [sc.get(np.float64, 14 + i, (nbh, n, dv)) for i in range(2)]
@@ -332,6 +340,11 @@ class _FastContext:
                 runs.append(r)
             where.append((len(runs) - 1, k0 - r[0]))
         runs = [(np.arange(k0, k1), a0, a1) for k0, k1, a0, a1, _ in runs]
+        # the rows of each run's tiles within the run (each tile screened with its own
+        # keys' width)
+        self.cuts = [[] for _ in runs]
+        for (cols, _, _), (ri, off) in zip(tiles, where):
+            self.cuts[ri].append((off, off + cols.size))
         blas = self.blas
         pending = []
 
@@ -368,6 +381,7 @@ class _FastContext:
                 ri, off = where[i]
                 if off == 0:
                     take(qk[ri % 2])
+                    self.screen_run(runs[ri], self.cuts[ri], ri % 2)
                 self.softmax_step(tile, i % 2, ri % 2, off)
                 pv = submit(self.pv_product, tile, i % 2)
                 last = i + 1 == len(tiles) or where[i + 1][0] != ri
@@ -414,25 +428,38 @@ class _FastContext:
         np.matmul(np.swapaxes(self.p_t[buf][:, :c, a:z], 1, 2), self.keys64("v", buf, c0, c),
                   out=self.pv[buf][:, a:z])
 
+    def screen_run(self, run, cuts, sbuf):
+        """The screen of ``S^T`` of a run of key tiles (``s_t[sbuf]``, the run's live
+        query rows): the correctly rounded float32 values into ``y_run``. Each tile's
+        rows ``cuts`` are screened with the width of its own keys (the largest row
+        bound of K_j times the largest column norm of Q^T over the run's rows: at least
+        each product's own width); what any of them flags is resolved in one call."""
+        cols, a0, a1 = run
+        c, c0 = cols.size, int(cols[0])
+        blk = self.s_t[sbuf][:, :c, a0:a1]
+        y, hi = self.y_run[:, :c, a0:a1], self.sc.get(np.float32, 1, blk.shape)
+        flags = []
+        for t0, t1 in cuts:
+            w_s, tiny_s = screen_width(self.k_bounds[:, c0 + t0:c0 + t1], self.q_norms[:, a0:a1])
+            flags.append(screen_fp32(blk[:, t0:t1], _w_of(w_s, slice(None)), y[:, t0:t1],
+                                     hi[:, t0:t1], tiny_s))
+        flag = flags[0] if len(flags) == 1 else np.concatenate(flags, axis=1)
+        _resolve_flagged(flag, y, self.keys64("k", sbuf, c0, c), self.q_t[:, :, a0:a1], blk,
+                         0, 0)
+
     def softmax_step(self, tile, buf, sbuf, off):
-        """Screen of ``S^T`` (rows ``off:`` of ``s_t[sbuf]``), the score pipeline and
+        """The score pipeline on the screened ``S^T`` (rows ``off:`` of ``y_run``) and
         steps 1-4 of the online step (the probabilities into ``p_t[buf]``, alpha into
         ``alpha[buf]``, the row sums ``fold_sum(p)`` into ``rsum[buf]``)."""
         cols, o0, o1 = tile
         c = cols.size
-        c0 = int(cols[0])
-        k_j = self.keys64("k", sbuf, c0, c)  # within the run its product converted
-        k_bounds = self.k_bounds[:, c0:c0 + c]
         prob, sc, b, hq = self.prob, self.sc, self.b, self.hq
-        s_t, p_t = self.s_t[sbuf][:, off:], self.p_t[buf]
+        y_t, p_t = self.y_run[:, off:off + c], self.p_t[buf]
         m, alpha = self.m, self.alpha[buf]
-        w_s, tiny_s = screen_width(k_bounds, self.q_norms[:, o0:o1])
         for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, self.dv), not self.plain_scores):
             hs, ps = slice(h0, h1), slice(p0, p1)
             nh, wc = h1 - h0, p1 - p0
-            y = sc.get(np.float32, 0, (nh, c, wc))
-            _screen_into(s_t[hs, :c, ps], _w_of(w_s, hs), y, sc.get(np.float32, 1, (nh, c, wc)),
-                         tiny_s, k_j[hs], self.q_t[hs, :, o0:o1], s_t[hs, :c, o0:o1], 0, p0 - o0)
+            y = y_t[hs, :, ps]
             with np.errstate(over="ignore", invalid="ignore"):
                 if self.plain_scores:
                     np.multiply(y, self.scale32, out=y)  # fl32(S * fl32(scale))

@@ -17,7 +17,7 @@ from refimpl import blas as _blas
 from refimpl.blas import ProductThread
 from refimpl.attention import flash_v2
 from refimpl.attention.problem import prepare
-from refimpl.matmul.screening import exact_row_bounds
+from refimpl.matmul.screening import exact_row_bounds, screen_width
 from attention_draws import mask_options, maybe_large_logits, shapes
 
 fv2 = importlib.import_module("refimpl.attention.flash_v2")  # the module, not the function
@@ -360,10 +360,25 @@ def test_key_range_screens_each_tile_with_its_own_keys(monkeypatch, key_range):
         seen.append(c0)
         return orig(self, tile, *args)
 
+    widths = []  # the row bounds every screen width was taken from
+
+    def width(ra2, cb2):
+        widths.append(ra2.copy())
+        return screen_width(ra2, cb2)
+
     monkeypatch.setattr(fv2._FastContext, "softmax_step", soft)
+    monkeypatch.setattr(fv2, "screen_width", width)
     fast = fv2.flash_v2_core(prob, (4, 8), key_range=key_range)
     plain = fv2.flash_v2_core(prob, (4, 8), key_range=key_range, implementation="plain")
-    assert sorted(set(seen)) == list(range(key_range[0], key_range[1], 8))
+    starts = list(range(key_range[0], key_range[1], 8))
+    assert sorted(set(seen)) == starts
+    k64, v64 = prob.k.astype(np.float64), prob.v.astype(np.float64)
+    k_of = [exact_row_bounds(k64[0, :, c0:c0 + 8]) for c0 in starts]
+    v_of = [exact_row_bounds(np.swapaxes(v64[0, :, c0:c0 + 8], 1, 2)) for c0 in starts]
+    # the screens of S^T: each tile with its own keys' bounds, none with others'
+    used = [i for i, kb in enumerate(k_of) if any(np.array_equal(w, kb) for w in widths)]
+    assert used == list(range(len(starts)))
+    assert all(any(np.array_equal(w, b) for b in k_of + v_of) for w in widths)
     assert same(fast[0], plain[0]) and same(fast[1], plain[1])
 
 
