@@ -237,17 +237,19 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     (key-major, so that the row operations of the online softmax run along contiguous
     memory), and ``P V_j`` per key tile (query-major; BLAS reads ``P`` as the
     transpose of the key-major probabilities, in place). K and V stay float32; each
-    product converts the keys it reads to float64 once. The elementwise work (the
-    product screens, the score pipeline, the operations of
-    :func:`refimpl.attention.online.online_step`) runs in parts of query rows, in
-    reused scratch arrays. On a machine with several cores the products run on a helper
-    thread (:class:`refimpl.blas.ProductThread`), in chunks of query rows, ahead of the
-    calling thread: two runs of ``S^T`` are queued at once (double buffers; the next
-    is queued as soon as the calling thread has read a buffer), ``P_j V_j`` as soon as
-    the softmax of tile j is done, while the accumulator update of tile j - 1 runs; a
-    chunk the helper has not started when the calling thread needs it is formed there
-    (the calling thread would otherwise wait idle). The order of every operation on every
-    value is the same."""
+    product converts the keys it reads to float64 once. The screen of ``S^T`` runs on
+    a whole run after its product (each tile with its own keys' width, one resolution
+    of what it flags); the other elementwise work (the screen of ``P V_j``, the score
+    pipeline, the operations of :func:`refimpl.attention.online.online_step`) runs in
+    parts of query rows, in reused scratch arrays. On a machine with several cores the
+    products run on a helper thread (:class:`refimpl.blas.ProductThread`), in chunks of
+    query rows, ahead of the calling thread: two runs of ``S^T`` are queued at once,
+    each followed by its screen (double buffers; the next is queued as soon as the
+    calling thread has read a buffer), ``P_j V_j`` as soon as the softmax of tile j is
+    done, while the accumulator update of tile j - 1 runs; a chunk or screen the helper
+    has not started when the calling thread needs it is done there (the calling thread
+    would otherwise wait idle). The order of every operation on every value is the
+    same."""
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
     nbh = b * hq
@@ -315,8 +317,10 @@ class _FastContext:
         # S^T of up to _QK_TILES adjacent key tiles at once (a taller product runs
         # faster), two such buffers
         self.s_t = [sc.get(np.float64, 10 + i, (nbh, _QK_TILES * cmax, n)) for i in range(2)]
-        # RN32(S^T) of the run being read, screened as a whole (one resolution per run)
-        self.y_run = sc.get(np.float32, 10, (nbh, _QK_TILES * cmax, n))
+        # RN32(S^T) of a run, screened after its product (on either thread), per
+        # buffer, and the screen's scratch (a tile at a time)
+        self.y_run = [sc.get(np.float32, 10 + i, (nbh, _QK_TILES * cmax, n)) for i in range(2)]
+        self.hi_run = [sc.get(np.float32, 12 + i, (nbh, cmax, n)) for i in range(2)]
         # the probabilities, and alpha in row cmax (exp_f32 runs in place there)
         self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax + 1, n)) for i in range(2)]
         self.pv = [sc.get(np.float64, 14 + i, (nbh, n, dv)) for i in range(2)]
@@ -359,9 +363,23 @@ class _FastContext:
                 futures.append(f)
             return futures
 
-        def take(futures):
+        def submit_run(ri):
+            """The product ``S^T`` of run ``ri`` in chunks, then its screen (queued
+            after them): (chunk futures, screen future)."""
+            run, buf = runs[ri], ri % 2
+            futures = submit(self.qk_product, run, buf)
+            f = blas.submit(lambda: self.screen_run(run, self.cuts[ri], buf))
+            f.steal = lambda: self.screen_run(run, self.cuts[ri], buf)
+            pending.append(f)
+            return futures, f
+
+        def take(futures, then=None):
             """Chunks the helper has not started are formed here (the calling thread
-            would otherwise wait idle); then the others are waited for."""
+            would otherwise wait idle); then the others are waited for. ``then``, a
+            future queued after the chunks that reads their results: taken over
+            whole if the helper has not started it (checked first: the helper starts
+            it only after it has taken every chunk), else waited for."""
+            mine = then is not None and blas.overlap and then.cancel()
             if blas.overlap:
                 for f in futures:
                     if f.cancel():
@@ -369,24 +387,27 @@ class _FastContext:
             for f in futures:
                 if not f.cancelled():
                     blas.wait(f)
+            if mine:
+                then.steal()
+            elif then is not None:
+                blas.wait(then)
 
         try:
             # S_j goes to buffer j % 2 as soon as S_{j-2} has been read there: the
             # helper then always has a product queued (P_j V_j waits for the softmax
             # of tile j, S_{j+1} does not), and one it has not started when the
             # calling thread needs it is taken over whole
-            qk = [submit(self.qk_product, run, i) for i, run in enumerate(runs[:2])]
+            qk = [submit_run(i) for i in range(min(2, len(runs)))]
             pv_prev = None
             for i, tile in enumerate(tiles):
                 ri, off = where[i]
                 if off == 0:
-                    take(qk[ri % 2])
-                    self.screen_run(runs[ri], self.cuts[ri], ri % 2)
+                    take(*qk[ri % 2])
                 self.softmax_step(tile, i % 2, ri % 2, off)
                 pv = submit(self.pv_product, tile, i % 2)
                 last = i + 1 == len(tiles) or where[i + 1][0] != ri
                 if last and ri + 2 < len(runs):
-                    qk[ri % 2] = submit(self.qk_product, runs[ri + 2], ri % 2)
+                    qk[ri % 2] = submit_run(ri + 2)
                 if pv_prev is not None:
                     take(pv_prev[0])
                     self.acc_step(*pv_prev[1])
@@ -437,12 +458,12 @@ class _FastContext:
         cols, a0, a1 = run
         c, c0 = cols.size, int(cols[0])
         blk = self.s_t[sbuf][:, :c, a0:a1]
-        y, hi = self.y_run[:, :c, a0:a1], self.sc.get(np.float32, 1, blk.shape)
+        y = self.y_run[sbuf][:, :c, a0:a1]
         flags = []
         for t0, t1 in cuts:
             w_s, tiny_s = screen_width(self.k_bounds[:, c0 + t0:c0 + t1], self.q_norms[:, a0:a1])
             flags.append(screen_fp32(blk[:, t0:t1], _w_of(w_s, slice(None)), y[:, t0:t1],
-                                     hi[:, t0:t1], tiny_s))
+                                     self.hi_run[sbuf][:, :t1 - t0, a0:a1], tiny_s))
         flag = flags[0] if len(flags) == 1 else np.concatenate(flags, axis=1)
         _resolve_flagged(flag, y, self.keys64("k", sbuf, c0, c), self.q_t[:, :, a0:a1], blk,
                          0, 0)
@@ -454,7 +475,7 @@ class _FastContext:
         cols, o0, o1 = tile
         c = cols.size
         prob, sc, b, hq = self.prob, self.sc, self.b, self.hq
-        y_t, p_t = self.y_run[:, off:off + c], self.p_t[buf]
+        y_t, p_t = self.y_run[sbuf][:, off:off + c], self.p_t[buf]
         m, alpha = self.m, self.alpha[buf]
         for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, self.dv), not self.plain_scores):
             hs, ps = slice(h0, h1), slice(p0, p1)

@@ -144,7 +144,8 @@ def test_overlap_really_uses_the_helper_thread(monkeypatch):
     assert _blas._state["users"] == 0
 
 
-@pytest.mark.parametrize("where", ["softmax_step", "acc_step", "pv_product", "qk_product"])
+@pytest.mark.parametrize("where", ["softmax_step", "acc_step", "pv_product", "qk_product",
+                                   "screen_run"])
 def test_thread_count_restored_when_a_step_raises(monkeypatch, where):
     if blas_threads() is None:
         overlap_possible()  # the controls are looked up on first use
@@ -408,3 +409,43 @@ def test_rounded_float64_sum_of_binary32_is_the_binary32_sum(a, b):
         wide = np.float32(np.float64(a32) + np.float64(b32))
         narrow = a32 + b32
     assert wide.tobytes() == narrow.tobytes() or (np.isnan(wide) and np.isnan(narrow))
+
+
+def test_screen_of_a_run_waits_for_all_its_chunks(monkeypatch):
+    """The screen of a run of ``S^T`` is queued after the run's chunks and reads all of
+    them: whichever thread runs it (the helper, or the calling thread taking it over),
+    every chunk is complete by then, also when chunks are slow and the calling thread
+    takes some of them over."""
+    done, checked, lock = set(), [], threading.Lock()
+    orig_qk, orig_screen = fv2._FastContext.qk_product, fv2._FastContext.screen_run
+    delays = iter(np.random.default_rng(3).uniform(0, 0.002, 10_000))
+
+    def qk(self, tile, buf, a, z):
+        with lock:
+            d = next(delays)
+        time.sleep(d)
+        orig_qk(self, tile, buf, a, z)
+        with lock:
+            done.add((id(self.q_t), int(tile[0][0]), buf, a, z))
+
+    def screen(self, run, cuts, buf):
+        cols, a0, a1 = run
+        want = {(id(self.q_t), int(cols[0]), buf, a, z)
+                for a, z in fv2._product_chunks(a0, a1, self.blas.overlap)}
+        with lock:
+            missing = want - done
+            done.difference_update(want)  # a later run may reuse the buffer
+        checked.append((not missing, threading.current_thread().name))
+        return orig_screen(self, run, cuts, buf)
+
+    monkeypatch.setattr(fv2._FastContext, "qk_product", qk)
+    monkeypatch.setattr(fv2._FastContext, "screen_run", screen)
+    monkeypatch.setattr(fv2, "_OVERLAP_MIN_WORK", 0)
+    monkeypatch.setattr(fv2, "_PRODUCT_CHUNK_ROWS", 4)
+    rng = np.random.default_rng(14)
+    q, k, v = (rng.standard_normal((1, 2, 40, 8)).astype(np.float32) for _ in range(3))
+    got = flash_v2(q, k, v, block=(8, 4))
+    want = flash_v2(q, k, v, block=(8, 4), implementation="plain")
+    assert same(got[0], want[0]) and same(got[1], want[1])
+    assert checked and all(ok for ok, _ in checked)
+    assert _blas._state["users"] == 0
