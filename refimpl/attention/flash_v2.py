@@ -248,8 +248,10 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     calling thread has read a buffer), ``P_j V_j`` as soon as the softmax of tile j is
     done, while the accumulator update of tile j - 1 runs; a chunk or screen the helper
     has not started when the calling thread needs it is done there (the calling thread
-    would otherwise wait idle). The order of every operation on every value is the
-    same."""
+    would otherwise wait idle). The next group's first two runs are queued as soon as
+    the group's last run has been read, so the helper goes on with them while the
+    group's last accumulator updates run. The order of every operation on every value
+    is the same."""
     b, hq, _, sq, sk, d = prob.shape
     dv = prob.v.shape[-1]
     nbh = b * hq
@@ -258,16 +260,36 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     if not ktiles or sq == 0:
         return out, lse
     work = int(comp.sum()) * hq * br * max(t.size for t in ktiles) * (d + dv)
+    # query tiles per group: about _LOCKSTEP_ROWS rows over all instances together
+    per = max(1, _LOCKSTEP_ROWS // max(1, br * nbh))
+    starts = list(range(0, len(qtiles), per))
+
+    def stage(gi):
+        group = qtiles[starts[gi]:starts[gi] + per]
+        r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
+        return ctx.stage(group, r0, r1, comp[:, starts[gi]:starts[gi] + per])
+
     with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
         ctx = _FastContext(prob, kq, vq, ktiles, blas)
-        # query tiles per group: about _LOCKSTEP_ROWS rows over all instances together
-        per = max(1, _LOCKSTEP_ROWS // max(1, br * nbh))
-        for g0 in range(0, len(qtiles), per):
-            group = qtiles[g0:g0 + per]
-            r0, r1 = int(group[0][0]), int(group[-1][-1]) + 1
-            o, l_out = ctx.group(group, r0, r1, comp[:, g0:g0 + per])
-            out[:, :, r0:r1] = o.reshape(b, hq, r1 - r0, dv)
-            lse[:, :, r0:r1] = l_out.reshape(b, hq, r1 - r0)
+        try:
+            staged = [stage(0)]
+            ctx.bound_values()
+            for gi in range(len(starts)):
+
+                def prefetch(gi=gi):
+                    if gi + 1 < len(starts):
+                        staged.append(stage(gi + 1))
+
+                now = staged[gi]
+                r0, n = now["r0"], now["n"]
+                o, l_out = ctx.group(now, prefetch)
+                staged[gi] = None
+                out[:, :, r0:r0 + n] = o.reshape(b, hq, n, dv)
+                lse[:, :, r0:r0 + n] = l_out.reshape(b, hq, n)
+        finally:
+            for f in ctx.pending:  # nothing may still write to the buffers
+                if not f.cancelled():
+                    f.exception()
     return out, lse
 
 
@@ -294,26 +316,27 @@ class _FastContext:
             self.k_bounds[:, t0:t1] = exact_row_bounds(self.k32[:, t0:t1])
         self._converted = {}
         self._convert_lock = threading.Lock()
-        # rows of V_j^T (one per feature) for every key tile, keys in tile order
-        self.v_bounds = {int(t[0]): exact_row_bounds(
-            np.swapaxes(self.v32[:, int(t[0]):int(t[-1]) + 1], 1, 2))
-                         for t in ktiles}
+        self.v_bounds = None  # see bound_values (after the first products are queued)
         self.cmax = max(t.size for t in ktiles)
         self.sc = _Scratch()
+        self.pending = []  # every future queued (all are waited for at the end)
 
-    def group(self, group, r0, r1, comp_g):
-        """Out and LSE (instances, rows) of query rows r0:r1 (the tiles ``group``)."""
-        nbh, dv, cmax, sc = self.nbh, self.dv, self.cmax, self.sc
+    def bound_values(self) -> None:
+        """The screen bounds of V: rows of V_j^T (one per feature) for every key tile,
+        keys in tile order (computed while the first products run)."""
+        self.v_bounds = {int(t[0]): exact_row_bounds(
+            np.swapaxes(self.v32[:, int(t[0]):int(t[-1]) + 1], 1, 2))
+                         for t in self.ktiles}
+
+    def stage(self, group, r0, r1, comp_g):
+        """Plans the group of query rows r0:r1 (the tiles ``group``) and queues its
+        first two runs of ``S^T``: the state its products and screens read (Q^T, its
+        column norms, the S^T buffers) is set here, which the steps of the group
+        before have done with (every run of theirs has been taken)."""
+        nbh, cmax, sc = self.nbh, self.cmax, self.sc
         n = r1 - r0
-        self.r0 = r0
         self.q_t = np.ascontiguousarray(np.swapaxes(self.q3[:, r0:r1], 1, 2), dtype=np.float64)
         self.q_norms = exact_col_norms(self.q_t)  # columns of Q^T
-        self.m = np.full((nbh, n), -np.inf, dtype=np.float32)
-        self.l_ = np.zeros((nbh, n), dtype=np.float32)
-        self.acc = np.zeros((nbh, n, dv), dtype=np.float32)
-        # double buffers: the products of later tiles are formed while tile j is read
-        self.alpha = [np.empty((nbh, n)) for _ in range(2)]
-        self.rsum = [np.empty((nbh, n)) for _ in range(2)]
         # S^T of up to _QK_TILES adjacent key tiles at once (a taller product runs
         # faster), two such buffers
         self.s_t = [sc.get(np.float64, 10 + i, (nbh, _QK_TILES * cmax, n)) for i in range(2)]
@@ -321,9 +344,6 @@ class _FastContext:
         # buffer, and the screen's scratch (a tile at a time)
         self.y_run = [sc.get(np.float32, 10 + i, (nbh, _QK_TILES * cmax, n)) for i in range(2)]
         self.hi_run = [sc.get(np.float32, 12 + i, (nbh, cmax, n)) for i in range(2)]
-        # the probabilities, and alpha in row cmax (exp_f32 runs in place there)
-        self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax + 1, n)) for i in range(2)]
-        self.pv = [sc.get(np.float64, 14 + i, (nbh, n, dv)) for i in range(2)]
         tiles = []
         for j, cols in enumerate(self.ktiles):
             live = np.flatnonzero(comp_g[:, :, j].any(axis=0))
@@ -346,79 +366,95 @@ class _FastContext:
         runs = [(np.arange(k0, k1), a0, a1) for k0, k1, a0, a1, _ in runs]
         # the rows of each run's tiles within the run (each tile screened with its own
         # keys' width)
-        self.cuts = [[] for _ in runs]
+        cuts = [[] for _ in runs]
         for (cols, _, _), (ri, off) in zip(tiles, where):
-            self.cuts[ri].append((off, off + cols.size))
+            cuts[ri].append((off, off + cols.size))
+        # S_j goes to buffer j % 2 as soon as S_{j-2} has been read there: the helper
+        # then always has a product queued (P_j V_j waits for the softmax of tile j,
+        # S_{j+1} does not), and one it has not started when the calling thread needs
+        # it is taken over whole
+        qk = [self.submit_run(runs[i], cuts[i], i % 2) for i in range(min(2, len(runs)))]
+        return dict(r0=r0, n=n, tiles=tiles, runs=runs, where=where, cuts=cuts, qk=qk)
+
+    def submit(self, fn, tile, buf):
+        """The product ``fn`` of ``tile`` in column chunks: futures."""
+        _, o0, o1 = tile
+        blas, futures = self.blas, []
+        for a, z in _product_chunks(o0, o1, blas.overlap):
+            f = blas.submit(lambda a=a, z=z: fn(tile, buf, a, z))
+            f.steal = lambda a=a, z=z: fn(tile, buf, a, z)
+            self.pending.append(f)
+            futures.append(f)
+        return futures
+
+    def submit_run(self, run, cuts, buf):
+        """The product ``S^T`` of ``run`` in chunks, then its screen (queued after
+        them): (chunk futures, screen future)."""
+        futures = self.submit(self.qk_product, run, buf)
+        f = self.blas.submit(lambda: self.screen_run(run, cuts, buf))
+        f.steal = lambda: self.screen_run(run, cuts, buf)
+        self.pending.append(f)
+        return futures, f
+
+    def take(self, futures, then=None):
+        """Chunks the helper has not started are formed here (the calling thread would
+        otherwise wait idle); then the others are waited for. ``then``, a future queued
+        after the chunks that reads their results: taken over whole if the helper has
+        not started it (checked first: the helper starts it only after it has taken
+        every chunk), else waited for."""
         blas = self.blas
-        pending = []
-
-        def submit(fn, tile, buf):
-            """The product ``fn`` of ``tile`` in column chunks: futures."""
-            _, o0, o1 = tile
-            futures = []
-            for a, z in _product_chunks(o0, o1, blas.overlap):
-                f = blas.submit(lambda a=a, z=z: fn(tile, buf, a, z))
-                f.steal = lambda a=a, z=z: fn(tile, buf, a, z)
-                pending.append(f)
-                futures.append(f)
-            return futures
-
-        def submit_run(ri):
-            """The product ``S^T`` of run ``ri`` in chunks, then its screen (queued
-            after them): (chunk futures, screen future)."""
-            run, buf = runs[ri], ri % 2
-            futures = submit(self.qk_product, run, buf)
-            f = blas.submit(lambda: self.screen_run(run, self.cuts[ri], buf))
-            f.steal = lambda: self.screen_run(run, self.cuts[ri], buf)
-            pending.append(f)
-            return futures, f
-
-        def take(futures, then=None):
-            """Chunks the helper has not started are formed here (the calling thread
-            would otherwise wait idle); then the others are waited for. ``then``, a
-            future queued after the chunks that reads their results: taken over
-            whole if the helper has not started it (checked first: the helper starts
-            it only after it has taken every chunk), else waited for."""
-            mine = then is not None and blas.overlap and then.cancel()
-            if blas.overlap:
-                for f in futures:
-                    if f.cancel():
-                        f.steal()
+        mine = then is not None and blas.overlap and then.cancel()
+        if blas.overlap:
             for f in futures:
-                if not f.cancelled():
-                    blas.wait(f)
-            if mine:
-                then.steal()
-            elif then is not None:
-                blas.wait(then)
+                if f.cancel():
+                    f.steal()
+        for f in futures:
+            if not f.cancelled():
+                blas.wait(f)
+        if mine:
+            then.steal()
+        elif then is not None:
+            blas.wait(then)
 
-        try:
-            # S_j goes to buffer j % 2 as soon as S_{j-2} has been read there: the
-            # helper then always has a product queued (P_j V_j waits for the softmax
-            # of tile j, S_{j+1} does not), and one it has not started when the
-            # calling thread needs it is taken over whole
-            qk = [submit_run(i) for i in range(min(2, len(runs)))]
-            pv_prev = None
-            for i, tile in enumerate(tiles):
-                ri, off = where[i]
-                if off == 0:
-                    take(*qk[ri % 2])
-                self.softmax_step(tile, i % 2, ri % 2, off)
-                pv = submit(self.pv_product, tile, i % 2)
-                last = i + 1 == len(tiles) or where[i + 1][0] != ri
-                if last and ri + 2 < len(runs):
-                    qk[ri % 2] = submit_run(ri + 2)
-                if pv_prev is not None:
-                    take(pv_prev[0])
-                    self.acc_step(*pv_prev[1])
-                pv_prev = (pv, (tile, i % 2))
+    def group(self, staged, prefetch):
+        """Out and LSE (instances, rows) of a group :meth:`stage` planned; calls
+        ``prefetch()`` (which stages the next group) as soon as the group's last run of
+        ``S^T`` has been read, so that the helper goes on with the next group's
+        products while the last accumulator updates run here."""
+        nbh, dv, cmax, sc = self.nbh, self.dv, self.cmax, self.sc
+        n, tiles, runs, where, cuts, qk = (staged[k] for k in
+                                           ("n", "tiles", "runs", "where", "cuts", "qk"))
+        self.r0 = staged["r0"]
+        self.m = np.full((nbh, n), -np.inf, dtype=np.float32)
+        self.l_ = np.zeros((nbh, n), dtype=np.float32)
+        self.acc = np.zeros((nbh, n, dv), dtype=np.float32)
+        # double buffers: the products of later tiles are formed while tile j is read
+        self.alpha = [np.empty((nbh, n)) for _ in range(2)]
+        self.rsum = [np.empty((nbh, n)) for _ in range(2)]
+        # the probabilities, and alpha in row cmax (exp_f32 runs in place there)
+        self.p_t = [sc.get(np.float64, 12 + i, (nbh, cmax + 1, n)) for i in range(2)]
+        self.pv = [sc.get(np.float64, 14 + i, (nbh, n, dv)) for i in range(2)]
+        if not tiles:
+            prefetch()
+        pv_prev = None
+        for i, tile in enumerate(tiles):
+            ri, off = where[i]
+            if off == 0:
+                self.take(*qk[ri % 2])
+            self.softmax_step(tile, i % 2, ri % 2, off)
+            pv = self.submit(self.pv_product, tile, i % 2)
+            last = i + 1 == len(tiles) or where[i + 1][0] != ri
+            if last and ri + 2 < len(runs):
+                qk[ri % 2] = self.submit_run(runs[ri + 2], cuts[ri + 2], ri % 2)
+            if i + 1 == len(tiles):
+                prefetch()
             if pv_prev is not None:
-                take(pv_prev[0])
+                self.take(pv_prev[0])
                 self.acc_step(*pv_prev[1])
-        finally:
-            for f in pending:  # nothing may still write to the buffers
-                if not f.cancelled():
-                    f.exception()
+            pv_prev = (pv, (tile, i % 2))
+        if pv_prev is not None:
+            self.take(pv_prev[0])
+            self.acc_step(*pv_prev[1])
         return finalize(OnlineState(self.m, self.l_, self.acc))
 
     def keys64(self, which: str, buf: int, c0: int, c: int) -> np.ndarray:
