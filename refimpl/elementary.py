@@ -426,21 +426,35 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
         float32 array of the shape of ``x`` (``out`` when given).
     """
     shift = check_int("shift", shift, minimum=-64, maximum=8)  # the range of _F_SHIFTS
-    x = as_float64(x)
+    return _exp_f32(as_float64(x), out, shift, False)
+
+
+def _exp_f32_nonpositive(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`exp_f32` (shift 0) of a float64 array ``x`` whose elements are all
+    ``<= 0`` or NaN, as the differences ``s - max(s)`` of a softmax are: the largest
+    argument is then not looked for (a pass less). For callers in this package that
+    guarantee it by construction; it is not checked."""
+    return _exp_f32(x, out, 0, True)
+
+
+def _exp_f32(x: np.ndarray, out, shift: int, nonpositive: bool) -> np.ndarray:
     wide = isinstance(out, np.ndarray) and out.dtype == np.float64
     with np.errstate(over="ignore", invalid="ignore"):  # overflow gives +inf, the answer
-        return _elementwise(lambda xc, oc, ws: _exp_f32_into(xc, oc, ws, shift), x, out,
-                            dtype=np.float64 if wide else np.float32,
+        return _elementwise(lambda xc, oc, ws: _exp_f32_into(xc, oc, ws, shift, nonpositive),
+                            x, out, dtype=np.float64 if wide else np.float32,
                             workspace=_f32_workspace)
 
 
-def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int) -> None:
+def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int,
+                  nonpositive: bool = False) -> None:
     n = x.size
     if n == 0:
         return
     xc, t, r, q = ws.f[0, :n], ws.f[1, :n], ws.f[2, :n], ws.f[3, :n]
     j, flag = ws.j[:n], ws.flag[:n]
-    top, bottom = x.max(), x.min()
+    bottom = x.min()  # NaN if any element is NaN
+    # the largest argument: at most 0 where the caller says so (NaN is the minimum's)
+    top = (0.0 if bottom == bottom else bottom) if nonpositive else x.max()
     lift = shift * LN2
     # every result normal (NaN fails the test): the screen on the bits of y below
     normal = bottom + lift >= _F_NORMAL[0] and top + lift <= _F_NORMAL[1] and top <= _F_XHI
@@ -481,7 +495,9 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int)
         a = q.view(np.int64)
         a += (1 << 28) + _F_ULPS
         np.bitwise_and(a, _F_LOW, out=j)
-        np.less_equal(j, 2 * _F_ULPS, out=flag)
+        near = j.min() <= 2 * _F_ULPS  # (the mask only where some element is near)
+        if near:
+            np.less_equal(j, 2 * _F_ULPS, out=flag)
     else:
         # (the caller has set errstate: overflow to +inf is the answer there)
         lo, hi = ws.lo[:n], ws.hi[:n]
@@ -494,7 +510,7 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int)
             flag |= x > _F_XHI
             flag |= np.isnan(x)
     # x may be out's own memory: the flagged arguments are read before out is written
-    idx = np.flatnonzero(flag) if flag.any() else None
+    idx = np.flatnonzero(flag) if (not normal or near) and flag.any() else None
     xs = None if idx is None else x[idx]
     if not normal:
         np.copyto(out, lo, casting="same_kind")  # exact: binary32 values

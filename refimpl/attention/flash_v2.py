@@ -542,7 +542,8 @@ class _FastContext:
                 np.copyto(e[:, :c], s_part)
                 e[:, :c] -= m64[:, None, :]
                 np.subtract(m_old, m64, out=e[:, c])
-                elementary.exp_f32(e, out=e)  # binary32 values, held in float64
+                # binary32 values, held in float64 (every s - m <= 0, or NaN)
+                elementary._exp_f32_nonpositive(e, out=e)
                 p64 = p_t[hs, :c, ps]
                 if not in_place:
                     np.copyto(p64, e[:, :c])

@@ -470,3 +470,32 @@ def test_exp_f32_edges_of_the_bit_screen_window(shift):
     for i in range(x.size):
         same_bits(exp_f32(x[i:i + 1], shift=shift), want[i:i + 1])
         same_bits(exp_f32(np.array([x[i], 0.5]), shift=shift)[:1], want[i:i + 1])
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_exp_f32_nonpositive_near_midpoints_and_edges(seed):
+    """The softmax entry (arguments <= 0 or NaN, the largest not looked for): the
+    decimal bits near binary32 midpoints (the bit screen and the element mask it builds
+    only when some element is near), at the lower end of the bit screen's window, in
+    the subnormal range, at 0, -inf and NaN, with out as a float64 array and in place."""
+    near = [x for x in _near_midpoints(12, seed) if x <= 0.0]
+    edge = [-87.0, np.nextafter(-87.0, -np.inf), -87.0 + 1e-9, -88.0, -95.5, -103.9,
+            -104.5, -110.0, -745.0, -0.0, 0.0, -1e-300, -np.inf]
+    for xs in (near, near[:1], edge, [-1.0, -2.5, -0.25], [-1.0, np.nan, -3.0]):
+        x = np.array(xs, dtype=np.float64)
+        want = ref_array(x)
+        same_bits(elementary._exp_f32_nonpositive(x), want)
+        out = np.empty(x.shape)
+        elementary._exp_f32_nonpositive(x, out)
+        same_bits(out.astype(np.float32), want)
+        y = x.copy()
+        elementary._exp_f32_nonpositive(y, out=y)
+        same_bits(y.astype(np.float32), want)
+        same_bits(exp_f32(x), want)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.floats(max_value=0.0) | st.just(float("nan")), min_size=1, max_size=40))
+def test_exp_f32_nonpositive_is_exp_f32(xs):
+    x = np.array(xs, dtype=np.float64)
+    same_bits(elementary._exp_f32_nonpositive(x), exp_f32(x))
