@@ -586,14 +586,20 @@ class _FastContext:
                              p_live[hs], v_j[hs], pv[hs, o0:o1], p0 - o0, 0)
                 # rows whose maximum moved (alpha != 1, or NaN): fl64(alpha acc) is
                 # exact (two binary32 factors), then the float64 sum is rounded
-                mb, mr = np.nonzero(a != 1.0)
-                moved = acc[mb, mr] * a[mb, mr, None]
-                moved += y[mb, mr]
+                moved = a != 1.0
+                if 2 * np.count_nonzero(moved) > moved.size:  # most rows (early tiles)
+                    t = self.sc.get(np.float64, 0, acc.shape)
+                    np.multiply(acc, a[..., None], out=t)
+                    np.add(t, y, out=acc, casting="same_kind")
+                    continue
+                mb, mr = np.nonzero(moved)
+                fix = acc[mb, mr] * a[mb, mr, None]
+                fix += y[mb, mr]
                 # the others (most rows: the maximum seldom moves): fl64(1 acc) = acc,
                 # and fl32(fl64(acc + y)) = RN32(acc + y) for binary32 acc and y (the
                 # double rounding is innocuous: 53 >= 2 * 24 + 2), a binary32 addition
                 np.add(acc, y, out=acc)
-                acc[mb, mr] = moved
+                acc[mb, mr] = fix
 
 
 def _w_of(w: np.ndarray, hs: slice):
