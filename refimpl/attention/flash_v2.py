@@ -206,12 +206,19 @@ def _resolve_flagged(flag, y, a3, b3, s3, row0, col0):
 _PRODUCT_CHUNK_ROWS = 512
 
 
-def _product_chunks(o0: int, o1: int, overlap: bool) -> list[tuple[int, int]]:
+#: query rows per chunk of a product ``P V_j`` at least (it is shorter than a run of
+#: ``S^T``: fewer, larger chunks cost less to queue)
+_PV_CHUNK_ROWS = 1024
+
+
+def _product_chunks(o0: int, o1: int, overlap: bool,
+                    rows: int | None = None) -> list[tuple[int, int]]:
     """Column ranges of a product of the live query rows ``o0:o1`` (one without the
-    helper thread)."""
+    helper thread), chunks of ``rows`` rows at least (default
+    :data:`_PRODUCT_CHUNK_ROWS`)."""
     if not overlap:
         return [(o0, o1)]
-    n = max(1, (o1 - o0) // _PRODUCT_CHUNK_ROWS)
+    n = max(1, (o1 - o0) // (rows or _PRODUCT_CHUNK_ROWS))
     edges = [o0 + (o1 - o0) * i // n for i in range(n + 1)]
     return list(zip(edges[:-1], edges[1:]))
 
@@ -380,7 +387,8 @@ class _FastContext:
         """The product ``fn`` of ``tile`` in column chunks: futures."""
         _, o0, o1 = tile
         blas, futures = self.blas, []
-        for a, z in _product_chunks(o0, o1, blas.overlap):
+        rows = _PV_CHUNK_ROWS if fn == self.pv_product else None
+        for a, z in _product_chunks(o0, o1, blas.overlap, rows):
             f = blas.submit(lambda a=a, z=z: fn(tile, buf, a, z))
             f.steal = lambda a=a, z=z: fn(tile, buf, a, z)
             self.pending.append(f)

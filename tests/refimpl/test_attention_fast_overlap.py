@@ -334,7 +334,8 @@ def test_runs_of_key_tiles_and_small_chunks_give_plain_bytes(monkeypatch, qk_til
     for opts in (dict(block=(8, 6)), dict(block=(8, 6), causal=True),
                  dict(block=(16, 5), window=(20, 3), key_padding_mask=kpm, softcap=9.0)):
         assert_fast_gives_plain_bytes(monkeypatch, q, k, v, opts, _QK_TILES=qk_tiles,
-                                      _PRODUCT_CHUNK_ROWS=chunk_rows, _LOCKSTEP_ROWS=32)
+                                      _PRODUCT_CHUNK_ROWS=chunk_rows,
+                                      _PV_CHUNK_ROWS=chunk_rows, _LOCKSTEP_ROWS=32)
     assert same(k, k0) and same(v, v0)
     assert _blas._state["users"] == 0
 
