@@ -329,26 +329,38 @@ def _exp_into(x: np.ndarray, out: np.ndarray, ws: _Workspace) -> None:
 # ----------------------------------------------------------------------------------
 # exp rounded once to binary32
 # ----------------------------------------------------------------------------------
-# e^x = 2^(k/N) e^r, k = rint(x N / ln 2), N = 128, from one table of 2^(k/N) for
-# k in [_F_KLO, _F_KLO + 2^15), indexed by k mod 2^15 (the low bits of the shifted k).
-_F_BITS = 15
-_F_KLO = -160 * _N  # x >= -110.1 gives k >= -20330
-_F_TABLE = np.ldexp(np.take(_T_HI, np.arange(_F_KLO, _F_KLO + (1 << _F_BITS)) % _N),
-                    np.arange(_F_KLO, _F_KLO + (1 << _F_BITS)) // _N)
-_F_TABLE = np.roll(_F_TABLE, _F_KLO % (1 << _F_BITS))  # entry i holds k = i (mod 2^15)
+# e^x = 2^(k/N) e^r, k = rint(x N / ln 2), N = 512, from one table of 2^(k/N) for
+# k in [_F_KLO, _F_KLO + 2^17), indexed by k mod 2^17 (the low bits of the shifted k).
+_F_N = 512
+_F_BITS = 17
+_F_KLO = -160 * _F_N  # x >= -110.9 gives k >= -81920
+with decimal.localcontext() as _ctx:
+    _ctx.prec = 60
+    # 2^(j/512) = 2^((j // 4)/128) 2^((j % 4)/512), the first factor _T_HI + _T_LO
+    # (within 2^-106): within 2^-100 before the one rounding to binary64
+    _quarter = [decimal.Decimal(2) ** (decimal.Decimal(m) / _F_N) for m in range(4)]
+    _F_T = np.array([float((decimal.Decimal(float(_T_HI[j // 4]))
+                            + decimal.Decimal(float(_T_LO[j // 4]))) * _quarter[j % 4])
+                     for j in range(_F_N)])
+    del _quarter
+_F_TABLE = np.ldexp(np.take(_F_T, np.arange(_F_KLO, _F_KLO + (1 << _F_BITS)) % _F_N),
+                    np.arange(_F_KLO, _F_KLO + (1 << _F_BITS)) // _F_N)
+_F_TABLE = np.roll(_F_TABLE, _F_KLO % (1 << _F_BITS))  # entry i holds k = i (mod 2^17)
+del _F_T
+#: N / ln 2 rounded (any nearby value works: only k depends on it)
+_F_INV_L = float(_F_N / _LN2_DEC)
 #: below this e^x < 2^-150 (rounds to +0 in binary32): arguments are raised to it
 #: (to this minus shift ln 2 for a result scaled by 2^shift)
 _F_XLO = -104.5
-#: above this the table does not reach (k >= _F_KLO + 2^15); such x take the slow path
+#: above this the table does not reach (k >= _F_KLO + 2^17); such x take the slow path
 _F_XHI = 66.0
 #: the scalings 2^shift that exp_f32 accepts
 _F_SHIFTS = range(-64, 9)
 #: ln 2 / N rounded to binary64 (only the accuracy of r depends on it, see exp_f32)
-_F_L = float(_LN2_DEC / _N)
-#: 1/6 and 1/24 rounded: e^r - 1 = r + r^2/2 + r^3/6 + r^4/24 + ...
+_F_L = float(_LN2_DEC / _F_N)
+#: 1/6 rounded: e^r - 1 = r + r^2/2 + r^3/6 + r^4/24 + ...
 _F_C3 = float(Fraction(1, 6))
-_F_C4 = float(Fraction(1, 24))
-#: relative width of the screen: above the error of the fast evaluation (2^-45.6)
+#: relative width of the screen: above the error of the fast evaluation (2^-45.1)
 _F_EPS = 2.0**-44
 #: relative width for the second screen: above 0.52 ulp of exp plus one rounding
 _F_EPS2 = 2.0**-51
@@ -395,13 +407,14 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     every x with e^x < 2^-150 give +0, ``+inf`` and overflow give ``+inf``, NaN gives
     NaN.
 
-    Method: a fast evaluation ``y`` in float64 (k and r as in :func:`exp`, with a
-    single-word ln2/N, the table ``2^(k/N)`` for all k over x in [-110.1, 66], and the
-    quartic ``r + r^2/2 + r^3/6 + r^4/24``) has relative error below 2^-45.6: the
-    reduction ``r = fl(x - fl(k L))`` is off by at most ``|k| 2^-61 + 2^-47 <
-    2^-45.8`` (|k| < 2^14.4, |L - ln2/N| <= 2^-61, |k L| < 2^7, and the subtraction
-    is exact by Sterbenz's lemma), the truncation ``r^5/120`` is below 2^-49.5 for
-    |r| <= 0.00271, the table and the last operations add a few 2^-53. With
+    Method: a fast evaluation ``y`` in float64 (``k = rint(x N / ln 2)`` with N = 512,
+    ``r = x - k L`` with a single-word ``L = fl(ln2/N)``, the table ``2^(k/N)`` for all
+    k over x in [-110.9, 66.5], and the cubic ``r + r^2/2 + r^3/6``) has relative error
+    below 2^-45.1: the reduction ``r = fl(x - fl(k L))`` is off by at most
+    ``|k| 2^-63 + 2^-47 < 2^-45.7`` (|k| < 2^16.4, |L - ln2/N| <= 2^-63, |k L| < 2^7,
+    and the subtraction is exact by Sterbenz's lemma), the truncation ``r^4/24 (1 +
+    r/5 + ...)`` is below 2^-46.6 for |r| <= 0.000677, the table (each entry within
+    2^-53 of 2^(k/N)) and the last operations add a few 2^-53. With
     ``eps = 2^-44``, ``lo = fl(y (1 - eps)) <= e^x <= fl(y (1 + eps)) = hi``;
     rounding is monotone, so where ``RN32(lo) == RN32(hi)`` that is the answer.
     Elsewhere (about one element in 10^5 or 10^6, and arguments beyond 66 or NaN) :func:`exp` (within 0.52 ulp of binary64) is
@@ -465,15 +478,13 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int,
         xc = x
     if not top <= _F_XHI:  # beyond the table (or NaN): the slow path for those
         xc = np.minimum(xc, _F_XHI, out=ws.f[0, :n])
-    np.multiply(xc, _INV_L, out=t)
+    np.multiply(xc, _F_INV_L, out=t)
     t += _SHIFTER
-    np.bitwise_and(t.view(np.int64), (1 << _F_BITS) - 1, out=j)  # k mod 2^15
+    np.bitwise_and(t.view(np.int64), (1 << _F_BITS) - 1, out=j)  # k mod 2^17
     t -= _SHIFTER  # k
     t *= _F_L
-    np.subtract(xc, t, out=r)  # r = x - k ln2/N, |r| <= 0.00271
-    np.multiply(r, _F_C4, out=q)
-    q += _F_C3
-    q *= r
+    np.subtract(xc, t, out=r)  # r = x - k ln2/N, |r| <= 0.000677
+    np.multiply(r, _F_C3, out=q)
     q += 0.5
     q *= r
     q += 1.0

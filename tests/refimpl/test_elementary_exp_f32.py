@@ -428,7 +428,7 @@ def _near_midpoints(count: int, seed: int) -> list[float]:
     """Arguments whose e^x lies a chosen relative distance (2^-52 .. 2^-40) from a
     binary32 midpoint, on either side, over several binades: around the edge of the bit
     screen (2^9 ulp of binary64, about 2^-43.5 relative) and inside the error of the fast
-    evaluation (2^-45.6), where a screen too narrow would round to the wrong side."""
+    evaluation (2^-45.1), where a screen too narrow would round to the wrong side."""
     rng = np.random.default_rng(seed)
     xs = []
     for _ in range(count):
