@@ -185,10 +185,17 @@ def _workspace(n: int) -> _Workspace:
     return ws
 
 
-def _chunk_step(n: int) -> int:
-    """Length of the equal chunks (at most :data:`_CHUNK`) that ``n`` elements are cut
-    into (1 for none)."""
-    return max(1, -(-n // max(1, -(-n // _CHUNK))))
+#: elements per chunk of the pipelines that make their own temporaries (expm1, tanh,
+#: log, sin, cos): each pass allocates, and temporaries this small are reused by the
+#: allocator instead of mapped afresh (and touched page by page) on every pass
+_TEMP_CHUNK = 1 << 14
+
+
+def _chunk_step(n: int, chunk: int = 0) -> int:
+    """Length of the equal chunks (at most ``chunk``, default :data:`_CHUNK`) that ``n``
+    elements are cut into (1 for none)."""
+    chunk = chunk or _CHUNK
+    return max(1, -(-n // max(1, -(-n // chunk))))
 
 
 def exp(x: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
@@ -208,14 +215,15 @@ def exp(x: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def _elementwise(fn, x: np.ndarray, out: np.ndarray | None = None, *,
-                 dtype: type = np.float64, workspace=None) -> np.ndarray:
+                 dtype: type = np.float64, workspace=None, chunk: int = 0) -> np.ndarray:
     """``fn(x_chunk, out_chunk, workspace)`` (elementwise on 1-D arrays: float64 in,
-    ``dtype`` out) applied to float64 ``x`` in cache-sized chunks, written to ``out``
-    (new when None), with the scratch arrays of ``workspace(n)`` (default
-    :func:`_workspace`). An array stored with its last two axes swapped (a transposed
-    tile) is processed as it lies in memory, without a copy; a new result has the layout
-    of ``x``. The values do not depend on the chunking or the layout: every operation is
-    elementwise."""
+    ``dtype`` out) applied to float64 ``x`` in cache-sized chunks (at most ``chunk``
+    elements, default :data:`_CHUNK`), written to ``out`` (new when None), with the
+    scratch arrays of ``workspace(n)`` (default :func:`_workspace`; none for a
+    ``chunk`` of its own). An array stored with its last two axes swapped (a
+    transposed tile) is processed as it lies in memory, without a copy; a new result
+    has the layout of ``x``. The values do not depend on the chunking or the layout:
+    every operation is elementwise."""
     dtype = np.dtype(dtype)
     if out is not None and (out.shape != x.shape or out.dtype != dtype):
         raise ValueError(f"out must be a {dtype} array of shape {x.shape}, got "
@@ -224,7 +232,7 @@ def _elementwise(fn, x: np.ndarray, out: np.ndarray | None = None, *,
         if out is None or np.swapaxes(out, -1, -2).flags.c_contiguous:
             o = None if out is None else np.swapaxes(out, -1, -2)
             res = np.swapaxes(_elementwise(fn, np.swapaxes(x, -1, -2), o, dtype=dtype,
-                                           workspace=workspace), -1, -2)
+                                           workspace=workspace, chunk=chunk), -1, -2)
             return res if out is None else out
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
@@ -233,8 +241,9 @@ def _elementwise(fn, x: np.ndarray, out: np.ndarray | None = None, *,
         out = np.empty(x.shape, dtype=dtype)
     flat = x.reshape(-1)
     oflat = out.reshape(-1)
-    ws = (workspace or _workspace)(min(flat.size, _CHUNK))
-    step = _chunk_step(flat.size)
+    ws = None if chunk and workspace is None else (workspace or _workspace)(
+        min(flat.size, _CHUNK))
+    step = _chunk_step(flat.size, chunk)
     for i in range(0, flat.size, step):
         fn(flat[i:i + step], oflat[i:i + step], ws)
     if target is not None and target is not out:
@@ -579,7 +588,7 @@ def _exp_f32_decimal(x: float, shift: int = 0) -> np.float32:
 def expm1(x: ArrayLike) -> np.ndarray:
     """``e**x - 1`` in float64 without cancellation near 0, bit-reproducible; error
     at most 0.7 ulp (module docstring; tested)."""
-    return _elementwise(_returning(_expm1), as_float64(x))
+    return _elementwise(_returning(_expm1), as_float64(x), chunk=_TEMP_CHUNK)
 
 
 def _expm1(x: np.ndarray) -> np.ndarray:
@@ -619,7 +628,10 @@ def _expm1(x: np.ndarray) -> np.ndarray:
 def log(x: ArrayLike) -> np.ndarray:
     """Natural logarithm in float64, bit-reproducible; error at most 1 ulp (module
     docstring; tested)."""
-    x = as_float64(x)
+    return _elementwise(_returning(_log), as_float64(x), chunk=_TEMP_CHUNK)
+
+
+def _log(x: np.ndarray) -> np.ndarray:
     ok = np.isfinite(x) & (x > 0)
     xs = np.where(ok, x, 1.0)
     m, e = np.frexp(xs)  # m in [0.5, 1)
@@ -645,7 +657,7 @@ def log(x: ArrayLike) -> np.ndarray:
 
 def tanh(x: ArrayLike) -> np.ndarray:
     """Hyperbolic tangent in float64, bit-reproducible; at most 3 ulp (tested)."""
-    return _elementwise(_returning(_tanh), as_float64(x))
+    return _elementwise(_returning(_tanh), as_float64(x), chunk=_TEMP_CHUNK)
 
 
 def _tanh(x: np.ndarray) -> np.ndarray:
@@ -659,14 +671,16 @@ def sin(x: ArrayLike) -> np.ndarray:
     """Sine in float64, bit-reproducible; absolute error at most 2^-53 |x| + 2^-45
     (2^-45 for |x| >= 2^20), with no relative bound near multiples of pi (module
     docstring; tested). ``sin(-0.0) = -0.0``; infinities and NaN give NaN."""
-    return _sin_cos(as_float64(x), cos=False)
+    return _elementwise(_returning(lambda c: _sin_cos(c, cos=False)), as_float64(x),
+                        chunk=_TEMP_CHUNK)
 
 
 def cos(x: ArrayLike) -> np.ndarray:
     """Cosine in float64, bit-reproducible; absolute error at most 2^-53 |x| + 2^-45
     (2^-45 for |x| >= 2^20), with no relative bound near odd multiples of pi/2 (module
     docstring; tested). Infinities and NaN give NaN."""
-    return _sin_cos(as_float64(x), cos=True)
+    return _elementwise(_returning(lambda c: _sin_cos(c, cos=True)), as_float64(x),
+                        chunk=_TEMP_CHUNK)
 
 
 def _arctan_inv(n: int, scale: int) -> int:

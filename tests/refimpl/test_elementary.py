@@ -173,6 +173,31 @@ def test_results_do_not_depend_on_layout():
     assert np.array_equal(E.exp(big.reshape(-1, 1)[::2]).ravel(), pieces[::2])
 
 
+@pytest.mark.parametrize("name", ["log", "sin", "cos", "tanh", "expm1"])
+def test_pipelines_with_temporaries_do_not_depend_on_chunks(name, monkeypatch):
+    """log, sin, cos, tanh and expm1 run in chunks of _TEMP_CHUNK elements (their
+    temporaries stay small): the same bytes in chunks of 5, in one piece, element by
+    element, in a transposed layout, and beyond _TEMP_CHUNK elements (several chunks,
+    a ragged end, the special values at the chunk edges)."""
+    f = getattr(E, name)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(2 * E._TEMP_CHUNK + 77) * 40.0
+    if name == "log":
+        x = np.abs(x)
+    edges = [E._TEMP_CHUNK - 1, E._TEMP_CHUNK, 2 * E._TEMP_CHUNK, x.size - 1]
+    x[edges] = [0.0, -0.0, np.inf, np.nan]
+    x[:4] = [-np.inf, 5e-324, 1e22, -1.0]
+    whole = f(x)
+    sample = np.r_[0:8, edges, rng.integers(0, x.size, 30)]
+    one = np.array([f(x[i:i + 1])[0] for i in sample])
+    assert one.tobytes() == whole[sample].tobytes()
+    monkeypatch.setattr(E, "_TEMP_CHUNK", 5)
+    assert f(x).tobytes() == whole.tobytes()
+    assert np.asarray(f(x[:3000].reshape(60, 50).T)).T.tobytes() == whole[:3000].tobytes()
+    monkeypatch.setattr(E, "_TEMP_CHUNK", 1 << 30)
+    assert f(x).tobytes() == whole.tobytes()
+
+
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=40))
 def test_fold_sum_error_bound(xs):
     got = float(fold_sum(np.array(xs, dtype=np.float64)))
