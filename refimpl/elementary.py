@@ -241,8 +241,10 @@ def _elementwise(fn, x: np.ndarray, out: np.ndarray | None = None, *,
         out = np.empty(x.shape, dtype=dtype)
     flat = x.reshape(-1)
     oflat = out.reshape(-1)
-    ws = None if chunk and workspace is None else (workspace or _workspace)(
-        min(flat.size, _CHUNK))
+    if workspace is None and chunk:
+        ws = None  # (a pipeline with a chunk of its own makes its own temporaries)
+    else:
+        ws = (workspace or _workspace)(min(flat.size, _CHUNK))
     step = _chunk_step(flat.size, chunk)
     for i in range(0, flat.size, step):
         fn(flat[i:i + step], oflat[i:i + step], ws)
@@ -529,8 +531,9 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int,
         if not top <= _F_XHI:
             flag |= x > _F_XHI
             flag |= np.isnan(x)
+        near = flag.any()
     # x may be out's own memory: the flagged arguments are read before out is written
-    idx = np.flatnonzero(flag) if (not normal or near) and flag.any() else None
+    idx = np.flatnonzero(flag) if near else None
     xs = None if idx is None else x[idx]
     if not normal:
         np.copyto(out, lo, casting="same_kind")  # exact: binary32 values

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -279,18 +279,17 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
     with ProductThread(enabled=work >= _OVERLAP_MIN_WORK) as blas:
         ctx = _FastContext(prob, kq, vq, ktiles, blas)
         try:
-            staged = [stage(0)]
+            ahead = [stage(0)]  # the group staged next
             ctx.bound_values()
             for gi in range(len(starts)):
 
                 def prefetch(gi=gi):
                     if gi + 1 < len(starts):
-                        staged.append(stage(gi + 1))
+                        ahead.append(stage(gi + 1))
 
-                now = staged[gi]
-                r0, n = now["r0"], now["n"]
+                now = ahead.pop()
+                r0, n = now.r0, now.n
                 o, l_out = ctx.group(now, prefetch)
-                staged[gi] = None
                 out[:, :, r0:r0 + n] = o.reshape(b, hq, n, dv)
                 lse[:, :, r0:r0 + n] = l_out.reshape(b, hq, n)
         finally:
@@ -298,6 +297,17 @@ def _fast(prob, kq, vq, qtiles, ktiles, comp, br):
                 if not f.cancelled():
                     f.exception()
     return out, lse
+
+
+class _Staged(NamedTuple):
+    """A group of query rows as :meth:`_FastContext.stage` planned it."""
+    r0: int
+    n: int
+    tiles: list  # (keys, first and end live query row) per computed key tile
+    runs: list  # (keys, live rows) per run of adjacent key tiles
+    where: list  # (run, row offset within the run) per tile
+    cuts: list  # the rows of each run's tiles within the run
+    qk: list  # (chunk futures, screen future) of the first two runs
 
 
 class _FastContext:
@@ -381,13 +391,13 @@ class _FastContext:
         # S_{j+1} does not), and one it has not started when the calling thread needs
         # it is taken over whole
         qk = [self.submit_run(runs[i], cuts[i], i % 2) for i in range(min(2, len(runs)))]
-        return dict(r0=r0, n=n, tiles=tiles, runs=runs, where=where, cuts=cuts, qk=qk)
+        return _Staged(r0, n, tiles, runs, where, cuts, qk)
 
-    def submit(self, fn, tile, buf):
-        """The product ``fn`` of ``tile`` in column chunks: futures."""
+    def submit(self, fn, tile, buf, rows=None):
+        """The product ``fn`` of ``tile`` in column chunks (of ``rows`` rows at least,
+        default :data:`_PRODUCT_CHUNK_ROWS`): futures."""
         _, o0, o1 = tile
         blas, futures = self.blas, []
-        rows = _PV_CHUNK_ROWS if fn == self.pv_product else None
         for a, z in _product_chunks(o0, o1, blas.overlap, rows):
             f = blas.submit(lambda a=a, z=z: fn(tile, buf, a, z))
             f.steal = lambda a=a, z=z: fn(tile, buf, a, z)
@@ -430,9 +440,7 @@ class _FastContext:
         ``S^T`` has been read, so that the helper goes on with the next group's
         products while the last accumulator updates run here."""
         nbh, dv, cmax, sc = self.nbh, self.dv, self.cmax, self.sc
-        n, tiles, runs, where, cuts, qk = (staged[k] for k in
-                                           ("n", "tiles", "runs", "where", "cuts", "qk"))
-        self.r0 = staged["r0"]
+        self.r0, n, tiles, runs, where, cuts, qk = staged
         self.m = np.full((nbh, n), -np.inf, dtype=np.float32)
         self.l_ = np.zeros((nbh, n), dtype=np.float32)
         self.acc = np.zeros((nbh, n, dv), dtype=np.float32)
@@ -450,7 +458,7 @@ class _FastContext:
             if off == 0:
                 self.take(*qk[ri % 2])
             self.softmax_step(tile, i % 2, ri % 2, off)
-            pv = self.submit(self.pv_product, tile, i % 2)
+            pv = self.submit(self.pv_product, tile, i % 2, _PV_CHUNK_ROWS)
             last = i + 1 == len(tiles) or where[i + 1][0] != ri
             if last and ri + 2 < len(runs):
                 qk[ri % 2] = self.submit_run(runs[ri + 2], cuts[ri + 2], ri % 2)
@@ -599,15 +607,15 @@ class _FastContext:
                     t = self.sc.get(np.float64, 0, acc.shape)
                     np.multiply(acc, a[..., None], out=t)
                     np.add(t, y, out=acc, casting="same_kind")
-                    continue
-                mb, mr = np.nonzero(moved)
-                fix = acc[mb, mr] * a[mb, mr, None]
-                fix += y[mb, mr]
-                # the others (most rows: the maximum seldom moves): fl64(1 acc) = acc,
-                # and fl32(fl64(acc + y)) = RN32(acc + y) for binary32 acc and y (the
-                # double rounding is innocuous: 53 >= 2 * 24 + 2), a binary32 addition
-                np.add(acc, y, out=acc)
-                acc[mb, mr] = fix
+                else:
+                    mb, mr = np.nonzero(moved)
+                    fix = acc[mb, mr] * a[mb, mr, None]
+                    fix += y[mb, mr]
+                    # the others (the maximum seldom moves): fl64(1 acc) = acc, and
+                    # fl32(fl64(acc + y)) = RN32(acc + y) for binary32 acc and y (the
+                    # double rounding is innocuous: 53 >= 2 * 24 + 2), a binary32 sum
+                    np.add(acc, y, out=acc)
+                    acc[mb, mr] = fix
 
 
 def _w_of(w: np.ndarray, hs: slice):

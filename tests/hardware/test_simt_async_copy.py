@@ -44,15 +44,20 @@ def run(body: str, threads: int = 32, src=None):
     return mem.from_device(po, np.uint32, 64)
 
 
-def test_wait_group_completes_all_but_the_newest_groups():
-    # group 0: src[tid] -> smem[tid]; group 1: src[tid + 32] -> smem[64 + tid];
-    # wait_group 1 leaves group 1 in flight, so group 0's data is there
-    body = """
+#: group 0: src[tid] -> smem[tid]; group 1: src[tid + 32] -> smem[64 + tid]; then
+#: wait_group 1 (group 1 left in flight)
+TWO_GROUPS = """
     cp.async.ca.shared.global [%r3], [%rd4], 4;
     cp.async.commit_group;
     cp.async.ca.shared.global [%r4], [%rd4+128], 4;
     cp.async.commit_group;
     cp.async.wait_group 1;
+"""
+
+
+def test_wait_group_completes_all_but_the_newest_groups():
+    # wait_group 1 leaves group 1 in flight, so group 0's data is there
+    body = TWO_GROUPS + """
     ld.shared.u32 %r10, [%r3];
     st.global.u32 [%rd5], %r10;
     cp.async.wait_group 0;
@@ -66,12 +71,7 @@ def test_wait_group_completes_all_but_the_newest_groups():
 
 
 def test_reading_a_group_still_in_flight_is_a_race():
-    body = """
-    cp.async.ca.shared.global [%r3], [%rd4], 4;
-    cp.async.commit_group;
-    cp.async.ca.shared.global [%r4], [%rd4+128], 4;
-    cp.async.commit_group;
-    cp.async.wait_group 1;
+    body = TWO_GROUPS + """
     ld.shared.u32 %r11, [%r4];
 """
     with pytest.raises(ExecutionError) as e:

@@ -607,6 +607,11 @@ _PRINTF_FLOAT_BITS = [0x3F800000, 0xBF000000, 0x3EAAAAAB, 0x4B000001, 0x1, 0x7F7
                       0x447A0000]
 
 
+def _printf_args(mem, ints, longs, doubles, floats) -> list:
+    """Device pointers to the four argument arrays of printf_formats."""
+    return [mem.to_device(a) for a in (ints, longs, doubles, floats)]
+
+
 def test_printf_kernel_matches_the_host_c_library():
     """Device printf (vprintf) of every conversion, flag, width, precision and length
     modifier against the output of the same printf calls run by the host C library
@@ -614,10 +619,10 @@ def test_printf_kernel_matches_the_host_c_library():
     for all its threads in thread order, then the next call."""
     n = len(_PRINTF_INTS)
     mem = GlobalMemory()
-    ptrs = [mem.to_device(np.array(_PRINTF_INTS, np.int32)),
-            mem.to_device(np.array(_PRINTF_LONGS, np.int64)),
-            mem.to_device(np.array(_PRINTF_DOUBLE_BITS, np.uint64)),
-            mem.to_device(np.array(_PRINTF_FLOAT_BITS, np.uint32))]
+    ptrs = _printf_args(mem, np.array(_PRINTF_INTS, np.int32),
+                        np.array(_PRINTF_LONGS, np.int64),
+                        np.array(_PRINTF_DOUBLE_BITS, np.uint64),
+                        np.array(_PRINTF_FLOAT_BITS, np.uint32))
     st_ = gallery.load("printf").launch("printf_formats", 1, 32, ptrs + [n], mem)
     expected = (gallery.directory() / "printf_host.txt").read_text()
     assert len(expected.splitlines()) == 3 * n
@@ -631,10 +636,8 @@ def test_printf_order_follows_the_warps():
     n = 40
     ints = (list(range(-20, 20)))
     mem = GlobalMemory()
-    ptrs = [mem.to_device(np.array(ints, np.int32)),
-            mem.to_device(np.zeros(n, np.int64)),
-            mem.to_device(np.zeros(n, np.float64)),
-            mem.to_device(np.zeros(n, np.float32))]
+    ptrs = _printf_args(mem, np.array(ints, np.int32), np.zeros(n, np.int64),
+                        np.zeros(n, np.float64), np.zeros(n, np.float32))
     st_ = gallery.load("printf").launch("printf_formats", 2, 32, ptrs + [n], mem)
     lines = st_.stdout.splitlines()
     assert len(lines) == 3 * n

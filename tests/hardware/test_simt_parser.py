@@ -261,27 +261,23 @@ def _func_module(body: str) -> str:
 """
 
 
+def _call_block(callee: str) -> str:
+    """A call of ``callee`` (one .b32 parameter, one .b32 result) as nvcc emits it."""
+    return f"""
+    {{
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), {callee}, (param0);
+    ld.param.b32 %r2, [retval0+0];
+    }}"""
+
+
 def test_recursive_and_undefined_calls_are_refused():
-    recursive = _func_module("""
-    {
-    .param .b32 param0;
-    st.param.b32 [param0+0], %r1;
-    .param .b32 retval0;
-    call.uni (retval0), f, (param0);
-    ld.param.b32 %r2, [retval0+0];
-    }""")
     with pytest.raises(UnsupportedPtxError, match="recursive call to f"):
-        load_ptx(recursive)
-    undefined = _func_module("""
-    {
-    .param .b32 param0;
-    st.param.b32 [param0+0], %r1;
-    .param .b32 retval0;
-    call.uni (retval0), g, (param0);
-    ld.param.b32 %r2, [retval0+0];
-    }""")
+        load_ptx(_func_module(_call_block("f")))
     with pytest.raises(UnsupportedPtxError, match="call to g"):
-        load_ptx(undefined)
+        load_ptx(_func_module(_call_block("g")))
     # the same call to a defined, non-recursive function loads and runs
     mod = load_ptx(_func_module("    add.s32 %r2, %r1, 1;"))
     assert list(mod.kernels) == ["k"]
