@@ -367,11 +367,12 @@ _F_XLO = -104.5
 _F_XHI = 66.0
 #: the scalings 2^shift that exp_f32 accepts
 _F_SHIFTS = range(-64, 9)
-#: ln 2 / N rounded to binary64 (only the accuracy of r depends on it, see exp_f32)
-_F_L = float(_LN2_DEC / _F_N)
-#: 1/6 rounded: e^r - 1 = r + r^2/2 + r^3/6 + r^4/24 + ...
-_F_C3 = float(Fraction(1, 6))
-#: relative width of the screen: above the error of the fast evaluation (2^-45.1)
+#: e^r - 1 = r + r^2/2 + r^3/6 + r^4/24 + ... with r = u ln2/N: the coefficients of
+#: u, u^2 and u^3, each rounded once
+_F_C1 = float(_LN2_DEC / _F_N)
+_F_C2 = float((_LN2_DEC / _F_N) ** 2 / 2)
+_F_C3 = float((_LN2_DEC / _F_N) ** 3 / 6)
+#: relative width of the screen: above the error of the fast evaluation (2^-44.6)
 _F_EPS = 2.0**-44
 #: relative width for the second screen: above 0.52 ulp of exp plus one rounding
 _F_EPS2 = 2.0**-51
@@ -418,14 +419,15 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     every x with e^x < 2^-150 give +0, ``+inf`` and overflow give ``+inf``, NaN gives
     NaN.
 
-    Method: a fast evaluation ``y`` in float64 (``k = rint(x N / ln 2)`` with N = 512,
-    ``r = x - k L`` with a single-word ``L = fl(ln2/N)``, the table ``2^(k/N)`` for all
-    k over x in [-110.9, 66.5], and the cubic ``r + r^2/2 + r^3/6``) has relative error
-    below 2^-45.1: the reduction ``r = fl(x - fl(k L))`` is off by at most
-    ``|k| 2^-63 + 2^-47 < 2^-45.7`` (|k| < 2^16.4, |L - ln2/N| <= 2^-63, |k L| < 2^7,
-    and the subtraction is exact by Sterbenz's lemma), the truncation ``r^4/24 (1 +
-    r/5 + ...)`` is below 2^-46.6 for |r| <= 0.000677, the table (each entry within
-    2^-53 of 2^(k/N)) and the last operations add a few 2^-53. With
+    Method: a fast evaluation ``y`` in float64 (``z = fl(x fl(N / ln 2))`` with
+    N = 512, ``k = rint(z)``, ``u = z - k``, the table ``2^(k/N)`` for all k over x in
+    [-110.9, 66.5], and the cubic ``c1 u + c2 u^2 + c3 u^3`` for ``e^r - 1`` with
+    ``r = u ln2/N``: ``c1 = ln2/N``, ``c2 = c1^2/2``, ``c3 = c1^3/6``, each rounded to
+    binary64) has relative error below 2^-44.6: ``u = z - k`` is exact (|u| <= 1/2, a
+    multiple of the ulp of z), and z, two roundings away from ``x N/ln2``, puts r within
+    ``2^-52 |x| <= 2^-45.2`` of ``x - k ln2/N``; the truncation ``r^4/24 (1 + r/5 +
+    ...)`` is below 2^-46.6 for |r| <= ln2/(2N) = 0.000677; the table (each entry within
+    2^-53 of 2^(k/N)), the coefficients and the last operations add a few 2^-53. With
     ``eps = 2^-44``, ``lo = fl(y (1 - eps)) <= e^x <= fl(y (1 + eps)) = hi``;
     rounding is monotone, so where ``RN32(lo) == RN32(hi)`` that is the answer.
     Elsewhere (about one element in 10^5 or 10^6, and arguments beyond 66 or NaN) :func:`exp` (within 0.52 ulp of binary64) is
@@ -489,17 +491,16 @@ def _exp_f32_into(x: np.ndarray, out: np.ndarray, ws: _F32Workspace, shift: int,
         xc = x
     if not top <= _F_XHI:  # beyond the table (or NaN): the slow path for those
         xc = np.minimum(xc, _F_XHI, out=ws.f[0, :n])
-    np.multiply(xc, _F_INV_L, out=t)
-    t += _SHIFTER
+    np.multiply(xc, _F_INV_L, out=r)  # z = x N / ln 2, rounded
+    np.add(r, _SHIFTER, out=t)
     np.bitwise_and(t.view(np.int64), (1 << _F_BITS) - 1, out=j)  # k mod 2^17
-    t -= _SHIFTER  # k
-    t *= _F_L
-    np.subtract(xc, t, out=r)  # r = x - k ln2/N, |r| <= 0.000677
+    t -= _SHIFTER  # k = rint(z)
+    r -= t  # u = z - k (exact, |u| <= 1/2), r = u ln2/N
     np.multiply(r, _F_C3, out=q)
-    q += 0.5
+    q += _F_C2
     q *= r
-    q += 1.0
-    q *= r  # e^r - 1
+    q += _F_C1
+    q *= r  # e^r - 1 = c1 u + c2 u^2 + c3 u^3
     np.take(_F_TABLE, j, out=t, mode="wrap")  # 2^(k/N)
     q *= t
     q += t  # y = 2^(k/N) + 2^(k/N) (e^r - 1)

@@ -426,13 +426,14 @@ def test_exp_f32_float64_out_holds_the_binary32_values():
 
 def _near_midpoints(count: int, seed: int) -> list[float]:
     """Arguments whose e^x lies a chosen relative distance (2^-52 .. 2^-40) from a
-    binary32 midpoint, on either side, over several binades: around the edge of the bit
+    binary32 midpoint, on either side, over the binades of the bit screen (the fast
+    evaluation errs most at its ends, about 2^-52 |x|): around the edge of the bit
     screen (2^9 ulp of binary64, about 2^-43.5 relative) and inside the error of the fast
-    evaluation (2^-45.1), where a screen too narrow would round to the wrong side."""
+    evaluation (2^-44.6), where a screen too narrow would round to the wrong side."""
     rng = np.random.default_rng(seed)
     xs = []
     for _ in range(count):
-        e = int(rng.integers(-60, 60))
+        e = int(rng.integers(-125, 126))
         m = Fraction(int(rng.integers(2**23, 2**24)) * 2 + 1, 2**24) * TWO**e
         for d in (-40, -42, -43, -44, -45, -46, -48, -52):
             for sign in (1, -1):
@@ -479,6 +480,11 @@ def test_exp_f32_nonpositive_near_midpoints_and_edges(seed):
     only when some element is near), at the lower end of the bit screen's window, in
     the subnormal range, at 0, -inf and NaN, with out as a float64 array and in place."""
     near = [x for x in _near_midpoints(12, seed) if x <= 0.0]
+    # midpoints between binary32 subnormals, (2 j + 1) 2^-150 (the rounding screen)
+    rng = np.random.default_rng(seed)
+    near += [_ln_of(Fraction(2 * int(j) + 1) * TWO**-150 * (1 + sign * TWO**d), 0)
+             for j in rng.integers(1, 2**23, 4) for d in (-40, -44, -46, -52)
+             for sign in (1, -1)]
     edge = [-87.0, np.nextafter(-87.0, -np.inf), -87.0 + 1e-9, -88.0, -95.5, -103.9,
             -104.5, -110.0, -745.0, -0.0, 0.0, -1e-300, -np.inf]
     for xs in (near, near[:1], edge, [-1.0, -2.5, -0.25], [-1.0, np.nan, -3.0]):
