@@ -112,7 +112,9 @@ def encode_blocks(
             e = min(s + chunk, n)
             c = e - s
             sc = scaled[:c]
-            op(x[s:e].reshape(-1, bs), divisor[s // bs:e // bs, None], out=sc.reshape(-1, bs))
+            # the divisor repeated per element: one flat pass (a broadcast over rows of
+            # bs elements runs NumPy's inner loop once per block, about 4x slower)
+            op(x[s:e], np.repeat(divisor[s // bs:e // bs], bs), out=sc)
             b = sc.view(_U32)
             i = idx[:c]
             np.bitwise_and(b, low, out=i)
@@ -171,8 +173,7 @@ def decode_fields(
                 if m.max() >= special_mag:
                     sel = np.flatnonzero(m >= special_mag)
                     p[sel] = vbits[c[sel]]
-            o2 = out[s:e].reshape(-1, bs)
-            np.multiply(p.view(np.float32).reshape(-1, bs), mult[s // bs:e // bs, None], out=o2)
+            np.multiply(p.view(np.float32), np.repeat(mult[s // bs:e // bs], bs), out=out[s:e])
     return out
 
 
@@ -188,7 +189,7 @@ def decode_int8(codes: np.ndarray, mult: np.ndarray, bs: int) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         for s in range(0, n, chunk):
             e = min(s + chunk, n)
-            o2 = out[s:e].reshape(-1, bs)
-            np.copyto(o2, signed[s:e].reshape(-1, bs))
-            np.multiply(o2, mult[s // bs:e // bs, None], out=o2)
+            o = out[s:e]
+            np.copyto(o, signed[s:e])
+            np.multiply(o, np.repeat(mult[s // bs:e // bs], bs), out=o)
     return out
