@@ -28,8 +28,9 @@ granularity of the online rescaling).
 Two implementations, tested against each other byte for byte: a plain one with the
 paper's two loops, and a fast one that runs groups of query tiles in lock-step per key
 tile, in reused scratch arrays, with its float64 products on a helper thread ahead of
-the elementwise work where that helps (:func:`_fast`). Reuse: :func:`flash_v2_core` runs the forward on a prepared problem and a key
-range; :func:`refimpl.attention.tiles.computed_tiles` gives the skip decisions.
+the elementwise work where that helps (:func:`_fast`). Reuse: :func:`flash_v2_core` runs
+the forward on a prepared problem and a key range;
+:func:`refimpl.attention.tiles.computed_tiles` gives the skip decisions.
 """
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.tiles import DEFAULT_BLOCK, check_block, computed_tiles, tile_ranges
 from refimpl.attention.stats import ScheduleStats, forward_working_set
-from refimpl.matmul.screening import exact_col_norms, exact_row_bounds, resolve_fp32, screen_fp32, screen_width
+from refimpl.matmul.screening import (exact_col_norms, exact_row_bounds, flagged, resolve_fp32,
+                                      screen_fp32, screen_width)
 from refimpl.summation import fold_sum_axis1
 from refimpl.validation import check_bool
 
@@ -196,7 +198,7 @@ def _resolve_flagged(flag, y, a3, b3, s3, row0, col0):
     the product ``s3`` of ``a3`` and ``b3``) that a screen could not certify: their
     correctly rounded float32 values into ``y``."""
     if flag.any():
-        fb, fi, fj = np.unravel_index(np.flatnonzero(flag), flag.shape)
+        fb, fi, fj = np.unravel_index(flagged(flag), flag.shape)
         y[fb, fi, fj] = resolve_fp32(a3, b3, s3, fb, fi + row0, fj + col0)
 
 

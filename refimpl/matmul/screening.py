@@ -70,7 +70,7 @@ from refimpl.validation import as_float_array
 
 __all__ = ["ExactStats", "exact_matmul64", "exact_matmul_fp32", "exact_product_fp32",
            "exact_row_bounds", "exact_col_norms", "screen_width", "screen_fp32",
-           "resolve_fp32"]
+           "resolve_fp32", "flagged"]
 
 _U = 2.0**-53
 _K_MAX = 1 << 40
@@ -185,7 +185,7 @@ def _screen(s: np.ndarray, ra: np.ndarray, cb: np.ndarray, tgt: Target):
                 flag = _flag_fp32(blk, bound)
             else:
                 flag = _needs_recompute(blk, bound, tgt) | (blk == 0)
-            flat = np.flatnonzero(flag)
+            flat = flagged(flag)
             if flat.size:
                 found.append((bi, r0 + flat // n, flat % n))
     if not found:
@@ -419,7 +419,8 @@ def _fold_certified(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     RN32(fl(t - W)) == RN32(fl(t + W)), non-zero, is RN32(s).
     """
     k = p.shape[-1]
-    t = fold_sum_axis1(p[:, :, None])[:, 0]
+    # the products term-major: each level of the fold is one contiguous addition
+    t = fold_sum_axis1(np.ascontiguousarray(p.T)[None])[0]
     u1 = np.sum(np.abs(p), axis=-1)
     w = u1 * ((max(k - 1, 0).bit_length() + 3) * _U * (1.0 + (k + 4) * _U))
     with np.errstate(over="ignore"):
@@ -517,7 +518,7 @@ def exact_product_fp32(
                                 cb2[b0:b0 + per, None, :], out=wb)
                 flag = screen_fp32(blk, wb, y[b0:b0 + per, r0:r0 + rows],
                                    hi[:blk.shape[0], :blk.shape[1]], tiny)
-                flat = np.flatnonzero(flag)
+                flat = flagged(flag)
                 if flat.size:
                     fr, fj = np.divmod(flat, blk.shape[2])
                     fb, fi = np.divmod(fr, blk.shape[1])
@@ -541,6 +542,21 @@ def screen_width(ra2: np.ndarray, cb2: np.ndarray) -> tuple[np.ndarray, bool]:
     row bounds ``ra2`` (nb, M) and column norms ``cb2`` (nb, N)."""
     w = (ra2.max(axis=-1, initial=0.0) * cb2.max(axis=-1, initial=0.0))[:, None, None]
     return w, not (w.min(initial=np.inf) >= 2.0**-140)
+
+
+def flagged(flag: np.ndarray) -> np.ndarray:
+    """The flat indices of the True elements of a boolean array, ascending (those of
+    ``numpy.flatnonzero``), found faster when few are set (a screen's flags): the
+    array is scanned eight bytes at a time, and only the words holding a set byte are
+    looked into."""
+    f = flag.reshape(-1)
+    if f.dtype != np.bool_ or f.size % 8 or not f.flags.c_contiguous:
+        return np.flatnonzero(f)
+    words = np.flatnonzero(f.view(np.uint64) != 0)
+    if words.size > f.size // 64:  # many set: the plain scan is as fast
+        return np.flatnonzero(f)
+    r, c = np.nonzero(f.reshape(-1, 8)[words])
+    return words[r] * 8 + c
 
 
 def screen_fp32(blk: np.ndarray, w, y: np.ndarray, hi: np.ndarray,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from oracles import SHARP_FP32_PRODUCTS, round_rational, same_bits, with_examples
 from refimpl.matmul.screening import (
-    ExactStats, exact_col_norms, exact_product_fp32, exact_row_bounds,
+    ExactStats, exact_col_norms, exact_product_fp32, exact_row_bounds, flagged,
 )
 
 
@@ -177,3 +177,28 @@ def _fold(p):
     from refimpl.matmul.screening import _fold_certified
 
     return _fold_certified(p)
+
+
+@settings(max_examples=150)
+@given(st.integers(0, 3), st.integers(0, 200), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1))
+def test_flagged_is_flatnonzero(rows, cols, density, seed):
+    """Any length (multiples of 8 take the word scan, others the plain one), few or many
+    set, C-contiguous or a transposed view, a non-bool array: the indices of
+    numpy.flatnonzero, in its order."""
+    rng = np.random.default_rng(seed)
+    flag = rng.random((rows, cols)) < density * density * density
+    for f in (flag, flag.T, flag[:, ::2], flag.astype(np.int8)):
+        got = flagged(f)
+        want = np.flatnonzero(f)
+        assert got.dtype.kind == "i" and np.array_equal(got, want)
+
+
+def test_flagged_word_scan_by_hand():
+    """Set bytes in the first and last byte of a word, in adjacent words and in the
+    last word: each index found once, in order."""
+    flag = np.zeros(8 * 1000, dtype=bool)
+    idx = [0, 7, 8, 15, 16, 4001, 7999]
+    flag[idx] = True
+    assert flagged(flag).tolist() == idx
+    assert flagged(flag.reshape(10, 800)).tolist() == idx
+    assert flagged(np.zeros(64, dtype=bool)).size == 0
