@@ -548,7 +548,8 @@ class _FastContext:
                 m_old = m[hs, ps]
                 m_new = np.maximum(m_old, s_part.max(axis=1))
                 m64 = m_new.astype(np.float64)
-                m64[np.isneginf(m_new)] = 0.0
+                if not (m_new > -np.inf).all():  # (NaN too: then looked at closely)
+                    m64[np.isneginf(m_new)] = 0.0
                 # the exponents in place of the probabilities where that block lies
                 # in one piece (else in scratch and copied)
                 e = p_t[hs, :c + 1, ps]
