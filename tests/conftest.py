@@ -11,6 +11,12 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# too_slow: the exact references are slow by design. data_too_large: the array
+# strategies (blocks of 32 drawn values, up to a few hundred per example) overrun the
+# smaller buffer of the oldest supported hypothesis releases (6.30) on many random
+# draws; the examples that overrun are skipped, every other one runs.
+_SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
 settings.register_profile(
     "ci",
     derandomize=True,
@@ -18,19 +24,19 @@ settings.register_profile(
     database=None,
     print_blob=True,
     max_examples=50,
-    suppress_health_check=[HealthCheck.too_slow],
+    suppress_health_check=_SUPPRESSED,
 )
 settings.register_profile(
     "dev",
     deadline=None,
     max_examples=50,
-    suppress_health_check=[HealthCheck.too_slow],
+    suppress_health_check=_SUPPRESSED,
 )
 settings.register_profile(
     "thorough",
     deadline=None,
     max_examples=2000,
-    suppress_health_check=[HealthCheck.too_slow],
+    suppress_health_check=_SUPPRESSED,
 )
 
 _default = "ci" if os.environ.get("CI") else "dev"

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import find
+from hypothesis import find, settings
 
 from api_warnings import old, quiet
 import oracle
@@ -82,9 +82,11 @@ def test_mx_blocks_elem():
     with pytest.warns(DeprecationWarning, match=r"mx_blocks\(elem="):
         s_old = strategies.mx_blocks(elem="e2m1", block_size=8, max_blocks=1)
     s_new = quiet(strategies.mx_blocks, fmt="e2m1", block_size=8, max_blocks=1)
-    # the simplest example of each strategy with a nonzero element: the same bytes
-    a = find(s_old, lambda x: bool(np.any(x != 0)))
-    b = find(s_new, lambda x: bool(np.any(x != 0)))
+    # the simplest example of each strategy with a nonzero element, both searches
+    # derandomized (the same search under any profile): the same bytes
+    fixed = settings(derandomize=True, database=None)
+    a = find(s_old, lambda x: bool(np.any(x != 0)), settings=fixed)
+    b = find(s_new, lambda x: bool(np.any(x != 0)), settings=fixed)
     assert a.tobytes() == b.tobytes()
 
 

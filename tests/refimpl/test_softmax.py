@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -131,8 +132,13 @@ def test_bad_block():
 
 
 def _rn32_nearest(value: decimal.Decimal) -> float:
-    """The float32 nearest a positive decimal well inside the normal range (a 40-digit
-    value is never within 10^-30 of a float32 midpoint in these cases; checked below)."""
+    """RN32 of a positive decimal: the nearest float32, and +inf at and beyond the
+    overflow threshold 2^128 (1 - 2^-25) (IEEE 754-2019 section 7.4); a 40-digit value
+    is never within 10^-30 of a rounding boundary in these cases (checked below)."""
+    edge = Fraction(2**128) * (1 - Fraction(1, 2**25))
+    assert abs(Fraction(value) - edge) > Fraction(1, 10**30) * Fraction(value)
+    if Fraction(value) > edge:
+        return float("inf")
     lo = np.float32(float(value))
     cands = [np.nextafter(lo, np.float32(-np.inf)), lo, np.nextafter(lo, np.float32(np.inf))]
     dist = [abs(decimal.Decimal(float(c)) - value) for c in cands]
@@ -145,6 +151,9 @@ def _rn32_nearest(value: decimal.Decimal) -> float:
 @given(st.floats(-60, 60, width=32), st.floats(-60, 60, width=32), st.integers(0, 8))
 @example(1.0, 1.0, 0)
 @example(-3.5, 2.25, 8)
+@example(50.0, -39.0, 0)  # e^89 overflows binary32: +inf
+@example(-60.0, 60.0, 8)  # 2^8 e^-120 is below 2^-150: +0
+@example(-44.0, 44.0, 0)  # e^-88, a binary32 subnormal
 def test_exp_diff_f32_is_the_rounded_exponential_of_the_difference(a, b, shift):
     from refimpl.softmax import exp_diff_f32
 
