@@ -368,7 +368,7 @@ _F_XHI = 66.0
 #: the scalings 2^shift that exp_f32 accepts
 _F_SHIFTS = range(-64, 9)
 #: e^r - 1 = r + r^2/2 + r^3/6 + r^4/24 + ... with r = u ln2/N: the coefficients of
-#: u, u^2 and u^3, each rounded once
+#: u, u^2 and u^3, rounded to binary64
 _F_C1 = float(_LN2_DEC / _F_N)
 _F_C2 = float((_LN2_DEC / _F_N) ** 2 / 2)
 _F_C3 = float((_LN2_DEC / _F_N) ** 3 / 6)

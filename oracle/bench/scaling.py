@@ -80,18 +80,17 @@ def run(args: argparse.Namespace) -> int:
     rows = []
 
     def row(name: str, label: str, fn, key=None, goal: str = "") -> None:
-        if key in peer_calls:
-            fn()  # warm-up calls
-            peer_calls[key]()
-            times = best_of_interleaved({"ours": fn, "peer": peer_calls[key]},
-                                        {"ours": 3, "peer": 3})
-            t = times["ours"]
-        else:
+        peer_fn = peer_calls.get(key)
+        if peer_fn is None:
             t = _timed(fn)
+        else:
+            fn()  # warm-up calls
+            peer_fn()
+            times = best_of_interleaved({"ours": fn, "peer": peer_fn}, {"ours": 3, "peer": 3})
+            t, p = times["ours"], times["peer"]
         rate = x.size / t / 1e6
         pt = ptxt = ratio = ""
-        if key in peer_calls:
-            p = times["peer"]
+        if peer_fn is not None:
             pt, ptxt, r = f"{p * 1e3:.0f}", f"{x.size / p / 1e6:.0f}", p / t
             ratio = f"{r:.1f}x"
             goal = f">= {PEER_RATIO_GOAL:g}x torchao " + ("met" if r >= PEER_RATIO_GOAL

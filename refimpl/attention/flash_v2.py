@@ -50,7 +50,7 @@ from refimpl.attention.result import AttentionResult
 from refimpl.attention.scores import scores, scores_from_product
 from refimpl.attention.tiles import DEFAULT_BLOCK, check_block, computed_tiles, tile_ranges
 from refimpl.attention.stats import ScheduleStats, forward_working_set
-from refimpl.matmul.screening import (exact_col_norms, exact_row_bounds, flagged, resolve_fp32,
+from refimpl.matmul.screening import (exact_col_norms, exact_row_bounds, resolve_flagged,
                                       screen_fp32, screen_width)
 from refimpl.summation import fold_sum_axis1
 from refimpl.validation import check_bool
@@ -183,23 +183,6 @@ def _parts(nbh: int, o0: int, o1: int, c: int, whole_instances: bool) -> list[tu
     hg = nbh if whole_instances else max(1, min(nbh, _PART_ELEMS // max(1, c * wc)))
     return [(h0, min(nbh, h0 + hg), p0, min(o1, p0 + wc))
             for h0 in range(0, nbh, hg) for p0 in range(o0, o1, wc)]
-
-
-def _screen_into(blk, w, y, hi, tiny, a3, b3, s3, row0, col0):
-    """The product screen of :func:`refimpl.matmul.exact.exact_product_fp32` on a
-    block ``blk`` (instances, rows ``row0:``, columns ``col0:`` of ``s3``) of the
-    float64 BLAS product ``s3`` of ``a3`` and ``b3``: the correctly rounded float32
-    values into ``y``."""
-    _resolve_flagged(screen_fp32(blk, w, y, hi, tiny), y, a3, b3, s3, row0, col0)
-
-
-def _resolve_flagged(flag, y, a3, b3, s3, row0, col0):
-    """The outputs ``flag`` of a block (instances, rows ``row0:``, columns ``col0:`` of
-    the product ``s3`` of ``a3`` and ``b3``) that a screen could not certify: their
-    correctly rounded float32 values into ``y``."""
-    if flag.any():
-        fb, fi, fj = np.unravel_index(flagged(flag), flag.shape)
-        y[fb, fi, fj] = resolve_fp32(a3, b3, s3, fb, fi + row0, fj + col0)
 
 
 #: query rows per chunk of a product on the helper thread at least (the calling thread
@@ -519,8 +502,7 @@ class _FastContext:
             flags.append(screen_fp32(blk[:, t0:t1], _w_of(w_s, slice(None)), y[:, t0:t1],
                                      self.hi_run[sbuf][:, :t1 - t0, a0:a1], tiny_s))
         flag = flags[0] if len(flags) == 1 else np.concatenate(flags, axis=1)
-        _resolve_flagged(flag, y, self.keys64("k", sbuf, c0, c), self.q_t[:, :, a0:a1], blk,
-                         0, 0)
+        resolve_flagged(flag, y, self.keys64("k", sbuf, c0, c), self.q_t[:, :, a0:a1], blk)
 
     def softmax_step(self, tile, buf, sbuf, off):
         """The score pipeline on the screened ``S^T`` (rows ``off:`` of ``y_run``) and
@@ -601,8 +583,8 @@ class _FastContext:
             acc = self.acc[hs, ps]
             a = alpha[hs, ps]
             with np.errstate(over="ignore", invalid="ignore"):
-                _screen_into(blk, w, y, sc.get(np.float32, 1, (nh, wc, dv)), tiny_v,
-                             p_live[hs], v_j[hs], pv[hs, o0:o1], p0 - o0, 0)
+                flag = screen_fp32(blk, w, y, sc.get(np.float32, 1, (nh, wc, dv)), tiny_v)
+                resolve_flagged(flag, y, p_live[hs], v_j[hs], pv[hs, o0:o1], p0 - o0)
                 # rows whose maximum moved (alpha != 1, or NaN): fl64(alpha acc) is
                 # exact (two binary32 factors), then the float64 sum is rounded
                 moved = a != 1.0

@@ -51,7 +51,7 @@ from refimpl.attention.scores import PRECISIONS, scores
 from refimpl.attention.scores import scores_from_product
 from refimpl.attention.stats import ScheduleStats
 from refimpl.blas import ProductThread
-from refimpl.matmul.screening import (exact_col_norms, exact_row_bounds, flagged, resolve_fp32,
+from refimpl.matmul.screening import (exact_col_norms, exact_row_bounds, resolve_flagged,
                                       screen_fp32, screen_width)
 from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
@@ -307,10 +307,7 @@ def _screen_resolve(blk, w, y, hi, tiny, a3, b3) -> None:
     screen of :func:`refimpl.matmul.screening.exact_product_fp32` with width ``w``
     (broadcastable to ``blk``), flagged outputs resolved exactly."""
     wb = w[0, 0, 0] if w.shape == (1, 1, 1) else w
-    flag = screen_fp32(blk, wb, y, hi, tiny)
-    if flag.any():
-        fb, fi, fj = np.unravel_index(flagged(flag), flag.shape)
-        y[fb, fi, fj] = resolve_fp32(a3, b3, blk, fb, fi, fj)
+    resolve_flagged(screen_fp32(blk, wb, y, hi, tiny), y, a3, b3, blk)
 
 
 def _exp_rows_into(s, e, fold, lse, b, hq, r0, r1):

@@ -70,7 +70,7 @@ from refimpl.validation import as_float_array
 
 __all__ = ["ExactStats", "exact_matmul64", "exact_matmul_fp32", "exact_product_fp32",
            "exact_row_bounds", "exact_col_norms", "screen_width", "screen_fp32",
-           "resolve_fp32", "flagged"]
+           "resolve_fp32", "flagged", "resolve_flagged"]
 
 _U = 2.0**-53
 _K_MAX = 1 << 40
@@ -557,6 +557,18 @@ def flagged(flag: np.ndarray) -> np.ndarray:
         return np.flatnonzero(f)
     r, c = np.nonzero(f.reshape(-1, 8)[words])
     return words[r] * 8 + c
+
+
+def resolve_flagged(flag: np.ndarray, y: np.ndarray, a3: np.ndarray, b3: np.ndarray,
+                    s3: np.ndarray, row0: int = 0, col0: int = 0) -> None:
+    """The outputs ``flag`` of a screened block (matrices, rows ``row0:``, columns
+    ``col0:`` of the float64 BLAS product ``s3`` of ``a3`` and ``b3``, as
+    :func:`resolve_fp32` takes them) that :func:`screen_fp32` could not certify: their
+    correctly rounded float32 values into ``y`` (the block's results)."""
+    idx = flagged(flag)
+    if idx.size:
+        fb, fi, fj = np.unravel_index(idx, flag.shape)
+        y[fb, fi, fj] = resolve_fp32(a3, b3, s3, fb, fi + row0, fj + col0)
 
 
 def screen_fp32(blk: np.ndarray, w, y: np.ndarray, hi: np.ndarray,

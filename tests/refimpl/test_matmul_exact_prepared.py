@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from oracles import SHARP_FP32_PRODUCTS, round_rational, same_bits, with_examples
 from refimpl.matmul.screening import (
-    ExactStats, exact_col_norms, exact_product_fp32, exact_row_bounds, flagged,
+    ExactStats, exact_col_norms, exact_product_fp32, exact_row_bounds, flagged, resolve_flagged,
 )
 
 
@@ -202,3 +202,21 @@ def test_flagged_word_scan_by_hand():
     assert flagged(flag).tolist() == idx
     assert flagged(flag.reshape(10, 800)).tolist() == idx
     assert flagged(np.zeros(64, dtype=bool)).size == 0
+
+
+def test_resolve_flagged_at_an_offset_block():
+    """The flagged outputs of a block that starts at row 3 and column 2 of the product
+    get the exact rational answer; the others are left as they were."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((1, 7, 9)).astype(np.float32).astype(np.float64)
+    b = rng.standard_normal((1, 9, 6)).astype(np.float32).astype(np.float64)
+    s3 = np.matmul(a, b)
+    want = oracle_product(a[0], b[0])[3:, 2:]
+    y = np.full((1, 4, 4), 7.0, dtype=np.float32)
+    flag = np.zeros(y.shape, dtype=bool)
+    flag[0, [0, 1, 3], [2, 0, 3]] = True
+    resolve_flagged(flag, y, a, b, s3, row0=3, col0=2)
+    assert np.array_equal(y[flag], want[flag[0]])
+    assert (y[~flag] == 7.0).all()
+    resolve_flagged(np.zeros(y.shape, dtype=bool), y, a, b, s3, 3, 2)  # none: nothing
+    assert np.array_equal(y[flag], want[flag[0]]) and (y[~flag] == 7.0).all()

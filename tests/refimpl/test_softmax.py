@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given, settings, target
 from hypothesis import strategies as st
 
+from oracles import round_rational
 from refimpl.softmax import (
     SoftmaxState, logsumexp, merge, online_softmax, online_state, softmax,
 )
@@ -132,19 +133,15 @@ def test_bad_block():
 
 
 def _rn32_nearest(value: decimal.Decimal) -> float:
-    """RN32 of a positive decimal: the nearest float32, and +inf at and beyond the
-    overflow threshold 2^128 (1 - 2^-25) (IEEE 754-2019 section 7.4); a 40-digit value
-    is never within 10^-30 of a rounding boundary in these cases (checked below)."""
-    edge = Fraction(2**128) * (1 - Fraction(1, 2**25))
-    assert abs(Fraction(value) - edge) > Fraction(1, 10**30) * Fraction(value)
-    if Fraction(value) > edge:
-        return float("inf")
-    lo = np.float32(float(value))
-    cands = [np.nextafter(lo, np.float32(-np.inf)), lo, np.nextafter(lo, np.float32(np.inf))]
-    dist = [abs(decimal.Decimal(float(c)) - value) for c in cands]
-    best = min(range(3), key=dist.__getitem__)
-    assert sorted(dist)[1] - dist[best] > decimal.Decimal(10) ** -30 * value
-    return float(cands[best])
+    """RN32 of a positive decimal (:func:`oracles.round_rational`: subnormals, and +inf
+    from the overflow threshold on); a 40-digit value is never within 10^-30 of a
+    rounding boundary in these cases (checked: both ends of that margin round alike)."""
+    v = Fraction(value)
+    want = round_rational(v, np.float32)
+    margin = v / 10**30
+    assert round_rational(v - margin, np.float32) == want == round_rational(v + margin,
+                                                                            np.float32)
+    return float(want)
 
 
 @settings(max_examples=60)
