@@ -583,8 +583,9 @@ class _FastContext:
             acc = self.acc[hs, ps]
             a = alpha[hs, ps]
             with np.errstate(over="ignore", invalid="ignore"):
-                flag = screen_fp32(blk, w, y, sc.get(np.float32, 1, (nh, wc, dv)), tiny_v)
-                resolve_flagged(flag, y, p_live[hs], v_j[hs], pv[hs, o0:o1], p0 - o0)
+                resolve_flagged(screen_fp32(blk, w, y, sc.get(np.float32, 1, (nh, wc, dv)),
+                                            tiny_v), y, p_live[hs], v_j[hs], pv[hs, o0:o1],
+                                p0 - o0)
                 # rows whose maximum moved (alpha != 1, or NaN): fl64(alpha acc) is
                 # exact (two binary32 factors), then the float64 sum is rounded
                 moved = a != 1.0
