@@ -423,19 +423,19 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     N = 512, ``k = rint(z)``, ``u = z - k``, the table ``2^(k/N)`` for all k over x in
     [-110.9, 66.5], and the cubic ``c1 u + c2 u^2 + c3 u^3`` for ``e^r - 1`` with
     ``r = u ln2/N``: ``c1 = ln2/N``, ``c2 = c1^2/2``, ``c3 = c1^3/6``, each rounded to
-    binary64; ``y = fl(2^(k/N) fl(1 + cubic))``) has relative error below 2^-44.6: ``u = z - k`` is exact (|u| <= 1/2, a
-    multiple of the ulp of z), and z, two roundings away from ``x N/ln2``, puts r within
-    ``2^-52 |x| <= 2^-45.2`` of ``x - k ln2/N``; the truncation ``r^4/24 (1 + r/5 +
-    ...)`` is below 2^-46.6 for |r| <= ln2/(2N) = 0.000677; the table (each entry within
-    2^-53 of 2^(k/N)), the coefficients and the last operations (the Horner steps, the
-    sum ``1 + cubic`` and the product, each within 2^-53) add a few 2^-53 (the sum of
-    these bounds is below 2^-44.7). With
-    ``eps = 2^-44``, ``lo = fl(y (1 - eps)) <= e^x <= fl(y (1 + eps)) = hi``;
-    rounding is monotone, so where ``RN32(lo) == RN32(hi)`` that is the answer.
-    Elsewhere (about one element in 10^5 or 10^6, and arguments beyond 66 or NaN) :func:`exp` (within 0.52 ulp of binary64) is
-    screened the same way with ``eps = 2^-51``, and what still straddles a rounding
-    boundary (about 2^-27 of those) is settled with ``decimal`` arithmetic at
-    increasing precision (exact rational bounds, see :func:`_exp_f32_decimal`).
+    binary64; ``y = fl(2^(k/N) fl(1 + cubic))``) has relative error below 2^-44.6:
+    ``u = z - k`` is exact (|u| <= 1/2, a multiple of the ulp of z), and z, two
+    roundings away from ``x N/ln2``, puts r within ``2^-52 |x| <= 2^-45.2`` of
+    ``x - k ln2/N``; the truncation ``r^4/24 (1 + r/5 + ...)`` is below 2^-46.6 for
+    |r| <= ln2/(2N) = 0.000677; the table (each entry within 2^-53 of 2^(k/N)), the
+    coefficients and the last operations (the Horner steps, the sum ``1 + cubic`` and
+    the product, each within 2^-53) add a few 2^-53 (the sum of these bounds is below
+    2^-44.7). With ``eps = 2^-44``, ``lo = fl(y (1 - eps)) <= e^x <= fl(y (1 + eps)) =
+    hi``; rounding is monotone, so where ``RN32(lo) == RN32(hi)`` that is the answer.
+    Elsewhere (about one element in 10^5 or 10^6, and arguments beyond 66 or NaN)
+    :func:`exp` (within 0.52 ulp of binary64) is screened the same way with
+    ``eps = 2^-51``, and what still straddles a rounding boundary (about 2^-27 of those)
+    is settled with ``decimal`` arithmetic at increasing precision (exact rational bounds, see :func:`_exp_f32_decimal`).
 
     Where every result is a normal binary32 number (arguments plus ``shift ln 2`` in
     [-87, 88]), the screen reads the bits of ``y`` instead: binary32 rounds away the low

@@ -353,8 +353,10 @@ _INT_RANGE = {
 }
 
 
-_INT_ROUND = {"nearest_even": np.rint, "toward_zero": np.trunc, "toward_negative": np.floor,
-              "toward_positive": np.ceil}
+#: rounding to an integer in each mode (the float-to-integer and float-to-float
+#: ``.rni/.rzi/.rmi/.rpi`` conversions)
+INT_ROUND = {"nearest_even": np.rint, "toward_zero": np.trunc, "toward_negative": np.floor,
+             "toward_positive": np.ceil}
 
 
 def float_to_int(x: np.ndarray, kind: str, bits: int, mode: str) -> np.ndarray:
@@ -362,7 +364,7 @@ def float_to_int(x: np.ndarray, kind: str, bits: int, mode: str) -> np.ndarray:
     destination range (PTX ISA 9.7.9.21: float-to-integer conversions saturate), NaN -> 0.
     Returns the integer value as int64/uint64 bits of the destination width."""
     x = np.asarray(x, np.float64)
-    rnd = _INT_ROUND.get(mode)
+    rnd = INT_ROUND.get(mode)
     if rnd is None:
         raise _bad_mode(mode)
     with np.errstate(invalid="ignore"):

@@ -590,7 +590,7 @@ class _FastContext:
                 # exact (two binary32 factors), then the float64 sum is rounded
                 moved = a != 1.0
                 if 2 * np.count_nonzero(moved) > moved.size:  # most rows (early tiles)
-                    t = self.sc.get(np.float64, 0, acc.shape)
+                    t = sc.get(np.float64, 0, acc.shape)
                     np.multiply(acc, a[..., None], out=t)
                     np.add(t, y, out=acc, casting="same_kind")
                 else:

@@ -123,8 +123,7 @@ def c_cvt(inst: Instruction, ctx: Any) -> Op:
                     x = np.where(np.abs(x) < 2.0**-126, np.copysign(0.0, x), x)
                 put(ix, x.astype(d.dtype))
             if imode and d.bits == s.bits:
-                rnd = {"nearest_even": np.rint, "toward_zero": np.trunc,
-                       "toward_negative": np.floor, "toward_positive": np.ceil}[imode]
+                rnd = rounding.INT_ROUND[imode]
 
                 def round_int(ix: Any, ex: Any) -> None:
                     x = rnd(src_float(ix))
