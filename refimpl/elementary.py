@@ -358,7 +358,8 @@ _F_TABLE = np.ldexp(np.take(_F_T, np.arange(_F_KLO, _F_KLO + (1 << _F_BITS)) % _
                     np.arange(_F_KLO, _F_KLO + (1 << _F_BITS)) // _F_N)
 _F_TABLE = np.roll(_F_TABLE, _F_KLO % (1 << _F_BITS))  # entry i holds k = i (mod 2^17)
 del _F_T
-#: N / ln 2 rounded (any nearby value works: only k depends on it)
+#: N / ln 2 rounded to binary64 (the error analysis of exp_f32 counts this rounding:
+#: r = u ln2/N stands for x - k ln2/N only as closely as z does for x N/ln 2)
 _F_INV_L = float(_F_N / _LN2_DEC)
 #: below this e^x < 2^-150 (rounds to +0 in binary32): arguments are raised to it
 #: (to this minus shift ln 2 for a result scaled by 2^shift)
@@ -435,7 +436,8 @@ def exp_f32(x: ArrayLike, out: np.ndarray | None = None, *, shift: int = 0) -> n
     Elsewhere (about one element in 10^5 or 10^6, and arguments beyond 66 or NaN)
     :func:`exp` (within 0.52 ulp of binary64) is screened the same way with
     ``eps = 2^-51``, and what still straddles a rounding boundary (about 2^-27 of those)
-    is settled with ``decimal`` arithmetic at increasing precision (exact rational bounds, see :func:`_exp_f32_decimal`).
+    is settled with ``decimal`` arithmetic at increasing precision (exact rational
+    bounds, see :func:`_exp_f32_decimal`).
 
     Where every result is a normal binary32 number (arguments plus ``shift ln 2`` in
     [-87, 88]), the screen reads the bits of ``y`` instead: binary32 rounds away the low

@@ -499,7 +499,7 @@ class _FastContext:
         flags = []
         for t0, t1 in cuts:
             w_s, tiny_s = screen_width(self.k_bounds[:, c0 + t0:c0 + t1], self.q_norms[:, a0:a1])
-            flags.append(screen_fp32(blk[:, t0:t1], _w_of(w_s, slice(None)), y[:, t0:t1],
+            flags.append(screen_fp32(blk[:, t0:t1], w_s, y[:, t0:t1],
                                      self.hi_run[sbuf][:, :t1 - t0, a0:a1], tiny_s))
         flag = flags[0] if len(flags) == 1 else np.concatenate(flags, axis=1)
         resolve_flagged(flag, y, self.keys64("k", sbuf, c0, c), self.q_t[:, :, a0:a1], blk)
@@ -577,7 +577,7 @@ class _FastContext:
         for h0, h1, p0, p1 in _parts(self.nbh, o0, o1, max(c, dv), not self.plain_scores):
             hs, ps = slice(h0, h1), slice(p0, p1)
             nh, wc = h1 - h0, p1 - p0
-            w = _w_of(w_v, hs)
+            w = w_v[hs]
             blk = pv[hs, ps]
             y = sc.get(np.float32, 0, (nh, wc, dv))  # RN32(P V_j)
             acc = self.acc[hs, ps]
@@ -602,13 +602,6 @@ class _FastContext:
                     # double rounding is innocuous: 53 >= 2 * 24 + 2), a binary32 sum
                     np.add(acc, y, out=acc)
                     acc[mb, mr] = fix
-
-
-def _w_of(w: np.ndarray, hs: slice):
-    """The screen width of instances ``hs``: a scalar for one instance (the fastest
-    loops), else (instances, 1, 1)."""
-    w = w[hs]
-    return w[0, 0, 0] if w.shape[0] == 1 else w
 
 
 @mask_keywords

@@ -306,8 +306,7 @@ def _screen_resolve(blk, w, y, hi, tiny, a3, b3) -> None:
     """RN32 of the float64 BLAS product ``blk`` of ``a3`` and ``b3`` into ``y``: the
     screen of :func:`refimpl.matmul.screening.exact_product_fp32` with width ``w``
     (broadcastable to ``blk``), flagged outputs resolved exactly."""
-    wb = w[0, 0, 0] if w.shape == (1, 1, 1) else w
-    resolve_flagged(screen_fp32(blk, wb, y, hi, tiny), y, a3, b3, blk)
+    resolve_flagged(screen_fp32(blk, w, y, hi, tiny), y, a3, b3, blk)
 
 
 def _exp_rows_into(s, e, fold, lse, b, hq, r0, r1):

@@ -508,8 +508,6 @@ def exact_product_fp32(
         for b0 in range(0, nb, per):
             if not per_output:
                 wb = w[b0:b0 + per]
-                if wb.shape[0] == 1:
-                    wb = wb[0, 0, 0]  # a scalar operand: the fastest loops
             for r0 in range(0, m_, rows):
                 blk = s3[b0:b0 + per, r0:r0 + rows]
                 if per_output:
@@ -577,7 +575,11 @@ def screen_fp32(blk: np.ndarray, w, y: np.ndarray, hi: np.ndarray,
     with width ``w`` (a scalar or broadcastable array): writes ``RN32(fl(s^ - W))`` to
     ``y`` and ``RN32(fl(s^ + W))`` to ``hi`` (float32 arrays of the block's shape) and
     returns the mask of the outputs it cannot certify; elsewhere ``y`` is the answer.
-    ``tiny``: some W is below 2^-140, so bit patterns are compared and zeros flagged."""
+    ``tiny``: some W is below 2^-140, so bit patterns are compared and zeros flagged.
+    A width of one element (the (1, 1, 1) of :func:`screen_width` for one matrix) is
+    used as a scalar: the fastest loops."""
+    if isinstance(w, np.ndarray) and w.size == 1:
+        w = w.reshape(-1)[0]
     # float64 operations whose results are cast on output (no float64 temporaries)
     with np.errstate(over="ignore"):
         np.subtract(blk, w, out=y, casting="same_kind")
