@@ -10,11 +10,14 @@ order is the same (a model that cannot stream says so by ``streaming = False``).
 
 :func:`resolve_accumulation` turns the ``accumulate`` option into a model: the names of
 :data:`NAMED` (registered by the modules that define those models, every one of which
-the package imports) or a tensor-core preset of :mod:`refimpl.matmul.presets`.
+the package imports) or a tensor-core preset of :mod:`refimpl.matmul.presets`. The
+preset table imports the models; no model imports it: the table registers its lookup
+here when it is imported (:func:`register_preset_lookup`; the package imports it), and
+the models resolve a preset name through :func:`preset_model`.
 """
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -119,19 +122,42 @@ def resolve_accumulation(accumulate: AccumulationLike) -> Accumulation:
                         f"got {type(accumulate).__name__}")
     if accumulate in NAMED:
         return NAMED[accumulate]
-    # deferred: refimpl.matmul.presets imports this module (import cycle)
-    from refimpl.matmul.presets import ALIASES, PRESETS, is_preset, preset
+    try:
+        model = preset_model(accumulate)
+    except ValueError as err:
+        raise ValueError(f"accumulate must be an Accumulation or one of {sorted(NAMED)} or "
+                         f"a tensor-core preset, got {accumulate!r}: {err}") from None
+    if not isinstance(model, Accumulation):
+        raise ValueError(f"{accumulate!r} is a block-scaled preset: its operands carry "
+                         "scales, use refimpl.matmul.block_scaled_matmul")
+    return model
 
-    if is_preset(accumulate):
-        model = preset(accumulate)
-        if not isinstance(model, Accumulation):
-            raise ValueError(f"{accumulate!r} is a block-scaled preset: its operands carry "
-                             "scales, use refimpl.matmul.block_scaled_matmul")
-        return model
-    raise ValueError(
-        f"accumulate must be an Accumulation or one of {sorted(NAMED)} or a tensor-core "
-        f"preset {sorted(PRESETS)} (aliases {sorted(ALIASES)}), got {accumulate!r}"
-    )
+
+#: the preset table's lookup (module docstring), once registered
+_PRESET_LOOKUP: list[Callable[[str], Any]] = []
+
+
+def register_preset_lookup(lookup: Callable[[str], Any]) -> None:
+    """Install the lookup of named tensor-core presets: ``lookup(name)`` returns a new
+    model of preset or alias ``name`` and raises ValueError for an unknown name
+    (:mod:`refimpl.matmul.presets` registers its ``preset`` when imported). A later
+    registration replaces an earlier one."""
+    _PRESET_LOOKUP[:] = [lookup]
+
+
+def preset_model(name: str) -> Any:
+    """The model of tensor-core preset ``name`` (an alias, any letter case) from the
+    registered preset table: an :class:`Accumulation`, or a ``BlockScaledFMA`` for the
+    block-scaled presets.
+
+    Raises:
+        TypeError: ``name`` is not a str.
+        ValueError: an unknown name (the message lists the known ones).
+        LookupError: no preset table registered (``refimpl.matmul.presets`` not imported).
+    """
+    if not _PRESET_LOOKUP:
+        raise LookupError("no tensor-core preset table registered: import refimpl.matmul")
+    return _PRESET_LOOKUP[0](name)
 
 
 def round_in(x: np.ndarray, tgt: Target, rounding: str = "nearest_even") -> np.ndarray:

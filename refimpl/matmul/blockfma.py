@@ -95,14 +95,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 
 from refimpl.eft import add_round_to_odd
-from refimpl.matmul.accumulation import Accumulation
+from refimpl.matmul.accumulation import Accumulation, preset_model
+from refimpl.matmul.alignment import (
+    NO_EXPONENT, AccumulatorFormat, EminLike, emin_pair, exponent_of, exponents,
+    round_fraction, round_into, trunc_toward_zero, truncated_sum,
+)
 from refimpl.matmul.rounding import FP32, ROUNDINGS, Target, to_format
-from refimpl.rational import floor_log2, round_rational
 from refimpl.rounding_modes import rounding_mode
 from refimpl.validation import check_int
 
@@ -114,56 +117,6 @@ C_PLACEMENTS = ("inside", "after")
 
 #: What a sum beyond the accumulator's range gives (module docstring).
 OVERFLOWS = ("inf", "saturate")
-
-EminLike = Union[None, int, "tuple[Optional[int], Optional[int]]"]
-
-
-@dataclass(frozen=True)
-class AccumulatorFormat:
-    """The accumulator a block FMA rounds into.
-
-    Args:
-        name: ``"fp32"`` or ``"fp16"``.
-        bits: fraction bits kept (FP32 23, the E8M13 FP8 accumulator 13, FP16 10).
-        emin: exponent of the smallest normal number (FP32 -126, FP16 -14); below it
-            the spacing stays 2^(emin - bits).
-        emax: exponent of the largest finite binade (FP32 127, FP16 15).
-        rounding: ``"toward_zero"`` or ``"nearest_even"``.
-        overflow: ``"inf"`` or ``"saturate"`` (module docstring).
-    """
-
-    name: str
-    bits: int
-    emin: int
-    emax: int
-    rounding: str
-    overflow: str = "inf"
-
-    @property
-    def fmax(self) -> float:
-        return (2.0 - 2.0 ** -self.bits) * 2.0 ** self.emax
-
-
-def _trunc(x: Fraction) -> int:
-    """Toward zero (Python's // floors)."""
-    return x.numerator // x.denominator if x >= 0 else -((-x.numerator) // x.denominator)
-
-
-def round_fraction(x: Fraction, acc: AccumulatorFormat) -> float:
-    """Exact rational ``x`` rounded into ``acc`` (plain version; module docstring step 5
-    and the overflow rule): :func:`refimpl.rational.round_rational` on the accumulator's
-    grid. Returns a float (signed zero for a non-zero ``x`` that underflows, +0 for
-    ``x == 0``)."""
-    return round_rational(x, acc.bits + 1, acc.emin, acc.emax, acc.rounding,
-                          overflow=acc.overflow)
-
-
-def exponent_of(x: float, emin: Optional[int]) -> int:
-    """floor(log2 |x|) of a finite non-zero ``x``, raised to ``emin`` (the format's
-    exponent field) when given: the plain counterpart of :func:`exponents`."""
-    e = floor_log2(abs(Fraction(x)))
-    return e if emin is None else max(e, emin)
-
 
 def _nearest(acc: AccumulatorFormat) -> AccumulatorFormat:
     """The accumulator format of ``acc`` with full precision, rounding to nearest even
@@ -179,66 +132,8 @@ def _add_after(c: np.ndarray, s: np.ndarray, acc: AccumulatorFormat) -> np.ndarr
         return np.where(np.isinf(s), s, round_into(add_round_to_odd(c, s), _nearest(acc)))
 
 
-_NO_EXP = np.int64(-(1 << 20))
-
-
 def _optional_int(v: object) -> bool:
     return v is None or (not isinstance(v, bool) and isinstance(v, (int, np.integer)))
-
-
-def _emin_pair(v: EminLike) -> tuple[Optional[int], Optional[int]]:
-    return tuple(v) if isinstance(v, tuple) else (v, v)  # type: ignore[return-value]
-
-
-def exponents(x: np.ndarray, emin: Optional[int]) -> np.ndarray:
-    """floor(log2 |x|) of finite non-zero float64 ``x``, raised to ``emin`` (the format's
-    exponent field); any value elsewhere (those terms are masked by the callers)."""
-    mag = np.abs(x)
-    _, ex = np.frexp(np.where(np.isfinite(mag), mag, 0.0))
-    e = ex.astype(np.int64) - 1
-    return e if emin is None else np.maximum(e, emin)
-
-
-def truncated_sum(terms: np.ndarray, exps: np.ndarray, fraction_bits: int,
-                  floor: Optional[int]) -> np.ndarray:
-    """The exact sum of ``terms`` (..., m), each truncated toward zero to the grid
-    2^(eta - F), eta the largest of ``exps`` (``_NO_EXP`` marks a term without an
-    exponent: zero, or not finite) raised to ``floor``. Finite float64 in and out.
-
-    Exactness: a term is below 2^(eta + 2 + g) with g = 0 for products of two values
-    (significands below 2 each) and g <= 10 for the group sums of the block-scaled
-    kinds, so the scaled terms are integers below 2^(F + 12) and m + 1 of them add
-    exactly in float64 whenever (m + 1) 2^(F + 12) <= 2^53 (checked by the callers'
-    parameter validation); the scalings are powers of two (exact, no overflow: the
-    result is a float64 value of at most 53 bits above 2^(eta - F) >= 2^-1100 * ...).
-    """
-    eta = exps.max(axis=-1)
-    none = eta == _NO_EXP
-    if floor is not None:
-        eta = np.where(none, eta, np.maximum(eta, floor))
-    shift = np.where(none, 0, fraction_bits - eta).astype(np.int64)
-    scaled = np.ldexp(terms, shift[..., None].astype(np.int32))
-    total = np.trunc(scaled).sum(axis=-1)  # integers below 2^53: exact in any order
-    total = np.where(total == 0, 0.0, total)  # an exact zero sum is +0
-    return np.ldexp(total, (-shift).astype(np.int32))
-
-
-def round_into(d: np.ndarray, acc: AccumulatorFormat) -> np.ndarray:
-    """Float64 ``d`` (exact, or rounded to odd at 53 bits when ``acc`` rounds to
-    nearest) rounded into ``acc``; +-0 stays, NaN and Inf pass through."""
-    mag = np.abs(d)
-    finite = np.isfinite(mag)
-    m = np.where(finite, mag, 0.0)
-    _, ex = np.frexp(m)
-    e = np.maximum(ex.astype(np.int64) - 1, acc.emin)
-    q = np.ldexp(m, (acc.bits - e).astype(np.int32))  # exact: a power-of-two scaling
-    # np.rint rounds half to even
-    q = np.trunc(q) if acc.rounding == "toward_zero" else np.rint(q)
-    y = np.ldexp(q, (e - acc.bits).astype(np.int32))
-    big = y >= 2.0 ** (acc.emax + 1)
-    y = np.where(big, np.inf if acc.overflow == "inf" else acc.fmax, y)
-    y = np.where(finite, y, mag)
-    return np.copysign(y, d)
 
 
 def accumulator(model: "BlockFMA", tgt: Target) -> AccumulatorFormat:
@@ -329,10 +224,7 @@ class BlockFMA(Accumulation):
         Raises:
             ValueError: an unknown name, or a preset that is not a BlockFMA model.
         """
-        # deferred: refimpl.matmul.presets imports this module (import cycle)
-        from refimpl.matmul.presets import preset
-
-        model = preset(name)
+        model = preset_model(name)
         if not isinstance(model, cls):
             raise ValueError(f"preset {name!r} is not a BlockFMA model ({model!r})")
         return model
@@ -357,7 +249,7 @@ class BlockFMA(Accumulation):
         return c
 
     def _input_exponent(self, x: float, which: int) -> int:
-        return exponent_of(x, _emin_pair(self.input_emin)[which])
+        return exponent_of(x, emin_pair(self.input_emin)[which])
 
     def _block_reference(self, c: float, pairs: list, acc: AccumulatorFormat) -> float:
         products = [x * y for x, y in pairs]  # float64: exact for float32 inputs
@@ -382,7 +274,8 @@ class BlockFMA(Accumulation):
                 eta = max(eta, floor)
             quantum = Fraction(2) ** (eta - self.fraction_bits)
             summed = terms if inside else products
-            total = sum((_trunc(Fraction(t) / quantum) for t in summed), 0) * quantum
+            total = sum((trunc_toward_zero(Fraction(t) / quantum) for t in summed),
+                        0) * quantum
         s = round_fraction(total, acc)
         if inside:
             return s
@@ -393,7 +286,7 @@ class BlockFMA(Accumulation):
 
     # ------------------------------------------------------------------ one block
     def _term_exponents(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        ea, eb = _emin_pair(self.input_emin)
+        ea, eb = emin_pair(self.input_emin)
         return exponents(a, ea) + exponents(b, eb)
 
     def block(self, c: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -415,7 +308,7 @@ class BlockFMA(Accumulation):
             e = np.broadcast_to(self._term_exponents(a, b), products.shape)
         else:
             e = exponents(products, None)
-        e = np.where(np.isfinite(products) & (products != 0), e, _NO_EXP)
+        e = np.where(np.isfinite(products) & (products != 0), e, NO_EXPONENT)
         finite_p = np.where(np.isfinite(products), products, 0.0)
         floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
         if inside:
@@ -424,7 +317,7 @@ class BlockFMA(Accumulation):
                 ec = exponents(cf, acc.emin)
             else:
                 ec = exponents(cf, None)
-            ec = np.where(cf != 0, ec, _NO_EXP)
+            ec = np.where(cf != 0, ec, NO_EXPONENT)
             terms = np.concatenate([cf[..., None], finite_p], axis=-1)
             e = np.concatenate([ec[..., None], e], axis=-1)
             d = round_into(truncated_sum(terms, e, self.fraction_bits, floor), acc)
@@ -468,7 +361,7 @@ class BlockFMA(Accumulation):
         multiple of n or the final slice, starting from the accumulator ``c``.
 
         The same arithmetic as :meth:`block` in fewer passes: an operand's exponent is
-        found once (a zero operand gets ``_NO_EXP``, so a zero product's exponent sum
+        found once (a zero operand gets ``NO_EXPONENT``, so a zero product's exponent sum
         stays far below every real one), a term is scaled by the power of two 2^(F - eta)
         with one multiplication (exact: a product of two float32 values has at most 48
         bits and the scaled values that are 1 or more are far from float64's subnormal
@@ -476,10 +369,10 @@ class BlockFMA(Accumulation):
         chunks that stay in cache. A non-finite accumulator (C given as Inf or NaN, or
         an overflow in an earlier block) passes through unchanged, as IEEE addition of
         finite products to it gives."""
-        ea_pair = _emin_pair(self.input_emin)
+        ea_pair = emin_pair(self.input_emin)
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-        ea = np.where(a != 0, exponents(a, ea_pair[0]), _NO_EXP).astype(np.int32)
-        eb = np.where(b != 0, exponents(b, ea_pair[1]), _NO_EXP).astype(np.int32)
+        ea = np.where(a != 0, exponents(a, ea_pair[0]), NO_EXPONENT).astype(np.int32)
+        eb = np.where(b != 0, exponents(b, ea_pair[1]), NO_EXPONENT).astype(np.int32)
         bt = np.swapaxes(b, -1, -2)       # (..., N, K)
         ebt = np.swapaxes(eb, -1, -2)
         c = np.array(np.broadcast_to(c, shape), dtype=np.float64)
@@ -503,9 +396,9 @@ class BlockFMA(Accumulation):
         cf = np.where(cfin, c, 0.0)
         eta = e.max(axis=-1).astype(np.int64)
         if inside:
-            ec = np.where(cf != 0, exponents(cf, acc.emin), _NO_EXP)
+            ec = np.where(cf != 0, exponents(cf, acc.emin), NO_EXPONENT)
             eta = np.maximum(eta, ec)
-        none = eta < _NO_EXP // 2
+        none = eta < NO_EXPONENT // 2
         if floor is not None:
             eta = np.maximum(eta, floor)
         shift = np.where(none, 0, self.fraction_bits - eta)

@@ -42,9 +42,10 @@ import numpy as np
 
 from refimpl import formats as F
 from refimpl.formats import get, round_to
-from refimpl.matmul.blockfma import (
-    _NO_EXP, AccumulatorFormat, _trunc, exponent_of, exponents, round_fraction, round_into,
-    truncated_sum,
+from refimpl.matmul.accumulation import preset_model
+from refimpl.matmul.alignment import (
+    NO_EXPONENT, AccumulatorFormat, exponent_of, exponents, round_fraction, round_into,
+    trunc_toward_zero, truncated_sum,
 )
 from refimpl.scaling import MXArray, NVFP4Array
 
@@ -136,7 +137,7 @@ class BlockScaledFMA:
         if not known:
             return 0.0
         q = Fraction(2) ** (max(known) - self.fraction_bits)
-        total = sum((_trunc(v / q) for v in terms), 0) * q
+        total = sum((trunc_toward_zero(v / q) for v in terms), 0) * q
         return round_fraction(total, _ACC)
 
     # ------------------------------------------------------------------ vectorised
@@ -171,7 +172,7 @@ class BlockScaledFMA:
         if self.kind == "mxf8f6f4":
             e = (exponents(a, emin[0]) + exponents(b, emin[1]) + exponents(sa, se)
                  + exponents(sb, se))
-            e = np.where(p != 0, e, _NO_EXP)
+            e = np.where(p != 0, e, NO_EXPONENT)
             terms = p
         else:
             shape = p.shape[:-1] + (p.shape[-1] // 16, 16)
@@ -179,9 +180,9 @@ class BlockScaledFMA:
             s_a, s_b = sa[..., ::16], sb[..., ::16]
             terms = grp * s_a * s_b
             e = exponents(s_a, se) + exponents(s_b, se)
-            e = np.where(np.isfinite(terms) & (terms != 0), e, _NO_EXP)
+            e = np.where(np.isfinite(terms) & (terms != 0), e, NO_EXPONENT)
             terms = np.where(np.isfinite(terms), terms, 0.0)
-        ec = np.where(cf != 0, exponents(cf, -126), _NO_EXP)
+        ec = np.where(cf != 0, exponents(cf, -126), NO_EXPONENT)
         terms = np.concatenate([np.broadcast_to(cf[..., None], terms.shape[:-1] + (1,)),
                                 np.where(np.isfinite(terms), terms, 0.0)], axis=-1)
         e = np.concatenate([np.broadcast_to(ec[..., None], e.shape[:-1] + (1,)), e], axis=-1)
@@ -246,10 +247,7 @@ def block_scaled_matmul(
         ValueError: wrong shapes, values not of ``in_format`` or of the scale format,
             an unknown preset or element format.
     """
-    # deferred: refimpl.matmul.presets imports this module (import cycle)
-    from refimpl.matmul.presets import preset
-
-    model = preset(accumulate) if isinstance(accumulate, str) else accumulate
+    model = preset_model(accumulate) if isinstance(accumulate, str) else accumulate
     if not isinstance(model, BlockScaledFMA):
         raise ValueError(f"accumulate {accumulate!r} is not a block-scaled preset; use "
                          "refimpl.matmul.matmul")

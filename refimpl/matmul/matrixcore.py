@@ -50,7 +50,7 @@ import numpy as np
 
 from refimpl.eft import add_round_to_odd, two_sum
 from refimpl.matmul.accumulation import Accumulation
-from refimpl.matmul.blockfma import _NO_EXP, _emin_pair, EminLike, exponent_of, exponents
+from refimpl.matmul.alignment import NO_EXPONENT, EminLike, emin_pair, exponent_of, exponents
 from refimpl.matmul.rounding import Target, to_format
 from refimpl.rational import round_rational
 from refimpl.validation import check_int
@@ -125,7 +125,7 @@ class MatrixCore(Accumulation):
         return c
 
     def _exp(self, x: float, which: int) -> int:
-        return exponent_of(x, _emin_pair(self.input_emin)[which])
+        return exponent_of(x, emin_pair(self.input_emin)[which])
 
     def _fused_reference(self, pairs: list) -> tuple[Fraction, Optional[int]]:
         """Products aligned to their largest exponent, truncated F bits below, summed."""
@@ -170,7 +170,7 @@ class MatrixCore(Accumulation):
 
     def _ftz_reference(self, c: float, a: list, b: list) -> float:
         f32 = np.float32
-        emin = _emin_pair(self.input_emin)
+        emin = emin_pair(self.input_emin)
 
         def flush_in(x: float, lo: Optional[int]) -> float:
             return 0.0 if lo is not None and abs(x) < 2.0 ** lo else x
@@ -228,15 +228,15 @@ class MatrixCore(Accumulation):
         c = np.array(np.broadcast_to(c, shape), dtype=np.float64)
         if a.shape[-1] == 0:
             return c
-        emin = _emin_pair(self.input_emin)
+        emin = emin_pair(self.input_emin)
         if self.kind == "ftz_pairwise":
             a = np.where(np.abs(a) < 2.0 ** emin[0], 0.0, a) if emin[0] is not None else a
             b = np.where(np.abs(b) < 2.0 ** emin[1], 0.0, b) if emin[1] is not None else b
             c = _ftz(c, keep_sign=False)
         if self.kind == "exact" and np.isfinite(a).all() and np.isfinite(b).all():
             return self._exact_groups(c, a, b)
-        ea = np.where(a != 0, exponents(a, emin[0]), _NO_EXP).astype(np.int32)
-        eb = np.where(b != 0, exponents(b, emin[1]), _NO_EXP).astype(np.int32)
+        ea = np.where(a != 0, exponents(a, emin[0]), NO_EXPONENT).astype(np.int32)
+        eb = np.where(b != 0, exponents(b, emin[1]), NO_EXPONENT).astype(np.int32)
         bt, ebt = np.swapaxes(b, -1, -2), np.swapaxes(eb, -1, -2)
         m, n, L = shape[-2], shape[-1], self.group
         rows = max(1, (1 << 16) // max(1, n * L))
@@ -306,7 +306,7 @@ class MatrixCore(Accumulation):
         """(S, e_p): products truncated 24 bits below their largest exponent, summed; S
         as an integer count of 2^(e_p - F) (exact in float64: below 2^(F + 2) L)."""
         ep = e.max(axis=-1).astype(np.int64)
-        scale = np.ldexp(1.0, np.where(ep < _NO_EXP // 2, 0, self.fraction_bits - ep)
+        scale = np.ldexp(1.0, np.where(ep < NO_EXPONENT // 2, 0, self.fraction_bits - ep)
                          .astype(np.int32))
         return np.trunc(p * scale[..., None]).sum(axis=-1), ep
 
@@ -319,16 +319,16 @@ class MatrixCore(Accumulation):
             s0, e0 = self._fused(p[..., 0::2], e[..., 0::2])
             s1, e1 = self._fused(p[..., 1::2], e[..., 1::2])
             ep = np.maximum(e0, e1)
-            none = ep < _NO_EXP // 2
+            none = ep < NO_EXPONENT // 2
             s = (np.trunc(np.ldexp(s0, np.where(none, 0, e0 - ep).astype(np.int32)))
                  + np.trunc(np.ldexp(s1, np.where(none, 0, e1 - ep).astype(np.int32))))
             rnd = np.trunc
-        ec = np.where(c != 0, exponents(c, -126), _NO_EXP)
+        ec = np.where(c != 0, exponents(c, -126), NO_EXPONENT)
         big_e = np.maximum(ep, ec)
-        none = big_e < _NO_EXP // 2
+        none = big_e < NO_EXPONENT // 2
         big_e = np.where(none, 0, big_e)
         # S counts 2^(e_p - F); in units of 2^(E - F2): S 2^(e_p - F - E + F2)
-        sp = rnd(np.ldexp(s, np.where(ep < _NO_EXP // 2, 0, ep - f - big_e + f2)
+        sp = rnd(np.ldexp(s, np.where(ep < NO_EXPONENT // 2, 0, ep - f - big_e + f2)
                           .astype(np.int32)))
         sc = rnd(np.ldexp(c, (f - big_e).astype(np.int32)))
         total = np.ldexp(sp + np.ldexp(sc, f2 - f), (big_e - f2).astype(np.int32))

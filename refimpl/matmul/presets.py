@@ -23,13 +23,18 @@ accumulation keeps about 14 bits).
 (``"measured"``: bit-exact agreement with hardware outputs reported) or inferred
 (``"inferred"``: from a GPU of the same architecture, or a parameter no source
 measured; the note says which).
+
+This table imports the models and no model imports it: it registers :func:`preset` with
+``refimpl.matmul.accumulation`` (:func:`~refimpl.matmul.accumulation.preset_model`),
+through which ``matmul``'s ``accumulate=``, ``BlockFMA.preset`` and
+``block_scaled_matmul`` look a name up.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from refimpl.matmul.accumulation import Accumulation
+from refimpl.matmul.accumulation import Accumulation, register_preset_lookup
 from refimpl.matmul.blockfma import BlockFMA
 from refimpl.matmul.blockscaled import BlockScaledFMA
 from refimpl.matmul.matrixcore import MatrixCore
@@ -264,3 +269,6 @@ def preset(name: str) -> "Accumulation | BlockScaledFMA":
 def aliases_of(name: str) -> list[str]:
     """The aliases of canonical preset ``name``."""
     return sorted(a for a, c in ALIASES.items() if c == name)
+
+
+register_preset_lookup(preset)
