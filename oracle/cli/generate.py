@@ -2,7 +2,9 @@
 
 The same arguments give the same bytes on every run, machine, BLAS and thread count,
 whatever ``--jobs``; shards ``1/N .. N/N`` concatenate to the unsharded suite
-(``--merge SHARD_DIR ...`` does it). Progress goes to stderr.
+(``--merge SHARD_DIR ...`` does it). Progress goes to stderr. Exit 1 when the suite
+could not be written (disk full, quota, read-only filesystem: the message names the
+file) or DIR appeared or changed while it was being written (it is kept as it is).
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from tabulate import tabulate
 from oracle import variants as V
 from oracle.cases import SUITES, registry
 from oracle.generation import (
-    DEFAULT_SEED, Interrupted, generate, merge, parse_shard, select, shard_slice,
+    DEFAULT_SEED, Interrupted, SuiteWriteError, generate, merge, parse_shard, select,
+    shard_slice,
 )
 from oracle.suite import SuiteError, variant_pairs
 
@@ -24,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory to write: created, or replaced when it is empty or "
                              "a suite this tool wrote (anything else is refused, nothing "
                              "touched); the suite is written beside it and swapped in by "
-                             "rename, so an interrupted run leaves the previous suite")
+                             "rename, so an interrupted run leaves the previous suite, and "
+                             "only if DIR is still what was checked at the start (a folder "
+                             "created or changed there meanwhile is kept: exit 1)")
     parser.add_argument("--list", action="store_true",
                         help="print the selected case ids (with operation and variant) "
                              "instead of writing anything")
@@ -68,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"interrupted ({exc}): no partial files left; {args.out} holds the previous "
               "suite (or the new one if the final swap had completed)", file=sys.stderr)
         return 128 + exc.signum
+    except SuiteWriteError as exc:     # disk full, read-only, or --out changed meanwhile
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 def _run(args: argparse.Namespace) -> int:

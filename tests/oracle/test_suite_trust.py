@@ -243,22 +243,31 @@ def test_a_removal_refused_once_is_retried_after_chmod(golden: Path, monkeypatch
     assert sorted(p.name for p in golden.parent.iterdir()) == ["g"]
 
 
-def test_failed_swap_keeps_the_old_suite(golden: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("atomic", [True, False], ids=["renameat2", "portable"])
+def test_failed_swap_keeps_the_old_suite(golden: Path, monkeypatch, atomic: bool) -> None:
     before = _tree(golden)
-    real = os.rename
-    calls, failed = [], []
+    real_rename, real_renameat2 = os.rename, generation._renameat2
+    failed = []
 
-    def rename(src, dst):
-        calls.append((str(src), str(dst)))
-        if str(dst) == str(golden) and len(calls) > 2 and not failed:   # stage -> DIR
+    def renameat2(src, dst, flags):
+        if not atomic:
+            return False
+        if str(dst) == str(golden) and not failed:
             failed.append(1)
             raise OSError(errno.EIO, "simulated failure")
-        return real(src, dst)
+        return real_renameat2(src, dst, flags)
+
+    def rename(src, dst):
+        if str(dst) == str(golden) and ".partial-" in str(src) and not failed:  # stage -> DIR
+            failed.append(1)
+            raise OSError(errno.EIO, "simulated failure")
+        return real_rename(src, dst)
+    monkeypatch.setattr(generation, "_renameat2", renameat2)
     monkeypatch.setattr(os, "rename", rename)
-    with pytest.raises(OSError, match="simulated"):
+    with pytest.raises(generation.SuiteWriteError, match="simulated"):
         _gen(golden)
     monkeypatch.undo()
-    assert _tree(golden) == before
+    assert failed and _tree(golden) == before
     assert sorted(p.name for p in golden.parent.iterdir()) == ["g"]
 
 
