@@ -60,6 +60,26 @@ Where C enters (``c_placement``):
   it yet, so the presets mark it inferred (``tcgen05.mma``, modelled by [MMASim],
   keeps C inside).
 
+Interleaved halves (``interleave=True``): the block's n products are summed as two
+chained block FMAs of n/2 products each, taken in pairs: first the products whose index
+within the block is 0 or 1 modulo 4 (k = 0, 1, 4, 5, ...), then those at 2 or 3 modulo 4
+(k = 2, 3, 6, 7, ...). The first half starts from c (``"inside"``) or from +0
+(``"after"``); its result, rounded into the accumulator, is the c term of the second
+half, whose result is rounded into the accumulator again; with ``"after"``, C is then
+added with one round-to-nearest-even addition. Hopper and Blackwell ``mma.sync`` with
+FP8 operands and FP16 accumulators: [KM25]'s published H100, H200 and B200 outputs
+(``model_validation`` of the authors' repository, 5000 dot products per GPU and format)
+are reproduced bit for bit by halves of 16 with F = 25, each rounded to nearest even into
+FP16, and C added last; their ``GEMM.m`` of early 2026 had this pattern
+(``inter_pattern``), their later ``H100TC.m`` keeps the comment "FMA size is 16, but
+interleaved pattern is used to join two 16-element vectors". Blackwell's FP32 outputs
+are reproduced by the same halves with FP32 accumulators.
+
+Two datapaths (``fp16_model``): an instruction whose ``.f16`` accumulator form computes
+differently from its ``.f32`` form (Hopper ``mma.sync`` with FP8 operands: 13-bit FP8
+accumulation into FP32, the interleaved FP16 pattern above into FP16) is one model with
+a second :class:`BlockFMA` used whenever the accumulator is FP16.
+
 Overflow: a normalised sum at or above 2^128 (FP32; FP16: 65520 after rounding) gives
 Inf of its sign, also when rounding toward zero (``overflow="inf"``, what [MMASim] and
 the hardware tests report; [KM25] models the FP32 exponent field overflowing to Inf
@@ -93,7 +113,7 @@ The presets (every GPU and input format, their parameters and sources) are in
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Optional
 
@@ -173,6 +193,11 @@ class BlockFMA(Accumulation):
             ``mma`` with FP16 or FP8 operands and ``.f16`` C/D); False for BF16/TF32,
             whose instructions accumulate in FP32 only: an FP16 output is then the FP32
             result rounded to nearest even at the end (a kernel's epilogue).
+        interleave: whether a block is two chained halves of n/2 products interleaved in
+            pairs (module docstring; n a multiple of 4). Default False.
+        fp16_model: the model used when the accumulator is FP16 (module docstring: two
+            datapaths), a BlockFMA without a ``fp16_model`` of its own; ``None``
+            (default): this model for both accumulators.
     """
 
     n: int
@@ -188,6 +213,8 @@ class BlockFMA(Accumulation):
     fp16_rounding: str = "nearest_even"
     align_floor_fp16: Optional[int] = None
     fp16_accumulator: bool = True
+    interleave: bool = False
+    fp16_model: Optional["BlockFMA"] = None
 
     def __post_init__(self) -> None:
         for attr, lo, hi in (("n", 1, 1 << 12), ("fraction_bits", 1, 40),
@@ -215,6 +242,32 @@ class BlockFMA(Accumulation):
         # c below 2 * 2^eta, so the sum is below (4 n + 2) 2^F
         if (4 * self.n + 2) * 2.0**self.fraction_bits > 2.0**53:
             raise ValueError(f"BlockFMA n={self.n}, F={self.fraction_bits} too wide to model")
+        self._check_datapaths()
+
+    def _check_datapaths(self) -> None:
+        """Validate ``interleave`` and ``fp16_model``."""
+        if not isinstance(self.interleave, (bool, np.bool_)):
+            raise ValueError(f"BlockFMA.interleave must be True or False, "
+                             f"got {self.interleave!r}")
+        if self.interleave and self.n % 4:
+            raise ValueError(f"BlockFMA.interleave pairs the products in fours: n must be a "
+                             f"multiple of 4, got n={self.n}")
+        f16 = self.fp16_model
+        if f16 is None:
+            return
+        if not isinstance(f16, BlockFMA) or f16.fp16_model is not None:
+            raise ValueError("BlockFMA.fp16_model must be None or a BlockFMA without a "
+                             f"fp16_model of its own, got {f16!r}")
+        if not self.fp16_accumulator:
+            raise ValueError("BlockFMA.fp16_model needs fp16_accumulator=True (an FP16 "
+                             "output of an FP32-only instruction is rounded at the end)")
+
+    def for_accumulator(self, name: str) -> "BlockFMA":
+        """The model that computes with accumulator ``name`` (``"fp32"`` or ``"fp16"``):
+        ``fp16_model`` for an FP16 accumulator when one is given, else this model."""
+        if name == "fp16" and self.fp16_accumulator and self.fp16_model is not None:
+            return self.fp16_model
+        return self
 
     @classmethod
     def preset(cls, name: str) -> "BlockFMA":
@@ -237,6 +290,9 @@ class BlockFMA(Accumulation):
         version that the vectorised :meth:`block` path is tested against). ``c`` is a
         value of the accumulator (``out_format`` ``"fp32"`` or ``"fp16"``). Returns the
         accumulator."""
+        model = self.for_accumulator(out_format)
+        if model is not self:
+            return model.dot_reference(a, b, c, out_format)
         acc = accumulator(self, FP32 if out_format == "fp32" else Target("fp16", 11, -14))
         a = [float(v) for v in np.asarray(a, dtype=np.float64).ravel()]
         b = [float(v) for v in np.asarray(b, dtype=np.float64).ravel()]
@@ -252,6 +308,8 @@ class BlockFMA(Accumulation):
         return exponent_of(x, emin_pair(self.input_emin)[which])
 
     def _block_reference(self, c: float, pairs: list, acc: AccumulatorFormat) -> float:
+        if self.interleave:
+            return self._interleaved_reference(c, pairs, acc)
         products = [x * y for x, y in pairs]  # float64: exact for float32 inputs
         terms = [c] + products
         if not all(np.isfinite(t) for t in terms):
@@ -295,6 +353,11 @@ class BlockFMA(Accumulation):
         operands (..., m), m <= n, broadcasting against each other and ``c``. Returns d
         (...) as float64 accumulator values (FP32 accumulator unless ``acc`` given)."""
         acc = acc or accumulator(self, FP32)
+        model = self.for_accumulator(acc.name)
+        if model is not self:
+            return model.block(c, a, b, accumulator(model, Target("fp16", 11, -14)))
+        if self.interleave:
+            return self._interleaved_block(c, a, b, acc)
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
         c = np.asarray(c, dtype=np.float64)
@@ -331,12 +394,20 @@ class BlockFMA(Accumulation):
 
     # ------------------------------------------------------------------ streaming
     def begin(self, shape: tuple[int, ...], tgt: Target, c: np.ndarray | None = None) -> dict:
+        model = self.for_accumulator("fp16" if tgt.name == "fp16" else "fp32")
+        if model is not self:
+            return model.begin(shape, tgt, c)
         acc = accumulator(self, tgt)
         c0 = np.zeros(shape) if c is None else np.broadcast_to(
             np.asarray(c, dtype=np.float64), shape)
-        return {"tgt": tgt, "acc": acc, "shape": shape, "c": c0, "pa": None, "pb": None}
+        return {"tgt": tgt, "acc": acc, "shape": shape, "c": c0, "pa": None, "pb": None,
+                "model": self}
 
     def _blocks(self, state: dict, a: np.ndarray, b: np.ndarray, final: bool) -> None:
+        if state.get("model", self) is not self:
+            return state["model"]._blocks(state, a, b, final)
+        if self.interleave:
+            return self._interleaved_blocks(state, a, b, final)
         k = a.shape[-1]
         full = k if final else (k // self.n) * self.n
         c = state["c"]
@@ -436,6 +507,70 @@ class BlockFMA(Accumulation):
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
         return self.finish(self.update(self.begin(shape, tgt, c), a, b))
 
+    # ------------------------------------------------------------------ interleaved halves
+    def _half(self) -> "BlockFMA":
+        """One half of an interleaved block: n/2 products with the block's c as a term."""
+        return replace(self, n=self.n // 2, interleave=False, c_placement="inside",
+                       fp16_model=None, name="")
+
+    def _halves(self) -> tuple[np.ndarray, np.ndarray]:
+        """Indices of the two halves of a block (padded to n products): 0, 1 modulo 4
+        first, then 2, 3 modulo 4 (module docstring)."""
+        k = np.arange(self.n)
+        return k[k % 4 < 2], k[k % 4 >= 2]
+
+    def _interleaved_reference(self, c: float, pairs: list, acc: AccumulatorFormat) -> float:
+        """The plain version of one interleaved block (module docstring), on the exact
+        arithmetic of :meth:`_block_reference` for each half."""
+        pairs = list(pairs) + [(0.0, 0.0)] * (self.n - len(pairs))
+        first, second = self._halves()
+        half = self._half()
+        inside = self.c_placement == "inside"
+        d = half._block_reference(c if inside else 0.0, [pairs[i] for i in first], acc)
+        d = half._block_reference(d, [pairs[i] for i in second], acc)
+        if inside:
+            return d
+        if not (np.isfinite(d) and np.isfinite(c)):
+            return float(np.float64(c) + np.float64(d))  # IEEE: Inf and NaN rules
+        return round_fraction(Fraction(c) + Fraction(d), _nearest(acc))
+
+    def _interleaved_block(self, c: np.ndarray, a: np.ndarray, b: np.ndarray,
+                           acc: AccumulatorFormat) -> np.ndarray:
+        """:meth:`block` of an interleaved model: the two halves through the vectorised
+        block FMA of n/2 products, then C added after (``"after"``)."""
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        c = np.asarray(c, dtype=np.float64)
+        a = np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, self.n - a.shape[-1])])
+        b = np.pad(b, [(0, 0)] * (b.ndim - 1) + [(0, self.n - b.shape[-1])])
+        first, second = self._halves()
+        half = self._half()
+        inside = self.c_placement == "inside"
+        with np.errstate(invalid="ignore"):
+            shape = np.broadcast_shapes((a[..., :1] * b[..., :1]).shape[:-1], c.shape)
+        c = np.broadcast_to(c, shape)
+        d = half.block(c if inside else np.zeros(shape), a[..., first], b[..., first], acc)
+        d = half.block(d, a[..., second], b[..., second], acc)
+        if inside:
+            return d
+        with np.errstate(invalid="ignore"):
+            special = d + c  # IEEE: NaN and Inf rules
+        return np.where(np.isfinite(d) & np.isfinite(c), _add_after(c, d, acc), special)
+
+    def _interleaved_blocks(self, state: dict, a: np.ndarray, b: np.ndarray,
+                            final: bool) -> None:
+        """:meth:`_blocks` of an interleaved model: one :meth:`_interleaved_block` per
+        block of n (the last, partial one padded with zero products)."""
+        k = a.shape[-1]
+        full = k if final else (k // self.n) * self.n
+        c = state["c"]
+        for k0 in range(0, full, self.n):
+            ab = a[..., :, None, k0:k0 + self.n]
+            bb = np.swapaxes(b[..., k0:k0 + self.n, :], -1, -2)[..., None, :, :]
+            c = self._interleaved_block(c, ab, bb, state["acc"])
+        state["c"] = c
+        state["pa"], state["pb"] = a[..., :, full:], b[..., full:, :]
+
     def __repr__(self) -> str:
         if self.name:
             return f"BlockFMA.preset({self.name!r})"
@@ -445,7 +580,7 @@ class BlockFMA(Accumulation):
                 ("align_floor", None), ("output_fraction_bits", 23),
                 ("c_placement", "inside"), ("overflow", "inf"),
                 ("fp16_rounding", "nearest_even"), ("align_floor_fp16", None),
-                ("fp16_accumulator", True))
+                ("fp16_accumulator", True), ("interleave", False), ("fp16_model", None))
             if getattr(self, f) != default)
         return (f"BlockFMA(n={self.n}, fraction_bits={self.fraction_bits}, "
                 f"output_rounding={self.output_rounding!r}{extra})")

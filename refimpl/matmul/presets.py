@@ -44,6 +44,10 @@ SOURCES: dict[str, str] = {
               "PeerJ Comput. Sci. 7:e330 (2021)",
     "KM25": "Khattak, Mikaitis, Accurate models of NVIDIA tensor cores, arXiv:2512.07004 "
             "(2025), Table 3 and MATLAB models",
+    "KM25data": "Khattak, Mikaitis, published real-GPU outputs of mma.sync.m16n8k32 FP8 "
+                "(github.com/north-numerical-computing/MATLAB-tensor-core, "
+                "model_validation/<GPU>/<E4M3|E5M2>: 5000 dot products per GPU, format and "
+                "output; harness model_validation/CUDA/mma_fp8_output_fp32.cu, _fp16.cu)",
     "KM25b": "Khattak, Mikaitis, Generalized methodology for determining numerical features "
              "of hardware floating-point matrix multipliers, Parts I (HPEC 2025) and II",
     "MMASim": "Xie, Wang, Yang, Yang, MMA-Sim: bit-accurate reference model of tensor cores "
@@ -92,6 +96,13 @@ def _bfma(name: str, n: int, f: int, emin, floor, **kw) -> Callable[[], BlockFMA
     # .tf32 take .f32 C and D)
     kw.setdefault("fp16_accumulator", not name.endswith(("BF16", "TF32")))
     return lambda: BlockFMA(n, f, "toward_zero", name, input_emin=emin, align_floor=floor, **kw)
+
+
+def _interleaved(emin: int, floor16) -> BlockFMA:
+    """The FP16-accumulator datapath of Hopper mma.sync FP8 (refimpl.matmul.blockfma:
+    interleaved halves, C after)."""
+    return BlockFMA(32, 25, "toward_zero", input_emin=emin, align_floor=-133,
+                    c_placement="after", interleave=True, align_floor_fp16=floor16)
 
 
 _FP8_EMIN = {"E4M3": -6, "E5M2": -14}
@@ -145,10 +156,17 @@ for _fmt in ("E4M3", "E5M2"):
          "n = 32, F = 13 and an E8M13 accumulator, RZ; FP16 output RNE; input exponent "
          f"floor {_EMIN[_fmt]} (the format's minimum)")
     _add(f"H100-{_fmt}-MMA", "H100", "Hopper", _fmt, "mma.sync.m16n8k32 (FP8)",
-         _bfma(f"H100-{_fmt}-MMA", 32, 25, _EMIN[_fmt], -133), ("KM25",), "inferred",
-         "mma.sync FP8 runs on the FP16 datapath: n = 32, F = 25, C inside ([KM25]'s H200 "
-         "model, the same as its B200 one); no 13-bit truncation of C (measured by "
-         "SageAttention/DeepGEMM users on H100 mma.sync)")
+         _bfma(f"H100-{_fmt}-MMA", 32, 13, _EMIN[_fmt], -133, output_fraction_bits=13,
+               fp16_model=_interleaved(_EMIN[_fmt], None)),
+         ("KM25", "KM25data"), "measured",
+         "FP32 accumulator: n = 32, F = 13 and an E8M13 accumulator, RZ ([KM25]'s H100TC.m; "
+         "bit-exact on the 5000 published H100 and H200 outputs, which were taken with "
+         "C = 0), C inside and truncated to 13 bits inferred (H100TC.m; no published "
+         "output has C); FP16 accumulator: two interleaved halves of 16 (k = 0, 1 mod 4, "
+         "then 2, 3 mod 4), each rounded to nearest even into FP16, then C added with one "
+         "FP16 round to nearest (bit-exact on the 5000 published H100 and H200 outputs "
+         "with C; any F >= 18 fits them, F = 25 inferred from the FP16 datapath; no "
+         "alignment floor measured)")
 
 # ---------------------------------------------------------------- NVIDIA Blackwell
 for _fmt, _n in (("FP16", 16), ("BF16", 16), ("TF32", 8)):
@@ -159,12 +177,14 @@ for _fmt, _n in (("FP16", 16), ("BF16", 16), ("TF32", 8)):
 for _fmt in ("E4M3", "E5M2"):
     _add(f"B200-{_fmt}", "B200", "Blackwell", _fmt, "mma.sync.m16n8k32 (FP8)",
          _bfma(f"B200-{_fmt}", 32, 25, _EMIN[_fmt], -133, c_placement="after",
-               align_floor_fp16=-15),
-         ("KM25", "PTX"), "inferred",
-         "n = 32, F = 25 measured [KM25]; the products' sum rounded RZ to FP32, then C "
-         "added with a separate FP32 round-to-nearest: from comparisons with B200 "
-         "mma.sync outputs for random C, where C inside ([KM25]'s B200TC.m) is off by one "
-         "ulp on about a third of the samples; no published model has it")
+               align_floor_fp16=-15, interleave=True),
+         ("KM25", "KM25data", "PTX"), "measured",
+         "two interleaved halves of 16 (k = 0, 1 mod 4, then 2, 3 mod 4), F = 25, each "
+         "rounded into the accumulator (FP32 RZ, FP16 RNE), then C added with one round "
+         "to nearest: bit-exact on the 5000 published B200 outputs with C of each format "
+         "and accumulator (C inside, [KM25]'s B200TC.m, is off by one ulp on about a "
+         "third of them); the halves are [KM25]'s inter_pattern (GEMM.m, early 2026); "
+         "alignment floors -133 (FP16: -15) inferred from the FP16 presets")
     _add(f"B200-{_fmt}-TCGEN05", "B200", "Blackwell", _fmt, "tcgen05.mma kind::f8f6f4",
          _bfma(f"B200-{_fmt}-TCGEN05", 32, 25, _EMIN[_fmt], -133, align_floor_fp16=-15),
          ("MMASim", "KM25"), "measured",

@@ -154,7 +154,8 @@ def test_quantization_error_and_standard_attention_cases() -> None:
 _C_AFTER_OR_RN = {"B200-E4M3", "B200-E5M2", "MI100-FP16", "MI100-BF16", "MI250X-FP16",
                   "MI250X-BF16", "MI300X-FP16", "MI300X-BF16", "MI300X-TF32", "MI300X-E4M3",
                   "MI300X-E5M2"}
-_F13 = {"H100-E4M3", "H100-E5M2", "L40S-E4M3", "L40S-E5M2"}
+_F13 = {"H100-E4M3", "H100-E5M2", "H100-E4M3-MMA", "H100-E5M2-MMA", "L40S-E4M3",
+        "L40S-E5M2"}
 
 
 def test_tensor_core_cases_hold_the_probe_results() -> None:

@@ -57,6 +57,8 @@ def test_alignment_on_the_unnormalised_product_exponent(name):
     # unit and survives; +2.25 and -2.25 cancel, leaving exactly 2^(2s - F).
     big = 1.5 * 2.0**s
     a, b = [big, -big, x], [big, big, y]
+    if BlockFMA.preset(name).interleave:  # index 4 is in the half of indices 0 and 1
+        a, b = [big, -big, 0.0, 0.0, x], [big, big, 0.0, 0.0, y]
     want = 2.0 ** (2 * s - f)
     assert x * y == want
     assert dot(a, b, name) == np.float32(want)
@@ -217,6 +219,14 @@ def published_block(model: BlockFMA, c: float, pairs: list, man: int, emin: int)
     (float64 sum of two float32 values, rounded to float32 by numpy: exact then RNE
     whenever the float64 sum is exact, which it is here: both are within 2^60 of each
     other or the smaller is below half an ulp of the larger)."""
+    if model.interleave:  # halves of indices 0, 1 mod 4, then 2, 3 mod 4, chained
+        half = replace(model, n=model.n // 2, interleave=False, c_placement="inside")
+        pairs = pairs + [(0.0, 0.0)] * (model.n - len(pairs))
+        s = published_block(half, c if model.c_placement == "inside" else 0.0,
+                            [p for i, p in enumerate(pairs) if i % 4 < 2], man, emin)
+        s = published_block(half, s, [p for i, p in enumerate(pairs) if i % 4 >= 2],
+                            man, emin)
+        return s if model.c_placement == "inside" else float(np.float32(c + s))
     if model.c_placement == "after":
         s = published_block(replace(model, c_placement="inside"), 0.0, pairs, man, emin)
         return float(np.float32(np.float64(c) + np.float64(s)))

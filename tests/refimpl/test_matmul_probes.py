@@ -42,8 +42,8 @@ NV = {
     "H100-TF32": ("tf32", 8, 25, 23, "inside"),
     "H100-E4M3": ("e4m3", 32, 13, 13, "inside"),
     "H100-E5M2": ("e5m2", 32, 13, 13, "inside"),
-    "H100-E4M3-MMA": ("e4m3", 32, 25, 23, "inside"),
-    "H100-E5M2-MMA": ("e5m2", 32, 25, 23, "inside"),
+    "H100-E4M3-MMA": ("e4m3", 32, 13, 13, "inside"),   # FP32 accumulator
+    "H100-E5M2-MMA": ("e5m2", 32, 13, 13, "inside"),
     "B200-FP16": ("fp16", 16, 25, 23, "inside"),
     "B200-BF16": ("bf16", 16, 25, 23, "inside"),
     "B200-TF32": ("tf32", 8, 25, 23, "inside"),
@@ -52,6 +52,9 @@ NV = {
     "B200-E4M3-TCGEN05": ("e4m3", 32, 25, 23, "inside"),
     "B200-E5M2-TCGEN05": ("e5m2", 32, 25, 23, "inside"),
 }
+#: FP32 accumulator in two interleaved halves of n/2 (k = 0, 1 mod 4, then 2, 3 mod 4),
+#: each rounded into FP32 ([KM25]'s published B200 mma.sync FP8 outputs)
+INTERLEAVED = {"B200-E4M3", "B200-E5M2"}
 # name: (input format, group, kind)
 AMD = {
     "MI100-FP16": ("fp16", 4, "exact"), "MI100-BF16": ("bf16", 2, "exact"),
@@ -229,7 +232,10 @@ def probe_block_interior(name):
     """B at index 0, s = 2^(log2 B - F) (one unit of the block's grid, below FP32's ulp
     of B for F >= 24) at index 1, -B at n - 1: in one block s survives the cancellation:
     s. A block boundary between them would round B + s to B first (or to even, for CDNA3)
-    and give 0. B = 1024 (32^2) for 16-bit formats, 256 (16^2) for FP8; F = 24 for CDNA3."""
+    and give 0. B = 1024 (32^2) for 16-bit formats, 256 (16^2) for FP8; F = 24 for CDNA3.
+    Interleaved halves (F = 25): B and s (indices 0, 1) form the first half, rounded
+    toward zero into FP32 (ulp 2^-15 at 256 > s = 2^-17): 256; -B (index n - 1 = 3 mod 4)
+    in the second half cancels it: 0."""
     fmt = fmt_of(name)
     n, f = (NV[name][1], NV[name][2]) if name in NV else (AMD[name][1], 24)
     x, eb = (32.0, 10) if fmt in SIXTEEN_BIT else (16.0, 8)
@@ -239,7 +245,7 @@ def probe_block_interior(name):
     b = [0.0] * n
     a[0], b[0], a[n - 1], b[n - 1] = x, x, -x, x
     a[1], b[1] = 2.0**e1, 2.0 ** (e - e1)
-    return run(name, a, b), 2.0**e
+    return run(name, a, b), 0.0 if name in INTERLEAVED else 2.0**e
 
 
 def probe_e5m2_normal_exponent(name):
