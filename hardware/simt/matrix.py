@@ -279,9 +279,11 @@ def _integers(codes: np.ndarray, tname: str) -> np.ndarray:
 def preset_name(gpu: str, tname: str) -> str | None:
     """The :mod:`refimpl.matmul.presets` name (canonical) that an ``mma.sync`` /
     ``wmma.mma`` with ``.tname`` inputs uses on ``gpu``: ``"<gpu>-<FORMAT>-MMA"`` where the
-    GPU has a separate model of ``mma.sync`` (Hopper FP8: its warpgroup instruction
-    accumulates differently), else ``"<gpu>-<FORMAT>"``; aliases resolved (H200 is
-    H100). None when the GPU has neither."""
+    GPU has a separate model of ``mma.sync`` (Hopper FP8: with ``.f16`` C and D it rounds
+    two interleaved halves into FP16, which its warpgroup instruction does not), else
+    ``"<gpu>-<FORMAT>"`` (Blackwell FP8: ``"B200-E4M3"`` is ``mma.sync``, ``tcgen05.mma``
+    has its own preset); aliases resolved (H200 is H100). None when the GPU has
+    neither."""
     fmt = TENSOR_CORE_FORMATS[tname][2]
     for name in (f"{gpu}-{fmt}-MMA", f"{gpu}-{fmt}"):
         if presets.is_preset(name):

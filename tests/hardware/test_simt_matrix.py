@@ -370,6 +370,62 @@ def test_fp8_mma_m16n8k32(simt_lanes, fmt, gpu, acc):
     assert (vals.view(np.uint32) == want.view(np.uint32)).all()
 
 
+def _fp8_probe_operands():
+    """A (16 x 32), B (32 x 8), C (16 x 8) holding the hand-derived FP8 probes of
+    tests/refimpl/test_matmul_fp8_mma.py at chosen outputs (the other entries unchecked)."""
+    A, B, C = np.zeros((1, 16, 32)), np.zeros((1, 32, 8)), np.zeros((1, 16, 8))
+    # column 0: products 2, 2^-10, 2^-11 at k = 0, 1, 2 (rows 0-2), C = 0, -1, -1.5
+    B[0, :3, 0] = [2.0, 2.0**-5, 2.0**-6]
+    for r in range(3):
+        A[0, r, :3] = [1.0, 2.0**-5, 2.0**-5]
+    C[0, 1, 0], C[0, 2, 0] = -1.0, -1.5
+    # row 4, column 1: 2^-11 at k = 0, 2 at k = 2, 2^-10 at k = 3
+    A[0, 4, [0, 2, 3]] = [2.0**-5, 1.0, 2.0**-5]
+    B[0, [0, 2, 3], 1] = [2.0**-6, 2.0, 2.0**-5]
+    # row 5, column 0: products 2 (k = 0) and 2^-9 * 2^-5 = 2^-14 (k = 1)
+    A[0, 5, :2] = [1.0, 2.0**-9]
+    # rows 6 and 7, columns 2 and 3: 256, 2^-17 (k = 0, 1) and -256 at k = 31 or k = 4
+    for r, col, where in ((6, 2, 31), (7, 3, 4)):
+        A[0, r, [0, 1, where]] = [16.0, 2.0**-9, -16.0]
+        B[0, [0, 1, where], col] = [16.0, 2.0**-8, 16.0]
+    return A, B, C
+
+
+#: (row, column) -> (H100 f32, H100 f16, B200 f32, B200 f16), derived by hand: FP16
+#: accumulators and B200's FP32 round each interleaved half (k = 0, 1 mod 4, then 2, 3
+#: mod 4, F = 25) into the accumulator and add C last with one round to nearest; H100's
+#: FP32 path is one block of 32 with F = 13 (grid 2^(eta - 13)) into E8M13.
+FP8_PROBES = {
+    # 2 + 2^-10 ties to 2 in FP16, 2 + 2^-11 rounds to 2 again; FP32 keeps 2 + 3 * 2^-11
+    (0, 0): (2 + 3 * 2.0**-11, 2.0, 2 + 3 * 2.0**-11, 2.0),
+    (1, 0): (1 + 3 * 2.0**-11, 1.0, 1 + 3 * 2.0**-11, 1.0),
+    (2, 0): (0.5 + 3 * 2.0**-11, 0.5, 0.5 + 3 * 2.0**-11, 0.5),
+    # halves swapped: d1 = 2^-11, then RN16(2 + 3 * 2^-11) = 2 + 2^-9
+    (4, 1): (2 + 3 * 2.0**-11, 2 + 2.0**-9, 2 + 3 * 2.0**-11, 2 + 2.0**-9),
+    # F = 13 drops 2^-14 below 2 (grid 2^-12); F = 25 keeps it; FP16 (ulp 2^-9) drops it
+    (5, 0): (2.0, 2.0, 2 + 2.0**-14, 2.0),
+    # the first half 256 + 2^-17 rounds to 256 before -256 (k = 31) cancels it: 0
+    (6, 2): (0.0, 0.0, 0.0, 0.0),
+    # -256 in the first half (k = 4): 2^-17 survives where F = 25 (H100 f32: F = 13, 0)
+    (7, 3): (0.0, 2.0**-17, 2.0**-17, 2.0**-17),
+}
+
+
+@pytest.mark.parametrize("acc", ["f32", "f16"])
+@pytest.mark.parametrize("gpu", ["H100", "H200", "B200"])
+def test_fp8_mma_m16n8k32_hand_derived_probes(simt_lanes, gpu, acc):
+    A, B, C = _fp8_probe_operands()
+    cb = 32 if acc == "f32" else 16
+    text = f"mma.sync.aligned.m16n8k32.row.col.{acc}.e4m3.e4m3.{acc} {{d}}, {{a}}, {{b}}, {{c}}"
+    got = run_mma(simt_lanes, text, "m16n8k32", (cb, 8, 8, cb), fp8_codes(A, "e4m3"),
+                  fp8_codes(B, "e4m3"), (f32_codes if acc == "f32" else f16_codes)(C), gpu=gpu)
+    vals = got.astype(np.uint32).view(np.float32) if acc == "f32" else \
+        got.astype(np.uint16).view(np.float16).astype(np.float32)
+    col = {"f32": 0, "f16": 1}[acc] + (2 if gpu == "B200" else 0)
+    for (r, c), want in FP8_PROBES.items():
+        assert vals[0, r, c] == want[col], (gpu, acc, r, c, vals[0, r, c], want[col])
+
+
 @pytest.mark.parametrize("alay,blay", [("row", "col"), ("col", "row"), ("row", "row"),
                                        ("col", "col")])
 @pytest.mark.parametrize("acc", ["f32", "f16"])
