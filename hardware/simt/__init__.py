@@ -23,6 +23,7 @@ the compilers, one module per PTX ISA chapter, in :mod:`.isa`),
 :mod:`.rounding` (exact IEEE arithmetic), :mod:`.lowprec` (packed FP8/FP6/FP4/UE8M0 cvt),
 :mod:`.matrix` (mma, ldmatrix, wmma), :mod:`.async_copy` (cp.async groups),
 :mod:`.device_runtime` (device ``printf``, ``assert`` and ``trap``),
+:mod:`.sanitizer` (memcheck, racecheck, initcheck, synccheck: ``launch(sanitize=...)``),
 :mod:`.executor` (the wave: registers and memory spaces), :mod:`.scheduler` (SIMT
 stack, warp scheduling, barriers), :mod:`.memory`
 (:class:`GlobalMemory`), :mod:`.stats` (:class:`LaunchStats`), :mod:`.gallery`.
@@ -31,16 +32,22 @@ from .errors import (
     DeadlockError,
     DeviceAssertionError,
     ExecutionError,
+    HostMemoryError,
     LaunchError,
     MemoryAccessError,
     PtxError,
     PtxSyntaxError,
+    RaceError,
+    SanitizerError,
     StepLimitError,
+    SyncError,
+    UninitializedReadError,
     UnsupportedPtxError,
 )
 from .instructions import APPROX_ERROR, SUPPORTED_OPCODES
 from .memory import GlobalMemory
 from .module import DEFAULT_GPU, DEFAULT_MAX_STEPS, Kernel, Module, known_gpus, load_ptx
+from .sanitizer import TOOLS, Report, Sanitize, parse_sanitize
 from .stats import LaunchStats
 
 __all__ = [
@@ -63,4 +70,13 @@ __all__ = [
     "DeadlockError",
     "StepLimitError",
     "DeviceAssertionError",
+    "SanitizerError",
+    "RaceError",
+    "UninitializedReadError",
+    "SyncError",
+    "HostMemoryError",
+    "TOOLS",
+    "Sanitize",
+    "Report",
+    "parse_sanitize",
 ]

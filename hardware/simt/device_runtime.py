@@ -43,7 +43,7 @@ import numpy as np
 
 from .errors import DeviceAssertionError, ExecutionError, MemoryAccessError, UnsupportedPtxError
 from .isa.operands import Op
-from .memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from .parser import Instruction, Sym, Vec
 
 __all__ = ["c_call", "c_trap", "format_printf", "RUNTIME_FUNCTIONS"]
@@ -219,7 +219,7 @@ def _reader(ctx: Any, thread: int, inst: Instruction) -> Callable[[int, int], by
             if avail < n:
                 raise _Fault(f"{'out-of-bounds' if avail else 'unallocated'} global "
                              f"read of {n} bytes at address {addr:#x}")
-            off = addr - GLOBAL_BASE
+            off = ctx.memory.offset(addr)
             return ctx.memory.buffer[off: off + n].tobytes()
         if off < 0 or off + n > lim:
             raise _Fault(f"out-of-bounds read of {n} bytes at address {addr:#x}")
@@ -333,6 +333,7 @@ def c_call(inst: Instruction, ctx: Any) -> Op:
             o = int(ctx.lbase[t]) + ret_off
             ctx.lmem[o: o + 4] = np.frombuffer(int(n).to_bytes(4, "little", signed=True),
                                                np.uint8)
+            ctx.linit[o: o + 4] = True
         if ctx.stats is not None:
             ctx.stats.stdout += b"".join(texts).decode("utf-8", "backslashreplace")
     return Op(inst, "alu", vprintf)

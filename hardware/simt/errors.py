@@ -7,6 +7,11 @@ __all__ = [
     "UnsupportedPtxError",
     "LaunchError",
     "MemoryAccessError",
+    "SanitizerError",
+    "RaceError",
+    "UninitializedReadError",
+    "SyncError",
+    "HostMemoryError",
     "DeadlockError",
     "StepLimitError",
     "ExecutionError",
@@ -38,8 +43,35 @@ class ExecutionError(PtxError, RuntimeError):
     """A fault while running: names the kernel, block, thread, PTX line and instruction."""
 
 
-class MemoryAccessError(ExecutionError):
-    """Out-of-bounds, unallocated or misaligned memory access."""
+class SanitizerError(ExecutionError):
+    """A hazard found by one of the sanitizer's tools (:mod:`hardware.simt.sanitizer`);
+    ``report`` is the :class:`~hardware.simt.sanitizer.Report` (None for faults that
+    have no tool, such as an address outside every allocation)."""
+
+    report: object = None
+
+
+class MemoryAccessError(SanitizerError):
+    """memcheck: out-of-bounds, unallocated, freed or misaligned memory access."""
+
+
+class RaceError(SanitizerError):
+    """racecheck: two accesses of different threads, at least one a write, unordered."""
+
+
+class UninitializedReadError(SanitizerError):
+    """initcheck: a read of shared, local or device memory that was never written."""
+
+
+class SyncError(SanitizerError):
+    """synccheck: a barrier or warp collective reached by part of its threads, or with
+    masks that disagree."""
+
+
+class HostMemoryError(PtxError, ValueError, IndexError):
+    """A host-side :class:`~hardware.simt.GlobalMemory` call on bytes outside every live
+    allocation, a bad free, or an allocation over the limit (names the address and the
+    allocations)."""
 
 
 class DeadlockError(ExecutionError):

@@ -39,7 +39,12 @@ pre-Volta reconvergence, with Volta's forward progress):
   than 64 times in a row behaves as under the plain stack. ``scheduling="lockstep"``
   is the pre-Volta model alone, under which such a kernel livelocks until
   ``max_steps``.
-- Registers, shared and local memory start at zero (on a GPU they start undefined).
+- Registers, shared and local memory start at zero (on a GPU they start undefined);
+  initcheck reports reading shared or local memory before it was written.
+- **Sanitizer** (:mod:`hardware.simt.sanitizer`, ``launch(sanitize=...)``): every access
+  is checked against the exact bounds of its allocation (global) or variable (shared,
+  local), and per-byte shadows record which bytes were written; other tools see each
+  access through :meth:`Wave._notify`.
 - Blocks run in batches of at most ``module.MAX_THREADS_PER_WAVE`` threads, in block
   order; all blocks of a batch execute together.
 
@@ -56,7 +61,8 @@ import numpy as np
 from .errors import ExecutionError, MemoryAccessError, PtxSyntaxError, UnsupportedPtxError
 from .instructions import Op, compile_instruction
 from .isa.operands import getter
-from .memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, GlobalMemory
+from .memory import LOCAL_WINDOW, SHARED_WINDOW, UNALLOCATED, WINDOW_SIZE, GlobalMemory
+from .sanitizer import DEFAULT, Access, Regions, Report, Session
 from .parser import Addr, Instruction, Reg, Sym
 from .stats import LaunchStats, MemoryCounters
 from .types import PtxType
@@ -157,6 +163,10 @@ class Wave:
         self.local_size = lb
         self.lmem = np.zeros(max(T * lb, 16) + 16, dtype=np.uint8)
         self.lbase = slot * lb
+        # initcheck: per byte of shared and local memory, whether it was written
+        self.sinit = np.zeros(self.smem.size, dtype=bool)
+        self.linit = np.zeros(self.lmem.size, dtype=bool)
+        self.shared_regions, self.local_regions = _variable_regions(kernel, sh)
         self.rows_all = slot.reshape(W, 32)
         self.cur: Exec | None = None
         self._memo: dict[int, tuple] = {}
@@ -165,6 +175,16 @@ class Wave:
         self.gpu = cfg.gpu if cfg else None
         self.async_copies: Any = None  # cp.async state (hardware.simt.async_copy)
         self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
+        self.attach(None)
+
+    def attach(self, session: Session | None) -> None:
+        """Use the sanitizer ``session`` of a launch (None: the default tools, raising)."""
+        self.session = session if session is not None else Session(DEFAULT, self.stats)
+        opts = self.session.options
+        self.memcheck = opts.enabled("memcheck")
+        self.initcheck = opts.enabled("initcheck")
+        #: the registered tools of the launch (name -> instance), see .sanitizer
+        self.tools: dict[str, Any] = self.session.tools
 
     def reset(self, memory: GlobalMemory, params: bytes, stats: LaunchStats) -> None:
         """Prepare a compiled wave for another launch with the same blocks: registers,
@@ -179,6 +199,8 @@ class Wave:
                 arr.fill(0)
         self.smem.fill(0)
         self.lmem.fill(0)
+        self.sinit.fill(False)
+        self.linit.fill(False)
         if self.async_copies is not None:
             self.async_copies.reset()
         self.cur = None
@@ -284,7 +306,13 @@ class Wave:
                        inst: Instruction) -> np.ndarray:
         """Byte offsets into this wave's shared memory of a ``width``-byte .shared store
         at ``addr`` (checked, and counted in the statistics)."""
-        return self._access("st", "shared", ix, ex, self._full(ix, addr), width, inst)[1]
+        addr = self._full(ix, addr)
+        off = self._access("st", "shared", ix, ex, addr, width, inst)[1]
+        if off.size:
+            self.sinit[off[:, None] + np.arange(width)] = True
+        if self.tools:
+            self._notify("st", "shared", ix, off, width, inst)
+        return off
 
     def fault_here(self, inst: Instruction, msg: str) -> None:
         ex = self.cur
@@ -300,6 +328,77 @@ class Wave:
     def _mem_fault(self, ix: Any, pos: int, addr: int, inst: Instruction, why: str) -> None:
         thread = pos if isinstance(ix, slice) else int(ix[pos])
         raise MemoryAccessError(f"{self._where(thread, inst)}: {why} at address {addr:#x}")
+
+    # ------------------------------------------------------------ sanitizer
+    def describe_address(self, space: str, address: int) -> str:
+        """The allocation or variable ``address`` of ``space`` lies in, or the nearest."""
+        if space in ("global", "const"):
+            return self.memory.describe(address)
+        regions = self.shared_regions if space == "shared" else self.local_regions
+        return regions.describe(address)
+
+    def access_record(self, thread: int, inst: Instruction, kind: str, space: str,
+                      address: int, width: int = 0) -> Access:
+        """The :class:`~hardware.simt.sanitizer.Access` of thread slot ``thread``:
+        ``kind`` "ld"/"st"/"atom" (or "read"/"write"/"atomic"), ``address`` the global
+        address or the .shared/.local address."""
+        b = self.block_ids[int(self.thread_block[thread])]
+        lin = int(self.thread_linear[thread])
+        bx, by, _ = self.cfg.block if self.cfg else (32, 1, 1)
+        t = (lin % bx, lin // bx % by, lin // (bx * by))
+        return Access(_KINDS.get(kind, kind), space, tuple(int(x) for x in b), t,
+                      inst.line, inst.text, int(address), width,
+                      self.describe_address(space, int(address)))
+
+    def _report(self, tool: str, what: str, kind: str, space: str, ix: Any, pos: int,
+                addr: int, width: int, inst: Instruction, fault: bool = False) -> None:
+        """Report a one-access hazard of the access at position ``pos`` (raised
+        whatever ``sanitize`` says when ``fault``: the access cannot be performed)."""
+        thread = pos if isinstance(ix, slice) else int(ix[pos])
+        rep = Report(tool, self.kernel.name, what,
+                     self.access_record(thread, inst, kind, space, addr, width))
+        if fault:
+            err = MemoryAccessError(f"{self._where(thread, inst)}: {what} at address "
+                                    f"{addr:#x} ({rep.access.allocation})\n{rep}")
+            err.report = rep
+            raise err
+        self.session.report(rep)
+
+    def _notify(self, kind: str, space: str, ix: Any, off: np.ndarray, width: int,
+                inst: Instruction) -> None:
+        """Show one warp-level access to the registered tools (see .sanitizer)."""
+        threads = self._thread_ids(ix)
+        for tool in self.tools.values():
+            tool.access(self, kind, space, threads, off, width, inst)
+
+    def _shadow(self, space: str) -> np.ndarray:
+        if space in ("global", "const"):
+            return self.memory.init_shadow
+        return self.sinit if space == "shared" else self.linit
+
+    def _check_init(self, space: str, ix: Any, addr: np.ndarray, e: np.ndarray,
+                    isz: int, n: int, inst: Instruction, kind: str = "ld") -> None:
+        """initcheck: every byte the access reads was written (``e``: element indices
+        of ``isz`` bytes, ``n`` per thread)."""
+        sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
+        got = sv[e] if n == 1 else sv[e[:, None] + np.arange(n)]
+        ok = got == _SHADOW_ONES[isz]
+        if ok.all():
+            return
+        bad = ~ok if n == 1 else ~ok.all(axis=1)
+        pos = int(np.argmax(bad))
+        lane_ok = ok[pos] if n == 1 else ok[pos]
+        first = 0 if n == 1 else int(np.argmin(lane_ok))
+        what = f"read of uninitialized {space} memory"
+        self._report("initcheck", what, kind, space, ix, pos, int(addr[pos]) + first * isz,
+                     isz * n, inst)
+
+    def _mark_init(self, space: str, e: np.ndarray, isz: int, n: int) -> None:
+        sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
+        if n == 1:
+            sv[e] = _SHADOW_ONES[isz]
+        else:
+            sv[e[:, None] + np.arange(n)] = _SHADOW_ONES[isz]
 
     # ------------------------------------------------------------ memory
     def _split(self, ix: Any, ex: Exec, addr: np.ndarray) -> list[tuple[str, Any, Exec, np.ndarray]]:
@@ -323,31 +422,45 @@ class Wave:
         return out
 
     def _locate(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, width: int,
-                inst: Instruction) -> tuple[np.ndarray, np.ndarray]:
-        """(byte buffer, byte offsets) of the accesses, after every check."""
+                inst: Instruction, kind: str = "ld") -> tuple[np.ndarray, np.ndarray]:
+        """(byte buffer, byte offsets) of the accesses, after every check: a misaligned
+        access or one outside the space's memory is a fault (MemoryAccessError whatever
+        ``sanitize`` says); one past the exact end of its allocation or variable, or
+        into freed memory, is a memcheck hazard."""
         if (addr & (width - 1)).any() if width & (width - 1) == 0 else (addr % width).any():
             mis = (addr % width) != 0
             p = int(np.argmax(mis))
-            self._mem_fault(ix, p, int(addr[p]), inst, f"misaligned {width}-byte access")
+            self._report("memcheck", f"misaligned {width}-byte {space} access", kind, space,
+                         ix, p, int(addr[p]), width, inst, fault=True)
         if space in ("global", "const"):
-            bad = self.memory.check(addr, width)
-            if bad is not None:
-                p = int(bad[0])
-                a = int(addr[p])
-                self._mem_fault(ix, p, a, inst, f"out-of-bounds {space} access "
-                                f"({self.memory.describe(a)})")
-            return self.memory.buffer, addr - GLOBAL_BASE
+            off, p, why = self.memory.locate(addr, width)
+            if p is not None and (why == UNALLOCATED or self.memcheck):
+                what = ("use after free" if why == "freed" else
+                        f"out-of-bounds {space} access")
+                self._report("memcheck", what, kind, space, ix, p, int(addr[p]), width,
+                             inst, fault=why == UNALLOCATED)
+            return self.memory.buffer, off
         if space == "shared":
-            buf, base, lim, what = self.smem, self.sbase, self.smem_size, "block"
+            buf, base, lim, what, regions = (self.smem, self.sbase, self.smem_size, "block",
+                                             self.shared_regions)
         elif space == "local":
-            buf, base, lim, what = self.lmem, self.lbase, self.local_size, "thread"
+            buf, base, lim, what, regions = (self.lmem, self.lbase, self.local_size,
+                                             "thread", self.local_regions)
         else:
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: .{space} space")
-        if addr.size and (int(addr.min()) < 0 or int(addr.max()) + width > lim):
-            bad = (addr < 0) | (addr + width > lim)
-            p = int(np.argmax(bad))
-            self._mem_fault(ix, p, int(addr[p]), inst,
-                            f"out-of-bounds {space} access ({what} has {lim} bytes)")
+        if addr.size:
+            lo, hi = int(addr.min()), int(addr.max())
+            if lo < 0 or hi + width > lim:
+                bad = (addr < 0) | (addr + width > lim)
+                p = int(np.argmax(bad))
+                self._report("memcheck", f"out-of-bounds {space} access ({what} has {lim} "
+                             "bytes)", kind, space, ix, p, int(addr[p]), width, inst,
+                             fault=True)
+            if self.memcheck:
+                p = regions.first_outside(addr, width, lo, hi)
+                if p is not None:
+                    self._report("memcheck", f"out-of-bounds {space} access", kind, space,
+                                 ix, p, int(addr[p]), width, inst)
         return buf, base[ix] + addr
 
     def _rows(self, ix: Any, ex: Exec, addr: np.ndarray) -> np.ndarray:
@@ -407,7 +520,7 @@ class Wave:
                         self._memo[id(inst)] = (ix, addr.copy(), space, m_deltas, m_off,
                                                 m_lo + d0, m_hi + d0, kind, width)
                     return buf, m_off
-        buf, off = self._locate(space, ix, ex, addr, width, inst)
+        buf, off = self._locate(space, ix, ex, addr, width, inst, kind)
         deltas = self._record(kind, space, ix, ex, addr, width)
         if addr.size:
             self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off, int(addr.min()),
@@ -423,7 +536,10 @@ class Wave:
         """Whether ``[lo, end)`` lies in one allocation of ``space``."""
         if space in ("global", "const"):
             return self.memory.holds(lo, end)
-        return lo >= 0 and end <= (self.smem_size if space == "shared" else self.local_size)
+        if not self.memcheck:
+            return lo >= 0 and end <= (self.smem_size if space == "shared"
+                                       else self.local_size)
+        return (self.shared_regions if space == "shared" else self.local_regions).holds(lo, end)
 
     def _view(self, buf: np.ndarray, elem: np.dtype) -> np.ndarray:
         key = (id(buf), buf.size, elem)
@@ -460,6 +576,10 @@ class Wave:
             self.async_copies.check(off, width, ix, inst, "load")
         view = self._view(buf, elem)
         e = off // elem.itemsize
+        if self.initcheck:
+            self._check_init(space, ix, addr, e, elem.itemsize, n, inst)
+        if self.tools:
+            self._notify("ld", space, ix, off, width, inst)
         return view[e][:, None] if n == 1 else view[e[:, None] + np.arange(n)]
 
     def store(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, vals: np.ndarray,
@@ -484,10 +604,13 @@ class Wave:
             self.async_copies.check(off, elem.itemsize * n, ix, inst, "store")
         view = self._view(buf, elem)
         e = off // elem.itemsize
+        if self.tools:
+            self._notify("st", space, ix, off, elem.itemsize * n, inst)
         if n == 1:
             view[e] = vals[:, 0]
         else:
             view[e[:, None] + np.arange(n)] = vals
+        self._mark_init(space, e, elem.itemsize, n)
 
     def atomic(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, op: str, t: PtxType,
                srcs: list[np.ndarray], inst: Instruction) -> np.ndarray:
@@ -506,9 +629,13 @@ class Wave:
             return out
         if space not in ("global", "shared"):
             raise UnsupportedPtxError(f"line {inst.line}: atomics on .{space}")
-        buf, off = self._locate(space, ix, ex, addr, t.bytes, inst)
+        buf, off = self._locate(space, ix, ex, addr, t.bytes, inst, "atom")
         if space == "shared" and self.async_copies is not None:
             self.async_copies.check(off, t.bytes, ix, inst, "atomic")
+        if self.initcheck:
+            self._check_init(space, ix, addr, off // t.bytes, t.bytes, 1, inst, "atom")
+        if self.tools:
+            self._notify("atom", space, ix, off, t.bytes, inst)
         if self.stats is not None:
             self.stats.atomic_requests += int(ex.mask.any(axis=1).sum())
         view = buf[: buf.size - buf.size % t.bytes].view(t.storage).view(t.dtype)
@@ -574,6 +701,35 @@ class Wave:
                     raise AssertionError(op)
                 view[k] = new
         return old
+
+
+_KINDS = {"ld": "read", "st": "write", "atom": "atomic"}
+#: initcheck shadows are read through an unsigned view of each element's size: an
+#: element is written when all its flag bytes are 1
+_SHADOW_DTYPE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+                 8: np.dtype(np.uint64)}
+_SHADOW_ONES = {k: d.type(int.from_bytes(b"\x01" * k, "little"))
+                for k, d in _SHADOW_DTYPE.items()}
+
+
+def _variable_regions(kernel: Any, shared_bytes: int) -> tuple[Regions, Regions]:
+    """The .shared variables (static ones, then the dynamic region) and the .local
+    variables of ``kernel``, as memcheck bounds them."""
+    owner = getattr(kernel.module_key, "source", None)
+    decls = {v.name: v for v in list(getattr(owner, "variables", [])) + kernel.source.variables}
+    shared, static_end, externs = [], kernel.static_shared_bytes, []
+    for name, off in kernel.shared_offsets.items():
+        v = decls.get(name)
+        if v is not None and v.extern:
+            externs.append(name)
+        elif v is not None:
+            shared.append((off, off + v.nbytes, name))
+    if shared_bytes > static_end:
+        shared.append((static_end, shared_bytes,
+                       "/".join(externs) if externs else "dynamic shared memory"))
+    local = [(off, off + decls[name].nbytes, name) for name, off in kernel.local_offsets.items()
+             if name in decls]
+    return Regions("shared", shared), Regions("local", local)
 
 
 def _ftz_scalar(x: np.float32) -> np.float32:

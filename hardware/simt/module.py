@@ -17,6 +17,7 @@ from .executor import LaunchConfig, Wave
 from .inline import inline_calls
 from .memory import GlobalMemory
 from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, parse_ptx
+from .sanitizer import Session, parse_sanitize
 from .scheduler import BARRIER_MODES, SCHEDULING_MODES, run_wave
 from .stats import LaunchStats
 
@@ -229,7 +230,7 @@ class Module:
                memory: GlobalMemory, dynamic_shared: int = 0,
                max_steps: int = DEFAULT_MAX_STEPS,
                barrier_mode: str = "strict", gpu: str = DEFAULT_GPU,
-               scheduling: str | None = None) -> LaunchStats:
+               scheduling: str | None = None, sanitize: Any = None) -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -258,6 +259,10 @@ class Module:
                 threads wait for it yields to them, so that spin locks complete (policy
                 in :mod:`hardware.simt.executor`); "lockstep": the pre-Volta SIMT stack
                 alone, under which they livelock.
+            sanitize: the sanitizer's tools (memcheck, racecheck, initcheck,
+                synccheck) and whether their hazards raise or become
+                ``LaunchStats.warnings``; default None = every tool, raising (table of
+                values in :mod:`hardware.simt.sanitizer`).
 
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
@@ -308,6 +313,7 @@ class Module:
             raise LaunchError(f"{cfg.shared_bytes} bytes of shared memory per block exceed "
                               "the 228 KiB of sm_90")
         stats = LaunchStats(k.name, g, b)
+        session = Session(parse_sanitize(sanitize), stats, memory)
         block_threads = cfg.warps_per_block * 32
         per_wave = max(1, min(MAX_THREADS_PER_WAVE // block_threads,
                               MAX_WAVE_BYTES // max(1, block_threads * k.thread_bytes)))
@@ -318,7 +324,11 @@ class Module:
                 ids = range(start, min(start + per_wave, nblocks))
                 blocks = [(i % g[0], i // g[0] % g[1], i // (g[0] * g[1])) for i in ids]
                 wave = k.wave(cfg, blocks, memory, params, stats)
+                wave.attach(session)
+                session.begin_wave(wave)
                 run_wave(wave, int(max_steps), barrier_mode, scheduling)
+                session.end_wave(wave)
+        session.end_launch()
         return stats
 
 

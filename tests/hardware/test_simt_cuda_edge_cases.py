@@ -25,7 +25,7 @@ def _mod():
 def _run(kernel, grid, block, ins, outs, scalars=(), **kw):
     mem = GlobalMemory()
     ptrs = [mem.to_device(np.ascontiguousarray(a)) for a in ins]
-    optr = [mem.alloc(np.dtype(dt).itemsize * n) for dt, n in outs]
+    optr = [mem.calloc(np.dtype(dt).itemsize * n) for dt, n in outs]  # zeroed: atomics add
     _mod().launch(kernel, grid, block, ptrs + optr + list(scalars), mem, **kw)
     return [mem.from_device(p, dt, n) for p, (dt, n) in zip(optr, outs)]
 

@@ -190,7 +190,7 @@ def test_deterministic_stats_and_outputs():
     for _ in range(2):
         mem = GlobalMemory()
         pd = mem.to_device(data)
-        ph = mem.alloc(1024)
+        ph = mem.calloc(1024)
         st = gallery.load("histogram").launch("histogram", 2, 96, [pd, ph, 1000], mem)
         runs.append((mem.from_device(ph, np.uint32, 256).tobytes(), st))
     assert runs[0][0] == np.bincount(data, minlength=256).astype(np.uint32).tobytes()
@@ -361,7 +361,7 @@ $L_spin:
 $L_done:
     ret;""")
     mem = GlobalMemory()
-    flag = mem.alloc(4)
+    flag = mem.calloc(4)
     with pytest.raises(StepLimitError) as e:
         load_ptx(src).launch("k", 4, 64, [flag], mem, max_steps=3000)
     assert "warp 1 of block (0, 0, 0) (threads 32-63 of the block)" in str(e.value)

@@ -240,7 +240,7 @@ def test_histogram(seed, n):
     data = np.random.default_rng(seed).integers(0, 256, n).astype(np.uint8)
     mem = GlobalMemory()
     pd = mem.to_device(data)
-    ph = mem.alloc(256 * 4)
+    ph = mem.calloc(256 * 4)   # zeroed: the kernel adds to it
     st_ = gallery.load("histogram").launch("histogram", 3, 128, [pd, ph, n], mem)
     np.testing.assert_array_equal(mem.from_device(ph, np.uint32, 256),
                                   np.bincount(data, minlength=256))
@@ -378,7 +378,7 @@ def test_blocks_run_in_waves(monkeypatch):
         monkeypatch.setattr(module, "MAX_THREADS_PER_WAVE", limit)
         mem = GlobalMemory()
         pd = mem.to_device(data)
-        ph = mem.alloc(1024)
+        ph = mem.calloc(1024)
         st_ = gallery.load("histogram").launch("histogram", 5, 64, [pd, ph, 5000], mem)
         results.append((mem.from_device(ph, np.uint32, 256), st_))
     np.testing.assert_array_equal(results[0][0], np.bincount(data, minlength=256))
@@ -677,7 +677,7 @@ def test_spin_lock_completes_under_independent_scheduling(grid, block, n):
     while the holder waits at their reconvergence point."""
     mod = gallery.load("spinlock")
     mem = GlobalMemory()
-    order, total = mem.alloc(4 * n), mem.alloc(4)
+    order, total = mem.alloc(4 * n), mem.calloc(4)
     mod.launch("spinlock_order", grid, block, [order, total, n], mem)
     assert mem.from_device(total, np.int32, 1)[0] == n
     assert sorted(mem.from_device(order, np.int32, n).tolist()) == list(range(n))
@@ -686,7 +686,7 @@ def test_spin_lock_completes_under_independent_scheduling(grid, block, n):
 def test_spin_lock_livelocks_in_lockstep_mode():
     mod = gallery.load("spinlock")
     mem = GlobalMemory()
-    order, total = mem.alloc(4 * 32), mem.alloc(4)
+    order, total = mem.alloc(4 * 32), mem.calloc(4)
     with pytest.raises(StepLimitError, match="warp 0 of block"):
         mod.launch("spinlock_order", 1, 32, [order, total, 32], mem, max_steps=20_000,
                    scheduling="lockstep")
@@ -698,7 +698,7 @@ def test_flag_handoff_between_warps(scheduling):
     waiting warp gives way to the producer under independent scheduling."""
     mod = gallery.load("spinlock")
     mem = GlobalMemory()
-    flag, data, out = mem.alloc(4), mem.alloc(4 * 32), mem.alloc(4 * 32)
+    flag, data, out = mem.calloc(4), mem.alloc(4 * 32), mem.alloc(4 * 32)
     if scheduling == "lockstep":
         with pytest.raises(StepLimitError, match="warp 1 of block"):
             mod.launch("flag_handoff", 1, 64, [flag, data, out], mem, max_steps=20_000,
@@ -716,12 +716,12 @@ def test_warp_halves_hand_over_through_memory(block):
     other has run. Under independent scheduling they run in turn."""
     mod = gallery.load("spinlock")
     mem = GlobalMemory()
-    flags, out = mem.alloc(8), mem.alloc(4 * 32)
+    flags, out = mem.calloc(8), mem.alloc(4 * 32)
     mod.launch("warp_handshake", 1, block, [flags, out], mem)
     np.testing.assert_array_equal(mem.from_device(out, np.int32, 32),
                                   [8] * 16 + [7] * 16)
     with pytest.raises(StepLimitError):
-        mod.launch("warp_handshake", 1, block, [mem.alloc(8), out], mem,
+        mod.launch("warp_handshake", 1, block, [mem.calloc(8), out], mem,
                    max_steps=20_000, scheduling="lockstep")
 
 
