@@ -152,6 +152,14 @@ def _add_after(c: np.ndarray, s: np.ndarray, acc: AccumulatorFormat) -> np.ndarr
         return np.where(np.isinf(s), s, round_into(add_round_to_odd(c, s), _nearest(acc)))
 
 
+def _add_after_ieee(c: np.ndarray, s: np.ndarray, acc: AccumulatorFormat) -> np.ndarray:
+    """:func:`_add_after` where c and s are finite, their IEEE sum elsewhere (Inf of
+    one sign, or NaN)."""
+    with np.errstate(invalid="ignore"):
+        special = c + s
+    return np.where(np.isfinite(c) & np.isfinite(s), _add_after(c, s, acc), special)
+
+
 def _optional_int(v: object) -> bool:
     return v is None or (not isinstance(v, bool) and isinstance(v, (int, np.integer)))
 
@@ -531,7 +539,8 @@ class BlockFMA(Accumulation):
         if inside:
             return d
         if not (np.isfinite(d) and np.isfinite(c)):
-            return float(np.float64(c) + np.float64(d))  # IEEE: Inf and NaN rules
+            with np.errstate(invalid="ignore"):
+                return float(np.float64(c) + np.float64(d))  # IEEE: Inf and NaN rules
         return round_fraction(Fraction(c) + Fraction(d), _nearest(acc))
 
     def _interleaved_block(self, c: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -553,23 +562,48 @@ class BlockFMA(Accumulation):
         d = half.block(d, a[..., second], b[..., second], acc)
         if inside:
             return d
-        with np.errstate(invalid="ignore"):
-            special = d + c  # IEEE: NaN and Inf rules
-        return np.where(np.isfinite(d) & np.isfinite(c), _add_after(c, d, acc), special)
+        return _add_after_ieee(c, d, acc)
 
     def _interleaved_blocks(self, state: dict, a: np.ndarray, b: np.ndarray,
                             final: bool) -> None:
-        """:meth:`_blocks` of an interleaved model: one :meth:`_interleaved_block` per
-        block of n (the last, partial one padded with zero products)."""
+        """:meth:`_blocks` of an interleaved model: the products of every block put in
+        the order of its halves (the last, partial block padded with zero products) and
+        summed by the fast path of the half model; one :meth:`_interleaved_block` per
+        block where that path does not apply (non-finite operands)."""
         k = a.shape[-1]
         full = k if final else (k // self.n) * self.n
-        c = state["c"]
-        for k0 in range(0, full, self.n):
-            ab = a[..., :, None, k0:k0 + self.n]
-            bb = np.swapaxes(b[..., k0:k0 + self.n, :], -1, -2)[..., None, :, :]
-            c = self._interleaved_block(c, ab, bb, state["acc"])
+        c, acc = state["c"], state["acc"]
+        if full:
+            a_p, b_p = self._in_half_order(a[..., :full], b[..., :full, :])
+            half = self._half()
+            if not half._fast_ok(a_p, b_p):
+                for k0 in range(0, full, self.n):
+                    ab = a[..., :, None, k0:k0 + self.n]
+                    bb = np.swapaxes(b[..., k0:k0 + self.n, :], -1, -2)[..., None, :, :]
+                    c = self._interleaved_block(c, ab, bb, acc)
+            elif self.c_placement == "inside":  # a chain of half blocks from c
+                c = half._fast_blocks(c, a_p, b_p, acc)
+            else:  # every block's halves from +0 at once (blocks on a batch axis), then C
+                nb = a_p.shape[-1] // self.n
+                ab = np.moveaxis(a_p.reshape(a_p.shape[:-1] + (nb, self.n)), -2, -3)
+                bb = b_p.reshape(b_p.shape[:-2] + (nb, self.n, b_p.shape[-1]))
+                s = half._fast_blocks(np.zeros(1), ab, bb, acc)
+                for j in range(nb):
+                    c = _add_after_ieee(c, s[..., j, :, :], acc)
         state["c"] = c
         state["pa"], state["pb"] = a[..., :, full:], b[..., full:, :]
+
+    def _in_half_order(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``a`` (..., M, K) and ``b`` (..., K, N) padded with zeros to a multiple of n,
+        each block's products reordered: its first half, then its second."""
+        pad = (-a.shape[-1]) % self.n
+        if pad:
+            a = np.concatenate([a, np.zeros(a.shape[:-1] + (pad,))], axis=-1)
+            b = np.concatenate([b, np.zeros(b.shape[:-2] + (pad, b.shape[-1]))], axis=-2)
+        first, second = self._halves()
+        block = np.concatenate([first, second])
+        order = (np.arange(0, a.shape[-1], self.n)[:, None] + block).ravel()
+        return a[..., order], b[..., order, :]
 
     def __repr__(self) -> str:
         if self.name:

@@ -311,3 +311,25 @@ def test_bad_interleave_and_fp16_model_arguments():
         BlockFMA(8, 25, fp16_model=inner)
     with pytest.raises(ValueError, match="fp16_model needs fp16_accumulator=True"):
         BlockFMA(8, 25, fp16_accumulator=False, fp16_model=BlockFMA(8, 24))
+
+
+@pytest.mark.parametrize("name", ("H100-E4M3-MMA", "B200-E4M3"))
+@pytest.mark.parametrize("out", ["fp32", "fp16"])
+def test_special_values_follow_ieee_addition(name, out):
+    # Inf operands (the FP32 interface carries them) and Inf/NaN in C: the IEEE sum of
+    # the terms, as every block FMA model gives (+Inf + -Inf and 0 * Inf: NaN)
+    inf, nan = float("inf"), float("nan")
+    cases = [  # (a, b, c, want)
+        ({0: (inf, 1.0)}, 1.0, inf), ({0: (inf, 1.0), 5: (-inf, 1.0)}, 0.0, nan),
+        ({0: (inf, 0.0)}, 0.0, nan), ({0: (1.0, 2.0)}, inf, inf), ({0: (1.0, 2.0)}, -inf, -inf),
+        ({0: (1.0, 2.0)}, nan, nan), ({0: (inf, 1.0)}, -inf, nan), ({3: (-inf, 2.0)}, 1.0, -inf),
+    ]
+    model = BlockFMA.preset(name)
+    for pairs, c, want in cases:
+        a, b = placed(pairs)
+        cc = np.array([[c]], np.float32 if out == "fp32" else np.float16)
+        got = float(matmul(np.array([a], np.float32), np.array(b, np.float32)[:, None], cc,
+                           accumulate=name, out_format=out)[0, 0])
+        plain = model.dot_reference(np.array(a), np.array(b), c, out)
+        for v in (got, plain):
+            assert (np.isnan(v) and np.isnan(want)) or v == want, (pairs, c, v, want)
