@@ -144,6 +144,9 @@ def build_case(spec: CaseSpec, reg: Registry, seed: int,
     if unknown or clash:
         raise ValueError(f"case {spec.id}: tolerance/reference names {sorted(unknown)} "
                          f"are not outputs; names {sorted(clash)} are inputs and outputs")
+    if not set(outputs) - set(spec.reference):
+        raise ValueError(f"case {spec.id}: every output is a reference array; a case "
+                         "needs an expected output (otherwise it compares nothing)")
 
     def put(group: str, name: str, arr: np.ndarray) -> dict[str, Any]:
         if not fmt.ARRAY_NAME.match(name):

@@ -570,6 +570,9 @@ def _validate_case(case: Any, i: int, seen: set[str],
                 problems.append(f"{where}: expected.{name} has no tolerance")
             elif group != "expected" and has_tol:
                 problems.append(f"{where}: {group}.{name} must not carry a tolerance")
+    if isinstance(case["expected"], dict) and not case["expected"]:
+        problems.append(f"{where}: expected holds no output (a case that expects "
+                        "nothing would compare nothing)")
     if not problems:
         for name, entry in case["expected"].items():
             try:
@@ -672,10 +675,35 @@ class Case:
     files: dict[str, str] = field(default_factory=dict)
 
     def check(self, outputs: Mapping[str, Any]) -> dict[str, tol.Comparison]:
-        """Compare an implementation's outputs (by name) with this case's."""
-        return {name: self.tolerance[name].compare(outputs[name], self.expected[name],
-                                                   fmt=self.formats.get(name))
-                for name in self.expected if name in outputs}
+        """Compare an implementation's outputs (by name) with this case's: one
+        :class:`~oracle.tolerance.Comparison` per expected output, and one per unknown
+        name. Never a silent pass: an expected output missing from ``outputs`` is a
+        failed comparison ("missing"), and so is a name this case has no output of (a
+        misspelling would otherwise compare nothing).
+
+        Raises:
+            TypeError: ``outputs`` is not a mapping of output names to arrays.
+        """
+        if not isinstance(outputs, Mapping):
+            raise TypeError(f"case {self.id}: outputs must be a mapping of output names "
+                            f"to arrays, got {type(outputs).__name__}")
+        out: dict[str, tol.Comparison] = {}
+        for name in self.expected:
+            if name in outputs:
+                out[name] = self.tolerance[name].compare(outputs[name], self.expected[name],
+                                                         fmt=self.formats.get(name))
+            else:
+                out[name] = tol.Comparison(False, self.tolerance[name], problem=(
+                    f"case {self.id}: output {name!r} is missing (nothing was compared)"))
+        for name in outputs:
+            if name not in self.expected:
+                out[name] = tol.Comparison(False, tol.ExactTolerance(), problem=(
+                    f"case {self.id}: {name!r} is not an output of this case; its outputs "
+                    f"are {list(self.expected)}"))
+        if not out:
+            out["-"] = tol.Comparison(False, tol.ExactTolerance(), problem=(
+                f"case {self.id}: has no expected output: nothing was compared"))
+        return out
 
     def assert_matches(self, outputs: Mapping[str, Any]) -> None:
         """AssertionError with a failure table unless ``outputs`` holds exactly this
@@ -690,6 +718,9 @@ class Case:
         if not isinstance(outputs, Mapping):
             raise TypeError(f"case {self.id}: outputs must be a mapping of output names "
                             f"to arrays, got {type(outputs).__name__}")
+        if not self.expected:
+            raise AssertionError(f"case {self.id}: has no expected output: nothing "
+                                 "would be compared")
         missing = [name for name in self.expected if name not in outputs]
         unknown = [name for name in outputs if name not in self.expected]
         if missing or unknown:

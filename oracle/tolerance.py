@@ -77,6 +77,13 @@ def as_values(a: np.ndarray, fmt: str | None) -> np.ndarray:
     return as_float64(a, "values")
 
 
+def _native(a: np.ndarray) -> np.ndarray:
+    """``a`` in the machine's byte order (the same values; a copy only when needed)."""
+    if a.dtype.isnative:
+        return a
+    return a.astype(a.dtype.newbyteorder("="))
+
+
 def _bits(a: np.ndarray) -> np.ndarray:
     """The bit pattern of each element, as unsigned integers (values compare bitwise)."""
     a = np.asarray(a, dtype=np.asarray(a).dtype.newbyteorder("="), order="C")
@@ -308,8 +315,10 @@ class Tolerance:
     def compare(self, actual: Any, expected: Any, *, fmt: str | None = None) -> Comparison:
         """Compare ``actual`` with ``expected``; ``fmt`` names the low-precision format
         when both hold unsigned codes."""
-        actual = np.asarray(actual)
-        expected = np.asarray(expected)
+        # values are compared, not byte orders: a big-endian '>f4' result holds the
+        # same float32 values as the little-endian one a suite stores
+        actual = _native(np.asarray(actual))
+        expected = _native(np.asarray(expected))
         if actual.shape != expected.shape:
             return Comparison(False, self, problem=(
                 f"shape {actual.shape} differs from the expected {expected.shape}"))
@@ -352,7 +361,8 @@ def _result(tol: Tolerance, mismatch: np.ndarray, error: np.ndarray,
 
 @dataclass(frozen=True)
 class ExactTolerance(Tolerance):
-    """Bitwise equality, dtype included."""
+    """Bitwise equality, dtype included (byte order aside: a big-endian array with the
+    same values matches)."""
 
     kind: ClassVar[str] = "exact"
     error_label: ClassVar[str] = "steps apart"

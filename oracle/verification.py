@@ -15,6 +15,7 @@ that compared nothing, or (unless allowed with a reason) a missing result fails.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -264,8 +265,10 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
           allow_missing: str | None = None, rows_per_output: int = 5) -> CheckReport:
     """Compare result files under ``results`` (layout: :data:`RESULTS_LAYOUT`) with the
     suite at ``root``. Never a silent pass: the report fails when no output was
-    compared, when ``only`` selects no case, and when an expected result is missing
-    (unless ``allow_missing`` says why).
+    compared, when ``only`` selects no case, when an expected result is missing
+    (unless ``allow_missing`` says why), when a result has another dtype than the
+    expected output (byte order aside: values are compared), and when a case's result
+    folder holds a ``.npy`` that is not one of its expected outputs (misnamed).
 
     Args:
         only: restrict to case ids matching this glob (or containing it).
@@ -282,6 +285,10 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
         ValueError: an unknown variant choice or option.
         FileNotFoundError: ``results`` is not a directory.
     """
+    if isinstance(rows_per_output, bool) or not isinstance(rows_per_output, int) \
+            or rows_per_output < 0:
+        raise ValueError(f"rows_per_output must be a non-negative integer, got "
+                         f"{rows_per_output!r}")
     if allow_missing is not None and not (isinstance(allow_missing, str)
                                           and allow_missing.strip()):
         raise ValueError("--allow-missing needs a reason (a non-empty string)")
@@ -327,6 +334,14 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
                     f"instead, e.g. np.save(path, {hint}) (expected {expected.dtype.name} "
                     f"{list(expected.shape)})")))
                 continue
+            if got.dtype.newbyteorder("=") != expected.dtype.newbyteorder("="):
+                report.problems.append(Problem(case.id, rel, (
+                    f"{name}: dtype {got.dtype.name} differs from the expected "
+                    f"{expected.dtype.name}"
+                    + (f" (the {case.formats[name]} codes, not decoded values)"
+                       if name in case.formats else "")
+                    + "; not compared")))
+                continue
             fmt_name = case.formats.get(name)
             c: Comparison = case.tolerance[name].compare(got, expected, fmt=fmt_name)
             if c.ok:
@@ -352,12 +367,34 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
                     error = ("sign: -0 vs +0" if e_neg else "sign: +0 vs -0") + \
                         " (expected vs got)"
                 report.failures.append([case.id, name] + r[:4] + [error])
+    for rel in _unmatched_results(results, suite):
+        report.problems.append(Problem(rel.split("/", 1)[0], rel, (
+            "result file is not an expected output of its case (misnamed, or a "
+            "reference or input array?); it was not compared")))
     if report.checked == 0 and not report.problems:
         report.problems.append(Problem("-", "-", "no result was compared (nothing "
                                        "selected, or every result file missing)"))
     elif report.checked == 0:
         report.problems.append(Problem("-", "-", "no result was compared"))
     return report
+
+
+def _unmatched_results(results: Path, suite: fmt.Suite) -> list[str]:
+    """``.npy`` files in the results folder of a case of the suite that are not an
+    expected output of that case (a misspelt name would otherwise compare nothing)."""
+    out = []
+    for case in suite.cases:
+        folder = results / case.id
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        wanted = {case.files[name] for name in case.expected}
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue           # unreadable: each expected file is reported on its own
+        out += [f"{case.id}/{n}" for n in names
+                if n.endswith(".npy") and f"{case.id}/{n}" not in wanted]
+    return out
 
 
 def _as_float(a: np.ndarray, fmt_name: str | None) -> np.ndarray:

@@ -4,7 +4,8 @@ Each command lives in its own module under ``oracle.cli`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``. The table below is the one registry
 of commands; a module that is not present yet is simply not offered.
 
-Exit codes: 0 success, 1 a check failed, 2 usage error.
+Exit codes: 0 success, 1 a check failed (or an I/O error: a message naming the file,
+never a traceback), 2 usage error.
 """
 from __future__ import annotations
 
@@ -68,3 +69,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:   # an I/O failure (permissions, full disk): a message, exit 1
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -49,6 +49,8 @@ def _wrap(text: str, width: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.rows < 0:
+        raise ValueError(f"--rows must be >= 0, got {args.rows}")
     variants = V.parse(args.variant)
     try:
         report = check(args.dir, args.results, only=args.only, variants=variants,

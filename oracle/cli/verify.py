@@ -24,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.max_problems < 0:
+        raise ValueError(f"--max-problems must be >= 0, got {args.max_problems}")
     root = Path(args.dir)
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: no such directory")
