@@ -8,11 +8,14 @@ tensor-core model is exact there), and against refimpl.matmul's preset of the ch
 otherwise (the arithmetic the interpreter must delegate)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from simt_reference import round_code
 
-from hardware.simt import ExecutionError, LaunchError, UnsupportedPtxError, load_ptx
+from hardware.simt import (ExecutionError, GlobalMemory, LaunchError, UnsupportedPtxError,
+                           load_ptx)
 from hardware.simt.matrix import mma_layout
 from refimpl import matmul as mm
 
@@ -424,6 +427,36 @@ def test_fp8_mma_m16n8k32_hand_derived_probes(simt_lanes, gpu, acc):
     col = {"f32": 0, "f16": 1}[acc] + (2 if gpu == "B200" else 0)
     for (r, c), want in FP8_PROBES.items():
         assert vals[0, r, c] == want[col], (gpu, acc, r, c, vals[0, r, c], want[col])
+
+
+#: nvcc's PTX (sm_90) of tests/hardware/data/mma_fp8_dot.cu: one FP8 dot product of
+#: length 32 per warp through mma.sync.m16n8k32, D[0][0] of each warp stored
+FP8_DOT_PTX = Path(__file__).parent / "data" / "mma_fp8_dot.ptx"
+
+
+@pytest.mark.parametrize("acc", ["f32", "f16"])
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("gpu", ["H100", "H200", "B200"])
+def test_nvcc_mma_fp8_kernel_hand_derived_probes(gpu, fmt, acc):
+    # the probes of FP8_PROBES as one dot product per warp (their values are E5M2 values
+    # too, with the same results: the products' exponents differ but stay in the
+    # same grids), through the compiler's fragment set-up and mma.sync
+    A, B, C = _fp8_probe_operands()
+    keys = sorted(FP8_PROBES)
+    a = np.stack([A[0, r, :] for r, _ in keys])
+    b = np.stack([B[0, :, c] for _, c in keys])
+    cs = np.array([C[0, r, c] for r, c in keys])
+    mem = GlobalMemory()
+    ca = np.asarray(fp8_codes(a, fmt), np.uint8)
+    cbits = cs.astype(np.float32) if acc == "f32" else cs.astype(np.float16).view(np.uint16)
+    ptrs = [mem.to_device(x) for x in (ca, np.asarray(fp8_codes(b, fmt), np.uint8), cbits)]
+    out = mem.alloc(len(keys) * (4 if acc == "f32" else 2))
+    load_ptx(FP8_DOT_PTX.read_text()).launch(f"dot_{fmt}_{acc}", (2,), (128,),
+                                             ptrs + [out, len(keys)], mem, gpu=gpu)
+    got = mem.from_device(out, np.float32 if acc == "f32" else np.float16, (len(keys),))
+    col = {"f32": 0, "f16": 1}[acc] + (2 if gpu == "B200" else 0)
+    for i, key in enumerate(keys):
+        assert float(got[i]) == FP8_PROBES[key][col], (gpu, fmt, acc, key, got[i])
 
 
 @pytest.mark.parametrize("alay,blay", [("row", "col"), ("col", "row"), ("row", "row"),
