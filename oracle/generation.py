@@ -712,8 +712,8 @@ def generate(out: str | Path, *, suite: str = "default", only: str | None = None
     """
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
-    if jobs < 1:
-        raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"--jobs must be an integer of at least 1, got {jobs!r}")
     reg = registry or default_registry()
     cases = select(reg, suite, only, variants)
     if (only or variants) and not cases:
@@ -758,7 +758,8 @@ def _generate_into(out: Path, reg: Registry, cases: list[CaseSpec], suite: str,
             else:
                 raise ValueError("--jobs > 1 with a custom registry needs the fork start "
                                  "method")
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+            # never more workers than cases: each would be a whole Python process
+            with ProcessPoolExecutor(max_workers=min(jobs, len(cases)), mp_context=ctx,
                                      initializer=_init_worker,
                                      initargs=(suite, only, shard, seed, text,
                                                dict(variants or {}))) as pool:

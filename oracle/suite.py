@@ -48,6 +48,7 @@ import numpy as np
 
 from oracle import tolerance as tol
 from oracle._version import __version__
+from refimpl.formats import get as get_format
 
 SCHEMA = "gpu-numerics-oracle/suite"
 SCHEMA_VERSION = 1
@@ -424,7 +425,21 @@ def _check_array_entry(entry: Any, case_id: str, name: str, where: str) -> list[
     if "format" in entry and not (isinstance(fmt, str)
                                   and str(entry["dtype"]).startswith("uint")):
         problems.append(f"{where}: format must be a string naming the format of unsigned codes")
+    elif "format" in entry and not _known_format(fmt):
+        problems.append(f"{where}: format {fmt!r} is unknown to oracle {__version__}")
     return problems
+
+
+def _known_format(name: str) -> bool:
+    """Whether ``name`` is a format of the registry (or binary64, which tolerances know
+    without it)."""
+    if name.lower() in ("fp64", "float64", "binary64"):
+        return True
+    try:
+        get_format(name)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def validate_manifest(m: Any, operations: Mapping[str, Any] | None = None) -> list[str]:
@@ -580,6 +595,11 @@ def _validate_case(case: Any, i: int, seen: set[str],
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 problems.append(f"{where}: expected.{name}: {exc}")
                 continue
+            for attr in ("fmt", "scale_format"):
+                named = getattr(t, attr, None)
+                if named is not None and not _known_format(named):
+                    problems.append(f"{where}: expected.{name}: tolerance format "
+                                    f"{named!r} is unknown to oracle {__version__}")
             for ref in t.references():
                 if ref not in case["reference"]:
                     problems.append(f"{where}: expected.{name}: tolerance refers to "

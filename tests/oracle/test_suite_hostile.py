@@ -155,3 +155,17 @@ def test_negative_counts_are_usage_errors(golden: Path, tmp_path: Path, capsys) 
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="rows_per_output"):
             check(golden, res, rows_per_output=bad)
+
+
+@pytest.mark.parametrize("where", ["array", "tolerance"])
+def test_a_format_this_oracle_does_not_know_is_refused(golden: Path, where: str) -> None:
+    m = json.loads((golden / "manifest.json").read_text())
+    if where == "array":
+        m["cases"][0]["expected"]["codes"]["format"] = "fp17"
+    else:
+        m["cases"][1]["expected"]["y"]["tolerance"]["format"] = "fp17"
+    (golden / "manifest.json").write_bytes(fmt.finish_manifest(m))
+    problems = [p.message for p in verify(golden, registry=DEMO, progress=None).problems]
+    assert any("'fp17' is unknown" in p for p in problems)
+    with pytest.raises(fmt.SuiteError, match="'fp17' is unknown"):
+        oracle.load(golden)
