@@ -50,15 +50,16 @@ One block FMA computes d = c + a_1 b_1 + ... + a_n b_n as a single operation:
 Where C enters (``c_placement``):
 
 - ``"inside"``: c is one of the block's terms (steps 2-4): Volta, Turing, Ampere, Ada,
-  Hopper ``mma``/``wgmma`` and Blackwell ``tcgen05.mma``.
+  Hopper ``mma``/``wgmma`` (with FP8 operands and FP32 accumulators too) and Blackwell
+  ``tcgen05.mma``.
 - ``"after"``: the products alone form the block sum (steps 1, 3-5 without c), which is
   rounded into the accumulator as above and then added to c with a separate
   round-to-nearest-even addition in the accumulator format: d = RN(c + RZ(sum)).
-  Blackwell ``mma.sync`` with FP8 operands: comparisons with B200 outputs for random C
-  find the ``"inside"`` model ([KM25]'s ``B200TC.m``) off by one unit in the last place
-  on about a third of the samples and point to this placement; no published model has
-  it yet, so the presets mark it inferred (``tcgen05.mma``, modelled by [MMASim],
-  keeps C inside).
+  Blackwell ``mma.sync`` with FP8 operands, and Hopper's with FP8 operands and FP16
+  accumulators (with the interleaved halves below): on [KM25]'s published B200 outputs
+  for random C the ``"inside"`` model (their ``B200TC.m``) is off by one unit in the
+  last place on about a third of the samples, this placement on none (``tcgen05.mma``,
+  modelled by [MMASim], keeps C inside).
 
 Interleaved halves (``interleave=True``): the block's n products are summed as two
 chained block FMAs of n/2 products each, taken in pairs: first the products whose index

@@ -140,9 +140,11 @@ for _fmt, _n in (("FP16", 8), ("BF16", 8), ("TF32", 4)):
 for _fmt in ("E4M3", "E5M2"):
     _add(f"L40S-{_fmt}", "L40S", "Ada Lovelace", _fmt, "mma.m16n8k32",
          _bfma(f"L40S-{_fmt}", 16, 13, _EMIN[_fmt], -132, output_fraction_bits=13),
-         ("KM25", "MMASim"), "measured",
+         ("KM25", "MMASim", "KM25data"), "measured",
          "n = 16 (half of k = 32), F = 13 and an E8M13 accumulator (C truncated to 13 "
-         "fraction bits too), RZ; FP16 output RNE; floor -132 inferred from A100")
+         "fraction bits too), RZ; FP16 output RNE (two blocks, each rounded into FP16); "
+         "bit-exact on the 5000 published L40S (FP32) and Ada RTX 1000 (FP32, FP16) "
+         "outputs of each format; floor -132 inferred from A100")
 
 # ---------------------------------------------------------------- NVIDIA Hopper
 for _fmt, _n in (("FP16", 16), ("BF16", 16), ("TF32", 8)):
