@@ -17,9 +17,14 @@ Everything else is an :class:`~hardware.simt.errors.UnsupportedPtxError` or a
 """
 from __future__ import annotations
 
+import itertools
+import math
 import re
-from dataclasses import dataclass, field
+import struct
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Union
+
+import numpy as np
 
 from .errors import PtxSyntaxError, UnsupportedPtxError
 from .types import PtxType, ptx_type
@@ -48,7 +53,10 @@ class Imm:
 
 @dataclass(frozen=True)
 class FImm:
-    """A floating-point immediate given by its bits: ``0fXXXXXXXX`` or ``0dXXXXXXXXXXXXXXXX``."""
+    """A floating-point immediate given by its bits: ``0fXXXXXXXX`` (``width`` 32), or
+    ``0dXXXXXXXXXXXXXXXX`` and decimal literals such as ``1.5`` or ``1e-3`` (``width``
+    64: PTX ISA 4.5.2, a decimal literal is a double-precision value, rounded to
+    nearest from its decimal text)."""
     bits: int
     width: int
 
@@ -61,7 +69,9 @@ class Sym:
 
 @dataclass(frozen=True)
 class Addr:
-    """``[base+offset]``: base is a Reg, a Sym or None (an absolute address)."""
+    """``[base+offset]``: base is a Reg, a Sym or None (an absolute address). ``offset``
+    is the literal taken modulo 2^64 as a signed 64-bit value (address arithmetic is
+    64-bit: ``[%rd1+0xFFFFFFFFFFFFFFFF]`` is ``[%rd1+-1]``)."""
     base: Union[Reg, Sym, None]
     offset: int
 
@@ -288,7 +298,9 @@ def check_line_directive(stmt: str, line: int) -> None:
 # ---------------------------------------------------------------------------- operands
 
 
-def _split_top(s: str, sep: str = ",") -> list[str]:
+def _split_top(s: str, sep: str = ",", keep_empty: bool = False) -> list[str]:
+    """The items of ``s`` between top-level separators, stripped; an empty last item
+    (a trailing separator) is dropped unless ``keep_empty``."""
     out, depth, cur = [], 0, []
     for ch in s:
         if ch in "[{(":
@@ -300,32 +312,72 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
             cur = []
         else:
             cur.append(ch)
-    if "".join(cur).strip():
+    if "".join(cur).strip() or (keep_empty and out):
         out.append("".join(cur).strip())
     return out
 
 
+def _split_list(s: str, line: int, what: str) -> list[str]:
+    """The comma-separated items of ``s``; an empty item (``a,,b`` or a trailing comma)
+    is a PtxSyntaxError: every token of a statement must be consumed."""
+    items = _split_top(s, keep_empty=True)
+    if any(not x for x in items):
+        raise PtxSyntaxError(f"line {line}: empty item in the list of {what}: {s[:80]!r}")
+    return items
+
+
+#: integer literals are 64-bit (PTX ISA 4.5.1): signed or unsigned, so a value must lie
+#: in [-2^63, 2^64)
+INT_LITERAL_RANGE = (-(1 << 63), 1 << 64)
+_INT_FORMS = ((re.compile(r"0[xX][0-9a-fA-F]+"), 16), (re.compile(r"0[bB][01]+"), 2),
+              (re.compile(r"0[0-7]+"), 8), (re.compile(r"[0-9]+"), 10))
+
+
 def _int_literal(tok: str) -> int | None:
+    """The value of a PTX integer literal (hex, binary, octal or decimal, an optional
+    ``-`` and ``U`` suffix), None if ``tok`` is not one."""
     t = tok.strip()
     if t.endswith(("U", "u")):
         t = t[:-1]
     neg = t.startswith("-")
     if neg:
         t = t[1:]
-    try:
-        if re.fullmatch(r"0[xX][0-9a-fA-F]+", t):
-            v = int(t, 16)
-        elif re.fullmatch(r"0[bB][01]+", t):
-            v = int(t[2:], 2)
-        elif re.fullmatch(r"0[0-7]+", t):
-            v = int(t, 8)
-        elif re.fullmatch(r"[0-9]+", t):
-            v = int(t)
-        else:
-            return None
-    except ValueError:
-        return None
-    return -v if neg else v
+    for rx, base in _INT_FORMS:
+        if rx.fullmatch(t):
+            v = int(t[2:] if base == 2 else t, base)
+            return -v if neg else v
+    return None
+
+
+def _checked_int(v: int, tok: str, line: int, text: str) -> int:
+    lo, hi = INT_LITERAL_RANGE
+    if not lo <= v < hi:
+        raise PtxSyntaxError(f"line {line}: integer literal {tok!r} does not fit 64 bits "
+                             f"(PTX ISA 4.5.1: integer constants are 64-bit) in {text!r}")
+    return v
+
+
+def _wrap64(v: int) -> int:
+    """``v`` modulo 2^64 as a signed 64-bit value."""
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+#: a decimal floating-point literal (PTX ISA 4.5.2): digits with a '.', an exponent, or
+#: both; there is no size suffix
+_DECIMAL_FLOAT = re.compile(r"-?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+                            r"|[0-9]+[eE][-+]?[0-9]+)")
+_NUM_OFFSET = r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)"
+_ADDRESS = re.compile(rf"({_IDENT}(?:\.[xyz])?)(?:\+(-?{_NUM_OFFSET}))?|({_NUM_OFFSET})")
+
+
+def decimal_float(t: str, line: int, text: str) -> FImm:
+    """The double-precision literal ``t`` (decimal text rounded to nearest even, as
+    C's ``strtod``); a value too large for a double is a PtxSyntaxError."""
+    v = float(t)
+    if math.isinf(v):
+        raise PtxSyntaxError(f"line {line}: decimal float literal {t!r} overflows a "
+                             f"double (PTX ISA 4.5.2: decimal literals are .f64) in {text!r}")
+    return FImm(struct.unpack("<Q", struct.pack("<d", v))[0], 64)
 
 
 def parse_operand(tok: str, line: int, text: str) -> Operand:
@@ -337,28 +389,35 @@ def parse_operand(tok: str, line: int, text: str) -> Operand:
         return Sink()
     if t.startswith("[") and t.endswith("]"):
         inner = t[1:-1].replace(" ", "").replace("\t", "")
-        m = re.fullmatch(rf"({_IDENT}(?:\.[xyz])?)?(?:\+?(-?(?:0[xX][0-9a-fA-F]+|[0-9]+)))?",
-                         inner)
-        if not m or (m.group(1) is None and m.group(2) is None):
+        m = _ADDRESS.fullmatch(inner)
+        if not m:
             raise UnsupportedPtxError(f"line {line}: unsupported address operand {t!r} "
-                                      f"in {text!r}")
-        base_s, off_s = m.group(1), m.group(2)
+                                      f"in {text!r} (an address is [reg], [var], [reg+imm], "
+                                      "[var+imm] or [imm]; a negative offset is written "
+                                      "+-imm)")
+        base_s, off_s, abs_s = m.groups()
         if base_s is None:
             base = None
+            off_s = abs_s
         elif base_s.startswith("%"):
             base = Reg(base_s)
         else:
             base = Sym(base_s)
-        off = _int_literal(off_s) if off_s else 0
-        return Addr(base, int(off))
+        off = _checked_int(_int_literal(off_s), off_s, line, text) if off_s else 0
+        return Addr(base, _wrap64(off))
     if t.startswith("{") and t.endswith("}"):
-        return Vec(tuple(parse_operand(x, line, text) for x in _split_top(t[1:-1])))
+        return Vec(tuple(parse_operand(x, line, text)
+                         for x in _split_list(t[1:-1], line, "vector elements")))
     if "|" in t:
         a, b = t.split("|", 1)
-        return Pair(parse_operand(a, line, text), parse_operand(b, line, text))
+        first, second = parse_operand(a, line, text), parse_operand(b, line, text)
+        if isinstance(second, Pair):
+            raise PtxSyntaxError(f"line {line}: at most two destinations d|p: {t!r} "
+                                 f"in {text!r}")
+        return Pair(first, second)
     if t.startswith("!"):
         inner = parse_operand(t[1:], line, text)
-        if not isinstance(inner, Reg):
+        if not isinstance(inner, Reg) or inner.neg:
             raise PtxSyntaxError(f"line {line}: '!' applies to predicates only: {t!r}")
         return Reg(inner.name, True)
     m = re.fullmatch(r"0([fFdD])([0-9a-fA-F]+)", t)
@@ -370,14 +429,13 @@ def parse_operand(tok: str, line: int, text: str) -> Operand:
         return FImm(int(m.group(2), 16), width)
     v = _int_literal(t)
     if v is not None:
-        return Imm(v)
+        return Imm(_checked_int(v, t, line, text))
     if re.fullmatch(r"%[A-Za-z_$][\w$]*(?:\.[xyz])?", t):
         return Reg(t)
     if re.fullmatch(_IDENT, t):
         return Sym(t)
-    if re.fullmatch(r"-?[0-9]*\.[0-9]+(?:[eE][-+]?[0-9]+)?", t):
-        raise UnsupportedPtxError(f"line {line}: decimal float literal {t!r} (use the "
-                                  "0f/0d hex form nvcc emits) in {text!r}")
+    if _DECIMAL_FLOAT.fullmatch(t):
+        return decimal_float(t, line, text)
     raise PtxSyntaxError(f"line {line}: cannot parse operand {t!r} in {text!r}")
 
 
@@ -395,7 +453,7 @@ def _parse_reg_decl(stmt: str, line: int) -> list[tuple[str, PtxType]]:
         raise UnsupportedPtxError(f"line {line}: register type .{m.group(1)} is not "
                                   f"supported: {stmt!r}")
     out = []
-    for name in _split_top(m.group(2)):
+    for name in _split_list(m.group(2), line, "registers declared"):
         r = re.fullmatch(rf"({_IDENT})<(\d+)>", name)
         if r:
             count = int(r.group(2))
@@ -412,7 +470,10 @@ def _parse_reg_decl(stmt: str, line: int) -> list[tuple[str, PtxType]]:
 
 
 def _parse_variable(stmt: str, line: int) -> Variable:
-    """``[.extern] .shared|.local|.global|.const [.align N] .type name[[N]] [= init]``."""
+    """``[.extern] .shared|.local|.global|.const [.align N] .type name[[N]] [= init]``
+    (PTX ISA 5.4): the alignment a power of two, an array at least one element long
+    unless it is an ``.extern`` one (whose size the launch gives), and an initialiser
+    only on ``.global``/``.const`` variables."""
     m = re.fullmatch(
         rf"((?:\.(?:visible|extern|weak)\s+)*)\.(shared|local|global|const)\s+"
         rf"(?:\.align\s+(\d+)\s+)?\.(\w+)\s+({_IDENT})\s*(?:\[(\d*)\])?\s*(?:=\s*(.*))?",
@@ -423,11 +484,14 @@ def _parse_variable(stmt: str, line: int) -> Variable:
     extern = "extern" in (linkage or "")
     typ = ptx_type(tname)
     if typ is None or typ.kind == "pred":
-        raise UnsupportedPtxError(f"line {line}: variable type .{tname} in {stmt!r}")
-    if count == "":
-        if not (extern and space == "shared"):
-            raise UnsupportedPtxError(f"line {line}: unsized array {name} (only .extern "
-                                      ".shared arrays may be unsized)")
+        raise UnsupportedPtxError(f"line {line}: variable type .{tname} in {stmt!r} "
+                                  "(a .pred variable must be a .reg)")
+    if align is not None:
+        _check_align(int(align), line, stmt)
+    if count == "" or count == "0":
+        if not extern:
+            raise PtxSyntaxError(f"line {line}: array {name}[{count}] of no size (only "
+                                 f".extern arrays may be unsized or empty): {stmt[:80]!r}")
         n = 0
     else:
         n = int(count) if count is not None else 1
@@ -441,11 +505,21 @@ def _parse_variable(stmt: str, line: int) -> Variable:
             f"line {line}: .{space} variable {name} of {nbytes} bytes exceeds the "
             f"{limit} bytes {_LIMIT_SOURCE[space]}")
     data = None
+    if init is not None and space not in ("global", "const"):
+        raise PtxSyntaxError(f"line {line}: .{space} variables cannot be initialised "
+                             f"(PTX ISA 5.4.4): {stmt[:80]!r}")
     if space in ("global", "const"):
-        data = _initial_bytes(init, typ, nbytes, line, stmt) if init else bytes(nbytes)
-    elif init:
-        raise UnsupportedPtxError(f"line {line}: .{space} variables cannot be initialised")
+        elements = None if count is None else n
+        data = (_initial_bytes(init, typ, elements, line, stmt) if init is not None
+                else bytes(nbytes))
     return Variable(name, space, int(align) if align else typ.bytes, nbytes, extern, data)
+
+
+def _check_align(align: int, line: int, stmt: str) -> None:
+    """``.align N``: N must be a power of two (PTX ISA 5.4.5)."""
+    if align < 1 or align & (align - 1):
+        raise PtxSyntaxError(f"line {line}: .align {align} is not a power of two in "
+                             f"{stmt[:80]!r}")
 
 
 #: the most registers a kernel may declare (its threads each hold all of them)
@@ -466,24 +540,68 @@ _LIMIT_SOURCE = {
 MAX_PARAM_BYTES = 32764
 
 
-def _initial_bytes(init: str, typ: PtxType, nbytes: int, line: int, stmt: str) -> bytes:
-    """The bytes of an initialiser ``{1, 2, ...}`` (nested braces flattened) or a scalar;
-    elements are integers or 0f/0d float literals, each stored as ``typ``."""
-    items = [x for x in re.split(r"[{},\s]+", init.strip()) if x]
+def _initial_bytes(init: str, typ: PtxType, count: int | None, line: int,
+                   stmt: str) -> bytes:
+    """The bytes of the initialiser of a scalar (``count`` None: ``= 1``) or of an array
+    of ``count`` elements (``= {1, 2}``; missing elements are zero), each element
+    stored as ``typ`` by :func:`_initial_element` (PTX ISA 5.4.4, "Initializers")."""
+    text = init.strip()
+    if count is None:
+        if text.startswith("{"):
+            raise PtxSyntaxError(f"line {line}: a scalar variable takes a single value, "
+                                 f"not a list, as its initialiser: {stmt[:80]!r}")
+        items = [text]
+    else:
+        if not (text.startswith("{") and text.endswith("}")) or "{" in text[1:-1] \
+                or "}" in text[1:-1]:
+            raise PtxSyntaxError(f"line {line}: the initialiser of an array is one list "
+                                 f"{{a, b, ...}}: {stmt[:80]!r}")
+        items = _split_list(text[1:-1], line, "initial values")
+        if len(items) > count:
+            raise PtxSyntaxError(f"line {line}: {len(items)} initial values for an array "
+                                 f"of {count} elements: {stmt[:80]!r}")
     out = bytearray()
     for x in items:
-        op = parse_operand(x, line, stmt)
-        if isinstance(op, Imm):
-            v = op.value % (1 << typ.bits)
-        elif isinstance(op, FImm) and op.width == typ.bits:
-            v = op.bits
-        else:
-            raise UnsupportedPtxError(f"line {line}: initialiser element {x!r} of .{typ.name} "
-                                      f"is not supported in {stmt[:60]!r}")
+        v = _initial_element(parse_operand(x, line, stmt), typ, x, line, stmt)
         out += v.to_bytes(typ.bytes, "little")
-    if len(out) > nbytes:
-        raise PtxSyntaxError(f"line {line}: initialiser longer than the variable: {stmt[:60]!r}")
-    return bytes(out) + bytes(nbytes - len(out))
+    return bytes(out) + bytes(typ.bytes * (count or 1) - len(out))
+
+
+def _initial_element(op: Operand, typ: PtxType, x: str, line: int, stmt: str) -> int:
+    """The bits one initial value stores in a variable of type ``typ`` (as ptxas
+    assembles them): an integer literal is taken modulo 2^bits and may initialise
+    integer and bit-size types only; a floating-point literal initialises .f32, .f64
+    and bit-size types only: a 64-bit variable takes the literal's bits (a 0f literal
+    zero-extended), a variable of 32 bits or fewer the literal rounded to .f32 (to
+    nearest even; a 0f literal as it is), truncated to its width. .f16/.bf16 variables
+    cannot be initialised."""
+    def refuse(why: str) -> PtxSyntaxError:
+        return PtxSyntaxError(f"line {line}: initial value {x!r} of a .{typ.name} variable: "
+                              f"{why}: {stmt[:80]!r}")
+    if typ.kind == "f" and typ.bits not in (32, 64):
+        raise refuse(f"no initial value is allowed for .{typ.name}")
+    if isinstance(op, Imm):
+        if typ.kind == "f":
+            raise refuse("an integer literal does not initialise a floating-point variable "
+                         "(write 1.0 or 0f3F800000)")
+        return op.value % (1 << typ.bits)
+    if not isinstance(op, FImm):
+        raise UnsupportedPtxError(f"line {line}: initial value {x!r} (only integer and "
+                                  f"floating-point literals are supported): {stmt[:80]!r}")
+    if typ.kind in ("u", "s"):
+        raise refuse("a floating-point literal does not initialise an integer variable")
+    if typ.bits == 64:
+        return op.bits
+    bits = op.bits if op.width == 32 else f64_bits_to_f32_bits(op.bits)
+    return bits & ((1 << typ.bits) - 1)
+
+
+def f64_bits_to_f32_bits(bits: int) -> int:
+    """The bits of the .f32 nearest (ties to even) to the double with bits ``bits``;
+    too large a value becomes an infinity."""
+    with np.errstate(over="ignore"):
+        f = np.array(bits, dtype=np.uint64).view(np.float64).astype(np.float32)
+    return int(f.view(np.uint32))
 
 
 def _parse_params(text: str, line: int, kname: str) -> list[Param]:
@@ -491,8 +609,10 @@ def _parse_params(text: str, line: int, kname: str) -> list[Param]:
     .global .align 4 p`` and by-value aggregates ``.param .align 4 .b8 p[12]``; laid out
     in order, each at its alignment."""
     params: list[Param] = []
+    names: set[str] = set()
     offset = 0
-    for p in _split_top(text):
+    for p in (_split_list(text, line, f"parameters of kernel {kname}")
+              if text.strip() else []):
         q = " ".join(p.split())
         m = re.fullmatch(
             r"\.param((?:\s+\.align\s+\d+)?)\s+\.(\w+)((?:\s+\.ptr)?"
@@ -506,10 +626,19 @@ def _parse_params(text: str, line: int, kname: str) -> list[Param]:
             raise UnsupportedPtxError(f"line {line}: parameter type .{m.group(2)} of "
                                       f"kernel {kname}")
         count = int(m.group(5)) if m.group(5) else 1
+        for a in re.findall(r"\.align\s+(\d+)", (m.group(1) or "") + (m.group(3) or "")):
+            _check_align(int(a), line, q)
+        if count == 0:
+            raise PtxSyntaxError(f"line {line}: parameter {m.group(4)} of kernel {kname} "
+                                 "is an empty array")
+        if m.group(4) in names:
+            raise PtxSyntaxError(f"line {line}: parameter {m.group(4)} of kernel {kname} "
+                                 "declared twice")
         am = re.search(r"\.align\s+(\d+)", m.group(1) or "")
         # .align after .ptr states the pointee's alignment, not the parameter's
         align = int(am.group(1)) if (am and m.group(5)) else typ.bytes
         offset = -(-offset // align) * align
+        names.add(m.group(4))
         params.append(Param(m.group(4), typ, typ.bytes * count, align, offset))
         offset += typ.bytes * count
         if offset > MAX_PARAM_BYTES:
@@ -560,6 +689,7 @@ def parse_ptx(text: str) -> ModuleSource:
     if not isinstance(text, str):
         raise TypeError(f"PTX text must be a str, got {type(text).__name__}")
     mod = ModuleSource()
+    var_names: set[str] = set()
     stmts = list(_statements(_strip_comments(text)))
     i = 0
     while i < len(stmts):
@@ -612,62 +742,148 @@ def parse_ptx(text: str) -> ModuleSource:
         elif head in (".file", ".loc"):
             continue
         elif re.match(r"(\.extern\s+|\.visible\s+)*\.shared\b", s):
-            mod.variables.append(_parse_variable(s, line))
+            _add_module_variable(mod, _parse_variable(s, line), line, var_names)
         elif re.match(r"\.extern\s+\.func|\.extern\s+\.entry|(\.weak\s+)?\.func", s):
             continue  # a declaration only; a call to it is refused
         elif re.match(r"(\.visible\s+|\.extern\s+|\.weak\s+)*\.(global|const)\b", s):
-            mod.variables.append(_parse_variable(s, line))
+            _add_module_variable(mod, _parse_variable(s, line), line, var_names)
         else:
             raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r}")
     return mod
 
 
-def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
-    scopes: list[dict[str, str]] = [{}]
-    nscope = 0
+def _add_module_variable(mod: ModuleSource, v: Variable, line: int, seen: set[str]) -> None:
+    if v.name in seen:
+        raise PtxSyntaxError(f"line {line}: module variable {v.name} declared twice")
+    seen.add(v.name)
+    mod.variables.append(v)
 
-    def resolve(name: str) -> str:
-        for sc in reversed(scopes):
-            if name in sc:
-                return sc[name]
-        return name
 
-    def fix(op: Operand) -> Operand:
-        if isinstance(op, Sym) and (resolve(op.name) != op.name or op.name in k.registers):
-            return Reg(resolve(op.name))  # a register declared without '%' (inline asm)
+def _scope_labels(stmts: list, i: int, kname: str) -> list[set[str]]:
+    """The labels of each ``{ }`` scope of the kernel body starting at ``stmts[i]``,
+    scopes numbered in the order they open (0: the body itself). A label may be used
+    before its definition, in its scope and the scopes nested in it (PTX ISA 4.4: a
+    label in a nested scope is visible there only and hides one of the same name
+    outside); two labels of one name in one scope are a PtxSyntaxError."""
+    labels: list[set[str]] = [set()]
+    stack = [0]
+    for line, s, term in itertools.islice(stmts, i, None):
+        if term == ":":
+            if s in labels[stack[-1]]:
+                raise PtxSyntaxError(f"line {line}: label {s} defined twice in one scope "
+                                     f"of kernel {kname}")
+            labels[stack[-1]].add(s)
+        elif term == "{":
+            stack.append(len(labels))
+            labels.append(set())
+        elif term == "}":
+            stack.pop()
+            if not stack:
+                break
+    return labels
+
+
+class _Names:
+    """The names a kernel body declares, scope by scope (PTX ISA 4.4, 5.4: registers,
+    variables, parameters and labels share one name space per scope; a name declared
+    in a nested scope hides the same name outside it). Names of nested scopes get an
+    internal suffix ``#<scope>`` so that they are unique in the kernel."""
+
+    def __init__(self, labels: list[set[str]], params: list[Param], kname: str) -> None:
+        self.labels = labels
+        self.kname = kname
+        self.stack = [0]
+        self.decls: list[dict[str, tuple[str, str]]] = [{}]
+        self.opened = 0
+        for p in params:
+            self.decls[0][p.name] = ("param", p.name)
+
+    def open(self) -> None:
+        self.opened += 1
+        self.stack.append(self.opened)
+        self.decls.append({})
+
+    def close(self) -> bool:
+        """Leave the innermost scope; True when it was the kernel body."""
+        self.stack.pop()
+        self.decls.pop()
+        return not self.stack
+
+    @property
+    def nested(self) -> bool:
+        return len(self.stack) > 1
+
+    def internal(self, name: str) -> str:
+        return f"{name}#{self.stack[-1]}" if self.nested else name
+
+    def declare(self, name: str, kind: str, line: int) -> str:
+        """Declare a register (``kind`` "reg") or variable ("var") in the innermost
+        scope; its internal name."""
+        here = self.decls[-1]
+        if name in here or (kind == "var" and name in self.labels[self.stack[-1]]):
+            raise PtxSyntaxError(f"line {line}: {name} declared twice in one scope of "
+                                 f"kernel {self.kname}")
+        here[name] = (kind, self.internal(name))
+        return here[name][1]
+
+    def label(self, name: str, line: int) -> str:
+        kind = self.decls[-1].get(name, ("",))[0]
+        if kind in ("var", "param"):
+            raise PtxSyntaxError(f"line {line}: label {name} has the name of a "
+                                 f"{'variable' if kind == 'var' else 'parameter'} of "
+                                 f"kernel {self.kname}")
+        return self.internal(name)
+
+    def resolve(self, name: str) -> tuple[str, str] | None:
+        """(kind, internal name) of ``name`` as the innermost scope sees it."""
+        for depth in range(len(self.stack) - 1, -1, -1):
+            d = self.decls[depth].get(name)
+            if d is not None:
+                return d
+            if name in self.labels[self.stack[depth]]:
+                return ("label", name if depth == 0 else f"{name}#{self.stack[depth]}")
+        return None
+
+    def fix(self, op: Operand) -> Operand:
+        """``op`` with its names replaced by their internal names."""
         if isinstance(op, Reg):
-            return Reg(resolve(op.name), op.neg)
-        if isinstance(op, Addr) and isinstance(op.base, Reg):
-            return Addr(Reg(resolve(op.base.name), op.base.neg), op.offset)
-        if isinstance(op, Addr) and isinstance(op.base, Sym):
-            # an address like [%SP+0] written without '%' cannot occur; symbols stay
-            return op
+            r = self.resolve(op.name)
+            return Reg(r[1], op.neg) if r and r[0] == "reg" else op
+        if isinstance(op, Sym):
+            r = self.resolve(op.name)
+            if r is None or r[0] == "param":
+                return op
+            # a register declared without '%' (inline asm) is a register operand
+            return Reg(r[1]) if r[0] == "reg" else Sym(r[1])
+        if isinstance(op, Addr) and op.base is not None:
+            base = self.fix(op.base)
+            return op if base == op.base else Addr(base, op.offset)
         if isinstance(op, Vec):
-            return Vec(tuple(fix(x) for x in op.items))
+            return Vec(tuple(self.fix(x) for x in op.items))
         if isinstance(op, Pair):
-            return Pair(fix(op.first), fix(op.second))
+            return Pair(self.fix(op.first), self.fix(op.second))
         return op
 
+
+def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
+    names = _Names(_scope_labels(stmts, i, k.name), k.params, k.name)
     pending_labels: list[str] = []
     totals: dict[str, int] = {}
     while i < len(stmts):
         line, s, term = stmts[i]
         i += 1
         if term == ":":
-            if s in k.labels or s in pending_labels:
-                raise PtxSyntaxError(f"line {line}: label {s} defined twice in {k.name}")
-            pending_labels.append(s)
+            pending_labels.append(names.label(s, line))
             continue
         if term == "{":
             if s:
                 raise PtxSyntaxError(f"line {line}: unexpected {s!r} before '{{'")
-            scopes.append({})
+            names.open()
             continue
         if term == "}":
             if s:
                 raise PtxSyntaxError(f"line {line}: missing ';' after {s!r}")
-            scopes.pop()
-            if not scopes:
+            if names.close():
                 for lab in pending_labels:
                     k.labels[lab] = len(k.instructions)
                 return i
@@ -675,54 +891,55 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
         if not s:
             continue
         if s.startswith("."):
-            # '.reg.b16 hl, hu' (no space, as in cuda_fp16's h2sqrt inline asm)
-            s = re.sub(r"^\.(reg|local|shared)\.", r".\1 .", s)
-            head = s.split()[0]
-            if head == ".reg":
-                for name, typ in _parse_reg_decl(s, line):
-                    if len(scopes) > 1:
-                        nscope += 1
-                        internal = f"{name}#{nscope}"
-                        scopes[-1][name] = internal
-                        name = internal
-                    k.registers[name] = typ
-                if len(k.registers) > MAX_REGISTERS:
-                    raise UnsupportedPtxError(
-                        f"line {line}: kernel {k.name} declares more than {MAX_REGISTERS} "
-                        "registers (counting those of every inlined call)")
-            elif head in (".shared", ".local", ".extern"):
-                v = _parse_variable(s, line)
-                k.variables.append(v)
-                totals[v.space] = totals.get(v.space, 0) + v.nbytes
-                for space, total in totals.items():
-                    if total > MAX_VARIABLE_BYTES[space]:
-                        raise UnsupportedPtxError(
-                            f"line {line}: the .{space} variables of kernel {k.name} take "
-                            f"{total} bytes, more than the {MAX_VARIABLE_BYTES[space]} "
-                            f"bytes {_LIMIT_SOURCE[space]}")
-            elif head in (".loc", ".file"):
-                check_line_directive(s, line)
-            elif head == ".pragma":
-                _check_pragma(s, line)
-            elif head == ".param" and len(scopes) > 1:
-                # the start of nvcc's call sequence ({ .param ...; st.param; call ...})
-                raise UnsupportedPtxError(
-                    f"line {line}: {s[:60]!r} in kernel {k.name} begins a call sequence "
-                    "that was not inlined (load the module with load_ptx, which inlines "
-                    "calls to the .func functions the module defines)")
-            else:
-                raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r} "
-                                          f"in kernel {k.name}")
+            _parse_body_directive(s, line, k, names, totals)
             continue
         inst = _parse_instruction(s, line)
         inst = Instruction(inst.line, inst.text, inst.opcode, inst.parts,
-                           tuple(fix(o) for o in inst.operands),
-                           fix(inst.guard) if inst.guard else None)
+                           tuple(names.fix(o) for o in inst.operands),
+                           names.fix(inst.guard) if inst.guard else None)
         for lab in pending_labels:
             k.labels[lab] = len(k.instructions)
         pending_labels = []
         k.instructions.append(inst)
     raise PtxSyntaxError(f"line {k.line}: body of kernel {k.name} is not closed by '}}'")
+
+
+def _parse_body_directive(s: str, line: int, k: KernelSource, names: _Names,
+                          totals: dict[str, int]) -> None:
+    """One declaration or directive statement of a kernel body."""
+    # '.reg.b16 hl, hu' (no space, as in cuda_fp16's h2sqrt inline asm)
+    s = re.sub(r"^\.(reg|local|shared)\.", r".\1 .", s)
+    head = s.split()[0]
+    if head == ".reg":
+        for name, typ in _parse_reg_decl(s, line):
+            k.registers[names.declare(name, "reg", line)] = typ
+        if len(k.registers) > MAX_REGISTERS:
+            raise UnsupportedPtxError(
+                f"line {line}: kernel {k.name} declares more than {MAX_REGISTERS} "
+                "registers (counting those of every inlined call)")
+    elif head in (".shared", ".local", ".extern"):
+        v = _parse_variable(s, line)
+        v = replace(v, name=names.declare(v.name, "var", line))
+        k.variables.append(v)
+        totals[v.space] = totals.get(v.space, 0) + v.nbytes
+        if totals[v.space] > MAX_VARIABLE_BYTES[v.space]:
+            raise UnsupportedPtxError(
+                f"line {line}: the .{v.space} variables of kernel {k.name} take "
+                f"{totals[v.space]} bytes, more than the {MAX_VARIABLE_BYTES[v.space]} "
+                f"bytes {_LIMIT_SOURCE[v.space]}")
+    elif head in (".loc", ".file"):
+        check_line_directive(s, line)
+    elif head == ".pragma":
+        _check_pragma(s, line)
+    elif head == ".param" and names.nested:
+        # the start of nvcc's call sequence ({ .param ...; st.param; call ...})
+        raise UnsupportedPtxError(
+            f"line {line}: {s[:60]!r} in kernel {k.name} begins a call sequence "
+            "that was not inlined (load the module with load_ptx, which inlines "
+            "calls to the .func functions the module defines)")
+    else:
+        raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r} "
+                                  f"in kernel {k.name}")
 
 
 _UNSUPPORTED_OPCODES = {
@@ -735,6 +952,28 @@ _UNSUPPORTED_OPCODES = {
     "suq": "surface instructions are not supported",
     "wgmma": "warpgroup matrix instructions are not supported",
 }
+
+
+#: modifiers an instruction can carry at most once (PTX ISA 9.7: state spaces,
+#: rounding, flush and saturation, ordering and scope, cache operators, vector widths);
+#: types and matrix layouts may repeat (``cvt.rni.f32.f32``, ``wmma.mma.sync.row.row``)
+_SINGLE_MODIFIERS = frozenset(
+    "global shared local param const generic rn rz rm rp rni rzi rmi rpi ftz sat satfinite "
+    "approx full sync aligned uni volatile relaxed acquire release acq_rel sc weak wide hi "
+    "lo cc nc ca cg cs lu cv wb wt v2 v4 v8 relu up down bfly idx clamp wrap shiftamt "
+    "cta gpu sys cluster".split())
+
+
+def _check_modifiers(parts: tuple[str, ...], line: int, text: str) -> None:
+    """Refuse an empty modifier (``add..s32``) and one of :data:`_SINGLE_MODIFIERS`
+    given twice (``ld.global.global.u32``)."""
+    if any(not p for p in parts):
+        raise PtxSyntaxError(f"line {line}: empty modifier in {text!r}")
+    seen: set[str] = set()
+    for p in parts[1:]:
+        if p in seen and p in _SINGLE_MODIFIERS:
+            raise PtxSyntaxError(f"line {line}: modifier .{p} given twice in {text!r}")
+        seen.add(p)
 
 
 def _parse_instruction(s: str, line: int) -> Instruction:
@@ -750,13 +989,15 @@ def _parse_instruction(s: str, line: int) -> Instruction:
         raise PtxSyntaxError(f"line {line}: cannot parse instruction {text!r}")
     opcode, ops = m.group(1), m.group(2).strip()
     parts = tuple(opcode.split("."))
+    _check_modifiers(parts, line, text)
     if parts[0] in _UNSUPPORTED_OPCODES:
         raise UnsupportedPtxError(f"line {line}: {text!r}: {_UNSUPPORTED_OPCODES[parts[0]]}")
-    toks = _split_top(ops) if ops else []
+    toks = _split_list(ops, line, "operands") if ops else []
     if parts[0] == "call":
         # call{.uni} (ret), func, (args) (PTX ISA 9.7.12.2): the lists become Vec operands
         operands = tuple(
-            Vec(tuple(parse_operand(x, line, text) for x in _split_top(o[1:-1])))
+            Vec(tuple(parse_operand(x, line, text)
+                      for x in _split_list(o[1:-1], line, "call arguments")))
             if o.startswith("(") and o.endswith(")") else parse_operand(o, line, text)
             for o in toks)
     else:

@@ -60,7 +60,8 @@ def test_unsupported_constructs(body, what):
     (HEAD + ".visible .entry k(.param .u64 p0)\n{\n    ret;\n", "not closed"),
     (kernel("    add.u32 %r1, %r2, %r3\n    ret;"), "line"),
     (kernel("    bra $L_nowhere;\n    ret;"), "undefined label"),
-    (kernel("    mov.u32 %r1, 1.5;\n    ret;"), "decimal float"),
+    (kernel("    mov.u32 %r1, 1.5;\n    ret;"), r"line 11: 'mov.u32 %r1, 1.5': floating-point "
+     r"literal of the 0d or decimal \(.f64\) form used as a .u32 operand"),
     (HEAD + "$L1:\n", "outside a kernel"),
 ])
 def test_malformed(src, match):
@@ -271,15 +272,33 @@ def test_oversized_module_variables_and_parameters_are_refused():
 @pytest.mark.parametrize("inst,match", [
     ("bar.sync 16;", "barrier id 16 outside 0..15"),
     ("barrier.sync 1, 48;", "thread count 48"),
-    ("add.s32 %r1, %r1, 5000000000;", "immediate 5000000000 does not fit a 32-bit"),
-    ("add.u32 %r1, %r1, -2147483649;", "immediate -2147483649 does not fit a 32-bit"),
-    ("mov.u16 %rs1, 65536;", "immediate 65536 does not fit a 16-bit"),
     ("bar.sync 0, 64, 3;", "an id and an optional thread count"),
     ("ret %r1;", "ret takes no operands"),
 ])
 def test_out_of_range_operands_are_refused(inst, match):
     with pytest.raises(UnsupportedPtxError, match=match):
         load_ptx(kernel(f"    {inst}\n    ret;", regs=".reg .b16 %rs<2>;"))
+
+
+def test_wide_integer_immediates_are_truncated_to_the_operand():
+    # PTX ISA 4.5.1: an integer literal is 64-bit and converted to the size of its use
+    # (ptxas accepts each of these): 5000000000 = 2^32 + 705032704, -2147483649 =
+    # -2^32 + 2147483647, 65537 = 2^16 + 1, 2^64 - 1 = -1 as 64 bits
+    src = kernel("""    ld.param.u64 %rd1, [p0];
+    mov.u32 %r1, 0;
+    add.s32 %r2, %r1, 5000000000;
+    add.u32 %r3, %r1, -2147483649;
+    mov.u16 %rs1, 65537;
+    cvt.u32.u16 %r4, %rs1;
+    st.global.v4.u32 [%rd1], {%r2, %r3, %r4, %r1};
+    mov.u64 %rd2, 18446744073709551615;
+    st.global.u64 [%rd1+16], %rd2;
+    ret;""", regs=".reg .b16 %rs<2>;")
+    mem = GlobalMemory()
+    out = mem.alloc(24)
+    load_ptx(src).launch("k", 1, 1, [out], mem)
+    assert mem.from_device(out, np.uint32, 3).tolist() == [705032704, 2147483647, 1]
+    assert mem.from_device(out + 16, np.uint64, 1)[0] == 2**64 - 1
 
 
 def test_in_range_immediates_are_accepted():

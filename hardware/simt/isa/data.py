@@ -90,6 +90,8 @@ def _address(op: Any, ctx: Any, inst: Instruction, space: str) -> Callable:
     """``f(ix)`` -> int64 addresses of an ``[base+offset]`` operand in ``space``."""
     if not isinstance(op, Addr):
         raise _unsupported(inst, f"expected an address operand, got {op!r}")
+    # the parser gives the offset modulo 2^64 as a signed 64-bit value: addresses are
+    # 64-bit, and one outside every allocation faults when it is accessed
     off = np.int64(op.offset)
     if op.base is None:
         return lambda ix: off
@@ -102,7 +104,7 @@ def _address(op: Any, ctx: Any, inst: Instruction, space: str) -> Callable:
             return lambda ix: np.int64(ctx.module_symbol(name)) + off
         if space == "generic":
             a = a + ctx.window(sp)
-        v = np.int64(a) + off
+        v = np.int64((a + op.offset + (1 << 63)) % (1 << 64) - (1 << 63))
         return lambda ix: v
     arr = ctx.register(op.base.name, inst)
     if arr.dtype == np.uint64:
@@ -228,6 +230,8 @@ def c_shfl(inst: Instruction, ctx: Any) -> Op:
         return int(v0) if bool((v == v0).all()) else None
 
     def fn(ix: Any, ex: Any) -> None:
+        if "synccheck" in ctx.tools:  # member-mask checks (hardware.simt.synccheck)
+            ctx.tools["synccheck"].collective(ctx, ex, inst, _rowvals(gm, ix, ex, np.uint32))
         rows = ex.rows            # (G, 32) thread indices of the warps
         act = ex.mask             # (G, 32) executing lanes
         if act.all() and ex.lane_active.all():

@@ -11,7 +11,7 @@ import numpy as np
 from refimpl.rounding_modes import PTX_INTEGER_MODIFIERS, PTX_MODIFIERS
 
 from .. import rounding
-from ..errors import UnsupportedPtxError
+from ..errors import PtxSyntaxError, UnsupportedPtxError
 from ..parser import FImm, Imm, Instruction, Reg, Sink, Sym
 from ..types import PtxType, TYPES, UINT_OF_WIDTH
 
@@ -36,6 +36,10 @@ class Op:
 
 def _unsupported(inst: Instruction, why: str) -> UnsupportedPtxError:
     return UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {why}")
+
+
+def _malformed(inst: Instruction, why: str) -> PtxSyntaxError:
+    return PtxSyntaxError(f"line {inst.line}: {inst.text!r}: {why}")
 
 
 def _types_in(inst: Instruction) -> list[PtxType]:
@@ -63,6 +67,34 @@ def _scalar(value: int | float, t: PtxType) -> Any:
     return np.array(int(value) & mask, dtype=UINT_OF_WIDTH[t.bits]).view(t.dtype)[()]
 
 
+def literal_value(op: Imm | FImm, t: PtxType, inst: Instruction) -> Any:
+    """The value of a literal operand read as type ``t`` (PTX ISA 4.5, as ptxas
+    checks it). An integer literal is 64-bit and converted to the operand's size at
+    its use (taken modulo 2^bits); it is not a floating-point operand (``mov.f32 %f1,
+    1`` is refused: write ``1.0``). A floating-point literal (0f: .f32; 0d or decimal:
+    .f64) is a .f32/.f64 operand, converted to it (rounded to nearest even), or a
+    bit-size operand of its own width (its bits); never an integer operand."""
+    if isinstance(op, Imm):
+        if t.kind == "pred":
+            return bool(op.value)
+        if t.kind == "f":
+            raise _malformed(inst, f"integer literal {op.value} used as a .{t.name} "
+                                   "operand (a floating-point operand takes a "
+                                   "floating-point literal such as 1.0 or 0f3F800000)")
+        return _scalar(op.value, t)
+    if t.kind == "f" and t.bits in (32, 64):
+        f = np.array(op.bits, dtype=UINT_OF_WIDTH[op.width]).view(
+            np.float32 if op.width == 32 else np.float64)[()]
+        with np.errstate(over="ignore"):
+            return t.dtype.type(f)
+    if t.kind == "b" and t.bits == op.width:
+        return _scalar(op.bits, t)
+    form = "0f (.f32)" if op.width == 32 else "0d or decimal (.f64)"
+    raise _malformed(inst, f"floating-point literal of the {form} form used as a "
+                           f".{t.name} operand (it is a .f32/.f64 operand or the bits of a "
+                           f".b{op.width} one)")
+
+
 def getter(op: Any, t: PtxType, ctx: Any, inst: Instruction) -> Callable:
     """A function ``f(ix)`` returning the operand's values as ``t.dtype`` (array or scalar)."""
     if isinstance(op, Reg):
@@ -86,24 +118,8 @@ def getter(op: Any, t: PtxType, ctx: Any, inst: Instruction) -> Callable:
             return lambda ix: arr[ix].astype(narrow).view(dt)
         raise _unsupported(inst, f"register {op.name} ({rbits} bits) is narrower than "
                                  f".{t.name}")
-    if isinstance(op, Imm):
-        if t.kind == "pred":
-            v = bool(op.value)
-            return lambda ix: v
-        if t.kind != "f" and not -(1 << (t.bits - 1)) <= op.value < (1 << t.bits):
-            raise _unsupported(inst, f"immediate {op.value} does not fit a {t.bits}-bit "
-                                     "operand")
-        s = _scalar(op.value, t)
-        return lambda ix: s
-    if isinstance(op, FImm):
-        if t.kind == "f" and t.bits in (32, 64):
-            f = np.array(op.bits, dtype=UINT_OF_WIDTH[op.width]).view(
-                np.float32 if op.width == 32 else np.float64)[()]
-            s = t.dtype.type(f)
-        elif t.bits == op.width:
-            s = _scalar(op.bits, t)
-        else:
-            raise _unsupported(inst, f"float literal of {op.width} bits for .{t.name}")
+    if isinstance(op, (Imm, FImm)):
+        s = literal_value(op, t, inst)
         return lambda ix: s
     if isinstance(op, Sym):
         space, addr = ctx.symbol(op.name, inst)
