@@ -8,6 +8,7 @@ tensor-core model is exact there), and against refimpl.matmul's preset of the ch
 otherwise (the arithmetic the interpreter must delegate)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -457,6 +458,32 @@ def test_nvcc_mma_fp8_kernel_hand_derived_probes(gpu, fmt, acc):
     col = {"f32": 0, "f16": 1}[acc] + (2 if gpu == "B200" else 0)
     for i, key in enumerate(keys):
         assert float(got[i]) == FP8_PROBES[key][col], (gpu, fmt, acc, key, got[i])
+
+
+@pytest.mark.parametrize("gpu", ["H100", "H200", "B200"])
+def test_nvcc_mma_fp8_kernel_reproduces_published_gpu_outputs(gpu):
+    # the sample of published real-GPU outputs of tests/refimpl/data (its file names the
+    # source and licence): the same kernel shape, one dot product per warp
+    data = json.loads((Path(__file__).parents[1] / "refimpl" / "data" /
+                       "mma_fp8_published.json").read_text())
+    module = load_ptx(FP8_DOT_PTX.read_text())
+    for fmt in ("e4m3", "e5m2"):
+        for acc, ftype, ctype in (("fp32", np.float32, np.float32),
+                                  ("fp16", np.float16, np.float16)):
+            cases = [x for x in data["cases"] if (x["gpu"], x["format"], x["accumulator"])
+                     == (gpu, fmt, acc)]
+            assert cases
+            mem = GlobalMemory()
+            a = np.frombuffer(bytes.fromhex("".join(x["a"] for x in cases)), np.uint8)
+            b = np.frombuffer(bytes.fromhex("".join(x["b"] for x in cases)), np.uint8)
+            c = np.array([float.fromhex(x["c"]) for x in cases]).astype(ctype)
+            ptrs = [mem.to_device(np.ascontiguousarray(x)) for x in (a, b, c)]
+            out = mem.alloc(len(cases) * np.dtype(ftype).itemsize)
+            module.launch(f"dot_{fmt}_{acc.replace('fp', 'f')}", (-(-len(cases) // 4),),
+                          (128,), ptrs + [out, len(cases)], mem, gpu=gpu)
+            got = mem.from_device(out, ftype, (len(cases),)).astype(np.float64)
+            want = np.array([float.fromhex(x["d"]) for x in cases])
+            assert (got == want).all(), (fmt, acc, got, want)
 
 
 @pytest.mark.parametrize("alay,blay", [("row", "col"), ("col", "row"), ("row", "row"),
