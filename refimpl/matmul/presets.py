@@ -184,9 +184,11 @@ for _fmt in ("E4M3", "E5M2"):
          "two interleaved halves of 16 (k = 0, 1 mod 4, then 2, 3 mod 4), F = 25, each "
          "rounded into the accumulator (FP32 RZ, FP16 RNE), then C added with one round "
          "to nearest: bit-exact on the 5000 published B200 outputs with C of each format "
-         "and accumulator (C inside, [KM25]'s B200TC.m, is off by one ulp on about a "
-         "third of them); the halves are [KM25]'s inter_pattern (GEMM.m, early 2026); "
-         "alignment floors -133 (FP16: -15) inferred from the FP16 presets")
+         "and accumulator (C inside one block of 32, [KM25]'s B200TC.m, misses about a "
+         "third of the FP32 ones; one block of 32 with C after misses 15-21 % of the FP16 "
+         "ones); the halves are [KM25]'s earlier inter_pattern (GEMM.m); inferred: the "
+         "halves with FP32 accumulators (the FP32 outputs fit one block of 32 too), F = 25 "
+         "with FP16 (any F >= 18 fits), the alignment floors -133 (FP16: -15)")
     _add(f"B200-{_fmt}-TCGEN05", "B200", "Blackwell", _fmt, "tcgen05.mma kind::f8f6f4",
          _bfma(f"B200-{_fmt}-TCGEN05", 32, 25, _EMIN[_fmt], -133, align_floor_fp16=-15),
          ("MMASim", "KM25"), "measured",
