@@ -42,6 +42,7 @@ from oracle.cases import SUITES, CaseSpec, Registry, registry as default_registr
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import ExactTolerance
 from oracle.variants import validate
+from refimpl.validation import check_bool, check_int
 
 DEFAULT_SEED = 1
 
@@ -76,6 +77,19 @@ def select(reg: Registry, suite: str, only: str | None,
         else:
             cases = [c for c in cases if only in c.id]
     return cases
+
+
+def _check_shard(shard: object) -> tuple[int, int] | None:
+    """None or (I, N) with integers 1 <= I <= N (:func:`parse_shard` reads ``"I/N"``)."""
+    if shard is None:
+        return None
+    if not (isinstance(shard, tuple) and len(shard) == 2):
+        raise TypeError(f"shard must be None or a pair (I, N), got {shard!r} (parse_shard "
+                        "reads the 'I/N' text form)")
+    i, n = (check_int("shard", v) for v in shard)
+    if not 1 <= i <= n:
+        raise ValueError(f"shard {i}/{n}: need 1 <= I <= N")
+    return i, n
 
 
 def shard_slice(total: int, shard: tuple[int, int] | None) -> slice:
@@ -710,17 +724,23 @@ def generate(out: str | Path, *, suite: str = "default", only: str | None = None
         variants: choice -> option: leave out the cases marked with another option of
             a named choice (an unknown choice or option is a ValueError).
     """
-    if suite not in SUITES:
+    if not isinstance(suite, str) or suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"--jobs must be an integer of at least 1, got {jobs!r}")
+    out = fmt.as_path("out", out)
+    only = fmt.check_pattern("only", only)
+    variants = fmt.check_variants("variants", variants)
+    seed = check_int("seed", seed)
+    text = check_bool("text", text)
+    shard = _check_shard(shard)
     reg = registry or default_registry()
     cases = select(reg, suite, only, variants)
     if (only or variants) and not cases:
         raise ValueError(f"--only {only!r} with --variant {dict(variants or {})} selects "
                          f"no case of the {suite} suite")
     cases = cases[shard_slice(len(cases), shard)]
-    with _staged(Path(out)) as stage:
+    with _staged(out) as stage:
         return _generate_into(stage, reg, cases, suite, only, seed, jobs, shard, text,
                               registry is None, progress, variants)
 
@@ -792,6 +812,11 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         ValueError: the shards do not form one set, or ``out`` cannot be written.
         SuiteError: a shard is damaged (names the shard and file).
     """
+    if isinstance(shards, (str, bytes, os.PathLike)) or not isinstance(shards, Sequence):
+        raise TypeError(f"shards must be a list of shard folders, got "
+                        f"{type(shards).__name__}")
+    shards = [fmt.as_path(f"shards[{i}]", d) for i, d in enumerate(shards)]
+    out = fmt.as_path("out", out)
     pairs = []
     for d in shards:
         m = fmt.read_manifest(Path(d))

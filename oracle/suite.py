@@ -103,6 +103,45 @@ class MissingFile(SuiteError):
 
 
 # ---------------------------------------------------------------------------------
+# arguments of the library calls (generate, merge, load, verify, check, select)
+
+
+def as_path(name: str, value: object) -> Path:
+    """``value`` (a str or os.PathLike naming a text path) as a Path.
+
+    Raises:
+        TypeError: anything else, naming the argument."""
+    if isinstance(value, (str, os.PathLike)):
+        try:
+            path = os.fspath(value)
+        except TypeError:
+            path = None
+        if isinstance(path, str):
+            return Path(path)
+    raise TypeError(f"{name} must be a path (str or os.PathLike), got "
+                    f"{type(value).__name__}")
+
+
+def check_pattern(name: str, value: object) -> str | None:
+    """A case-id pattern (str) or None; TypeError naming the argument otherwise."""
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{name} must be a case-id pattern (str) or None, got "
+                    f"{type(value).__name__}")
+
+
+def check_variants(name: str, value: object) -> Mapping[str, str] | None:
+    """A mapping of choice -> option (strings) or None; TypeError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str)
+                                          for k, v in value.items()):
+        return value
+    raise TypeError(f"{name} must map choice names to option names (str -> str), got "
+                    f"{value!r}")
+
+
+# ---------------------------------------------------------------------------------
 # the one path policy
 
 
@@ -788,6 +827,8 @@ class Suite:
         that are not marked with another option of a choice in ``variants``
         (choice -> the option the caller implements). A case marked with several
         choices is kept only when none of them is selected with another option."""
+        only = check_pattern("only", only)
+        variants = check_variants("variants", variants)
         out = []
         for case in self.cases:
             if only and not (fnmatch.fnmatchcase(case.id, only)
@@ -826,8 +867,9 @@ def load_case(root: Path, entry: Mapping[str, Any]) -> Case:
 
 def load(root: str | Path) -> Suite:
     """Load a suite: validate the manifest, check every file's sha256 and read every
-    array with ``allow_pickle=False``. Any problem is a :class:`SuiteError`."""
-    root = Path(root)
+    array with ``allow_pickle=False``. Any problem is a :class:`SuiteError` (a
+    ``root`` that is not a path is a TypeError)."""
+    root = as_path("root", root)
     m = read_manifest(root)
     problems = validate_manifest(m)
     if problems:

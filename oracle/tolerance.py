@@ -650,7 +650,13 @@ def from_json(obj: Any) -> Tolerance:
 def compare(actual: Any, expected: Any, tolerance: Tolerance, *,
             fmt: str | None = None) -> Comparison:
     """Compare ``actual`` with ``expected`` under ``tolerance``; ``fmt`` names the
-    low-precision format when both hold unsigned codes."""
+    low-precision format when both hold unsigned codes.
+
+    Raises:
+        TypeError: ``tolerance`` is not a :class:`Tolerance`."""
+    if not isinstance(tolerance, Tolerance):
+        raise TypeError(f"tolerance must be a Tolerance (exact(), ulp(n, fmt), ...), got "
+                        f"{type(tolerance).__name__}")
     return tolerance.compare(actual, expected, fmt=fmt)
 
 

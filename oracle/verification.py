@@ -34,6 +34,7 @@ from oracle.generation import (
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import Comparison, ExactTolerance, as_values, failure_rows
 from oracle.variants import known, validate
+from refimpl.validation import check_bool
 
 
 @dataclass
@@ -60,8 +61,10 @@ class VerifyReport:
 
 def verify(root: str | Path, *, registry: Registry | None = None,
            recompute: bool = True, progress: IO[str] | None = sys.stderr) -> VerifyReport:
-    """Verify a suite directory; every problem found is in the report (never raised)."""
-    root = Path(root)
+    """Verify a suite directory; every problem found is in the report (never raised;
+    arguments of the wrong type are a TypeError)."""
+    root = fmt.as_path("root", root)
+    recompute = check_bool("recompute", recompute)
     reg = registry or default_registry()
     report = VerifyReport()
     try:
@@ -283,8 +286,13 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     Raises:
         SuiteError: the golden suite itself fails validation or its hashes.
         ValueError: an unknown variant choice or option.
+        TypeError: an argument of the wrong type (named).
         FileNotFoundError: ``results`` is not a directory.
     """
+    root, results = fmt.as_path("root", root), fmt.as_path("results", results)
+    only = fmt.check_pattern("only", only)
+    variants = fmt.check_variants("variants", variants)
+    strict = check_bool("strict", strict)
     if isinstance(rows_per_output, bool) or not isinstance(rows_per_output, int) \
             or rows_per_output < 0:
         raise ValueError(f"rows_per_output must be a non-negative integer, got "

@@ -16,9 +16,10 @@ import pytest
 
 import oracle
 from oracle import suite as fmt
+from oracle import tolerance as T
 from oracle.cases import Area, CaseSpec, Operation, Registry
 from oracle.cli import main
-from oracle.generation import build_case, generate
+from oracle.generation import build_case, generate, merge
 from oracle.tolerance import ExactNaNClass, Ulp
 from oracle.verification import check, verify
 
@@ -169,3 +170,44 @@ def test_a_format_this_oracle_does_not_know_is_refused(golden: Path, where: str)
     assert any("'fp17' is unknown" in p for p in problems)
     with pytest.raises(fmt.SuiteError, match="'fp17' is unknown"):
         oracle.load(golden)
+
+
+# --- arguments of the library calls: a TypeError or ValueError naming the argument ----
+
+def _calls(golden: Path, tmp: Path) -> list:
+    out = tmp / "new"
+    gen = dict(registry=DEMO, progress=None)
+    return [
+        ("results", lambda: check(golden, None)),
+        ("root", lambda: check(123, golden)),
+        ("only", lambda: check(golden, golden, only=5)),
+        ("variants", lambda: check(golden, golden, variants=["a"])),
+        ("strict", lambda: check(golden, golden, strict="yes")),
+        ("root", lambda: verify(123, progress=None)),
+        ("recompute", lambda: verify(golden, recompute="no", progress=None)),
+        ("root", lambda: oracle.load(None)),
+        ("root", lambda: oracle.load(str(golden).encode())),
+        ("out", lambda: generate(None, **gen)),
+        ("only", lambda: generate(out, only=5, **gen)),
+        ("seed", lambda: generate(out, seed=1.5, **gen)),
+        ("seed", lambda: generate(out, seed="1", **gen)),
+        ("suite", lambda: generate(out, suite=[], **gen)),
+        ("shard", lambda: generate(out, shard=(0, 1), **gen)),
+        ("shard", lambda: generate(out, shard="1/2", **gen)),
+        ("text", lambda: generate(out, text="yes", **gen)),
+        ("jobs", lambda: generate(out, jobs=2.0, **gen)),
+        ("shards", lambda: merge(str(golden), out)),
+        ("shards[0]", lambda: merge([None], out)),
+        ("only", lambda: oracle.load(golden).select(only=5)),
+        ("tolerance", lambda: T.assert_matches(np.zeros(1), np.zeros(1), None)),
+    ]
+
+
+def test_bad_arguments_are_named(golden: Path, tmp_path: Path) -> None:
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for name, call in _calls(golden, tmp_path):
+        with pytest.raises((TypeError, ValueError)) as info:
+            call()
+        assert str(info.value).startswith(name) or f"{name} " in str(info.value) \
+            or f"--{name}" in str(info.value), (name, str(info.value))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before     # nothing written
