@@ -8,6 +8,18 @@ neighbour; a boolean flag is a ``bool`` or ``numpy.bool_``, never a truthy strin
 number (``causal="false"`` would otherwise turn masking on); a count or index is an int
 or NumPy integer, never a bool or a float.
 
+Wider floating-point inputs (``numpy.longdouble``, float128) are accepted only when
+every value is a value of the working dtype, and are then converted to it; otherwise
+the first value that would change is refused, as for a float64 value that is not a
+float32 value where float32 values are required (:func:`exact_astype`,
+:func:`as_float32`).
+
+Size limits: an entry point whose allocations grow with an argument (an array's
+element count, a pool's block count, a number of parts) checks the size against
+:data:`MAX_ARRAY_BYTES` before it allocates anything (:func:`check_array_bytes`), so
+that a huge or broadcast input is refused in milliseconds rather than after minutes
+or a ``MemoryError``.
+
 Errors: ``TypeError`` for a wrong type, ``ValueError`` for a wrong value; the message
 names the argument, the first bad index and what was expected.
 """
@@ -27,8 +39,18 @@ __all__ = [
     "as_float_array",
     "as_float64",
     "as_float",
+    "as_float32",
+    "exact_astype",
     "first_index",
+    "MAX_ARRAY_BYTES",
+    "check_array_bytes",
+    "check_count",
+    "check_elements",
 ]
+
+#: the largest array, in bytes, that one entry point allocates for a result or a
+#: working copy (4 GiB): larger requests are refused before any allocation
+MAX_ARRAY_BYTES = 2**32
 
 #: the working precisions an integer may be checked against, by dtype name
 _PRECISIONS = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
@@ -85,6 +107,50 @@ def check_int(name: str, value: object, *, minimum: Optional[int] = None,
 def check_positive_int(name: str, value: object) -> int:
     """``value`` as a plain int >= 1 (see :func:`check_int`)."""
     return check_int(name, value, minimum=1)
+
+
+def check_count(name: str, value: object, *, minimum: int = 0,
+                maximum: Optional[int] = None) -> int:
+    """A count (``num_blocks``, ``n``) as a plain int: an int or NumPy integer only,
+    never a float (``0.5`` blocks is not a count), a bool or a string (see
+    :func:`check_int`)."""
+    return check_int(name, value, minimum=minimum, maximum=maximum)
+
+
+def check_array_bytes(name: str, elements: int, itemsize: int, *,
+                      what: str = "the result") -> int:
+    """``elements`` (a plain int, possibly huge) when ``elements * itemsize`` bytes fit
+    :data:`MAX_ARRAY_BYTES`; call it before allocating.
+
+    Raises:
+        ValueError: the allocation would exceed the limit (the message names ``name``,
+            the size asked for and the limit).
+    """
+    n = int(elements)
+    if n * int(itemsize) > MAX_ARRAY_BYTES:
+        raise ValueError(
+            f"{name}: {what} would take {n} elements x {itemsize} bytes = "
+            f"{n * itemsize} bytes, over the limit of {MAX_ARRAY_BYTES} bytes "
+            "(refimpl.validation.MAX_ARRAY_BYTES)"
+        )
+    return n
+
+
+#: bytes per element of the working copies an elementwise entry point makes (float64)
+WORKING_ITEMSIZE = 8
+
+
+def check_elements(name: str, arr: np.ndarray) -> int:
+    """``arr.size`` when a float64 working copy of ``arr`` fits :data:`MAX_ARRAY_BYTES`
+    (at most 2^29 elements): the entry points that convert, copy or encode an input
+    array call it first, so a broadcast view of 2^31 elements (which costs nothing
+    itself) is refused before any allocation.
+
+    Raises:
+        ValueError: too many elements (naming ``name`` and the limit).
+    """
+    return check_array_bytes(name, arr.size, WORKING_ITEMSIZE,
+                             what=f"the working copies of an array of shape {arr.shape}")
 
 
 def check_index(name: str, value: object, size: int) -> int:
@@ -178,14 +244,63 @@ def _objects_as_float(arr: np.ndarray, name: str, prec: type) -> np.ndarray:
                 f"{_at(name, idx)} = {e!r} ({type(e).__name__}) is not a real number; "
                 "expected ints or floats"
             )
-        if isinstance(e, np.floating) and np.dtype(type(e)).itemsize > 8:
-            raise ValueError(f"{_at(name, idx)} has type {type(e).__name__}; expected "
-                             "float16, float32 or float64")
+        if isinstance(e, np.floating) and np.dtype(type(e)).itemsize > 8 and not (
+                float(e) == e or np.isnan(e)):
+            raise ValueError(f"{_at(name, idx)} = {e!r} ({type(e).__name__}) is not a "
+                             "float64 value; round it first")
         if isinstance(e, (int, np.integer)):
             out[idx] = _exact_int(_at(name, idx), int(e), prec)
         else:
             out[idx] = float(e)
     return out
+
+
+def exact_astype(arr: np.ndarray, dtype: Any, name: str = "x", *,
+                 hint: str = "round it first, e.g. with refimpl.formats.round_to"
+                 ) -> np.ndarray:
+    """A real floating-point ``arr`` as ``dtype`` when no value changes.
+
+    Special values: NaN stays NaN (any payload), infinities and signed zeros are kept; a
+    finite value that ``dtype`` cannot hold exactly (rounded, or overflowing to Inf) is
+    refused with the index of the first one. Narrower inputs are widened exactly; an
+    array already of ``dtype`` is returned without a copy.
+
+    Raises:
+        ValueError: a value ``dtype`` cannot represent (naming the first index).
+    """
+    target = np.dtype(dtype)
+    if arr.dtype == target:
+        return arr
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(target)
+    if arr.dtype.itemsize > target.itemsize:
+        with np.errstate(invalid="ignore"):
+            bad = ~((out.astype(arr.dtype) == arr) | np.isnan(arr))
+        if bad.any():
+            idx = first_index(bad)
+            raise ValueError(
+                f"{name} holds a value that is not a {target.name} value at index "
+                f"{idx}: {arr[idx]!r} ({hint})"
+            )
+    return out
+
+
+def as_float32(x: Any, name: str = "x", *,
+               hint: str = "round it first, e.g. with refimpl.formats.round_to"
+               ) -> np.ndarray:
+    """``x`` as float32 without changing any value: for the rules defined in float32.
+
+    float16 is widened exactly; float64 and wider floats are accepted only when every
+    value is a float32 value; integers (and object arrays of ints) only when float32
+    holds each exactly. Bool, complex, string and other arrays are refused
+    (:func:`as_float_array`).
+
+    Raises:
+        ValueError: a value float32 cannot hold or a dtype that is not real numbers,
+            naming the argument and the first index.
+    """
+    arr = as_float_array(x, name, precision=np.float32)
+    return exact_astype(arr, np.float32, name, hint=hint)
 
 
 def as_float_array(x: Any, name: str = "x", *, precision: Any = np.float64) -> np.ndarray:
@@ -196,7 +311,9 @@ def as_float_array(x: Any, name: str = "x", *, precision: Any = np.float64) -> n
     callers may reinterpret the bits). Integer arrays (and Python int lists) become
     float64 when every value is exactly representable in ``precision``; an object
     array (Python ints beyond 64 bits, mixed numbers) is converted element by element
-    under the same rule. Bool, complex, string and other arrays are refused.
+    under the same rule. A float wider than float64 (``numpy.longdouble``) becomes
+    float64 when every value is a float64 value, and is refused otherwise. Bool,
+    complex, string and other arrays are refused.
 
     Args:
         x: array-like of real numbers.
@@ -208,17 +325,18 @@ def as_float_array(x: Any, name: str = "x", *, precision: Any = np.float64) -> n
         the array (floating inputs unchanged in dtype; integers as float64).
 
     Raises:
-        ValueError: a dtype that is not real floating point or integer, or an integer
-            the working precision cannot hold (naming the first index).
+        ValueError: a dtype that is not real floating point or integer, an integer
+            the working precision cannot hold, or a wide float that float64 cannot
+            hold (naming the first index); more elements than :func:`check_elements`
+            allows (checked before any conversion).
     """
     prec = _precision(precision)
     arr = np.asarray(x)
+    check_elements(name, arr)
     kind = arr.dtype.kind
     if kind == "f":
         if arr.dtype.itemsize > 8:
-            raise ValueError(
-                f"{name} has dtype {arr.dtype}; expected float16, float32 or float64"
-            )
+            return exact_astype(arr, np.float64, name)
         if not arr.dtype.isnative:
             arr = arr.astype(arr.dtype.newbyteorder("="))
         if isinstance(x, (list, tuple)) and arr.size:

@@ -35,7 +35,7 @@ from refimpl.attention.stats import ScheduleStats
 from refimpl.attention.tiles import DEFAULT_BLOCK, check_block, computed_tiles, tile_ranges
 from refimpl.softmax import exp_diff, exp_diff_f32
 from refimpl.summation import fold_sum
-from refimpl.validation import as_float64
+from refimpl.validation import as_float64, check_array_bytes, exact_astype
 
 __all__ = ["attention_backward", "flash_v2_backward"]
 
@@ -65,7 +65,10 @@ def _grads_inputs(prob: Problem, o, do, lse, dt):
             idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
             raise ValueError(f"{name} must be finite; {name}{list(idx)} = {arr[idx]}")
     flat = lambda x: x.reshape((b,) + x.shape[len(prob.batch_shape):])  # noqa: E731
-    return flat(o).astype(dt), flat(do).astype(dt), flat(lse).astype(dt)
+    # float32 arithmetic takes float32 values: a float64 o, do or lse that is not one
+    # is refused, as q, k and v are, never rounded here
+    return tuple(exact_astype(flat(a), dt, name)
+                 for name, a in (("o", o), ("do", do), ("lse", lse)))
 
 
 def _probs(s, lse, dt):
@@ -129,8 +132,11 @@ def attention_backward(
     dt = np.float32 if exact else np.float64
     mm = matmul_f32 if exact else matmul_f64
     prob = prepare(q, k, v, mask=mask, input_dtype=dt)
-    o_, do_, lse_ = _grads_inputs(prob, o, do, lse, dt)
     b, hq, hkv, sq, sk, d = prob.shape
+    # the reference holds every score, probability and their gradients at once
+    check_array_bytes("q, k", b * hq * sq * sk, 8,
+                      what="the (B, Hq, Sq, Sk) score matrices of the reference backward")
+    o_, do_, lse_ = _grads_inputs(prob, o, do, lse, dt)
     kq, vq = prob.kv_for_q_heads()
     s, _, g = scores(prob, prob.q, kq, np.arange(sq), np.arange(sk),
                      precision=precision, softcap_grad=True)

@@ -47,7 +47,7 @@ import numpy as np
 
 from refimpl import elementary
 from refimpl.attention.products import matmul_f32
-from refimpl.validation import as_float_array
+from refimpl.validation import as_float32
 
 __all__ = ["OnlineState", "online_block_update", "online_step", "finalize", "final_lse",
            "nonfinite_rows", "product_operand"]
@@ -109,7 +109,7 @@ def online_step(
     ``out``: write the new state into these arrays (which may be ``state``'s own) and
     return ``out``; by default a new state is returned and ``state`` is left as it is.
     """
-    s = as_float_array(s, "s", precision=np.float32).astype(np.float32, copy=False)
+    s = as_float32(s, "s")  # float64 scores must be float32 values, never rounded here
     if s.shape[-1] == 0:
         if out is None:
             return state

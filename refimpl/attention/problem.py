@@ -5,7 +5,9 @@ Layout (the PyTorch SDPA layout): ``q`` is (..., Hq, Sq, D), ``k`` is (..., Hkv,
 head ``h`` reads key/value head ``h // (Hq // Hkv)``; ``Hq % Hkv != 0`` is an error.
 
 Inputs must hold finite float32 values (float16 and float32 arrays always do; a float64
-array is accepted when every value is a float32 value). Non-finite inputs are refused
+or wider (``numpy.longdouble``) array is accepted when every value is a float32 value,
+never rounded silently). Each of q, k and v may hold at most the elements
+:func:`refimpl.validation.check_elements` allows (checked before any copy). Non-finite inputs are refused
 with the index of the first one, rather than propagated silently.
 """
 from __future__ import annotations
@@ -18,8 +20,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from refimpl.attention.mask import ALIGNMENTS, MaskOptions, as_mask, mask_keywords
+from refimpl.validation import check_elements, exact_astype, first_index
 
 __all__ = ["Problem", "prepare", "ALIGNMENTS"]
+
+#: window bounds at or above this are unbounded in effect (no index is this large);
+#: capping there keeps ``a - w_left`` and ``a + w_right`` inside int64
+_WINDOW_CAP = 2**62
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,10 @@ class Problem:
         if self.causal:
             vis &= j <= a
         if self.window is not None:
-            left, right = self.window
+            # a bound beyond any key distance is unbounded: capped so that int64
+            # arithmetic never overflows (window=(2**70, 0) means (None, 0))
+            left, right = (None if w is None else min(w, _WINDOW_CAP)
+                           for w in self.window)
             if left is not None:
                 vis &= j >= a - left
             if right is not None:
@@ -111,22 +121,15 @@ class Problem:
 
 def _as_f32(x: ArrayLike, name: str, dtype: type = np.float32) -> np.ndarray:
     arr = np.asarray(x)
+    check_elements(name, arr)  # before the scans and copies below
     if arr.dtype.kind != "f":
         raise ValueError(f"{name} must be a floating-point array, got dtype {arr.dtype}")
     bad = ~np.isfinite(arr)
     if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        idx = first_index(bad)
         raise ValueError(f"{name} holds a non-finite value at index {idx}: {arr[idx]!r}")
-    if dtype == np.float64:
-        return arr.astype(np.float64)
-    out = arr.astype(np.float32)
-    if arr.dtype == np.float64 and not np.array_equal(out.astype(np.float64), arr):
-        idx = tuple(int(i) for i in np.argwhere(out.astype(np.float64) != arr)[0])
-        raise ValueError(
-            f"{name} holds a value that is not a float32 value at index {idx}: {arr[idx]!r} "
-            "(round it first, e.g. with refimpl.formats.round_to)"
-        )
-    return out
+    # float64 and wider (longdouble) inputs must hold values of the working dtype
+    return exact_astype(arr, dtype, name)
 
 
 def _padding_shape(m: np.ndarray, name: str, batch: tuple[int, ...],

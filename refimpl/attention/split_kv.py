@@ -27,13 +27,32 @@ from refimpl.softmax import exp_diff
 from refimpl.summation import fold_sum
 from refimpl.validation import as_float64, check_bool, check_positive_int
 
-__all__ = ["split_kv", "merge_attention_states", "split_ranges"]
+__all__ = ["split_kv", "merge_attention_states", "split_ranges", "MAX_SPLITS_BEYOND_KEYS"]
+
+#: the most parts :func:`split_ranges` makes when there are fewer keys than parts
+MAX_SPLITS_BEYOND_KEYS = 128
 
 
 def split_ranges(sk: int, block_c: int, num_splits: int) -> list[tuple[int, int]]:
     """Key ranges of the parts: ``ceil(ceil(Sk / B_c) / num_splits)`` key tiles each, in
-    order; trailing parts may be empty ``(Sk, Sk)``."""
+    order; trailing parts may be empty ``(Sk, Sk)``.
+
+    ``num_splits`` is at most ``max(Sk, MAX_SPLITS_BEYOND_KEYS)`` (128): a fixed split
+    count may exceed the keys of a short sequence (the extra parts are empty), but every
+    part costs a partial result and a merge term, so counts beyond both the keys and 128
+    are refused. They are not clamped: fewer parts would change the merge's folding
+    order, hence the bytes.
+
+    Raises:
+        TypeError: ``num_splits`` is not an int.
+        ValueError: ``num_splits < 1`` or ``num_splits > max(Sk, 128)``.
+    """
     num_splits = check_positive_int("num_splits", num_splits)
+    limit = max(sk, MAX_SPLITS_BEYOND_KEYS)
+    if num_splits > limit:
+        raise ValueError(
+            f"num_splits = {num_splits} is more than {sk} keys can fill: at most "
+            f"max(Sk, {MAX_SPLITS_BEYOND_KEYS}) = {limit} parts")
     tiles = math.ceil(sk / block_c)
     per = max(1, math.ceil(tiles / num_splits))
     out = []
@@ -114,7 +133,8 @@ def split_kv(
 
     Args:
         q, k, v: as :func:`refimpl.attention.attention`.
-        num_splits: number of key ranges (see :func:`split_ranges`).
+        num_splits: number of key ranges, 1 to ``max(Sk, 128)`` (see
+            :func:`split_ranges`).
         block: ``(B_r, B_c)`` of each part's FlashAttention-2 run.
         mask: the masking options, a :class:`refimpl.attention.MaskOptions` (its
             fields are described there), or None for none; each field is also a keyword

@@ -20,6 +20,7 @@ import numpy as np
 
 from .registry import FP32, FormatLike, get
 from .types import Format
+from ..validation import check_elements
 
 __all__ = ["decode", "decode_formula", "as_codes"]
 
@@ -32,9 +33,11 @@ def as_codes(codes: Any, fmt: Format, name: str = "codes") -> np.ndarray:
 
     Raises:
         ValueError: a non-integer dtype, a negative code or one wider than the format
-            (the message names the first offending index).
+            (the message names the first offending index), or more codes than
+            :func:`refimpl.validation.check_elements` allows (checked first).
     """
     arr = np.asarray(codes)
+    check_elements(name, arr)
     if arr.dtype.kind not in "ui":
         if arr.size == 0 and arr.dtype.kind == "f":
             arr = arr.astype(np.uint8)

@@ -28,7 +28,7 @@ import numpy as np
 from .decode import as_codes
 from .registry import FormatLike, get
 from .types import Format
-from ..validation import check_bool, check_int
+from ..validation import check_bool, check_elements, check_int
 
 ORDERS = ("low_first", "high_first")
 
@@ -50,7 +50,8 @@ def pack(codes: Any, fmt: FormatLike, order: str = "low_first", *, dense: bool =
 
     Raises:
         ValueError: not a 4- or 6-bit format, unknown order, non-integer codes or a code
-            with stray high bits (names the first index), ``dense`` for FP4.
+            with stray high bits (names the first index), ``dense`` for FP4, or more
+            codes than :func:`refimpl.validation.check_elements` allows (checked first).
     """
     f = get(fmt)
     _check(f, order)
@@ -86,13 +87,15 @@ def unpack(packed: Any, fmt: FormatLike, count: int, order: str = "low_first", *
 
     Raises:
         ValueError: not a 4- or 6-bit format, unknown order, ``packed`` not uint8 (or
-            non-negative integers below 256), too short for ``count``, or (one-per-byte
-            FP6) a byte with its top two bits set.
+            non-negative integers below 256), too short for ``count``, (one-per-byte
+            FP6) a byte with its top two bits set, or more bytes than
+            :func:`refimpl.validation.check_elements` allows (checked first).
     """
     f = get(fmt)
     _check(f, order)
     dense = check_bool("dense", dense)
     p = np.asarray(packed)
+    check_elements("packed", p)
     if p.dtype.kind not in "ui":
         raise ValueError(f"packed must be a uint8 array, got dtype {p.dtype}")
     if p.size and (p.min() < 0 or p.max() > 255):

@@ -36,15 +36,16 @@ __all__ = ["paged_attention"]
 
 def _page_f32(page: np.ndarray, seq_id: Hashable, start: int, name: str) -> np.ndarray:
     """A page's filled slots as float32, refusing what ``prepare`` refuses for K/V:
-    non-finite values and float64 values that are not float32 values."""
+    non-finite values and float64 (or wider) values that are not float32 values."""
     bad = ~np.isfinite(page)
     if bad.any():
         h, t, d = (int(i) for i in np.argwhere(bad)[0])
         raise ValueError(f"{name} of sequence {seq_id!r} holds a non-finite value at "
                          f"token {start + t}, head {h}, lane {d}")
     out = page.astype(np.float32)
-    if page.dtype == np.float64 and not np.array_equal(out.astype(np.float64), page):
-        h, t, d = (int(i) for i in np.argwhere(out.astype(np.float64) != page)[0])
+    # float64 and wider (longdouble) storage must hold float32 values
+    if page.dtype.itemsize > 4 and not np.array_equal(out.astype(page.dtype), page):
+        h, t, d = (int(i) for i in np.argwhere(out.astype(page.dtype) != page)[0])
         raise ValueError(f"{name} of sequence {seq_id!r} holds a value that is not a "
                          f"float32 value at token {start + t}, head {h}, lane {d}")
     return out

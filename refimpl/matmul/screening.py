@@ -66,7 +66,7 @@ from refimpl.eft import two_sum
 from refimpl.matmul.limbs import exact_row_sums
 from refimpl.matmul.rounding import FP32, Target, to_format
 from refimpl.summation import fold_sum_axis1
-from refimpl.validation import as_float_array
+from refimpl.validation import as_float32
 
 __all__ = ["ExactStats", "exact_matmul64", "exact_matmul_fp32", "exact_product_fp32",
            "exact_row_bounds", "exact_col_norms", "screen_width", "screen_fp32",
@@ -338,8 +338,8 @@ def exact_matmul64(
     ``recompute_all=True`` skips steps 1-3 and sends every output through the exact
     integer accumulation (slow; it is the path the tests check against Fraction sums).
     """
-    a = as_float_array(a, "a", precision=np.float32).astype(np.float32, copy=False)
-    b = as_float_array(b, "b", precision=np.float32).astype(np.float32, copy=False)
+    a = as_float32(a, "a")  # float64 operands must hold float32 values (never rounded)
+    b = as_float32(b, "b")
     k = a.shape[-1]
     if k >= _K_MAX:
         raise ValueError(f"inner dimension {k} too large for the error bound (max 2^40)")

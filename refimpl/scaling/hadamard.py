@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from refimpl.validation import check_bool, check_positive_int
+from refimpl.validation import check_bool, check_elements, check_positive_int
 
 from .dyadic import round_dyadic
 
@@ -148,6 +148,7 @@ def hadamard_transform(
         ValueError: non-float input, bad size or signs, length not a multiple of size.
     """
     x = np.asarray(x)
+    check_elements("x", x)
     if x.dtype.kind != "f" or x.dtype.itemsize > 8:
         raise ValueError(
             f"x: expected a floating-point array (float16, float32 or float64), "
