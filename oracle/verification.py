@@ -271,7 +271,7 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     compared, when ``only`` selects no case, when an expected result is missing
     (unless ``allow_missing`` says why), when a result has another dtype than the
     expected output (byte order aside: values are compared), and when a case's result
-    folder holds a ``.npy`` that is not one of its expected outputs (misnamed).
+    folder holds a ``.npy`` that is none of the case's arrays (misnamed).
 
     Args:
         only: restrict to case ids matching this glob (or containing it).
@@ -377,8 +377,8 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
                 report.failures.append([case.id, name] + r[:4] + [error])
     for rel in _unmatched_results(results, suite):
         report.problems.append(Problem(rel.split("/", 1)[0], rel, (
-            "result file is not an expected output of its case (misnamed, or a "
-            "reference or input array?); it was not compared")))
+            "result file is none of its case's outputs (misnamed?); it was not "
+            "compared")))
     if report.checked == 0 and not report.problems:
         report.problems.append(Problem("-", "-", "no result was compared (nothing "
                                        "selected, or every result file missing)"))
@@ -388,14 +388,14 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
 
 
 def _unmatched_results(results: Path, suite: fmt.Suite) -> list[str]:
-    """``.npy`` files in the results folder of a case of the suite that are not an
-    expected output of that case (a misspelt name would otherwise compare nothing)."""
+    """``.npy`` files in the results folder of a case of the suite that are none of
+    that case's arrays (a misspelt name would otherwise compare nothing)."""
     out = []
     for case in suite.cases:
         folder = results / case.id
         if not folder.is_dir() or folder.is_symlink():
             continue
-        wanted = {case.files[name] for name in case.expected}
+        wanted = set(case.files.values())      # expected, input and reference files
         try:
             names = sorted(os.listdir(folder))
         except OSError:

@@ -69,6 +69,7 @@ def _messages(report) -> list[str]:
 def test_the_golden_results_pass(golden: Path, tmp_path: Path) -> None:
     rep = check(golden, _results(golden, tmp_path / "r"))
     assert rep.ok and rep.checked == rep.passed == 2
+    assert check(golden, golden).ok          # the suite's own files, inputs included
 
 
 @pytest.mark.parametrize("order", ["<", ">"])
@@ -104,12 +105,12 @@ def test_a_misnamed_result_fails_even_with_allow_missing(golden: Path, tmp_path:
     (res / "demo.halve.c" / "y.npy").rename(res / "demo.halve.c" / "Y.npy")
     rep = check(golden, res, allow_missing="not implemented yet")
     assert not rep.ok and rep.missing == ["demo.halve.c/y.npy"]
-    assert _messages(rep) == ["demo.halve.c demo.halve.c/Y.npy result file is not an "
-                              "expected output of its case (misnamed, or a reference or "
-                              "input array?); it was not compared"]
+    assert _messages(rep) == ["demo.halve.c demo.halve.c/Y.npy result file is none of "
+                              "its case's outputs (misnamed?); it was not compared"]
     assert main(["check", str(golden), "--results", str(res),
                  "--allow-missing", "later"]) == 1
     assert "demo.halve.c/Y.npy" in capsys.readouterr().out
+    np.save(res / "demo.halve.c" / "x.npy", np.float32([1, 2, 3, 4]))   # an input copy
     (res / "other").mkdir()                          # outside any case folder: not ours
     (res / "demo.halve.c" / "Y.npy").rename(res / "other" / "Y.npy")
     assert check(golden, res, allow_missing="later").ok
