@@ -33,6 +33,7 @@ from .errors import (
     DeviceAssertionError,
     ExecutionError,
     HostMemoryError,
+    LaunchBudgetError,
     LaunchError,
     MemoryAccessError,
     PtxError,
@@ -46,7 +47,8 @@ from .errors import (
 )
 from .instructions import APPROX_ERROR, SUPPORTED_OPCODES
 from .memory import GlobalMemory
-from .module import DEFAULT_GPU, DEFAULT_MAX_STEPS, Kernel, Module, known_gpus, load_ptx
+from .module import (DEFAULT_GPU, DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_STEPS, Kernel, Module,
+                     known_gpus, load_ptx)
 from .sanitizer import TOOLS, Report, Sanitize, parse_sanitize
 from .stats import LaunchStats
 
@@ -59,6 +61,7 @@ __all__ = [
     "SUPPORTED_OPCODES",
     "APPROX_ERROR",
     "DEFAULT_MAX_STEPS",
+    "DEFAULT_MAX_INSTRUCTIONS",
     "DEFAULT_GPU",
     "known_gpus",
     "PtxError",
@@ -69,6 +72,7 @@ __all__ = [
     "MemoryAccessError",
     "DeadlockError",
     "StepLimitError",
+    "LaunchBudgetError",
     "DeviceAssertionError",
     "SanitizerError",
     "RaceError",

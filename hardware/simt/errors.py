@@ -14,6 +14,7 @@ __all__ = [
     "HostMemoryError",
     "DeadlockError",
     "StepLimitError",
+    "LaunchBudgetError",
     "ExecutionError",
     "DeviceAssertionError",
 ]
@@ -80,6 +81,11 @@ class DeadlockError(ExecutionError):
 
 class StepLimitError(ExecutionError):
     """The launch executed more warp instructions than ``max_steps``."""
+
+
+class LaunchBudgetError(StepLimitError):
+    """The launch as a whole exceeded ``max_instructions`` warp instructions or
+    ``time_limit`` seconds (names the bound, how far the launch got and how to raise it)."""
 
 
 class DeviceAssertionError(ExecutionError):

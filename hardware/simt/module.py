@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -12,7 +13,7 @@ from refimpl.matmul import presets
 
 from .. import specs
 from .cfg import reconvergence_points
-from .errors import LaunchError, PtxSyntaxError, UnsupportedPtxError
+from .errors import LaunchBudgetError, LaunchError, PtxSyntaxError, UnsupportedPtxError
 from .executor import LaunchConfig, Wave
 from .inline import inline_calls
 from .memory import GlobalMemory
@@ -21,11 +22,15 @@ from .sanitizer import Session, parse_sanitize
 from .scheduler import BARRIER_MODES, SCHEDULING_MODES, run_wave
 from .stats import LaunchStats
 
-__all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "MAX_THREADS_PER_WAVE",
+__all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "DEFAULT_MAX_INSTRUCTIONS",
+           "MAX_THREADS_PER_WAVE",
            "DEFAULT_GPU", "known_gpus"]
 
 #: default bound on the instructions one warp may execute in a launch
 DEFAULT_MAX_STEPS = 200_000
+#: default bound on the warp instructions a whole launch may execute (at the
+#: interpreter's 0.3-2 M warp instructions per second, one to six minutes)
+DEFAULT_MAX_INSTRUCTIONS = 100_000_000
 #: blocks are executed in batches of at most this many threads (memory bound only)
 MAX_THREADS_PER_WAVE = 1 << 17
 #: and of at most this many bytes of registers and local memory (at least one block)
@@ -151,7 +156,7 @@ class Kernel:
                                       f"float, got {type(a).__name__}")
                 if t.bits == 16:
                     raise LaunchError(f"argument {i}: .f16 parameters are not supported")
-                raw = np.asarray(a, dtype=t.dtype).tobytes()
+                raw = _float_arg(a, t, i, self.name)
             else:
                 if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
                     raise LaunchError(f"argument {i} of {self.name} (.{t.name}) must be an "
@@ -160,11 +165,31 @@ class Kernel:
                 lo = -(1 << (t.bits - 1)) if t.kind == "s" else -(1 << (t.bits - 1))
                 hi = (1 << t.bits) - 1
                 if not lo <= v <= hi:
-                    raise LaunchError(f"argument {i} of {self.name} (.{t.name}) = {v} does "
-                                      "not fit")
+                    shown = str(v) if len(str(v)) <= 40 else str(v)[:37] + "..."
+                    raise LaunchError(f"argument {i} of {self.name} (.{t.name}) = {shown} "
+                                      f"does not fit {t.bits} bits (-2**{t.bits - 1} to "
+                                      f"2**{t.bits} - 1; a negative value is stored in two's "
+                                      "complement)")
                 raw = (v % (1 << t.bits)).to_bytes(t.bytes, "little")
             buf[p.offset: p.offset + t.bytes] = raw
         return bytes(buf)
+
+
+def _float_arg(a: Any, t: Any, i: int, kernel: str) -> bytes:
+    """The bytes of a float argument: rounded to nearest like a C conversion, but a
+    finite value the parameter's type cannot hold (it would become an infinity) is
+    refused."""
+    try:
+        with np.errstate(over="ignore"):
+            v = np.asarray(a, dtype=t.dtype)
+        finite = math.isfinite(float(a))
+    except OverflowError:
+        v, finite = np.asarray(np.inf, dtype=t.dtype), True
+    if finite and not np.isfinite(v):
+        shown = repr(a) if len(repr(a)) <= 40 else repr(a)[:37] + "..."
+        raise LaunchError(f"argument {i} of {kernel} (.{t.name}) = {shown} is beyond the "
+                          f"largest finite .{t.name}")
+    return v.tobytes()
 
 
 @lru_cache(maxsize=1)
@@ -177,16 +202,22 @@ def known_gpus() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+def _is_int(v: Any) -> bool:
+    """A Python or NumPy integer, not a bool (a count is never True, 2.0 or "2")."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def _dim3(v: Any, what: str) -> tuple[int, int, int]:
-    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-        v = (int(v),)
-    try:
-        t = tuple(int(x) for x in v)
-    except TypeError:
-        raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints, got {v!r}") from None
-    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
-        raise LaunchError(f"{what} must have 1 to 3 positive sizes, got {v!r}")
-    return (t + (1, 1))[:3]  # type: ignore[return-value]
+    """``v`` (an int or a tuple/list of 1-3 ints, as ``dim3``) as (x, y, z)."""
+    items = (v,) if _is_int(v) else v
+    if not isinstance(items, (tuple, list)) or not 1 <= len(items) <= 3:
+        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {v!r}")
+    for i, x in enumerate(items):
+        if not _is_int(x):
+            raise LaunchError(f"{what}[{i}] must be an int, got {type(x).__name__} {x!r}")
+        if x < 1:
+            raise LaunchError(f"{what}[{i}] must be positive, got {x}")
+    return tuple(int(x) for x in items) + (1,) * (3 - len(items))  # type: ignore[return-value]
 
 
 class Module:
@@ -230,7 +261,9 @@ class Module:
                memory: GlobalMemory, dynamic_shared: int = 0,
                max_steps: int = DEFAULT_MAX_STEPS,
                barrier_mode: str = "strict", gpu: str = DEFAULT_GPU,
-               scheduling: str | None = None, sanitize: Any = None) -> LaunchStats:
+               scheduling: str | None = None, sanitize: Any = None,
+               max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
+               time_limit: float | None = None) -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -264,13 +297,24 @@ class Module:
                 ``LaunchStats.warnings``; default None = every tool, raising (table of
                 values in :mod:`hardware.simt.sanitizer`).
 
+            max_instructions: bound on the warp instructions of the whole launch
+                (default ``DEFAULT_MAX_INSTRUCTIONS`` = 10^8; None: no bound). A grid
+                whose warps alone exceed it (each warp executes at least one
+                instruction) is refused before anything runs; otherwise the count is
+                checked after each wave of blocks (a wave holds at most
+                ``MAX_THREADS_PER_WAVE`` threads and each of its warps at most
+                ``max_steps`` instructions). Exceeding it raises LaunchBudgetError.
+            time_limit: bound in seconds on the launch's wall time, checked after
+                each wave (default None: none, so that whether a launch completes
+                never depends on the machine); exceeding it raises LaunchBudgetError.
+
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
 
         Raises:
             LaunchError: bad arguments; MemoryAccessError, DeadlockError,
-            StepLimitError, ExecutionError: faults while running (memory written
-            before the fault stays written, as on a device).
+            StepLimitError, LaunchBudgetError, ExecutionError: faults while running
+            (memory written before the fault stays written, as on a device).
         """
         k = self.kernel(name)
         g = _dim3(grid, "grid")
@@ -292,11 +336,14 @@ class Module:
                               f"(.reqntid {', '.join(map(str, k.reqntid))})")
         if not isinstance(memory, GlobalMemory):
             raise LaunchError(f"memory must be a GlobalMemory, got {type(memory).__name__}")
-        if isinstance(dynamic_shared, bool) or not isinstance(dynamic_shared, (int, np.integer)) \
-                or dynamic_shared < 0:
+        if not _is_int(dynamic_shared) or dynamic_shared < 0:
             raise LaunchError(f"dynamic_shared must be a non-negative int, got {dynamic_shared!r}")
-        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-            raise LaunchError(f"max_steps must be a positive int, got {max_steps!r}")
+        if dynamic_shared > MAX_SHARED_BYTES:
+            raise LaunchError(f"dynamic_shared = {dynamic_shared} bytes exceeds the "
+                              f"{MAX_SHARED_BYTES >> 10} KiB of shared memory a block may have")
+        if not _is_int(max_steps) or not 1 <= max_steps < 1 << 62:
+            raise LaunchError(f"max_steps must be a positive int below 2**62, got {max_steps!r}")
+        budget = _check_budget(max_instructions, time_limit)
         if barrier_mode not in BARRIER_MODES:
             raise LaunchError(f"barrier_mode must be one of {BARRIER_MODES}, got {barrier_mode!r}")
         gpus = known_gpus()
@@ -309,15 +356,16 @@ class Module:
                               f"{scheduling!r}")
         params = k.pack_args(args)
         cfg = LaunchConfig(k, g, b, int(dynamic_shared), gpu)
-        if cfg.shared_bytes > 228 * 1024:
+        if cfg.shared_bytes > MAX_SHARED_BYTES:
             raise LaunchError(f"{cfg.shared_bytes} bytes of shared memory per block exceed "
-                              "the 228 KiB of sm_90")
+                              f"the {MAX_SHARED_BYTES >> 10} KiB of sm_90")
         stats = LaunchStats(k.name, g, b)
         session = Session(parse_sanitize(sanitize), stats, memory)
         block_threads = cfg.warps_per_block * 32
         per_wave = max(1, min(MAX_THREADS_PER_WAVE // block_threads,
                               MAX_WAVE_BYTES // max(1, block_threads * k.thread_bytes)))
         nblocks = g[0] * g[1] * g[2]
+        budget.refuse_grid(k.name, nblocks, cfg.warps_per_block)
         with np.errstate(all="ignore"):
             for start in range(0, nblocks, per_wave):
                 # the blocks of one wave, made when it runs (a grid is never listed whole)
@@ -328,8 +376,66 @@ class Module:
                 session.begin_wave(wave)
                 run_wave(wave, int(max_steps), barrier_mode, scheduling)
                 session.end_wave(wave)
+                budget.check(k.name, stats, start + len(blocks), nblocks)
         session.end_launch()
         return stats
+
+
+#: shared memory per block, static and dynamic (sm_90: 227 KiB usable of 228 KiB;
+#: CUDA C Programming Guide, "Technical Specifications per Compute Capability")
+MAX_SHARED_BYTES = 228 * 1024
+
+
+class _Budget:
+    """The launch-wide bounds of :meth:`Module.launch`: warp instructions and wall time."""
+
+    def __init__(self, max_instructions: int | None, time_limit: float | None) -> None:
+        self.max_instructions = max_instructions
+        self.time_limit = time_limit
+        self.start = time.monotonic()
+
+    def refuse_grid(self, kernel: str, nblocks: int, warps_per_block: int) -> None:
+        """Refuse, before anything runs, a grid whose warps exceed the instruction bound
+        even if each executes a single instruction."""
+        warps = nblocks * warps_per_block
+        if self.max_instructions is not None and warps > self.max_instructions:
+            raise LaunchBudgetError(
+                f"kernel {kernel}: the grid has {warps} warps ({nblocks} blocks of "
+                f"{warps_per_block}), each executing at least one instruction, more than "
+                f"max_instructions={self.max_instructions} warp instructions for the whole "
+                "launch; pass a larger max_instructions (or None) to run it")
+
+    def check(self, kernel: str, stats: LaunchStats, done: int, nblocks: int) -> None:
+        """After a wave: raise LaunchBudgetError if a bound is exceeded and blocks remain."""
+        if done >= nblocks:
+            return
+        count = stats.warp_instructions
+        where = (f"kernel {kernel} stopped after {done} of {nblocks} blocks and {count} "
+                 "warp instructions")
+        if self.max_instructions is not None and count > self.max_instructions:
+            raise LaunchBudgetError(
+                f"{where}: more than max_instructions={self.max_instructions} for the "
+                "launch; pass a larger max_instructions (or None) if the kernel needs more")
+        elapsed = time.monotonic() - self.start
+        if self.time_limit is not None and elapsed > self.time_limit:
+            raise LaunchBudgetError(
+                f"{where}, {elapsed:.1f} s: more than time_limit={self.time_limit} s; pass a "
+                "larger time_limit (or None) if the launch needs longer")
+
+
+def _check_budget(max_instructions: Any, time_limit: Any) -> _Budget:
+    if max_instructions is not None and (not _is_int(max_instructions)
+                                         or max_instructions < 1):
+        raise LaunchError(f"max_instructions must be a positive int or None, got "
+                          f"{max_instructions!r}")
+    if time_limit is not None and (isinstance(time_limit, (bool, np.bool_))
+                                   or not isinstance(time_limit, (int, float, np.integer,
+                                                                  np.floating))
+                                   or not 0 < time_limit < math.inf):
+        raise LaunchError(f"time_limit must be a positive number of seconds or None, got "
+                          f"{time_limit!r}")
+    return _Budget(None if max_instructions is None else int(max_instructions),
+                   None if time_limit is None else float(time_limit))
 
 
 def load_ptx(text: str) -> Module:

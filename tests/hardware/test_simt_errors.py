@@ -354,12 +354,14 @@ def test_grid_and_block_dimension_limits():
 
 def test_huge_grid_is_not_materialised():
     """grid = 2**31 - 1 blocks: the blocks are made wave by wave (listing them all took
-    all the memory); a spinning kernel stops at the step limit of its first warp."""
+    all the memory); without the launch-wide budget (which refuses this grid at once) a
+    spinning kernel stops at the step limit of its first warp."""
     src = kernel("""$L_top:
     bra.uni $L_top;
     ret;""")
     with pytest.raises(StepLimitError, match=r"warp 0 of block \(0, 0, 0\)"):
-        load_ptx(src).launch("k", 2**31 - 1, 32, [0], GlobalMemory(), max_steps=100)
+        load_ptx(src).launch("k", 2**31 - 1, 32, [0], GlobalMemory(), max_steps=100,
+                             max_instructions=None)
 
 
 def test_step_limit_counts_per_warp_and_names_the_spinning_warp():
