@@ -44,7 +44,9 @@ pre-Volta reconvergence, with Volta's forward progress):
 - **Sanitizer** (:mod:`hardware.simt.sanitizer`, ``launch(sanitize=...)``): every access
   is checked against the exact bounds of its allocation (global) or variable (shared,
   local), and per-byte shadows record which bytes were written; other tools see each
-  access through :meth:`Wave._notify`.
+  access through :meth:`Wave._notify`. Static shared variables are laid out with an
+  unallocated gap after each (see :func:`_shared_layout`), so that an overrun is
+  reported rather than landing in the next variable.
 - Blocks run in batches of at most ``module.MAX_THREADS_PER_WAVE`` threads, in block
   order; all blocks of a batch execute together.
 
@@ -62,7 +64,7 @@ from .errors import ExecutionError, MemoryAccessError, PtxSyntaxError, Unsupport
 from .instructions import Op, compile_instruction
 from .isa.operands import getter
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, UNALLOCATED, WINDOW_SIZE, GlobalMemory
-from .sanitizer import DEFAULT, Access, Regions, Report, Session
+from .sanitizer import DEFAULT, TOOL_ERRORS, Access, Regions, Report, Session
 from .parser import Addr, Instruction, Reg, Sym
 from .stats import LaunchStats, MemoryCounters
 from .types import PtxType
@@ -155,7 +157,8 @@ class Wave:
         special["%lanemask_ge"] = (~((np.int64(1) << lane) - 1)) & 0xFFFFFFFF
         for k, v in special.items():
             self.regs[k] = np.broadcast_to(np.asarray(v, dtype=np.int64), (T,)).astype(np.uint32)
-        sh = cfg.shared_bytes if cfg else kernel.static_shared_bytes
+        self.shared_layout, self.shared_regions, sh = _shared_layout(
+            kernel, cfg.dynamic_shared if cfg else 0)
         self.smem_size = sh
         self.smem = np.zeros(max(nb * sh, 16) + 16, dtype=np.uint8)
         self.sbase = blk * sh
@@ -166,7 +169,7 @@ class Wave:
         # initcheck: per byte of shared and local memory, whether it was written
         self.sinit = np.zeros(self.smem.size, dtype=bool)
         self.linit = np.zeros(self.lmem.size, dtype=bool)
-        self.shared_regions, self.local_regions = _variable_regions(kernel, sh)
+        self.local_regions = _local_regions(kernel)
         self.rows_all = slot.reshape(W, 32)
         self.cur: Exec | None = None
         self._memo: dict[int, tuple] = {}
@@ -233,8 +236,8 @@ class Wave:
 
     def symbol(self, name: str, inst: Instruction) -> tuple[str, int]:
         k = self.kernel
-        if name in k.shared_offsets:
-            return "shared", k.shared_offsets[name]
+        if name in self.shared_layout:
+            return "shared", self.shared_layout[name]
         if name in k.local_offsets:
             return "local", k.local_offsets[name]
         if name in k.param_index:
@@ -357,9 +360,10 @@ class Wave:
         thread = pos if isinstance(ix, slice) else int(ix[pos])
         rep = Report(tool, self.kernel.name, what,
                      self.access_record(thread, inst, kind, space, addr, width))
-        if fault:
-            err = MemoryAccessError(f"{self._where(thread, inst)}: {what} at address "
-                                    f"{addr:#x} ({rep.access.allocation})\n{rep}")
+        action = self.session.options.action(tool)
+        if fault or action == "error":
+            err = TOOL_ERRORS[tool](f"{self._where(thread, inst)}: {what} at address "
+                                    f"{addr:#x} ({rep.access.allocation})")
             err.report = rep
             raise err
         self.session.report(rep)
@@ -704,6 +708,7 @@ class Wave:
 
 
 _KINDS = {"ld": "read", "st": "write", "atom": "atomic"}
+_GAP = 256  # least gap after each shared variable (see _shared_layout)
 #: initcheck shadows are read through an unsigned view of each element's size: an
 #: element is written when all its flag bytes are 1
 _SHADOW_DTYPE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
@@ -712,24 +717,47 @@ _SHADOW_ONES = {k: d.type(int.from_bytes(b"\x01" * k, "little"))
                 for k, d in _SHADOW_DTYPE.items()}
 
 
-def _variable_regions(kernel: Any, shared_bytes: int) -> tuple[Regions, Regions]:
-    """The .shared variables (static ones, then the dynamic region) and the .local
-    variables of ``kernel``, as memcheck bounds them."""
+def _declarations(kernel: Any) -> dict[str, Any]:
     owner = getattr(kernel.module_key, "source", None)
-    decls = {v.name: v for v in list(getattr(owner, "variables", [])) + kernel.source.variables}
-    shared, static_end, externs = [], kernel.static_shared_bytes, []
-    for name, off in kernel.shared_offsets.items():
+    return {v.name: v for v in list(getattr(owner, "variables", [])) + kernel.source.variables}
+
+
+def _shared_layout(kernel: Any, dynamic: int) -> tuple[dict[str, int], Regions, int]:
+    """Where this interpreter places the .shared variables of ``kernel`` in a block's
+    shared memory: ``(offsets, regions, bytes)``. Each static variable (in the order of
+    ``kernel.shared_offsets``), then the dynamic region, is followed by an unallocated
+    gap as large as itself (at least 256 bytes), so that an index past a variable's end
+    by up to its own size is caught by memcheck instead of landing in the next one.
+    Only addresses change: ``%total_smem_size`` and the launch limits count the
+    variables' own bytes."""
+    decls = _declarations(kernel)
+    offsets: dict[str, int] = {}
+    regions: list[tuple[int, int, str]] = []
+    off, externs, dyn_align = 0, [], 16
+    for name in sorted(kernel.shared_offsets, key=kernel.shared_offsets.get):
         v = decls.get(name)
-        if v is not None and v.extern:
+        if v is None or v.extern:
             externs.append(name)
-        elif v is not None:
-            shared.append((off, off + v.nbytes, name))
-    if shared_bytes > static_end:
-        shared.append((static_end, shared_bytes,
-                       "/".join(externs) if externs else "dynamic shared memory"))
-    local = [(off, off + decls[name].nbytes, name) for name, off in kernel.local_offsets.items()
-             if name in decls]
-    return Regions("shared", shared), Regions("local", local)
+            dyn_align = max(dyn_align, v.align if v is not None else 16)
+            continue
+        off = -(-off // v.align) * v.align
+        offsets[name] = off
+        regions.append((off, off + v.nbytes, name))
+        off += v.nbytes + max(v.nbytes, _GAP)
+    off = -(-off // dyn_align) * dyn_align
+    for name in externs:
+        offsets[name] = off
+    if dynamic:
+        regions.append((off, off + dynamic, "/".join(externs) or "dynamic shared memory"))
+        off += dynamic + max(dynamic, _GAP)
+    return offsets, Regions("shared", regions), off
+
+
+def _local_regions(kernel: Any) -> Regions:
+    """The .local variables of ``kernel``, as memcheck bounds them."""
+    decls = _declarations(kernel)
+    return Regions("local", [(off, off + decls[name].nbytes, name)
+                             for name, off in kernel.local_offsets.items() if name in decls])
 
 
 def _ftz_scalar(x: np.float32) -> np.float32:

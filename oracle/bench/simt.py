@@ -50,7 +50,7 @@ def _histogram(n: int):
     data = np.random.default_rng(2).integers(0, 256, n).astype(np.uint8)
     mem = GlobalMemory()
     pd = mem.to_device(data)
-    ph = mem.alloc(1024)
+    ph = mem.calloc(1024)  # zeroed: the kernel adds to it
     mod = gallery.load("histogram")
     return lambda: mod.launch("histogram", 8, 256, [pd, ph, n], mem)
 
