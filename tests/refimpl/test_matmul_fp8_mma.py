@@ -365,3 +365,29 @@ def test_published_gpu_outputs_are_reproduced_bit_for_bit(gpu):
         got = run(name, a, b, c, out=out)
         assert got == Q(d), (case["row"], name, out, float(got), d)
         assert BlockFMA.preset(name).dot_reference(a, b, c, out) == d, (case["row"], name)
+
+
+@pytest.mark.parametrize("n", [4, 8, 12])
+@pytest.mark.parametrize("place", ["inside", "after"])
+@pytest.mark.parametrize("rounding", ["toward_zero", "nearest_even"])
+def test_interleaved_option_vectorised_matches_plain(n, place, rounding):
+    # any interleaved model, not only the presets: several blocks and a partial last one,
+    # zeros, signed values over a wide range, FP32 and FP16 accumulators
+    rng = np.random.default_rng(n * 7 + len(place) + len(rounding))
+    for f in (5, 13, 25):
+        model = BlockFMA(n, f, rounding, interleave=True, c_placement=place, input_emin=-14)
+        for k in (n, 2 * n + 3):
+            a = np.asarray(formats.round_to(rng.standard_normal((4, k)) *
+                                            2.0 ** rng.integers(-8, 8, (4, k)), "fp16"))
+            b = np.asarray(formats.round_to(rng.standard_normal((k, 3)), "fp16"))
+            a[rng.random(a.shape) < 0.2] = 0.0
+            for out, ct in (("fp32", np.float32), ("fp16", np.float16)):
+                c = (rng.standard_normal((4, 3)) * 4).astype(ct)
+                got = matmul(a.astype(np.float32), b.astype(np.float32), c,
+                             accumulate=model, out_format=out)
+                for i in range(4):
+                    for j in range(3):
+                        want = model.dot_reference(a[i].astype(np.float64),
+                                                   b[:, j].astype(np.float64),
+                                                   float(c[i, j]), out)
+                        assert float(got[i, j]) == want, (f, k, out, i, j)
