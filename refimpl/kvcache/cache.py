@@ -37,7 +37,8 @@ import numpy as np
 from refimpl.kvcache.pool import BlockPool, OutOfBlocksError
 from refimpl.kvcache.prefix import (ROOT_HASH, ExtraKey, block_hash, check_extra_keys,
                                     check_token_ids, hash_blocks)
-from refimpl.validation import check_bool, check_index, check_int, check_positive_int
+from refimpl.validation import (as_float, check_array_bytes, check_bool, check_count,
+                                check_index, check_int, check_positive_int)
 
 LAYOUTS = ("NHD", "HND")
 
@@ -100,11 +101,18 @@ class PagedKVCache:
         layout: ``"NHD"`` (pages, 2, page_size, heads, dim) or ``"HND"``
             (pages, 2, heads, page_size, dim), FlashInfer's two layouts.
         enable_prefix_caching: hash full blocks and reuse them across sequences.
+
+    Raises:
+        TypeError: a size that is not an int, a non-floating ``dtype``.
+        ValueError: a size below 1, or storage beyond
+            :data:`refimpl.validation.MAX_ARRAY_BYTES` (checked before allocating).
     """
 
     def __init__(self, num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
                  dtype: np.dtype | type = np.float32, layout: str = "NHD",
                  enable_prefix_caching: bool = False) -> None:
+        num_blocks = check_positive_int("num_blocks", num_blocks)
+        block_size = check_positive_int("block_size", block_size)
         num_kv_heads = check_positive_int("num_kv_heads", num_kv_heads)
         head_dim = check_positive_int("head_dim", head_dim)
         enable_prefix_caching = check_bool("enable_prefix_caching", enable_prefix_caching)
@@ -113,6 +121,11 @@ class PagedKVCache:
         dt = np.dtype(dtype)
         if dt.kind != "f":
             raise TypeError(f"dtype must be a floating type, got {dt}")
+        # the storage is allocated below: refuse a size beyond the limit first
+        check_array_bytes("num_blocks", num_blocks * 2 * block_size * num_kv_heads
+                          * head_dim, dt.itemsize,
+                          what="the K/V storage (num_blocks * 2 * block_size * "
+                               "num_kv_heads * head_dim)")
         self.pool = BlockPool(num_blocks, block_size)
         self.num_blocks = num_blocks
         self.block_size = block_size
@@ -245,6 +258,7 @@ class PagedKVCache:
         length. vLLM v0 admits with a 1% watermark (``watermark=0.01``) to avoid
         thrashing; the default here is 0.
         """
+        watermark = as_float("watermark", watermark)
         if not 0.0 <= watermark < 1.0:
             raise ValueError(f"watermark must be in [0, 1), got {watermark}")
         if isinstance(prompt_tokens, (int, np.integer)) and not isinstance(
@@ -427,9 +441,15 @@ class PagedKVCache:
 
     def evict(self, num_blocks: int | None = None) -> list[int]:
         """Forget the prefix data of up to ``num_blocks`` free cached blocks (all if
-        None), least recently freed first. Returns the evicted block ids."""
-        if num_blocks is not None and num_blocks < 0:
-            raise ValueError(f"num_blocks must be >= 0, got {num_blocks}")
+        None), least recently freed first. Returns the evicted block ids.
+
+        Raises:
+            TypeError: ``num_blocks`` is not an int or None (``0.5``, ``True``, ``"x"``:
+                a count is never a float, a bool or a string).
+            ValueError: ``num_blocks`` is negative.
+        """
+        if num_blocks is not None:
+            num_blocks = check_count("num_blocks", num_blocks)
         return self.pool.evict(num_blocks)
 
     # -- reports -----------------------------------------------------------------------

@@ -32,7 +32,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from refimpl.validation import check_positive_int
+from refimpl.validation import check_array_bytes, check_count, check_positive_int
+
+#: bytes of Python list entries and int objects the pool keeps per block (its free
+#: queue links, reference counts and hashes), for the size check before allocating
+BYTES_PER_BLOCK = 96
 
 
 class OutOfBlocksError(RuntimeError):
@@ -62,6 +66,8 @@ class BlockPool:
     def __init__(self, num_blocks: int, block_size: int) -> None:
         num_blocks = check_positive_int("num_blocks", num_blocks)
         block_size = check_positive_int("block_size", block_size)
+        check_array_bytes("num_blocks", num_blocks, BYTES_PER_BLOCK,
+                          what="the pool's per-block bookkeeping")
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.ref_counts: list[int] = [0] * num_blocks
@@ -122,7 +128,8 @@ class BlockPool:
         return self.cached.get(block_hash)
 
     def _check_block(self, block: int) -> None:
-        if not isinstance(block, int) or not 0 <= block < self.num_blocks:
+        if (isinstance(block, bool) or not isinstance(block, int)
+                or not 0 <= block < self.num_blocks):
             raise ValueError(f"block id {block!r} out of range [0, {self.num_blocks})")
 
     # -- mutations -------------------------------------------------------------------
@@ -132,8 +139,7 @@ class BlockPool:
         Raises:
             OutOfBlocksError: fewer than ``n`` free blocks (nothing changes).
         """
-        if n < 0:
-            raise ValueError(f"cannot allocate a negative number of blocks ({n})")
+        n = check_count("n", n)
         if n > self._num_free:
             raise OutOfBlocksError(n, self._num_free)
         out = []
@@ -215,7 +221,13 @@ class BlockPool:
         """Drop the cached hashes of up to ``n`` free blocks (all if None), LRU first.
 
         The blocks stay in the free queue at their place. Returns the evicted ids.
+
+        Raises:
+            TypeError: ``n`` is not an int or None (a float, a bool, a string).
+            ValueError: ``n`` is negative.
         """
+        if n is not None:
+            n = check_count("n", n)
         out: list[int] = []
         for b in self.free_queue():
             if n is not None and len(out) >= n:

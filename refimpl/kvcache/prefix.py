@@ -13,7 +13,8 @@ machine. Encoding, in order:
 - ``b"T"``, the token count as 8-byte little-endian, each token id as 8-byte
   little-endian two's complement (ids must fit in int64);
 - ``b"K"``, the number of extra keys (8 bytes), then each key as a one-byte type tag
-  (``i`` int, ``s`` str as UTF-8, ``b`` bytes), its length (8 bytes) and its bytes;
+  (``i`` int, ``s`` str as UTF-8, ``b`` bytes), its length (8 bytes) and its bytes
+  (a str with a lone surrogate has no UTF-8 encoding and is refused);
   ints are encoded as 16-byte little-endian two's complement.
 """
 from __future__ import annotations
@@ -68,7 +69,13 @@ def encode_extra_keys(extra_keys: Sequence[ExtraKey]) -> bytes:
                                  f"[-2**127, 2**127) (use a str or bytes key)")
             tag, data = b"i", key.to_bytes(16, "little", signed=True)
         elif isinstance(key, str):
-            tag, data = b"s", key.encode("utf-8")
+            try:
+                tag, data = b"s", key.encode("utf-8")
+            except UnicodeEncodeError as e:
+                # a lone surrogate ("\ud800") has no UTF-8 encoding, so no canonical bytes
+                raise ValueError(f"extra_keys[{i}] = {key!r} is not valid Unicode text "
+                                 f"(character {e.start} cannot be encoded as UTF-8); "
+                                 "use bytes for binary keys") from None
         elif isinstance(key, bytes):
             tag, data = b"b", key
         else:
