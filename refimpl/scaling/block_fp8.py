@@ -8,6 +8,10 @@ same per-tile scheme on B_r x d and B_c x d tiles. Per tile, in float32 arithmet
   kernels do, so an all-zero tile gets a finite scale);
 - ``s = amax / fmt.max`` (one float32 division), or with ``power_of_two=True`` the
   smallest power of two with ``amax / s <= fmt.max``, computed exactly (no float log2);
+  a tile with ``amax = 0`` (all zeros with ``amax_floor=0``) gets ``s = 1``, as
+  Transformer Engine's scale update keeps scale 1 when the amax is 0: its codes are
+  zeros (of each element's sign) and dequantise to exact zeros, where ``s = 0`` would
+  make ``0 / 0`` NaN;
 - codes ``encode(x / s, fmt, saturate=True)`` (the quotient rounded to float32 first, as
   the reference kernels do, then to the format with round-to-nearest-even);
 - dequantise ``decode(code) * s`` (one float32 rounding).
@@ -27,7 +31,7 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
-from refimpl.validation import check_bool, check_positive_int
+from refimpl.validation import as_float, check_bool, check_positive_int
 
 from .exponent import ceil_log2_ratio
 from .mx import block_span
@@ -151,7 +155,7 @@ def block_fp8_quantize(
         fmt: ``"e4m3"`` (default) or ``"e5m2"``.
         power_of_two: round each scale up to a power of two (exact, no clipping).
         amax_floor: lower bound of a tile's amax (float32), default 1e-4; 0 disables it
-            (an all-zero tile then gets scale 0 and NaN codes).
+            (an all-zero tile then gets scale 1 and zero codes).
 
     Raises:
         ValueError: bad options or input.
@@ -160,7 +164,7 @@ def block_fp8_quantize(
     r, c = _tile(block)
     power_of_two = check_bool("power_of_two", power_of_two)
     arr = _float32_input(x)
-    floor = _F32(amax_floor)
+    floor = _F32(as_float("amax_floor", amax_floor))
     if not np.isfinite(floor) or floor < 0:
         raise ValueError(f"amax_floor: expected a non-negative finite number, got {amax_floor!r}")
     tiles = _padded_tiles(arr, r, c)
@@ -173,6 +177,7 @@ def block_fp8_quantize(
             ok = np.isfinite(amax) & (amax > 0)
             k = ceil_log2_ratio(np.where(ok, amax, _F32(1)), float(f.max))
             s = np.where(ok, np.ldexp(np.float64(1.0), k).astype(_F32), s).astype(_F32)
+        s = np.where(amax == 0, _F32(1), s).astype(_F32)  # all zeros: 0 / 1, never 0 / 0
         y = tiles / s[..., None, None]
     codes = formats.encode(y.astype(_F32), f, saturate=True)
     codes = np.ascontiguousarray(_untile(codes, arr.shape))

@@ -119,3 +119,36 @@ def test_bad_inputs():
 def test_power_of_two_flag_is_checked():
     with pytest.raises(TypeError, match="power_of_two"):
         block_fp8_quantize(np.ones((1, 128), np.float32), power_of_two="no")
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("power_of_two", [False, True])
+@pytest.mark.parametrize("block", [(1, 128), (2, 4)])
+def test_all_zero_tiles_without_a_floor_dequantize_to_zeros(name, power_of_two, block):
+    """amax_floor=0 is allowed: a tile of zeros gets scale 1 (0 / 0 made it NaN); its
+    codes are the zeros of each element's sign, 0x00 and 0x80 in every FP8 layout."""
+    x = np.zeros((4, 256), F32)
+    x[1, 5] = -0.0
+    x[3, 7] = 3.0  # a tile with a value keeps the usual scale
+    q = block_fp8_quantize(x, block=block, fmt=name, power_of_two=power_of_two,
+                           amax_floor=0.0)
+    r, c = block
+    zero_tiles = np.ones(q.scales.shape, bool)
+    zero_tiles[3 // r, 7 // c] = False
+    assert (q.scales[zero_tiles] == 1.0).all()
+    want = 3.0 / TABLES[name][-1][0]  # 3 / fmt.max, or the power of two above it
+    s = q.scales[3 // r, 7 // c]
+    assert (s == 2.0 ** math.ceil(math.log2(want))) if power_of_two else s == F32(want)
+    codes = q.codes.copy()
+    codes[3, 7] = 0
+    assert codes[1, 5] == 0x80 and codes.sum() == 0x80  # only the -0 has its sign bit
+    d = q.dequantize()
+    assert not np.isnan(d).any()
+    assert np.signbit(d[1, 5]) and (np.delete(d.ravel(), [256 + 5, 3 * 256 + 7]) == 0).all()
+    assert d[3, 7] == 3.0 or abs(d[3, 7] - 3.0) <= 3.0 * 2.0**-3
+
+
+@pytest.mark.parametrize("bad", ["0", None, [0.0]])
+def test_amax_floor_is_a_real_number(bad):
+    with pytest.raises(TypeError, match="amax_floor must be a real number"):
+        block_fp8_quantize(np.zeros((1, 4), F32), amax_floor=bad)
