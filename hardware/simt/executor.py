@@ -181,8 +181,10 @@ class Wave:
         self.attach(None)
 
     def attach(self, session: Session | None) -> None:
-        """Use the sanitizer ``session`` of a launch (None: the default tools, raising)."""
-        self.session = session if session is not None else Session(DEFAULT, self.stats)
+        """Use the sanitizer ``session`` of a launch (None: the default options, raising,
+        without the registered tools)."""
+        self.session = session if session is not None else \
+            Session(DEFAULT, self.stats, bare=True)
         opts = self.session.options
         self.memcheck = opts.enabled("memcheck")
         self.initcheck = opts.enabled("initcheck")

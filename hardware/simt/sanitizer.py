@@ -220,8 +220,12 @@ class Session:
     memory: Any = None
     tools: dict[str, Any] = field(default_factory=dict)
     left_out: int = 0
+    #: a session without the registered tools (a wave compiled outside a launch)
+    bare: bool = False
 
     def __post_init__(self) -> None:
+        if self.bare:
+            return
         for name, factory in _FACTORIES.items():
             if self.options.enabled(name):
                 self.tools[name] = factory(self)
