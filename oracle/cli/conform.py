@@ -133,8 +133,22 @@ def _kwargs(args: argparse.Namespace) -> tuple[tuple[Any, ...], dict[str, Any]]:
                 "max_examples": args.max_examples}
 
 
+def _resolve(spec: str) -> Any:
+    """The ``--impl`` callable; a module that fails while being imported (its own
+    exception, a syntax error) is a usage error naming ``--impl``, not a traceback."""
+    try:
+        return resolve_callable(spec)
+    except ValueError as exc:
+        if str(exc).startswith("--impl"):
+            raise
+        raise ValueError(f"--impl {spec}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever the user's module raises
+        raise ValueError(f"--impl {spec}: importing it failed with {type(exc).__name__}: "
+                         f"{exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
-    fn = resolve_callable(args.impl)
+    fn = _resolve(args.impl)
     extra = _impl_kwargs(args.impl_kwargs)
     if extra:
         fn = functools.partial(fn, **extra)
