@@ -4,6 +4,7 @@ from __future__ import annotations
 __all__ = [
     "PtxError",
     "PtxSyntaxError",
+    "PtxTypeError",
     "UnsupportedPtxError",
     "LaunchError",
     "MemoryAccessError",
@@ -26,6 +27,13 @@ class PtxError(Exception):
 
 class PtxSyntaxError(PtxError, ValueError):
     """The PTX text is malformed (message names the line and the statement)."""
+
+
+class PtxTypeError(PtxSyntaxError):
+    """An instruction breaks a type rule of the PTX ISA (an operand of the wrong type or
+    size, a type the instruction does not take, a missing required modifier, an
+    immediate out of range): the message names the line, the statement and the rule
+    (see :mod:`hardware.simt.ptx_rules`)."""
 
 
 class UnsupportedPtxError(PtxError, NotImplementedError):

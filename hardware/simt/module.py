@@ -17,6 +17,7 @@ from .errors import LaunchBudgetError, LaunchError, PtxSyntaxError, UnsupportedP
 from .executor import LaunchConfig, Wave
 from .inline import inline_calls
 from .memory import GlobalMemory
+from .ptx_rules import check_module
 from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, parse_ptx
 from .sanitizer import Session, parse_sanitize
 from .scheduler import BARRIER_MODES, SCHEDULING_MODES, run_wave
@@ -451,4 +452,6 @@ def load_ptx(text: str) -> Module:
     if tgt and tgt not in _SUPPORTED_TARGETS:
         raise UnsupportedPtxError(f".target {src.target}: supported targets are "
                                   f"{', '.join(_SUPPORTED_TARGETS)}")
-    return Module(src)
+    module = Module(src)
+    check_module(src)  # after compiling: constructs the interpreter lacks say so first
+    return module

@@ -208,7 +208,7 @@ def test_carry_chains(seed):
 def test_min_max_nan_modifier_and_relu():
     """PTX ISA min/max: with .NaN the result is the canonical NaN when either input is
     NaN (f32, f16x2); without it a NaN input is ignored; max.relu.s32 clamps a negative
-    result to 0; min.ftz.f16 flushes subnormal inputs to signed zeros."""
+    result to 0; min.ftz.f16x2 flushes subnormal inputs to signed zeros."""
     nan = np.float32(np.nan)
     x = np.array([nan, 1.0, -2.0, nan, -0.0], np.float32)
     y = np.array([3.0, nan, 5.0, nan, 0.0], np.float32)
@@ -227,8 +227,8 @@ def test_min_max_nan_modifier_and_relu():
     assert [int(v) & 0xFFFF for v in got] == [0x7FFF, int(h(4.0)[0]), int(h(1e-7)[0]),
                                               int(h(2.0)[0])]
     assert [int(v) >> 16 for v in got] == [int(h(1.0)[0]), 0x7FFF, 0, 0]
-    got = _binary("min.ftz.f16", a2, b2, np.uint32) & 0xFFFF
-    assert int(got[2]) == 0  # both halves subnormal: flushed to +0 (min.f16 gives 6e-8)
+    got = _binary("min.ftz.f16x2", a2, b2, np.uint32) & 0xFFFF
+    assert int(got[2]) == 0  # both low halves subnormal: flushed to +0 (min gives 6e-8)
 
 
 def test_register_declaration_without_space():
