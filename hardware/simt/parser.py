@@ -10,8 +10,17 @@ PTX ISA (version 9.0) chapters 4 (syntax), 5 (state spaces, types, variables), 9
 the scope), ``//`` and ``/* */`` comments, ``.pragma``, ``.file`` and ``.loc`` (each
 line directive ends where its grammar ends, not only at a newline), and the ``call``
 instructions the inliner leaves for the CUDA runtime functions. Text a statement's
-grammar does not consume is refused, and so are declarations beyond the CUDA limits
-(:data:`MAX_REGISTERS`, :data:`MAX_VARIABLE_BYTES`, :data:`MAX_PARAM_BYTES`).
+grammar does not consume is refused (an empty list item, a repeated modifier), and so
+are declarations beyond the CUDA limits (:data:`MAX_REGISTERS`,
+:data:`MAX_VARIABLE_BYTES`, :data:`MAX_PARAM_BYTES`).
+
+Declarations follow the rules ptxas enforces: registers, variables, parameters and labels
+share one name space per ``{ }`` scope (a name declared twice in one scope is refused;
+one declared in a nested scope hides the outer one, labels included, and sibling scopes
+may reuse a name), ``.align`` is a power of two, only ``.extern`` arrays may be empty,
+and initialisers are typed (:func:`_initial_element`). Literals (PTX ISA 4.5): integers
+are 64-bit, decimal floats are doubles (:class:`FImm`), address offsets are taken
+modulo 2^64 (:class:`Addr`).
 Everything else is an :class:`~hardware.simt.errors.UnsupportedPtxError` or a
 :class:`~hardware.simt.errors.PtxSyntaxError` naming the line.
 """

@@ -294,3 +294,44 @@ def test_inlining_keeps_source_line_numbers():
     line = text.splitlines().index("    vabsdiff4.u32.u32.u32 %r1, %r1, %r2, %r1;") + 1
     with pytest.raises(UnsupportedPtxError, match=rf"line {line}:"):
         load_ptx(text)
+
+
+def test_many_labels_back_to_back_load():
+    """50 000 labels on one instruction (each was compared with every pending label
+    before it: quadratic, minutes for 100 000); all of them name instruction 0."""
+    n = 50_000
+    body = "\n".join(f"$L{i}:" for i in range(n))
+    src = _HEAD + f""".visible .entry k(.param .u64 p0)
+{{
+{body}
+    ret;
+}}
+"""
+    labels = load_ptx(src).kernels["k"].source.labels
+    assert len(labels) == n and set(labels.values()) == {0}
+
+
+def test_nested_scope_labels_get_internal_names_and_outer_ones_keep_theirs():
+    src = _kernel("""$L1:
+    { $L1: add.s32 %r1, %r1, 1; }
+    { $L1: add.s32 %r1, %r1, 2; @%p1 bra $L1; }""").replace(
+        ".reg .b32 %r<4>;", ".reg .b32 %r<4>;\n    .reg .pred %p<2>;")
+    k = load_ptx(src).kernels["k"].source
+    assert k.labels == {"$L1": 3, "$L1#1": 3, "$L1#2": 4}
+    bra = next(i for i in k.instructions if i.opcode == "bra")
+    assert bra.operands[0].name == "$L1#2"
+
+
+def test_literal_messages_quote_the_statement():
+    """The messages about literals show the instruction itself (the decimal-literal
+    message once printed the placeholder '{text!r}' instead)."""
+    with pytest.raises(PtxSyntaxError) as e:
+        load_ptx(_kernel("    mov.b32 %r2, 1e400;"))
+    msg = str(e.value)
+    assert "line 11:" in msg and "'1e400'" in msg and "'mov.b32 %r2, 1e400'" in msg
+    assert "{" not in msg
+    with pytest.raises(PtxSyntaxError) as e:
+        load_ptx(_kernel("    mov.b32 %r2, 1.5;"))
+    msg = str(e.value)
+    assert "line 11: 'mov.b32 %r2, 1.5': floating-point literal of the 0d or decimal" in msg
+    assert "{" not in msg
