@@ -325,6 +325,8 @@ class Wave:
         raise ExecutionError(f"{self._where(thread, inst)}: {msg}")
 
     def warn_collective(self, inst: Instruction, ex: Exec, bad: np.ndarray, msg: str) -> None:
+        if "synccheck" in self.tools:  # a synccheck hazard (hardware.simt.synccheck)
+            return self.tools["synccheck"].bad_source(self, ex, inst, bad, msg)
         thread = int(ex.rows[bad][0])
         w = f"{self._where(thread, inst)}: {msg}"
         if self.stats is not None and len(self.stats.warnings) < 100:
@@ -611,6 +613,7 @@ class Wave:
         view = self._view(buf, elem)
         e = off // elem.itemsize
         if self.tools:
+            self.store_values = vals  # racecheck tells writes of the same value apart
             self._notify("st", space, ix, off, elem.itemsize * n, inst)
         if n == 1:
             view[e] = vals[:, 0]

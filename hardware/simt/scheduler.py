@@ -17,6 +17,8 @@ import numpy as np
 from .errors import DeadlockError, StepLimitError
 from .executor import Exec, Wave
 from .instructions import Op
+from . import racecheck as _racecheck  # noqa: F401 (registers the tool)
+from .synccheck import deadlock_detail
 
 __all__ = ["BARRIER_MODES", "SCHEDULING_MODES", "YIELD_AFTER", "WarpScheduler", "run_wave"]
 
@@ -106,6 +108,11 @@ class WarpScheduler:
         self.threads_per_block = bx * by * bz
         self.arrived: dict[int, np.ndarray] = {}
         self.exited = np.zeros(n_blocks, dtype=np.int64)  # exited threads of each block
+        # the sanitizer's racecheck and synccheck (hardware.simt.racecheck / .synccheck)
+        # read the stacks (live lanes) through the wave
+        wave.scheduler = self
+        self.race = wave.tools.get("racecheck")
+        self.sync = wave.tools.get("synccheck")
 
     # ------------------------------------------------------------------ the main loop
     def run(self) -> None:
@@ -137,7 +144,8 @@ class WarpScheduler:
         pc = int(cand.min())
         if pc >= _NO_PC:
             if (state == WAITING).any():
-                _deadlock(self.wave, state, warp_pc, self.arrived, self.ops)
+                _deadlock(self.wave, state, warp_pc, self.arrived, self.ops,
+                          self if self.sync is not None else None)
             return None
         at_pc = cand == pc
         g = _Group()
@@ -428,6 +436,9 @@ class WarpScheduler:
             count = np.array([int(self.stacks[w][0][2].sum()) for w in warps.tolist()])
         else:
             count = lanes.sum(axis=1)
+        if self.sync is not None:
+            live = np.stack([self.stacks[w][0][2] for w in warps.tolist()])
+            self.sync.barrier_arrive(self.wave, warps, op.inst, lanes, live)
         np.add.at(arr, blk, count)
         self.state[warps] = WAITING
         self._release(np.unique(blk), bid, op.fn if op.uniform else None)
@@ -453,6 +464,8 @@ class WarpScheduler:
             released[done] = True
             self.state[released[self.warp_block] & (self.state == WAITING)] = RUNNING
             self.barriers += int(done.size)
+            if self.race is not None:
+                self.race.barrier_release(self.wave, done)
 
     def _note_exits(self, warps: np.ndarray, lanes: np.ndarray) -> None:
         """barrier_mode="warp": exited threads count as arrived at every barrier."""
@@ -538,7 +551,8 @@ def _step_limit(wave: Wave, op: Op, max_steps: int, warps: np.ndarray,
         "runaway loop? Raise max_steps if the kernel needs more")
 
 
-def _deadlock(wave: Wave, st: np.ndarray, tp: np.ndarray, arrived: dict, ops: list[Op]) -> None:
+def _deadlock(wave: Wave, st: np.ndarray, tp: np.ndarray, arrived: dict, ops: list[Op],
+              sched: Any = None) -> None:
     waiting = np.flatnonzero(st == WAITING)
     w = int(waiting[0])
     b = int(wave.warp_block[w])
@@ -552,4 +566,5 @@ def _deadlock(wave: Wave, st: np.ndarray, tp: np.ndarray, arrived: dict, ops: li
         f"never arrive (warps {[x - int(blk_warps[0]) for x in done]} have exited, and "
         "a waiting warp may have lanes that exited or took another path); threads that "
         "returned before the barrier never arrive in barrier_mode='strict', while "
-        "barrier_mode='warp' counts them as arrived")
+        "barrier_mode='warp' counts them as arrived"
+        + (f"\n{deadlock_detail(wave, sched, b)}" if sched is not None else ""))

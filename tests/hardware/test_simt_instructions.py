@@ -18,6 +18,7 @@ from simt_reference import (MODES, c_div, f16_codes, float_to_int, round_code, r
                             value, wrap, zero_sign)
 
 from hardware.simt import GlobalMemory
+from hardware.simt.errors import SyncError
 
 
 def f32(bits):
@@ -571,7 +572,10 @@ $L_end:
 """
     mem = GlobalMemory()
     out = mem.alloc(128)
-    st_ = load(ptx).launch("k", 1, 32, [out], mem)
+    # undefined (PTX ISA, shfl.sync): a synccheck error by default, or a warning
+    with pytest.raises(SyncError, match="inactive"):
+        load(ptx).launch("k", 1, 32, [out], mem)
+    st_ = load(ptx).launch("k", 1, 32, [out], mem, sanitize={"synccheck": "warn"})
     assert st_.warnings and "inactive" in st_.warnings[0] and "thread (0, 0, 0)" in st_.warnings[0]
 
 

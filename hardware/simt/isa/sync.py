@@ -76,10 +76,10 @@ def c_atom(inst: Instruction, ctx: Any) -> Op:
 
 
 def c_bar(inst: Instruction, ctx: Any) -> Op:
-    """bar.sync / barrier.sync{.aligned} a{, b} (9.7.13.1); bar.warp.sync is a no-op here
-    (warps run in lockstep)."""
+    """bar.sync / barrier.sync{.aligned} a{, b} (9.7.13.1); bar.warp.sync
+    (:func:`c_warp_sync`)."""
     if inst.parts[1] == "warp":
-        return Op(inst, "alu", lambda ix, ex: None)
+        return c_warp_sync(inst, ctx)
     if "arrive" in inst.parts or "red" in inst.parts:
         raise _unsupported(inst, "barrier arrive/red variants are not supported")
     if inst.parts[1] not in ("sync", "cta") and inst.opcode not in ("bar.sync", "barrier.sync",
@@ -109,9 +109,50 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
     return op
 
 
+def c_warp_sync(inst: Instruction, ctx: Any) -> Op:
+    """bar.warp.sync membermask (9.7.13.3): the executing lanes run together already
+    (the SIMT stack); synccheck checks the mask, racecheck orders the lanes' accesses
+    (:mod:`hardware.simt.synccheck`, :mod:`hardware.simt.racecheck`)."""
+    if len(inst.operands) != 1:
+        raise _unsupported(inst, "bar.warp.sync takes one operand, the member mask")
+    gm = getter(inst.operands[0], TYPES["u32"], ctx, inst)
+
+    def fn(ix: Any, ex: Any) -> None:
+        tools = ctx.tools
+        if not tools:
+            return
+        sync, race = tools.get("synccheck"), tools.get("racecheck")
+        if sync is not None:
+            done = sync.warp_sync(ctx, ex, inst, _rowvals(gm, ix, ex, np.uint32))
+        else:
+            done = ex.mask
+        if race is not None and done.any():
+            race.syncwarp(ctx, ex.rows[done])
+    return Op(inst, "alu", fn)
+
+
+def _collective_check(ctx: Any, gm: Any, inst: Instruction, ix: Any, ex: Any) -> None:
+    """synccheck of a warp collective's member mask (the getter ``gm``)."""
+    sync = ctx.tools.get("synccheck") if ctx.tools else None
+    if sync is not None:
+        sync.collective(ctx, ex, inst, _rowvals(gm, ix, ex, np.uint32))
+
+
+def c_fence(inst: Instruction, ctx: Any) -> Op:
+    """membar / fence (9.7.13.4): execution is sequentially consistent, so no effect on
+    values; racecheck counts the fence as a release and an acquire of the executing
+    threads (:mod:`hardware.simt.racecheck`)."""
+    def fn(ix: Any, ex: Any) -> None:
+        race = ctx.tools.get("racecheck") if ctx.tools else None
+        if race is not None:
+            race.fence(ctx, ctx._thread_ids(ix), inst)
+    return Op(inst, "alu", fn)
+
+
 def c_noop(inst: Instruction, ctx: Any) -> Op:
-    """membar / fence / nanosleep-free ordering: no effect in a sequentially
-    consistent interpreter."""
+    """nanosleep: no effect."""
+    if inst.parts[0] in ("membar", "fence"):
+        return c_fence(inst, ctx)
     return Op(inst, "alu", lambda ix, ex: None)
 
 
@@ -124,7 +165,7 @@ def c_vote(inst: Instruction, ctx: Any) -> Op:
     if mode is None or len(inst.operands) != 3:
         raise _unsupported(inst, "malformed vote.sync")
     gp = getter(inst.operands[1], TYPES["pred"], ctx, inst)
-    getter(inst.operands[2], TYPES["u32"], ctx, inst)  # the member mask: its form checked
+    gm = getter(inst.operands[2], TYPES["u32"], ctx, inst)
     if mode == "ballot":
         put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
     else:
@@ -132,6 +173,7 @@ def c_vote(inst: Instruction, ctx: Any) -> Op:
     weights = (np.uint64(1) << _AR32.astype(np.uint64))
 
     def fn(ix: Any, ex: Any) -> None:
+        _collective_check(ctx, gm, inst, ix, ex)
         p = np.zeros(ex.rows.shape, bool)
         p[ex.mask] = gp(ix)
         p &= ex.mask
@@ -169,9 +211,11 @@ def c_redux(inst: Instruction, ctx: Any) -> Op:
     if op is None or len(inst.operands) != 3 or t.kind == "f":
         raise _unsupported(inst, "malformed or unsupported redux.sync")
     ga = getter(inst.operands[1], t, ctx, inst)
+    gm = getter(inst.operands[2], TYPES["u32"], ctx, inst)
     put = setter(inst.operands[0], t, ctx, inst)
 
     def fn(ix: Any, ex: Any) -> None:
+        _collective_check(ctx, gm, inst, ix, ex)
         v = _rowvals(ga, ix, ex, t.dtype)
         if op == "add":
             r = np.where(ex.mask, v.astype(_u(t)), 0).astype(_u(t)).sum(axis=1, dtype=_u(t)).view(t.dtype)
@@ -200,9 +244,11 @@ def c_match(inst: Instruction, ctx: Any) -> Op:
     else:
         put, putp = setter(d, TYPES["b32"], ctx, inst), None
     ga = getter(inst.operands[1], t, ctx, inst)
+    gm = getter(inst.operands[2], TYPES["u32"], ctx, inst)
     weights = (np.uint64(1) << _AR32.astype(np.uint64))
 
     def fn(ix: Any, ex: Any) -> None:
+        _collective_check(ctx, gm, inst, ix, ex)
         v = _rowvals(ga, ix, ex, t.dtype)
         same = (v[:, :, None] == v[:, None, :]) & ex.mask[:, None, :]   # (G, lane, other)
         masks = (same.astype(np.uint64) * weights).sum(axis=2).astype(np.uint32)

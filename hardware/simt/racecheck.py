@@ -1,0 +1,545 @@
+"""racecheck: data races on shared and global memory (``launch(sanitize=...)``).
+
+A *race* (PTX ISA, "Memory Consistency Model": data race; compute-sanitizer's
+racecheck: read-after-write, write-after-read and write-after-write hazards) is a pair of
+accesses by different threads to a common byte, at least one a write, that no
+synchronisation orders and that are not both *morally strong* (atomics, ``red``,
+``.volatile``, ``.relaxed``, ``.acquire`` and ``.release`` loads and stores). The
+interpreter executes one interleaving; the check does not depend on it: it decides
+whether the two accesses are *ordered* (happen-before), so the same races are found under
+``scheduling="independent"`` and ``"lockstep"``.
+
+What orders two accesses of threads A (first) and B (second):
+
+==========================================  =============================================
+same thread                                 program order
+same block                                  a barrier (``bar.sync``/``barrier.sync``,
+                                            ``__syncthreads``) completed between them
+same warp                                   ``bar.warp.sync`` (``__syncwarp``) naming both
+                                            lanes completed between them
+any two threads                             release/acquire through memory: A's access,
+                                            then a release by A (``membar``/``fence``, or
+                                            a ``.release`` store/atomic), then a strong
+                                            write of a flag (A's own, or the end of a
+                                            chain of atomics); B reads the flag with a
+                                            strong read, then acquires (``membar``/
+                                            ``fence``, or the read is ``.acquire``),
+                                            then accesses. A barrier passes what a thread
+                                            acquired to the block, and a release after a
+                                            barrier releases the accesses of the block
+                                            before it. ``.cta``-scoped fences order only
+                                            threads of one block.
+==========================================  =============================================
+
+Severity. A race between threads of different warps (of one block or of different
+blocks) is undefined on every GPU: an error (a :class:`~hardware.simt.errors.RaceError`
+unless ``sanitize`` makes racecheck warn). A race between lanes of one warp is ordered on
+GPUs before Volta (the warp executes in lockstep) but undefined under independent thread
+scheduling (sm_70 and later: CUDA C++ Programming Guide, "Independent Thread
+Scheduling" and ``__syncwarp``): it is reported as a hazard in ``LaunchStats.warnings``
+(both scheduling modes alike), never raised. So are several lanes of one warp writing one
+byte in one (non-atomic, non-volatile) instruction: one of the values lands and the PTX
+ISA does not say which (the interpreter keeps the highest thread's). Several warps doing
+so in one execution of an instruction is a race like any other.
+
+Design: a shadow of every byte of the block's shared memory and of the global memory a
+launch touches holds its last write and its last reads by two different threads (thread,
+time, instruction and strength); time counts the warp-level accesses, barriers and fences
+of the launch. The fast check (NumPy over the lanes of one warp-level access) keeps
+only pairs of different threads not separated by a barrier of their block; the few left
+are checked against warp barriers and the threads' release/acquire clocks (sparse vector
+clocks, kept only for threads that fence or synchronise through memory). Each pair of
+instructions is reported once per launch. Approximations (they can only hide races, never
+invent them): a barrier with a thread count orders the whole block, and exited threads
+count as having taken part in later barriers of their block; the tag of a flag is the
+release of its last strong writer (merged along atomic read-modify-writes).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .sanitizer import Access, Report, register_tool
+from .memory import GLOBAL_BASE, SLOT_BYTES
+
+__all__ = ["RaceCheck", "strength"]
+
+_PAGE_BITS = 12
+_PAGE = 1 << _PAGE_BITS
+#: rows of a shadow (one column per 4-byte word): the last write, the last read, the
+#: last read by another thread; each (key, time) with key = thread << 32 | info and
+#: info = instruction index << 8 | bytes of the word << 4 | strong << 1 | atomic
+_W, _R1, _R2 = 0, 2, 4
+_ROWS = 6
+_STRONG, _ATOMIC = 2, 1
+_PC_SHIFT = 8
+_FULL = 0xF << 4
+_MASKS = 0xF << 4
+_AR = {w: np.arange(w, dtype=np.int64) for w in (1, 2, 4, 8, 16, 32, 64, 128)}
+_WHAT = {("w", "ld"): "read-after-write race", ("w", "st"): "write-after-write race",
+         ("r", "st"): "write-after-read race"}
+#: instruction modifiers that make an ld/st morally strong
+_STRONG_PARTS = frozenset(("volatile", "relaxed", "acquire", "release", "acq_rel", "sc",
+                           "mmio"))
+
+
+def strength(inst: Any, kind: str) -> tuple[bool, bool, bool, bool]:
+    """(strong, acquire, release, cta scope) of an access instruction."""
+    parts = set(inst.parts)
+    strong = kind == "atom" or bool(parts & _STRONG_PARTS)
+    acq = bool(parts & {"acquire", "acq_rel"})
+    rel = bool(parts & {"release", "acq_rel"})
+    return strong, acq, rel, "cta" in parts
+
+
+class _Shadow:
+    """The access history of the bytes of one buffer: a (9, N) int64 array, rows as
+    :data:`_W`/:data:`_R1`/:data:`_R2`. ``lazy``: pages of 4096 words are given a place
+    when first touched (global memory); otherwise every word has one."""
+
+    def __init__(self, size: int, lazy: bool) -> None:
+        self.lazy = lazy
+        if lazy:
+            self.table = np.full(0, -1, dtype=np.int64)
+            self.S = np.full((_ROWS, 0), -1, dtype=np.int64)
+        else:
+            self.S = np.full((_ROWS, max(size, 1)), -1, dtype=np.int64)
+
+    def index(self, off: np.ndarray) -> np.ndarray:
+        if not self.lazy:
+            return off
+        page = off >> _PAGE_BITS
+        top = int(page.max()) + 1
+        if top > self.table.size:
+            t = np.full(max(top, 2 * self.table.size), -1, dtype=np.int64)
+            t[: self.table.size] = self.table
+            self.table = t
+        slot = self.table[page]
+        if (slot < 0).any():
+            new = np.unique(page[slot < 0])
+            n0 = self.S.shape[1] // _PAGE
+            self.table[new] = np.arange(n0, n0 + new.size)
+            self.S = np.concatenate(
+                [self.S, np.full((_ROWS, new.size * _PAGE), -1, dtype=np.int64)], axis=1)
+            slot = self.table[page]
+        return (slot << _PAGE_BITS) | (off & (_PAGE - 1))
+
+
+class _WaveState:
+    """Per wave: thread slot -> launch-wide thread id, block, and the times of the last
+    barrier of its block and of its last completed warp barrier."""
+
+    def __init__(self, wave: Any, tpbp: int) -> None:
+        gx, gy, _ = wave.cfg.grid
+        blin = np.asarray([x + y * gx + z * gx * gy for x, y, z in wave.block_ids],
+                          dtype=np.int64)
+        self.gid = blin[wave.thread_block] * tpbp + wave.thread_linear
+        self.gkey = self.gid << 32
+        self.bar = np.full(wave.T, -1, dtype=np.int64)
+        self.wsync = np.full(wave.T, -1, dtype=np.int64)
+        self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False)
+
+
+class RaceCheck:
+    """The racecheck tool of one launch (see the module docstring)."""
+
+    name = "racecheck"
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.now = 0
+        self.global_shadow: _Shadow | None = None
+        self.insts: list[Any] = []
+        self.pc: dict[int, int] = {}
+        self.ws: _WaveState | None = None
+        self.tpbp = 32
+        self.seen: set[tuple] = set()
+        self.vc: dict[int, dict[int, int]] = {}       # thread -> what it acquired
+        self.pending: dict[int, dict[int, int]] = {}  # read through strong reads, not yet
+        self.snap: dict[int, tuple] = {}              # thread -> its last release
+        self.tags: dict[int, tuple] = {}              # global byte offset -> flag tag
+        self.stags: dict[int, tuple] = {}             # shared byte offset -> flag tag
+        self.memory = session.memory
+        self.kinds: dict[tuple, tuple] = {}  # (instruction, kind) -> strength and info
+
+    # ------------------------------------------------------------ session hooks
+    def begin_wave(self, wave: Any) -> None:
+        if not self.insts:
+            self.insts = list(wave.kernel.source.instructions)
+            self.pc = {id(i): k for k, i in enumerate(self.insts)}
+            self.tpbp = wave.cfg.warps_per_block * 32
+        if self.memory is None:
+            self.memory = wave.memory
+        self.ws = _WaveState(wave, self.tpbp)
+        self.stags = {}
+
+    def end_wave(self, wave: Any) -> None:
+        self.ws = None
+
+    def end_launch(self) -> None:
+        pass
+
+    # ------------------------------------------------------------ accesses
+    def access(self, wave: Any, kind: str, space: str, threads: np.ndarray,
+               offsets: np.ndarray, width: int, inst: Any) -> None:
+        """One warp-level access (hook of the wave): check it against the shadow, then
+        record it."""
+        if space not in ("shared", "global") or threads.size == 0:
+            return
+        ws = self.ws
+        if ws is None:
+            return
+        self.now += 1
+        now = self.now
+        c = self.kinds.get((id(inst), kind))
+        if c is None:
+            strong, acq, rel, cta = strength(inst, kind)
+            info = (self.pc.get(id(inst), 0) << _PC_SHIFT) | (_STRONG if strong else 0) | (
+                _ATOMIC if kind == "atom" else 0)
+            c = self.kinds[(id(inst), kind)] = (strong, acq, rel, cta, info)
+        strong, acq, rel, cta, info = c
+        if space == "global":
+            if self.global_shadow is None:
+                self.global_shadow = _Shadow(0, lazy=True)
+            sh = self.global_shadow
+        else:
+            sh = ws.shared
+        word = offsets >> 2
+        if width >= 4:
+            key = ws.gkey[threads] | (info | _FULL)
+            slots = threads
+            if width > 4:
+                nw = width >> 2
+                word = (word[:, None] + _AR[nw]).ravel()
+                key = np.repeat(key, nw)
+                slots = np.repeat(threads, nw)
+        else:
+            key = ws.gkey[threads] | info | (((1 << width) - 1) << (offsets & 3) << 4)
+            slots = threads
+        pos = sh.index(word)
+        S = sh.S
+        h = np.take(S, pos, axis=1)
+        if kind == "ld":
+            self._check(wave, h[0:1], h[1:2], ("w",), key, slots, word, kind, space, inst,
+                        info, width)
+            o1 = h[_R1]
+            new = np.empty((4, pos.size), dtype=np.int64)
+            new[0] = key
+            new[1] = now
+            m = (o1 >= 0) & ((o1 >> 32) != (key >> 32))
+            new[2:4] = np.where(m, h[_R1:_R1 + 2], h[_R2:_R2 + 2])
+            S[_R1:, pos] = new
+            lost = S[_R1, pos] != key
+            if lost.any():
+                p = pos[lost]
+                S[_R2, p] = key[lost]
+                S[_R2 + 1, p] = now
+        else:
+            self._check(wave, h[0::2], h[1::2], ("w", "r", "r"), key, slots, word, "st",
+                        space, inst, info, width)
+            S[_W, pos] = key
+            S[_W + 1, pos] = now
+            S[_R1, pos] = -1
+            S[_R2, pos] = -1
+            if not strong:
+                lost = S[_W, pos] != key
+                if lost.any():
+                    self._same_instruction(wave, pos, lost, key, slots, word, space, inst,
+                                           width, S)
+        if strong:
+            self._strong(wave, kind, space, threads, offsets, ws.gid[threads], acq, rel, cta)
+
+    def _check(self, wave: Any, p_key: np.ndarray, p_time: np.ndarray, rows: tuple,
+               key: np.ndarray, slots: np.ndarray, word: np.ndarray, kind: str,
+               space: str, inst: Any, info: int, width: int) -> None:
+        """Report the earlier accesses (rows of ``p_*``) not ordered before this one."""
+        p_thr = p_key >> 32
+        thr = key >> 32
+        sus = (p_key >= 0) & (p_thr != thr)
+        if not sus.any():
+            return
+        tpbp = self.tpbp
+        sus &= ~(((p_thr // tpbp) == (thr // tpbp)) & (p_time < self.ws.bar[slots]))
+        if not sus.any():
+            return
+        sus &= (p_key & key & _MASKS) != 0  # a common byte
+        if info & _STRONG:
+            sus &= (p_key & _STRONG) == 0
+        if not sus.any():
+            return
+        if kind == "st" and not info & _ATOMIC and sus[0].any():
+            vals = self._words_written(wave, width, key.size)
+            if vals is not None:
+                buf = wave.smem if space == "shared" else self.memory.buffer
+                cols = np.flatnonzero(sus[0])
+                old = buf[: buf.size - buf.size % 4].view(np.uint32)[word[cols]]
+                sus[0, cols[old == vals[cols]]] = False  # the same value again: harmless
+                if not sus.any():
+                    return
+        p_info = p_key & 0xFFFFFFFF
+        # a plain read and a strong write of another thread: the read sees an old or a
+        # new value (a compare-and-swap loop's first guess): a hazard, not an error
+        if kind == "ld":
+            mixed = (p_info & _STRONG) != 0
+        elif info & _STRONG:
+            mixed = ((p_info & _STRONG) == 0) & np.asarray([[r == "r"] for r in rows])
+        else:
+            mixed = np.zeros(sus.shape, dtype=bool)
+        r, c = np.nonzero(sus)
+        pt, ptime, pinfo = p_thr[r, c], p_time[r, c], p_info[r, c]
+        ct, cs = thr[c], slots[c]
+        same_warp = (pt // 32) == (ct // 32)
+        ws = self.ws
+        if same_warp.any():
+            ps = cs - (ct - pt)
+            ok = same_warp & (ws.wsync[np.where(same_warp, ps, 0)] > ptime) & (
+                ws.wsync[cs] > ptime)
+        else:
+            ok = np.zeros(r.size, dtype=bool)
+        for i in range(r.size):
+            if ok[i] or self._acquired(int(ct[i]), int(pt[i]), int(ptime[i])):
+                continue
+            prev_pc = int(pinfo[i]) >> _PC_SHIFT
+            what = _WHAT[(rows[r[i]], kind)]
+            key_ = (prev_pc, self.pc.get(id(inst), 0), what)
+            if key_ in self.seen:
+                continue
+            self.seen.add(key_)
+            self._report(wave, what, bool(same_warp[i]), bool(mixed[r[i], c[i]]), int(pt[i]),
+                         prev_pc, rows[r[i]], int(cs[i]), 4 * int(word[c[i]]), space, inst,
+                         kind, width)
+
+    def _acquired(self, thread: int, other: int, time: int) -> bool:
+        """Whether ``thread`` acquired ``other``'s accesses up to ``time``."""
+        vc = self.vc.get(thread)
+        if not vc:
+            return False
+        return vc.get(other, -1) > time or vc.get(-1 - other // self.tpbp, -1) > time
+
+    def _same_instruction(self, wave: Any, pos: np.ndarray, lost: np.ndarray,
+                          key: np.ndarray, slots: np.ndarray, word: np.ndarray, space: str,
+                          inst: Any, width: int, S: np.ndarray) -> None:
+        """Lanes of one instruction writing a common word (``lost``: overwritten)."""
+        won = S[_W, pos]
+        lost &= (won & key & _MASKS) != 0  # a common byte
+        vals = self._words_written(wave, width, key.size)
+        if vals is not None and lost.any():
+            # lanes writing the value that lands are harmless
+            order = np.argsort(pos, kind="stable")
+            ps, vs = pos[order], vals[order]
+            step = ps[1:] != ps[:-1]
+            group = np.cumsum(np.r_[True, step]) - 1
+            final = vs[np.flatnonzero(np.r_[step, True])[group]]
+            differ = np.empty(ps.size, dtype=bool)
+            differ[order] = vs != final
+            lost &= differ
+        if not lost.any():
+            return
+        i = int(np.argmax(lost))
+        winner, loser = int(won[i]) >> 32, int(key[i]) >> 32
+        pc = self.pc.get(id(inst), 0)
+        seen = (pc, pc, "same")
+        if seen in self.seen:
+            return
+        self.seen.add(seen)
+        same_warp = winner // 32 == loser // 32
+        what = ("write-after-write hazard: lanes of one warp write the same byte in one "
+                "instruction (which value lands is unspecified)" if same_warp else
+                "write-after-write race")
+        slot = int(slots[i])
+        wslot = slot + (winner - loser)
+        off = 4 * int(word[i])
+        first = wave.access_record(slot, inst, "st", space,
+                                   self._address(wave, space, slot, off), width)
+        second = wave.access_record(wslot, inst, "st", space,
+                                    self._address(wave, space, wslot, off), width)
+        self._emit(Report("racecheck", wave.kernel.name, what, second, first,
+                          "the same execution of one instruction"), same_warp)
+
+    def _words_written(self, wave: Any, width: int, n: int) -> np.ndarray | None:
+        """The 32-bit words a store of ``width`` >= 4 bytes per lane writes (one per
+        shadow column, as the access expanded them), or None (unknown, or sub-word)."""
+        vals = getattr(wave, "store_values", None)
+        if vals is None or width < 4:
+            return None
+        raw = np.ascontiguousarray(vals).view(np.uint8).reshape(vals.shape[0], -1)
+        if raw.shape[1] != width:
+            return None
+        words = raw.view(np.uint32).reshape(-1)
+        return words if words.size == n else None
+
+    # ------------------------------------------------------------ reports
+    def _address(self, wave: Any, space: str, slot: int, off: int) -> int:
+        if space == "shared":
+            return off - int(wave.sbase[slot])
+        mem = self.memory
+        boff = getattr(mem, "_boff", None)
+        if not boff:
+            return off
+        k = int(np.searchsorted(np.asarray(boff), off, side="right")) - 1
+        return GLOBAL_BASE + k * SLOT_BYTES + (off - boff[k])
+
+    def _record_of(self, wave: Any, gid: int, pc: int, kind: str, space: str,
+                   address: int, cur_slot: int, cur_gid: int) -> Access:
+        """The Access of an earlier access by launch-wide thread ``gid``."""
+        inst = self.insts[pc]
+        ws = self.ws
+        slot = cur_slot + (gid - cur_gid)
+        if 0 <= slot < ws.gid.size and int(ws.gid[slot]) == gid:
+            return wave.access_record(slot, inst, kind, space, address)
+        gx, gy, _ = wave.cfg.grid
+        bx, by, _ = wave.cfg.block
+        b, lin = divmod(gid, self.tpbp)
+        return Access({"ld": "read", "st": "write", "atom": "atomic"}[kind], space,
+                      (b % gx, b // gx % gy, b // (gx * gy)),
+                      (lin % bx, lin // bx % by, lin // (bx * by)), inst.line, inst.text,
+                      address, 0, wave.describe_address(space, address))
+
+    def _report(self, wave: Any, what: str, same_warp: bool, mixed: bool, pgid: int, ppc: int,
+                prow: str, slot: int, off: int, space: str, inst: Any, kind: str,
+                width: int) -> None:
+        address = self._address(wave, space, slot, off)
+        pinst = self.insts[ppc]
+        pkind = "atom" if pinst.parts[0] in ("atom", "red") else (
+            "st" if prow == "w" else "ld")
+        cur_gid = int(self.ws.gid[slot])
+        other = self._record_of(wave, pgid, ppc, pkind, space, address, slot, cur_gid)
+        kind = "atom" if inst.parts[0] in ("atom", "red") else kind
+        acc = wave.access_record(slot, inst, kind, space, address, width)
+        if mixed:
+            detail = ("a plain read and an atomic or volatile write, unordered: the read "
+                      "may see the old or the new value")
+        elif same_warp:
+            detail = ("lanes of one warp, no __syncwarp (bar.warp.sync) between them: "
+                      "ordered on GPUs before Volta only, undefined under independent "
+                      "thread scheduling")
+        elif other.block == acc.block:
+            detail = "threads of different warps of one block, no barrier between them"
+        else:
+            detail = ("threads of different blocks, not ordered by a release/acquire "
+                      "(fence and flag) pattern")
+        self._emit(Report("racecheck", wave.kernel.name, what, acc, other, detail),
+                   same_warp or mixed)
+
+    def _emit(self, report: Report, hazard: bool) -> None:
+        s = self.session
+        action = s.options.action("racecheck")
+        if action == "off":
+            return
+        if hazard and s.stats is not None:
+            s.warn(str(report))
+        else:
+            s.report(report)
+
+    # ------------------------------------------------------------ synchronisation
+    def _release_tag(self, g: int, blk_time: int) -> dict[int, int]:
+        tag = dict(self.vc.get(g, {}))
+        tag[g] = self.now
+        if blk_time >= 0:
+            k = -1 - g // self.tpbp
+            tag[k] = max(tag.get(k, -1), blk_time)
+        return tag
+
+    def _strong(self, wave: Any, kind: str, space: str, threads: np.ndarray,
+                offsets: np.ndarray, gid: np.ndarray, acq: bool, rel: bool,
+                cta: bool) -> None:
+        """Release/acquire through a strong access (flags)."""
+        tags = self.tags if space == "global" else self.stags
+        reads = kind in ("ld", "atom")
+        writes = kind in ("st", "atom")
+        if reads and not tags and not writes:
+            return
+        if writes and not rel and not tags and (
+                not self.snap or not any(int(g) in self.snap for g in gid)):
+            return
+        bar = self.ws.bar
+        for i in range(threads.size):
+            g, o = int(gid[i]), int(offsets[i])
+            blk = g // self.tpbp
+            if reads:
+                t = tags.get(o)
+                if t is not None and (t[1] is None or t[1] == blk):
+                    if acq:
+                        self._join(self.vc, g, t[0])
+                    else:
+                        self._join(self.pending, g, t[0])
+            if writes:
+                if rel:
+                    mine = (self._release_tag(g, int(bar[threads[i]])), blk if cta else None)
+                else:
+                    mine = self.snap.get(g)
+                old = tags.get(o) if kind == "atom" else None
+                if mine is None:
+                    if old is None:
+                        tags.pop(o, None)
+                    continue
+                if old is not None:
+                    merged = dict(old[0])
+                    for k, v in mine[0].items():
+                        merged[k] = max(merged.get(k, -1), v)
+                    mine = (merged, mine[1] if mine[1] == old[1] else None)
+                tags[o] = mine
+
+    @staticmethod
+    def _join(table: dict, g: int, tag: dict[int, int]) -> None:
+        cur = table.get(g)
+        new = dict(cur) if cur else {}
+        for k, v in tag.items():
+            if new.get(k, -1) < v:
+                new[k] = v
+        table[g] = new
+
+    def fence(self, wave: Any, threads: np.ndarray, inst: Any) -> None:
+        """``membar``/``fence`` by ``threads`` (wave slots): acquire what their strong
+        reads saw, then release what they did."""
+        ws = self.ws
+        if ws is None or threads.size == 0:
+            return
+        self.now += 1
+        cta = "cta" in inst.parts
+        for s in threads.tolist():
+            g = int(ws.gid[s])
+            p = self.pending.pop(g, None)
+            if p:
+                self._join(self.vc, g, p)
+            self.snap[g] = (self._release_tag(g, int(ws.bar[s])),
+                            g // self.tpbp if cta else None)
+
+    def barrier_release(self, wave: Any, blocks: np.ndarray) -> None:
+        """A barrier of each of ``blocks`` (indices of the wave's blocks) completed."""
+        ws = self.ws
+        if ws is None:
+            return
+        self.now += 1
+        sel = np.isin(wave.thread_block, blocks)
+        ws.bar[sel] = self.now
+        if not self.vc and not self.pending:
+            return
+        for b in blocks.tolist():
+            slots = np.flatnonzero(wave.thread_block == b)
+            gids = ws.gid[slots].tolist()
+            for g in gids:
+                # a barrier completes the acquire of what the threads' strong reads
+                # observed (the pattern of the CUDA sample threadFenceReduction)
+                p = self.pending.pop(g, None)
+                if p:
+                    self._join(self.vc, g, p)
+            merged: dict[int, int] = {}
+            for g in gids:
+                for k, v in self.vc.get(g, {}).items():
+                    if merged.get(k, -1) < v:
+                        merged[k] = v
+            if merged:
+                for g in gids:
+                    self.vc[g] = merged
+
+    def syncwarp(self, wave: Any, slots: np.ndarray) -> None:
+        """A warp barrier completed for the lanes ``slots``."""
+        if self.ws is None:
+            return
+        self.now += 1
+        self.ws.wsync[slots] = self.now
+
+
+register_tool("racecheck", RaceCheck)

@@ -1,0 +1,181 @@
+"""racecheck (hardware.simt.racecheck): nvcc-compiled kernels with data races, each with
+its corrected twin, under both scheduling modes.
+
+The kernels are tests/hardware/data/ub/racecheck_*.cu, compiled with
+``nvcc -ptx -arch=sm_90``; the expected PTX lines are found in the PTX text itself and the
+expected outputs computed with NumPy.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hardware.simt import GlobalMemory, Module, load_ptx
+from hardware.simt.errors import RaceError
+
+DATA = Path(__file__).parent / "data" / "ub"
+MODES = ["independent", "lockstep"]
+
+
+@lru_cache(maxsize=None)
+def _text(name: str) -> str:
+    return (DATA / f"{name}.ptx").read_text()
+
+
+@lru_cache(maxsize=None)
+def _module(name: str) -> Module:
+    return load_ptx(_text(name))
+
+
+def _lines(name: str, kernel: str, prefix: str) -> list[int]:
+    """1-based lines of kernel ``kernel`` in ``name``.ptx whose instruction starts with
+    ``prefix``."""
+    lines = _text(name).splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f".visible .entry {kernel}("))
+    out = []
+    for i in range(start + 1, len(lines)):
+        if lines[i].startswith(".visible .entry"):
+            break
+        if lines[i].strip().startswith(prefix):
+            out.append(i + 1)
+    return out
+
+
+def _race(name: str, kernel: str, grid, block, args, mem, scheduling) -> RaceError:
+    with pytest.raises(RaceError) as info:
+        _module(name).launch(kernel, grid, block, args, mem, scheduling=scheduling)
+    return info.value
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+def test_shared_race_between_warps_and_its_twin(scheduling):
+    x = np.arange(64, dtype=np.int32) * 7 - 5
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(256)
+    err = _race("racecheck_shared", "swap_halves", 1, 64, [px, po], mem, scheduling)
+    rep = err.report
+    assert rep.tool == "racecheck" and "read-after-write" in rep.what
+    (st,) = _lines("racecheck_shared", "swap_halves", "st.shared")
+    (ld,) = _lines("racecheck_shared", "swap_halves", "ld.shared")
+    assert (rep.other.line, rep.other.kind) == (st, "write")
+    assert (rep.access.line, rep.access.kind) == (ld, "read")
+    assert rep.access.space == "shared" and rep.access.address == rep.other.address
+    # the two threads are in different warps and touch the same word
+    ta, tb = rep.access.thread[0], rep.other.thread[0]
+    assert ta // 32 != tb // 32 and (ta + 32) % 64 == tb
+    assert rep.access.address == 4 * tb
+    assert "_ZZ11swap_halvesE1s" in rep.access.allocation
+    assert "different warps" in str(rep)
+    stats = _module("racecheck_shared").launch("swap_halves_fixed", 1, 64, [px, po], mem,
+                                               scheduling=scheduling)
+    assert stats.warnings == []
+    np.testing.assert_array_equal(mem.from_device(po, np.int32, 64), np.roll(x, -32))
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+def test_non_atomic_increment_by_two_warps_and_atomic_twin(scheduling):
+    mem = GlobalMemory()
+    po = mem.alloc(4)
+    rep = _race("racecheck_shared", "count_plain", 1, 64, [po], mem, scheduling).report
+    (ld, _) = _lines("racecheck_shared", "count_plain", "ld.shared")
+    (_, st) = _lines("racecheck_shared", "count_plain", "st.shared")
+    assert {rep.access.line, rep.other.line} == {ld, st}
+    assert rep.access.thread[0] // 32 != rep.other.thread[0] // 32
+    assert rep.access.address == rep.other.address == 0
+    stats = _module("racecheck_shared").launch("count_atomic", 1, 64, [po], mem,
+                                               scheduling=scheduling)
+    assert stats.warnings == []
+    assert mem.from_device(po, np.int32, 1)[0] == 64
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+def test_read_of_what_an_exited_warp_wrote(scheduling):
+    x = np.arange(32, dtype=np.int32) + 100
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(128)
+    rep = _race("racecheck_shared", "write_then_exit", 1, 64, [px, po], mem,
+                scheduling).report
+    (st,) = _lines("racecheck_shared", "write_then_exit", "st.shared")
+    (ld,) = _lines("racecheck_shared", "write_then_exit", "ld.shared")
+    assert {rep.access.line, rep.other.line} == {st, ld}
+    writer = rep.other if rep.other.line == st else rep.access
+    reader = rep.access if writer is rep.other else rep.other
+    assert writer.thread[0] < 32 <= reader.thread[0]
+    assert reader.thread[0] - 32 == 31 - writer.thread[0]
+    stats = _module("racecheck_shared").launch("write_then_exit_fixed", 1, 64, [px, po], mem,
+                                               scheduling=scheduling)
+    assert stats.warnings == []
+    np.testing.assert_array_equal(mem.from_device(po, np.int32, 32), (3 * x)[::-1])
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+def test_intra_warp_exchange_without_syncwarp_is_a_hazard(scheduling):
+    x = np.arange(32, dtype=np.int32) * 3
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(128)
+    mod = _module("racecheck_shared")
+    stats = mod.launch("reverse_warp", 1, 32, [px, po], mem, scheduling=scheduling)
+    (st,) = _lines("racecheck_shared", "reverse_warp", "st.shared")
+    (ld,) = _lines("racecheck_shared", "reverse_warp", "ld.shared")
+    assert len(stats.warnings) == 1
+    w = stats.warnings[0]
+    assert "racecheck" in w and "lanes of one warp" in w and "__syncwarp" in w
+    assert f"line {st}" in w and f"line {ld}" in w
+    np.testing.assert_array_equal(mem.from_device(po, np.int32, 32), (x + 1)[::-1])
+    stats = mod.launch("reverse_warp_fixed", 1, 32, [px, po], mem, scheduling=scheduling)
+    assert stats.warnings == []
+    np.testing.assert_array_equal(mem.from_device(po, np.int32, 32), (x + 1)[::-1])
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+def test_last_block_pattern_needs_a_fence(scheduling):
+    x = np.array([5, -3, 11, 40], dtype=np.int32)
+    mem = GlobalMemory()
+    px, part, out = mem.to_device(x), mem.alloc(16, name="partial"), mem.alloc(4)
+    rep = _race("racecheck_global", "last_block_sum", 4, 32,
+                [px, part, mem.calloc(4), out], mem, scheduling).report
+    (st,) = [ln for ln in _lines("racecheck_global", "last_block_sum", "st.global")][:1]
+    assert rep.other.line == st and rep.other.kind == "write"
+    assert rep.access.kind == "read" and rep.access.space == "global"
+    assert rep.access.block != rep.other.block
+    assert rep.access.address == part + 4 * rep.other.block[0]
+    assert "partial" in rep.access.allocation and "different blocks" in str(rep)
+    stats = _module("racecheck_global").launch(
+        "last_block_sum_fixed", 4, 32, [px, part, mem.calloc(4), out], mem,
+        scheduling=scheduling)
+    assert stats.warnings == []
+    assert mem.from_device(out, np.int32, 1)[0] == 2 * int(x.sum())
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+def test_block_reads_its_neighbours_global_writes(scheduling):
+    x = np.arange(96, dtype=np.int32) * 2 + 1
+    mem = GlobalMemory()
+    px, buf, out = mem.to_device(x), mem.alloc(4 * 96), mem.alloc(4 * 96)
+    rep = _race("racecheck_global", "neighbour_read", 3, 32, [px, buf, out], mem,
+                scheduling).report
+    assert {rep.access.kind, rep.other.kind} == {"read", "write"}
+    assert rep.access.block != rep.other.block and rep.access.thread == rep.other.thread
+    assert rep.access.address == rep.other.address
+    stats = _module("racecheck_global").launch("neighbour_read_fixed", 3, 32,
+                                               [px, buf, out], mem, scheduling=scheduling)
+    assert stats.warnings == []
+    got = mem.from_device(out, np.int32, 96)[32:]
+    b = np.arange(32, 96) // 32
+    np.testing.assert_array_equal(got, x[np.arange(32, 96) - 32] + b - 1)
+
+
+def test_sanitize_option_turns_races_into_warnings_or_off():
+    x = np.arange(64, dtype=np.int32)
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(256)
+    mod = _module("racecheck_shared")
+    stats = mod.launch("swap_halves", 1, 64, [px, po], mem, sanitize={"racecheck": "warn"})
+    assert len(stats.warnings) == 1 and "read-after-write race" in stats.warnings[0]
+    stats = mod.launch("swap_halves", 1, 64, [px, po], mem, sanitize={"racecheck": "off"})
+    assert stats.warnings == []
+    stats = mod.launch("reverse_warp", 1, 32, [px, po], mem, sanitize={"racecheck": "off"})
+    assert stats.warnings == []
