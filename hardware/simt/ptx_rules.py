@@ -31,6 +31,7 @@ sm_80, sm_90a and sm_100a: every form this module refuses, ptxas refuses too.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -230,6 +231,7 @@ SECTIONS = {
     "9.7.8": "Logic and Shift Instructions",
     "9.7.9": "Data Movement and Conversion Instructions",
     "9.7.13": "Parallel Synchronization and Communication Instructions",
+    "9.7.14": "Warp Level Matrix Multiply-Accumulate Instructions",
     "10": "Special Registers",
 }
 
@@ -524,6 +526,11 @@ def _check_vector_elements(chk: _Checker, inst: Instruction, op: Vec, t: Operand
                                  f" and {item.name} (.{have.name}) are of different types",
                            sec)
         seen.append((item.name, have))
+    # ptxas types the vector as a bit-size one if any element is, else as its elements
+    typed = [h for _, h in seen if h.kind == "b"] or [h for _, h in seen]
+    if typed and not _agrees_relaxed(t, typed[0]):
+        raise _err(inst, f"operand {index + 1}: a vector of .{typed[0].name} elements cannot "
+                         f"hold .{t.name}", "9.4.1")
 
 
 def _check_ld_st(chk: _Checker, inst: Instruction) -> None:
@@ -747,6 +754,40 @@ def _check_dot(chk: _Checker, inst: Instruction) -> None:
         chk.operand(inst, op, TYPES["u32"], False, sec, i)
 
 
+def _check_ldmatrix(chk: _Checker, inst: Instruction) -> None:
+    """PTX ISA 9.7.14.5 ldmatrix/stmatrix ``.sync.aligned.shape.num{.trans}{.ss}.type``:
+    .sync, .aligned, a shape and .x1/.x2/.x4 required, .shared only, and for .m8n8 the
+    type .b16 with a vector of as many 32-bit registers as matrices."""
+    sec = "9.7.14"
+    name = inst.parts[0]
+    mods = inst.parts[1:]
+    for group in (("sync",), ("aligned",), ("x1", "x2", "x4")):
+        if not set(mods) & set(group):
+            raise _err(inst, f"{name} requires {' or '.join('.' + g for g in group)}", sec)
+    shapes = [m for m in mods if re.fullmatch(r"m\d+n\d+", m)]
+    if not shapes:
+        raise _err(inst, f"{name} requires a shape (.m8n8...)", sec)
+    if _state_space(inst) not in ("shared", "generic"):
+        raise _err(inst, f"{name} reads and writes .shared memory only", sec)
+    if shapes != ["m8n8"]:
+        return
+    types = _type_of_instruction(inst)
+    if types != ["b16"]:
+        raise _err(inst, f"{name}.m8n8 takes the type .b16", sec)
+    n = int(next(m for m in mods if m in ("x1", "x2", "x4"))[1])
+    ops = inst.operands
+    if len(ops) != 2:
+        raise _err(inst, f"{name} takes 2 operands", sec)
+    vec, addr = (ops[0], ops[1]) if name == "ldmatrix" else (ops[1], ops[0])
+    vi = 0 if name == "ldmatrix" else 1
+    if not isinstance(vec, Vec) or len(vec.items) != n:
+        raise _err(inst, f"operand {vi + 1} must be a vector of {n} registers", sec)
+    for item in vec.items:
+        chk.operand(inst, item, TYPES["b32"], False, sec, vi)
+    if not isinstance(addr, Addr):  # the address is .shared by default: 32 bits will do
+        raise _err(inst, f"operand {2 - vi} must be an address [...]", sec)
+
+
 def _check_redux(chk: _Checker, inst: Instruction) -> None:
     """PTX ISA 9.7.13 redux.sync: an operation is required; the types by operation."""
     if not set(inst.parts[1:]) & {"add", "min", "max", "and", "or", "xor"}:
@@ -761,6 +802,7 @@ _SPECIAL: dict[str, Callable[[_Checker, Instruction], None]] = {
     "setp": _check_setp, "ld": _check_ld_st, "ldu": _check_ld_st, "st": _check_ld_st,
     "cvt": _check_cvt, "atom": _check_atom, "red": _check_atom, "bar": _check_bar,
     "barrier": _check_bar, "redux": _check_redux, "dp4a": _check_dot, "dp2a": _check_dot,
+    "ldmatrix": _check_ldmatrix, "stmatrix": _check_ldmatrix,
 }
 
 
@@ -776,6 +818,13 @@ def check_instruction(chk: _Checker, inst: Instruction) -> None:
         g = chk.reg_type(inst.guard.name)
         if g is not None and g.kind != "pred":
             raise _err(inst, f"guard {inst.guard.name} is .{g.name}, not a predicate", "9.3")
+    for i, op in enumerate(inst.operands):
+        if isinstance(op, Addr) and isinstance(op.base, Reg):
+            have = chk.reg_type(op.base.name)
+            if have is not None and have.kind in ("f", "pred"):
+                raise _err(inst, f"operand {i + 1}: {op.base.name} of type .{have.name} "
+                                 "cannot be an address (integer or bit-size registers only)",
+                           "6.4.1")
 
 
 def check_kernel(kernel: KernelSource, address_size: int = 64) -> None:

@@ -42,15 +42,20 @@ TYPE_RULE_MESSAGES = (
     "requires .global space", "Vector with elements of different types",
     "Incompatible elements of vector", "Not a name of any known instruction",
     "Clamp modifier required", "Result vector expected", "Comparison qualifier",
-    "State space modifier required",
+    "State space modifier required", "Special register argument not allowed",
+    "Predicate output expected", "requires '.pred' type", "Argument vector size mismatch",
+    "Vector of size", "Shape modifier required",
 )
+#: the rule every instruction follows, modelled or not: an address register is an
+#: integer or bit-size register
+ADDRESS_MESSAGES = ("as address operand",)
 #: the opcodes whose forms the rules describe (the rest: mma, wmma, ldmatrix, cp.async...
 #: are checked by their compilers only)
 MODELLED = frozenset(
     "add sub addc subc mul mad madc fma div rem abs neg min max popc clz bfind brev bfe "
     "bfi sad and or xor not cnot lop3 shf shl shr prmt copysign testp sqrt rcp rsqrt sin "
     "cos lg2 ex2 tanh selp mov cvta isspacep activemask match shfl vote redux setp ld ldu "
-    "st cvt atom red bar barrier dp4a dp2a".split())
+    "st cvt atom red bar barrier dp4a dp2a ldmatrix stmatrix".split())
 #: ptxas messages of the declaration, symbol and literal rules (parser.py's, not these)
 OTHER_RULE_MESSAGES = ("Unknown symbol", "Parsing error", "syntax error", "State space "
                        "mismatch", "cannot be applied to", "Label expected", "redefin")
@@ -79,7 +84,8 @@ def classify(opcode: str, accepted: bool, message: str) -> str:
         return "declaration/literal rules (other)"
     if not any(m in message for m in TYPE_RULE_MESSAGES):
         return "other ptxas rule"
-    if opcode.split(".")[0] not in MODELLED:
+    if opcode.split(".")[0] not in MODELLED and not any(m in message
+                                                         for m in ADDRESS_MESSAGES):
         return "type rule of an unmodelled opcode"
     if _excluded(opcode):
         return "excluded (atom .min/.max .f32)"
