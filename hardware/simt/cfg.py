@@ -4,9 +4,9 @@ The SIMT stack (Fung et al., "Dynamic Warp Formation", MICRO 2007; the GPGPU-Sim
 manual, "SIMT stack") reconverges a divergent branch at its *immediate
 post-dominator*: the first instruction that every path from the branch to the kernel's
 exit must pass. Post-dominators are computed on basic blocks with a virtual exit node
-that every ``ret``/``exit`` reaches (Cooper, Harvey, Kennedy, "A Simple, Fast Dominance
-Algorithm", 2001, applied to the reversed graph). Blocks that cannot reach an exit
-(infinite loops) get the virtual exit as their post-dominator.
+that every ``ret``/``exit`` reaches (the dominators of the reversed graph, by Lengauer
+and Tarjan's algorithm: time O(m log n) whatever the shape of the graph). Blocks that
+cannot reach an exit (infinite loops) get the virtual exit as their post-dominator.
 """
 from __future__ import annotations
 
