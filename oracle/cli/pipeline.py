@@ -27,7 +27,7 @@ from tabulate import tabulate
 
 from hardware import pipeline as pl
 from hardware import specs
-from oracle import plots
+from oracle import limits, plots
 
 #: (better, worse) pairs the paper's ablation implies, checked on every run
 ORDERING = (("fa3", "warp_specialized"), ("fa3", "pingpong"),
@@ -154,6 +154,21 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_size(args: argparse.Namespace) -> None:
+    """The simulated block within the documented limits of :mod:`oracle.limits` (the
+    work grows with seq_len / block: a huge --seq-len would run for hours)."""
+    refused = limits.problems("hardware.pipeline.simulate", {
+        "seq_len": args.seq_len, "head_dim": args.head_dim, "block": list(args.block),
+        "stages": args.stages}, {})
+    if refused:
+        flags = {"params.seq_len": "--seq-len", "params.head_dim": "--head-dim",
+                 "params.block": "--block", "params.stages": "--stages"}
+        text = next((r for r in refused if "any number" not in r), refused[0])
+        for key, flag in flags.items():
+            text = text.replace(key, flag)
+        raise ValueError(f"{text} (the limits of oracle/limits.py)")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.sweep:
         text, _ = sweep_text()
@@ -165,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--gantt-blocks must be >= 1, got {args.gantt_blocks}")
     if args.limit < 0:
         raise ValueError(f"--limit must be >= 0, got {args.limit}")
+    _check_size(args)
     timelines = {
         name: pl.simulate_block(name, gpu=args.gpu, seq_len=args.seq_len, head_dim=args.head_dim,
                           block=tuple(args.block), stages=args.stages, dtype=args.dtype)
