@@ -552,6 +552,8 @@ def _check_ld_st(chk: _Checker, inst: Instruction) -> None:
     n = _vector_width(inst)
     if "nc" in inst.parts[1:] and _state_space(inst) != "global":
         raise _err(inst, ".nc requires the .global state space", sec)
+    if "volatile" in inst.parts[1:] and _state_space(inst) == "local":
+        raise _err(inst, ".volatile does not apply to the .local state space", sec)
     if inst.parts[0] == "st":
         chk.address(inst, inst.operands[0], 0)
         _check_data(chk, inst, inst.operands[1], t, n, sec, 1)
@@ -806,6 +808,26 @@ _SPECIAL: dict[str, Callable[[_Checker, Instruction], None]] = {
 }
 
 
+#: the warp-matrix instructions, whose vector operands hold a fragment
+_FRAGMENT_OPCODES = frozenset({"mma", "wmma", "ldmatrix", "stmatrix", "movmatrix"})
+
+
+def _check_fragment(chk: _Checker, inst: Instruction, op: Vec, index: int) -> None:
+    """A fragment's registers are all of one size and agreeing types (PTX ISA 9.7.14;
+    ptxas passes predicate elements, and so do we)."""
+    first: tuple[str, OperandType] | None = None
+    for item in op.items:
+        have = chk.reg_type(item.name) if isinstance(item, Reg) else None
+        if have is None or have.kind == "pred":
+            continue
+        if first is None:
+            first = (item.name, have)
+        elif not _agrees(first[1], have):
+            raise _err(inst, f"operand {index + 1}: fragment registers {first[0]} "
+                             f"(.{first[1].name}) and {item.name} (.{have.name}) do not "
+                             "agree", "9.7.14")
+
+
 def check_instruction(chk: _Checker, inst: Instruction) -> None:
     """Raise :class:`PtxTypeError` if ``inst`` breaks a type rule of its opcode."""
     head = inst.parts[0]
@@ -819,6 +841,8 @@ def check_instruction(chk: _Checker, inst: Instruction) -> None:
         if g is not None and g.kind != "pred":
             raise _err(inst, f"guard {inst.guard.name} is .{g.name}, not a predicate", "9.3")
     for i, op in enumerate(inst.operands):
+        if isinstance(op, Vec) and head in _FRAGMENT_OPCODES:
+            _check_fragment(chk, inst, op, i)
         if isinstance(op, Addr) and isinstance(op.base, Reg):
             have = chk.reg_type(op.base.name)
             if have is not None and have.kind in ("f", "pred"):

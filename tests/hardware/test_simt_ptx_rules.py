@@ -44,11 +44,11 @@ TYPE_RULE_MESSAGES = (
     "Clamp modifier required", "Result vector expected", "Comparison qualifier",
     "State space modifier required", "Special register argument not allowed",
     "Predicate output expected", "requires '.pred' type", "Argument vector size mismatch",
-    "Vector of size", "Shape modifier required",
+    "Vector of size", "Shape modifier required", "cannot be applied to",
 )
-#: the rule every instruction follows, modelled or not: an address register is an
-#: integer or bit-size register
-ADDRESS_MESSAGES = ("as address operand",)
+#: the rules every instruction follows, modelled or not: an address register is an
+#: integer or bit-size register, a vector's (a fragment's) registers agree
+GENERIC_MESSAGES = ("as address operand", "Incompatible elements of vector")
 #: the opcodes whose forms the rules describe (the rest: mma, wmma, ldmatrix, cp.async...
 #: are checked by their compilers only)
 MODELLED = frozenset(
@@ -58,7 +58,7 @@ MODELLED = frozenset(
     "st cvt atom red bar barrier dp4a dp2a ldmatrix stmatrix".split())
 #: ptxas messages of the declaration, symbol and literal rules (parser.py's, not these)
 OTHER_RULE_MESSAGES = ("Unknown symbol", "Parsing error", "syntax error", "State space "
-                       "mismatch", "cannot be applied to", "Label expected", "redefin")
+                       "mismatch", "Label expected", "redefin")
 #: ptxas messages of target features (an instruction the .target lacks)
 TARGET_MESSAGES = ("requires .target", "not supported on .target", "requires PTX ISA")
 
@@ -85,7 +85,7 @@ def classify(opcode: str, accepted: bool, message: str) -> str:
     if not any(m in message for m in TYPE_RULE_MESSAGES):
         return "other ptxas rule"
     if opcode.split(".")[0] not in MODELLED and not any(m in message
-                                                         for m in ADDRESS_MESSAGES):
+                                                         for m in GENERIC_MESSAGES):
         return "type rule of an unmodelled opcode"
     if _excluded(opcode):
         return "excluded (atom .min/.max .f32)"
