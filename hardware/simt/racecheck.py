@@ -66,16 +66,19 @@ from .memory import GLOBAL_BASE, SLOT_BYTES
 __all__ = ["RaceCheck", "strength"]
 
 _PAGE_BITS = 12
+#: global memory up to this size gets a shadow column per word at once (else pages)
+_DIRECT_BYTES = 1 << 26
 _PAGE = 1 << _PAGE_BITS
-#: rows of a shadow (one column per 4-byte word): the last write, the last read, the
-#: last read by another thread; each (key, time) with key = thread << 32 | info and
-#: info = instruction index << 8 | bytes of the word << 4 | strong << 1 | atomic
-_W, _R1, _R2 = 0, 2, 4
-_ROWS = 6
+#: rows of a shadow (one column per 4-byte word, or per byte for 1- and 2-byte
+#: accesses): the last write, the last read, the last read by another thread; each an
+#: entry time << 24 | thread (-1: none), the time naming the instruction (``tinfo``)
+_W, _R1, _R2 = 0, 1, 2
+_ROWS = 3
+_TBITS = 24
+_TMASK = (1 << _TBITS) - 1
+#: instruction info per time: instruction index << 8 | strong << 1 | atomic
 _STRONG, _ATOMIC = 2, 1
 _PC_SHIFT = 8
-_FULL = 0xF << 4
-_MASKS = 0xF << 4
 _AR = {w: np.arange(w, dtype=np.int64) for w in (1, 2, 4, 8, 16, 32, 64, 128)}
 _WHAT = {("w", "ld"): "read-after-write race", ("w", "st"): "write-after-write race",
          ("r", "st"): "write-after-read race"}
@@ -135,10 +138,12 @@ class _WaveState:
         blin = np.asarray([x + y * gx + z * gx * gy for x, y, z in wave.block_ids],
                           dtype=np.int64)
         self.gid = blin[wave.thread_block] * tpbp + wave.thread_linear
-        self.gkey = self.gid << 32
+        self.tid24 = self.gid & _TMASK
         self.bar = np.full(wave.T, -1, dtype=np.int64)
         self.wsync = np.full(wave.T, -1, dtype=np.int64)
         self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False)
+        self.shared_bytes = _Shadow(0, lazy=True)
+        self.bar_all = -1  # the common value of ``bar`` when every block has the same
 
 
 class RaceCheck:
@@ -162,6 +167,9 @@ class RaceCheck:
         self.stags: dict[int, tuple] = {}             # shared byte offset -> flag tag
         self.memory = session.memory
         self.kinds: dict[tuple, tuple] = {}  # (instruction, kind) -> strength and info
+        self.tinfo: list[int] = [0]  # instruction info per time
+        self._tinfo = np.zeros(0, dtype=np.int64)
+        self.global_bytes: _Shadow | None = None
 
     # ------------------------------------------------------------ session hooks
     def begin_wave(self, wave: Any) -> None:
@@ -199,106 +207,153 @@ class RaceCheck:
                 _ATOMIC if kind == "atom" else 0)
             c = self.kinds[(id(inst), kind)] = (strong, acq, rel, cta, info)
         strong, acq, rel, cta, info = c
-        if space == "global":
-            if self.global_shadow is None:
-                self.global_shadow = _Shadow(0, lazy=True)
-            sh = self.global_shadow
-        else:
-            sh = ws.shared
-        word = offsets >> 2
         if width >= 4:
-            key = ws.gkey[threads] | (info | _FULL)
+            if space == "global":
+                if self.global_shadow is None:
+                    size = self.memory.buffer.size
+                    self.global_shadow = (_Shadow(size // 4 + 1, lazy=False)
+                                          if size <= _DIRECT_BYTES else _Shadow(0, lazy=True))
+                sh = self.global_shadow
+            else:
+                sh = ws.shared
+            word = offsets >> 2
+            thr = ws.tid24[threads]
             slots = threads
             if width > 4:
                 nw = width >> 2
                 word = (word[:, None] + _AR[nw]).ravel()
-                key = np.repeat(key, nw)
+                thr = np.repeat(thr, nw)
                 slots = np.repeat(threads, nw)
         else:
-            key = ws.gkey[threads] | info | (((1 << width) - 1) << (offsets & 3) << 4)
+            # 1- and 2-byte accesses: a shadow per byte of their own
+            if space == "global":
+                if self.global_bytes is None:
+                    self.global_bytes = _Shadow(0, lazy=True)
+                sh = self.global_bytes
+            else:
+                sh = ws.shared_bytes
+            thr = ws.tid24[threads]
             slots = threads
+            word = offsets
+            if width == 2:
+                word = (offsets[:, None] + _AR[2]).ravel()
+                thr = np.repeat(thr, 2)
+                slots = np.repeat(threads, 2)
+        self.tinfo.append(info)
+        entry = (now << _TBITS) | thr
         pos = sh.index(word)
         S = sh.S
-        h = np.take(S, pos, axis=1)
-        if kind == "ld":
-            self._check(wave, h[0:1], h[1:2], ("w",), key, slots, word, kind, space, inst,
-                        info, width)
-            o1 = h[_R1]
-            new = np.empty((4, pos.size), dtype=np.int64)
-            new[0] = key
-            new[1] = now
-            m = (o1 >= 0) & ((o1 >> 32) != (key >> 32))
-            new[2:4] = np.where(m, h[_R1:_R1 + 2], h[_R2:_R2 + 2])
-            S[_R1:, pos] = new
-            lost = S[_R1, pos] != key
-            if lost.any():
-                p = pos[lost]
-                S[_R2, p] = key[lost]
-                S[_R2 + 1, p] = now
+        # entries older than this line cannot race (shared memory: the block's last
+        # barrier; global memory: any entry may, other blocks have no barrier in common)
+        if space == "shared":
+            line = (ws.bar_all << _TBITS) if ws.bar_all is not None else (
+                ws.bar[slots] << _TBITS)
         else:
-            self._check(wave, h[0::2], h[1::2], ("w", "r", "r"), key, slots, word, "st",
-                        space, inst, info, width)
-            S[_W, pos] = key
-            S[_W + 1, pos] = now
-            S[_R1, pos] = -1
-            S[_R2, pos] = -1
+            line = 0
+        if kind == "ld":
+            wk = S[_W][pos]
+            if (wk >= line).any():
+                self._check(wave, wk[None], ("w",), thr, slots, word, kind, space, inst,
+                            info, width)
+            r1 = S[_R1]
+            o1 = r1[pos]
+            m = o1 >= line
+            if m.any():
+                m &= (o1 & _TMASK) != thr  # a recent reader by another thread is kept
+            r1[pos] = entry
+            r2 = S[_R2]
+            r2[pos[::-1]] = entry[::-1]  # the first of several readers in one instruction
+            if m.any():
+                r2[pos[m]] = o1[m]
+        else:
+            for row, what in ((_W, "w"), (_R1, "r"), (_R2, "r")):
+                pk = S[row][pos]
+                if not (pk >= line).any():
+                    if row == _R1:
+                        break  # no recent reader: none in R2 either
+                    continue
+                self._check(wave, pk[None], (what,), thr, slots, word, "st", space, inst,
+                            info, width)
+            S[_W][pos] = entry
+            S[_R1][pos] = -1
+            S[_R2][pos] = -1
             if not strong:
-                lost = S[_W, pos] != key
+                lost = S[_W][pos] != entry
                 if lost.any():
-                    self._same_instruction(wave, pos, lost, key, slots, word, space, inst,
+                    self._same_instruction(wave, pos, lost, thr, slots, word, space, inst,
                                            width, S)
         if strong:
             self._strong(wave, kind, space, threads, offsets, ws.gid[threads], acq, rel, cta)
 
-    def _check(self, wave: Any, p_key: np.ndarray, p_time: np.ndarray, rows: tuple,
-               key: np.ndarray, slots: np.ndarray, word: np.ndarray, kind: str,
-               space: str, inst: Any, info: int, width: int) -> None:
-        """Report the earlier accesses (rows of ``p_*``) not ordered before this one."""
-        p_thr = p_key >> 32
-        thr = key >> 32
-        sus = (p_key >= 0) & (p_thr != thr)
+    def _info(self, times: np.ndarray) -> np.ndarray:
+        """The instruction info of the accesses at ``times``."""
+        if self._tinfo.size != len(self.tinfo):
+            self._tinfo = np.asarray(self.tinfo, dtype=np.int64)
+        return self._tinfo[times]
+
+    def _check(self, wave: Any, p_e: np.ndarray, rows: tuple, thr: np.ndarray,
+               slots: np.ndarray, word: np.ndarray, kind: str, space: str, inst: Any,
+               info: int, width: int) -> None:
+        """Report the earlier accesses (entries ``p_e``, one row per kind of earlier
+        access) not ordered before this one."""
+        ws = self.ws
+        if space == "shared":
+            # one block's memory: ordered when a barrier of the block came between
+            if ws.bar_all is not None:
+                sus = p_e >= (ws.bar_all << _TBITS)
+            else:
+                sus = p_e >= (ws.bar[slots] << _TBITS)
+            if not sus.any():
+                return
+            p_thr = p_e & _TMASK
+            sus &= (p_e >= 0) & (p_thr != thr)
+        else:
+            p_thr = p_e & _TMASK
+            sus = (p_e >= 0) & (p_thr != thr)
+            if not sus.any():
+                return
+            tpbp = self.tpbp
+            sus &= ~(((p_thr // tpbp) == (thr // tpbp)) & (p_e < (ws.bar[slots] << _TBITS)))
         if not sus.any():
             return
-        tpbp = self.tpbp
-        sus &= ~(((p_thr // tpbp) == (thr // tpbp)) & (p_time < self.ws.bar[slots]))
-        if not sus.any():
-            return
-        sus &= (p_key & key & _MASKS) != 0  # a common byte
+        r, c = np.nonzero(sus)
+        ptime = p_e[r, c] >> _TBITS
+        pinfo = self._info(ptime)
+        keep = np.ones(r.size, dtype=bool)
         if info & _STRONG:
-            sus &= (p_key & _STRONG) == 0
-        if not sus.any():
-            return
-        if kind == "st" and not info & _ATOMIC and sus[0].any():
-            vals = self._words_written(wave, width, key.size)
+            keep &= (pinfo & _STRONG) == 0
+        if kind == "st" and not info & _ATOMIC:
+            vals = self._words_written(wave, width, thr.size)
             if vals is not None:
+                # the same value written again over the last write: harmless
                 buf = wave.smem if space == "shared" else self.memory.buffer
-                cols = np.flatnonzero(sus[0])
-                old = buf[: buf.size - buf.size % 4].view(np.uint32)[word[cols]]
-                sus[0, cols[old == vals[cols]]] = False  # the same value again: harmless
-                if not sus.any():
-                    return
-        p_info = p_key & 0xFFFFFFFF
+                cur = buf[: buf.size - buf.size % 4].view(np.uint32)[word[c]]
+                keep &= ~((np.asarray(rows)[r] == "w") & (cur == vals[c]))
+        if not keep.any():
+            return
+        r, c, ptime, pinfo = r[keep], c[keep], ptime[keep], pinfo[keep]
         # a plain read and a strong write of another thread: the read sees an old or a
         # new value (a compare-and-swap loop's first guess): a hazard, not an error
         if kind == "ld":
-            mixed = (p_info & _STRONG) != 0
+            mixed = (pinfo & _STRONG) != 0
         elif info & _STRONG:
-            mixed = ((p_info & _STRONG) == 0) & np.asarray([[r == "r"] for r in rows])
+            mixed = ((pinfo & _STRONG) == 0) & (np.asarray(rows)[r] == "r")
         else:
-            mixed = np.zeros(sus.shape, dtype=bool)
-        r, c = np.nonzero(sus)
-        pt, ptime, pinfo = p_thr[r, c], p_time[r, c], p_info[r, c]
+            mixed = np.zeros(r.size, dtype=bool)
+        pt = p_thr[r, c]
         ct, cs = thr[c], slots[c]
         same_warp = (pt // 32) == (ct // 32)
-        ws = self.ws
         if same_warp.any():
             ps = cs - (ct - pt)
             ok = same_warp & (ws.wsync[np.where(same_warp, ps, 0)] > ptime) & (
                 ws.wsync[cs] > ptime)
         else:
             ok = np.zeros(r.size, dtype=bool)
+        gid = ws.gid
         for i in range(r.size):
-            if ok[i] or self._acquired(int(ct[i]), int(pt[i]), int(ptime[i])):
+            g_cur = int(gid[cs[i]])
+            g_prev = g_cur - int(ct[i]) + int(pt[i])
+            if ok[i] or self._acquired(g_cur, g_prev, int(ptime[i])):
                 continue
             prev_pc = int(pinfo[i]) >> _PC_SHIFT
             what = _WHAT[(rows[r[i]], kind)]
@@ -306,9 +361,9 @@ class RaceCheck:
             if key_ in self.seen:
                 continue
             self.seen.add(key_)
-            self._report(wave, what, bool(same_warp[i]), bool(mixed[r[i], c[i]]), int(pt[i]),
-                         prev_pc, rows[r[i]], int(cs[i]), 4 * int(word[c[i]]), space, inst,
-                         kind, width)
+            off = int(word[c[i]]) * (4 if width >= 4 else 1)
+            self._report(wave, what, bool(same_warp[i]), bool(mixed[i]), g_prev, prev_pc,
+                         rows[r[i]], int(cs[i]), off, space, inst, kind, width)
 
     def _acquired(self, thread: int, other: int, time: int) -> bool:
         """Whether ``thread`` acquired ``other``'s accesses up to ``time``."""
@@ -318,13 +373,12 @@ class RaceCheck:
         return vc.get(other, -1) > time or vc.get(-1 - other // self.tpbp, -1) > time
 
     def _same_instruction(self, wave: Any, pos: np.ndarray, lost: np.ndarray,
-                          key: np.ndarray, slots: np.ndarray, word: np.ndarray, space: str,
+                          thr: np.ndarray, slots: np.ndarray, word: np.ndarray, space: str,
                           inst: Any, width: int, S: np.ndarray) -> None:
         """Lanes of one instruction writing a common word (``lost``: overwritten)."""
-        won = S[_W, pos]
-        lost &= (won & key & _MASKS) != 0  # a common byte
-        vals = self._words_written(wave, width, key.size)
-        if vals is not None and lost.any():
+        won = S[_W][pos] & _TMASK
+        vals = self._words_written(wave, width, thr.size)
+        if vals is not None:
             # lanes writing the value that lands are harmless
             order = np.argsort(pos, kind="stable")
             ps, vs = pos[order], vals[order]
@@ -337,7 +391,7 @@ class RaceCheck:
         if not lost.any():
             return
         i = int(np.argmax(lost))
-        winner, loser = int(won[i]) >> 32, int(key[i]) >> 32
+        winner, loser = int(won[i]), int(thr[i])
         pc = self.pc.get(id(inst), 0)
         seen = (pc, pc, "same")
         if seen in self.seen:
@@ -349,7 +403,7 @@ class RaceCheck:
                 "write-after-write race")
         slot = int(slots[i])
         wslot = slot + (winner - loser)
-        off = 4 * int(word[i])
+        off = int(word[i]) * (4 if width >= 4 else 1)
         first = wave.access_record(slot, inst, "st", space,
                                    self._address(wave, space, slot, off), width)
         second = wave.access_record(wslot, inst, "st", space,
@@ -497,6 +551,7 @@ class RaceCheck:
         if ws is None or threads.size == 0:
             return
         self.now += 1
+        self.tinfo.append(0)  # a time that is no access
         cta = "cta" in inst.parts
         for s in threads.tolist():
             g = int(ws.gid[s])
@@ -512,8 +567,13 @@ class RaceCheck:
         if ws is None:
             return
         self.now += 1
-        sel = np.isin(wave.thread_block, blocks)
-        ws.bar[sel] = self.now
+        self.tinfo.append(0)  # a time that is no access
+        if blocks.size == len(wave.block_ids):
+            ws.bar[:] = self.now
+            ws.bar_all = self.now
+        else:
+            ws.bar[np.isin(wave.thread_block, blocks)] = self.now
+            ws.bar_all = None
         if not self.vc and not self.pending:
             return
         for b in blocks.tolist():
@@ -539,6 +599,7 @@ class RaceCheck:
         if self.ws is None:
             return
         self.now += 1
+        self.tinfo.append(0)  # a time that is no access
         self.ws.wsync[slots] = self.now
 
 

@@ -437,7 +437,10 @@ class WarpScheduler:
         else:
             count = lanes.sum(axis=1)
         if self.sync is not None:
-            live = np.stack([self.stacks[w][0][2] for w in warps.tolist()])
+            if (self.depth[warps] == 1).all():
+                live = self.top_mask[warps]  # one entry: its lanes are the live ones
+            else:
+                live = np.stack([self.stacks[w][0][2] for w in warps.tolist()])
             self.sync.barrier_arrive(self.wave, warps, op.inst, lanes, live)
         np.add.at(arr, blk, count)
         self.state[warps] = WAITING
