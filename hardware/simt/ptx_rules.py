@@ -1,7 +1,7 @@
-"""The PTX ISA's instruction type rules, checked once per module before it is compiled.
+"""The PTX ISA's instruction type rules, checked once per module by ``load_ptx``.
 
-PTX ISA 9.0 section 6.4.1 ("Operand Type Information") and 9.1-9.3 ("Type Information
-for Instructions and Operands"): every operand has the type of its declaration, and an
+PTX ISA 9.0 section 6.1 ("Operand Type Information") and 9.4 ("Type Information for
+Instructions and Operands"): every operand has the type of its declaration, and an
 operand's type must agree with the type the instruction template gives it:
 
 - bit-size types (``.bN``) agree with any type of the same size;
@@ -11,23 +11,28 @@ operand's type must agree with the type the instruction template gives it:
   integer types, floating-point immediates (``0f``/``0d``) only with bit-size and
   floating-point types.
 
-``ld``, ``st`` and ``cvt`` relax this for their data operands (section 9.4, "Operand
+``ld``, ``st`` and ``cvt`` relax this for their data operands (section 9.4.1, "Operand
 Size Exceeding Instruction-Type Size"): a bit-size or integer register may be wider than
 an integer or bit-size instruction type, a floating-point register only matches the same
 floating-point type, and a bit-size register may be wider than any instruction type.
+Address registers (6.4.1) are integer or bit-size registers, and a generic or .global
+address of a 64-bit module is not a 32-bit register.
 
 On top of that each instruction description of chapter 9.7 lists the types the
 instruction takes, the modifiers it requires (``mul.lo``/``.hi``/``.wide`` for integers, a
 rounding mode for ``fma``, ``mad.f32``, IEEE ``div``/``sqrt``/``rcp``, for ``cvt`` between
 integers and floats and for narrowing float conversions, ``.approx`` for the special
-functions, ``.sync`` for the warp collectives) and the ranges of some immediates
-(``bfe``/``bfi`` positions and lengths are 0..255). :func:`check_module` walks the
-decoded kernels and raises :class:`~hardware.simt.errors.PtxTypeError` for the first
-statement that breaks one of these rules; instructions outside :data:`RULES` are left to
-the compilers (they are checked there or refused as unsupported).
+functions, ``.sync`` for the warp collectives), the modifiers it refuses (``.cc`` and
+``.lo``/``.hi`` on floats) and the ranges of some immediates (``bfe``/``bfi`` positions
+and lengths 0..255, barrier numbers 0..15). :func:`check_module` walks the decoded
+kernels and raises :class:`~hardware.simt.errors.PtxTypeError` for the first statement
+that breaks one of these rules; a form the tables do not describe is left to the
+instruction compilers (which check it or refuse it as unsupported).
 
 The tables were written from the PTX ISA and checked against ``ptxas`` (CUDA 13.0) for
-sm_80, sm_90a and sm_100a: every form this module refuses, ptxas refuses too.
+sm_80, sm_90a and sm_100a: every form this module refuses, ptxas refuses too. One form
+ptxas refuses is let through on purpose: ``atom``/``red`` ``.min``/``.max`` on ``.f32``,
+which the interpreter implements.
 """
 from __future__ import annotations
 
@@ -77,7 +82,6 @@ _INT_ROUND = frozenset({"rni", "rzi", "rmi", "rpi"})
 _INTS16 = ("s16", "u16", "s32", "u32", "s64", "u64")
 _SINTS16 = ("s16", "s32", "s64")
 _HALF = ("f16", "f16x2", "bf16", "bf16x2")
-_HALF_SCALAR = ("f16", "bf16")
 
 
 # ------------------------------------------------------------------------------- rules
