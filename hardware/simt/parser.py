@@ -339,18 +339,19 @@ def _split_list(s: str, line: int, what: str) -> list[str]:
 #: in [-2^63, 2^64)
 INT_LITERAL_RANGE = (-(1 << 63), 1 << 64)
 _INT_FORMS = ((re.compile(r"0[xX][0-9a-fA-F]+"), 16), (re.compile(r"0[bB][01]+"), 2),
-              (re.compile(r"0[0-7]+"), 8), (re.compile(r"[0-9]+"), 10))
+              (re.compile(r"0[0-7]+"), 8), (re.compile(r"0|[1-9][0-9]*"), 10))
 
 
 def _int_literal(tok: str) -> int | None:
     """The value of a PTX integer literal (hex, binary, octal or decimal, an optional
-    ``-`` and ``U`` suffix), None if ``tok`` is not one."""
+    sign and ``U`` suffix: PTX ISA 4.5.1), None if ``tok`` is not one (``08`` and a
+    lower-case ``u`` are not)."""
     t = tok.strip()
-    if t.endswith(("U", "u")):
+    if t.endswith("U"):
         t = t[:-1]
     neg = t.startswith("-")
-    if neg:
-        t = t[1:]
+    if t[:1] in "+-" and t:
+        t = t[1:].lstrip()
     for rx, base in _INT_FORMS:
         if rx.fullmatch(t):
             v = int(t[2:] if base == 2 else t, base)
@@ -375,7 +376,7 @@ def _wrap64(v: int) -> int:
 #: both; there is no size suffix
 _DECIMAL_FLOAT = re.compile(r"-?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
                             r"|[0-9]+[eE][-+]?[0-9]+)")
-_NUM_OFFSET = r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)"
+_NUM_OFFSET = r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)U?"
 _ADDRESS = re.compile(rf"({_IDENT}(?:\.[xyz])?)(?:\+(-?{_NUM_OFFSET}))?|({_NUM_OFFSET})")
 
 
@@ -734,7 +735,7 @@ def parse_ptx(text: str) -> ModuleSource:
             raise UnsupportedPtxError(f"line {line}: unsupported module-level block {s[:60]!r}")
         # ';'-terminated module-level statement
         if not s:
-            continue
+            raise PtxSyntaxError(f"line {line}: empty statement (a ';' with nothing before it)")
         words = s.split()
         head = words[0]
         if head in LINE_DIRECTIVES:
@@ -898,7 +899,10 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
                 return i
             continue
         if not s:
-            continue
+            if stmts[i - 2][2] == "}":
+                continue  # '{ ... };': ptxas refuses the ';', harmless (test harnesses)
+            raise PtxSyntaxError(f"line {line}: empty statement (a ';' with nothing before "
+                                 f"it) in kernel {k.name}")
         if s.startswith("."):
             _parse_body_directive(s, line, k, names, totals)
             continue
@@ -989,7 +993,7 @@ def _parse_instruction(s: str, line: int) -> Instruction:
     text = " ".join(s.split())
     guard = None
     rest = text
-    m = re.match(r"@(!?)(%?[A-Za-z_$][\w$]*)\s+(.*)", rest, re.S)
+    m = re.match(r"@\s*(!?)\s*(%?[A-Za-z_$][\w$]*)\s+(.*)", rest, re.S)
     if m:
         guard = Reg(m.group(2), m.group(1) == "!")
         rest = m.group(3)

@@ -123,6 +123,15 @@ REFUSED = [
     ("rounding twice", "", "add.rn.rn.f32 %f1, %f2, %f3;", None),
     ("empty modifier", "", "add..s32 %r1, %r2, %r3;", None),
     ("three destinations", "", "setp.lt.s32 %p1|%p2|%p3, %r1, %r2;", None),
+    ("empty statements", "", "mov.u32 %r1, 1; ; ;", None),
+    ("double semicolon", "", "add.s32 %r1, %r2, %r3 ;;", None),
+    ("label on an empty statement", "", "L1: ;", None),
+    ("8 as an octal digit", "", "mov.u32 %r1, 08;", None),
+    ("lower-case unsigned suffix", "", "mov.u32 %r1, 1u;", None),
+    ("digit separator", "", "mov.u32 %r1, 1_000;", None),
+    ("two guards", "", "@%p1 @%p2 mov.u32 %r1, 1;", None),
+    ("float offset", "", "ld.global.u32 %r1, [%rd1+1.5];", None),
+    ("selector on a special register", "", "mov.u32 %r1, %tid.x.y;", None),
 ]
 
 #: (case, module text, body, params): accepted by ptxas
@@ -174,6 +183,12 @@ ACCEPTED = [
      "ld.global.u32 %r3, [%rd1+0xFFFFFFFFFFFFFFFF]; "
      "ld.global.u32 %r4, [%rd1+-9223372036854775808];", None),
     ("types repeated in cvt", "", "cvt.rni.f32.f32 %f1, %f2;", None),
+    ("integer forms", "", "mov.u32 %r1, 00; mov.u32 %r2, 0x1FU; mov.u32 %r3, +1; "
+     "mov.u32 %r4, - 1; mov.u32 %r5, 0B101; mov.u32 %r6, 0X1F; mov.u32 %r7, 010;", None),
+    ("offset forms", "", "ld.global.u32 %r1, [%rd1+4U]; ld.global.u32 %r2, [ %rd1 + 4 ]; "
+     "ld.global.u32 %r3, [%rd1+0b100]; ld.global.u32 %r4, [%rd1+-4];", None),
+    ("guards with spaces", "", "@ %p1 mov.u32 %r1, 1; @ ! %p1 mov.u32 %r1, 2;", None),
+    ("empty scope", "", "{ }", None),
 ]
 
 
@@ -308,6 +323,16 @@ def test_decimal_and_hex_literals_as_64_bit_operands():
 \tmov.b64 %rd3, %fd1;
 \tst.global.v2.u64 [%rd1], {%rd2, %rd3};""", 4)
     assert got == [0, 0x3FF80000, 0, 0x3FF00000]
+
+
+def test_integer_literal_forms():
+    # 010 is octal 8, 0B101 binary 5, - 1 and 0xFFFFFFFFU the same 32 bits
+    got = _run_u32("""\tmov.u32 %r1, 010;
+\tmov.u32 %r2, 0B101;
+\tmov.u32 %r3, - 1;
+\tmov.u32 %r4, +0xFFFFFFFFU;
+\tst.global.v4.u32 [%rd1], {%r1, %r2, %r3, %r4};""", 4)
+    assert got == [8, 5, 2**32 - 1, 2**32 - 1]
 
 
 def test_address_offsets_wrap_modulo_2_to_the_64():
