@@ -42,17 +42,23 @@ byte in one (non-atomic, non-volatile) instruction: one of the values lands and 
 ISA does not say which (the interpreter keeps the highest thread's). Several warps doing
 so in one execution of an instruction is a race like any other.
 
-Design: a shadow of every byte of the block's shared memory and of the global memory a
-launch touches holds its last write and its last reads by two different threads (thread,
-time, instruction and strength); time counts the warp-level accesses, barriers and fences
-of the launch. The fast check (NumPy over the lanes of one warp-level access) keeps
-only pairs of different threads not separated by a barrier of their block; the few left
-are checked against warp barriers and the threads' release/acquire clocks (sparse vector
-clocks, kept only for threads that fence or synchronise through memory). Each pair of
-instructions is reported once per launch. Approximations (they can only hide races, never
-invent them): a barrier with a thread count orders the whole block, and exited threads
-count as having taken part in later barriers of their block; the tag of a flag is the
-release of its last strong writer (merged along atomic read-modify-writes).
+Design: a shadow of the block's shared memory and of the global memory a launch touches
+holds, per 4-byte word (per byte for 1- and 2-byte accesses, in a shadow of their own),
+its last write and two recent reads by different threads, each one int64 entry ``time <<
+24 | thread``; time counts the warp-level accesses, barriers and fences of the launch and
+names the instruction (and whether it was atomic or strong). The fast check (NumPy over
+the lanes of one warp-level access) drops entries older than the block's last barrier
+and those of the same thread; the few left are checked against warp barriers and the
+threads' release/acquire clocks (sparse vector clocks, kept only for threads that fence
+or synchronise through memory). A write of the value the word already holds from the
+last write, or several lanes of one instruction writing the value that lands, is
+harmless and not reported. Each pair of instructions is reported once per launch.
+Approximations (they can only hide races, never invent them): a barrier with a thread
+count orders the whole block; exited threads count as having taken part in later
+barriers of their block; a barrier completes the acquire of what its threads' strong
+reads observed; an access of 1 or 2 bytes is not compared with wider accesses of the
+same bytes; threads whose launch-wide indices differ by a multiple of 2^24 are taken for
+one thread.
 """
 from __future__ import annotations
 
@@ -167,8 +173,7 @@ class RaceCheck:
         self.stags: dict[int, tuple] = {}             # shared byte offset -> flag tag
         self.memory = session.memory
         self.kinds: dict[tuple, tuple] = {}  # (instruction, kind) -> strength and info
-        self.tinfo: list[int] = [0]  # instruction info per time
-        self._tinfo = np.zeros(0, dtype=np.int64)
+        self.tinfo = np.zeros(1024, dtype=np.int64)  # instruction info per time
         self.global_bytes: _Shadow | None = None
 
     # ------------------------------------------------------------ session hooks
@@ -239,7 +244,9 @@ class RaceCheck:
                 word = (offsets[:, None] + _AR[2]).ravel()
                 thr = np.repeat(thr, 2)
                 slots = np.repeat(threads, 2)
-        self.tinfo.append(info)
+        if now >= self.tinfo.size:
+            self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
+        self.tinfo[now] = info
         entry = (now << _TBITS) | thr
         pos = sh.index(word)
         S = sh.S
@@ -287,9 +294,7 @@ class RaceCheck:
 
     def _info(self, times: np.ndarray) -> np.ndarray:
         """The instruction info of the accesses at ``times``."""
-        if self._tinfo.size != len(self.tinfo):
-            self._tinfo = np.asarray(self.tinfo, dtype=np.int64)
-        return self._tinfo[times]
+        return self.tinfo[times]
 
     def _check(self, wave: Any, p_e: np.ndarray, rows: tuple, thr: np.ndarray,
                slots: np.ndarray, word: np.ndarray, kind: str, space: str, inst: Any,
@@ -551,7 +556,6 @@ class RaceCheck:
         if ws is None or threads.size == 0:
             return
         self.now += 1
-        self.tinfo.append(0)  # a time that is no access
         cta = "cta" in inst.parts
         for s in threads.tolist():
             g = int(ws.gid[s])
@@ -567,7 +571,6 @@ class RaceCheck:
         if ws is None:
             return
         self.now += 1
-        self.tinfo.append(0)  # a time that is no access
         if blocks.size == len(wave.block_ids):
             ws.bar[:] = self.now
             ws.bar_all = self.now
@@ -599,7 +602,6 @@ class RaceCheck:
         if self.ws is None:
             return
         self.now += 1
-        self.tinfo.append(0)  # a time that is no access
         self.ws.wsync[slots] = self.now
 
 

@@ -179,3 +179,39 @@ def test_sanitize_option_turns_races_into_warnings_or_off():
     assert stats.warnings == []
     stats = mod.launch("reverse_warp", 1, 32, [px, po], mem, sanitize={"racecheck": "off"})
     assert stats.warnings == []
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+def test_byte_elements_are_checked_per_byte(scheduling):
+    x = (np.arange(64) * 3 % 251).astype(np.uint8)
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(64)
+    rep = _race("racecheck_shared", "reverse_bytes", 1, 64, [px, po], mem, scheduling).report
+    (st,) = _lines("racecheck_shared", "reverse_bytes", "st.shared")
+    (ld,) = _lines("racecheck_shared", "reverse_bytes", "ld.shared")
+    assert {rep.access.line, rep.other.line} == {st, ld}
+    assert rep.access.address == rep.other.address
+    assert rep.access.thread[0] + rep.other.thread[0] == 63
+    # neighbouring lanes writing bytes of one word are no hazard
+    stats = _module("racecheck_shared").launch("reverse_bytes_fixed", 1, 64, [px, po], mem,
+                                               scheduling=scheduling)
+    assert stats.warnings == []
+    np.testing.assert_array_equal(mem.from_device(po, np.uint8, 64), (x + 1)[::-1])
+
+
+def test_flag_between_blocks_orders_data_only_with_fences():
+    # block 1 spins on the flag: independent thread scheduling lets block 0 run
+    x = np.arange(32, dtype=np.int32) - 9
+    mem = GlobalMemory()
+    px, data, out = mem.to_device(x), mem.alloc(128, name="data"), mem.alloc(128)
+    rep = _race("racecheck_global", "flag_publish", 2, 32, [px, data, mem.calloc(4), out],
+                mem, "independent").report
+    (_, st) = _lines("racecheck_global", "flag_publish", "st.global")  # out[t], data[t]
+    assert rep.other.line == st and rep.other.block == (0, 0, 0)
+    assert rep.access.block == (1, 0, 0) and rep.access.kind == "read"
+    assert "data" in rep.access.allocation
+    stats = _module("racecheck_global").launch(
+        "flag_publish_fixed", 2, 32, [px, data, mem.calloc(4), out], mem,
+        scheduling="independent")
+    assert stats.warnings == []
+    np.testing.assert_array_equal(mem.from_device(out, np.int32, 32), 5 * x)

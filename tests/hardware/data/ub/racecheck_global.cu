@@ -59,3 +59,39 @@ extern "C" __global__ void neighbour_read_fixed(const int *x, int *buf, int *out
     if (b > 0)
         out[b * 32 + t] = x[(b - 1) * 32 + t] + b - 1;
 }
+
+// block 0 publishes 32 values and raises a flag; block 1 waits for the flag and reads
+// them. Without __threadfence() on both sides the flag does not order the data.
+extern "C" __global__ void flag_publish(const int *x, int *data, volatile int *flag, int *out)
+{
+    int t = threadIdx.x;
+    if (blockIdx.x == 0) {
+        data[t] = x[t] * 5;
+        __syncthreads();
+        if (t == 0)
+            *flag = 1;
+    } else {
+        while (*flag == 0) {
+        }
+        out[t] = data[t];
+    }
+}
+
+extern "C" __global__ void flag_publish_fixed(const int *x, int *data, volatile int *flag,
+                                              int *out)
+{
+    int t = threadIdx.x;
+    if (blockIdx.x == 0) {
+        data[t] = x[t] * 5;
+        __syncthreads();
+        if (t == 0) {
+            __threadfence();
+            *flag = 1;
+        }
+    } else {
+        while (*flag == 0) {
+        }
+        __threadfence();
+        out[t] = data[t];
+    }
+}

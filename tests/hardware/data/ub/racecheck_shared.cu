@@ -86,3 +86,22 @@ extern "C" __global__ void reverse_warp_fixed(const int *x, int *out)
     __syncwarp();
     out[t] = s[31 - t];
 }
+
+// byte-sized elements: neighbouring threads write bytes of one 32-bit word (64 threads);
+// without the barrier a thread reads the byte another warp wrote
+extern "C" __global__ void reverse_bytes(const unsigned char *x, unsigned char *out)
+{
+    __shared__ unsigned char s[64];
+    int t = threadIdx.x;
+    s[t] = x[t] + 1;
+    out[t] = s[63 - t];
+}
+
+extern "C" __global__ void reverse_bytes_fixed(const unsigned char *x, unsigned char *out)
+{
+    __shared__ unsigned char s[64];
+    int t = threadIdx.x;
+    s[t] = x[t] + 1;
+    __syncthreads();
+    out[t] = s[63 - t];
+}
