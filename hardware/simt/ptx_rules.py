@@ -93,9 +93,8 @@ class Rule:
     ``types``: the instruction types the form takes (one type suffix). ``operands``: a
     slot per operand, each a type expression: ``T`` the instruction type, ``W`` the
     integer type of twice its width (``.wide`` results), ``R`` the instruction type with
-    ld/st/cvt's relaxed rules, ``A`` an address, ``*`` unchecked, or a fixed type name
-    (``u32``, ``b32``, ``pred``); ``T|pred`` admits ``d|p`` pairs; a slot ending in ``?``
-    is optional. ``need``: groups of modifiers of which the instruction must carry one.
+    ld/st/cvt's relaxed rules, ``*`` unchecked, or a fixed type name (``u32``, ``b32``,
+    ``pred``); ``T|pred`` admits ``d|p`` pairs. ``need``: groups of modifiers of which the instruction must carry one.
     ``forbid``: modifiers this form must not carry. ``imm_range``: operand index ->
     (low, high) bounds of an immediate there. ``section``: the PTX ISA section."""
 
@@ -283,12 +282,16 @@ class _Checker:
     def __init__(self, kernel: KernelSource, address_size: int = 64) -> None:
         self.kernel = kernel
         self.address_size = address_size
+        self._types: dict[str, OperandType | None] = {}
 
     def reg_type(self, name: str) -> OperandType | None:
-        t = self.kernel.registers.get(name)
-        if t is None:
-            return None
-        return OperandType(t.name, _REGISTER_KIND.get(t.name, t.kind), t.bits)
+        """The declared type of register ``name`` (None if undeclared), as the rules
+        see it (packed-half registers hold bits)."""
+        if name not in self._types:
+            t = self.kernel.registers.get(name)
+            self._types[name] = (None if t is None else OperandType(
+                t.name, _REGISTER_KIND.get(t.name, t.kind), t.bits))
+        return self._types[name]
 
     def operand(self, inst: Instruction, op: object, want: OperandType, relaxed: bool,
                 section: str, index: int) -> None:
@@ -401,13 +404,11 @@ def _check_rule(chk: _Checker, inst: Instruction, rule: Rule, t: OperandType) ->
     if bad:
         raise _err(inst, f"modifier .{sorted(bad)[0]} is not allowed on "
                          f"{inst.parts[0]}.{t.name}", rule.section)
-    slots = list(rule.operands)
-    required = [s for s in slots if not s.endswith("?")]
-    if not len(required) <= len(inst.operands) <= len(slots):
-        raise _err(inst, f"{inst.parts[0]} takes {len(required)} operands, not "
+    slots = rule.operands
+    if len(inst.operands) != len(slots):
+        raise _err(inst, f"{inst.parts[0]} takes {len(slots)} operands, not "
                          f"{len(inst.operands)}", rule.section)
     for i, (slot, op) in enumerate(zip(slots, inst.operands)):
-        slot = slot.rstrip("?")
         if isinstance(op, Sink):
             continue
         if "|" in slot:
