@@ -150,3 +150,48 @@ def test_synccheck_can_warn_or_be_off():
     stats = _module().launch("syncwarp_half", 1, 32, [px, po], mem,
                              sanitize={"synccheck": "off"})
     assert stats.warnings == []
+
+
+_MASK_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %laneid;
+    setp.lt.u32 %p1, %r1, 16;
+    selp.b32 %r2, MASK_LO, MASK_HI, %p1;
+    OP
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("op", ["vote.sync.ballot.b32 %r3, %p1, %r2;",
+                                "match.any.sync.b32 %r3, %r1, %r2;",
+                                "shfl.sync.bfly.b32 %r3, %r1, 1, 31, %r2;",
+                                "bar.warp.sync %r2; mov.u32 %r3, 0;"])
+def test_member_masks_that_differ_or_omit_an_executing_lane(op):
+    mem = GlobalMemory()
+    out = mem.alloc(128)
+    line = 14  # the line of OP in _MASK_PTX
+    # lanes 0-15 give 0x0000ffff, lanes 16-31 0xffffffff: the masks differ
+    ptx = _MASK_PTX.replace("MASK_LO", "65535").replace("MASK_HI", "-1").replace("OP", op)
+    with pytest.raises(SyncError, match="mask mismatch") as info:
+        load_ptx(ptx).launch("k", 1, 32, [out], mem)
+    assert info.value.report.access.line == line
+    # every lane gives 0x0000ffff: lanes 16-31 execute it without their own bit
+    ptx = _MASK_PTX.replace("MASK_LO", "65535").replace("MASK_HI", "65535").replace("OP", op)
+    with pytest.raises(SyncError, match="lacks an executing lane") as info:
+        load_ptx(ptx).launch("k", 1, 32, [out], mem)
+    assert "lanes 16-31" in info.value.report.detail
+    # the full mask everywhere is fine
+    ptx = _MASK_PTX.replace("MASK_LO", "-1").replace("MASK_HI", "-1").replace("OP", op)
+    assert load_ptx(ptx).launch("k", 1, 32, [out], mem).warnings == []
