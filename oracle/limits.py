@@ -228,3 +228,20 @@ def problems(operation: str, params: Any,
         elif t.shape[1] >= 3 and float(np.sum(t[:, 1:3], dtype=np.float64)) > 2 ** 21:
             out.append(f"trace asks for more than {2 ** 21} prompt and output tokens")
     return out
+
+
+def check_arguments(operation: str, params: Mapping[str, Any],
+                    flags: Mapping[str, str]) -> None:
+    """The command line's check of the same limits, before any work: the first problem
+    (a named bound before the generic one) as a ValueError, each ``params.NAME``
+    spelled as its flag (``flags`` maps NAME -> ``--flag``).
+
+    Raises:
+        ValueError: outside a limit, naming the flag and the bound."""
+    refused = problems(operation, dict(params), {})
+    if not refused:
+        return
+    text = next((r for r in refused if "any number" not in r), refused[0])
+    for name in sorted(flags, key=len, reverse=True):
+        text = text.replace(f"params.{name}", flags[name])
+    raise ValueError(f"{text} (the limits of oracle/limits.py)")

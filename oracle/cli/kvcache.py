@@ -12,8 +12,15 @@ import sys
 
 from tabulate import tabulate
 
-from oracle import plots
+from oracle import limits, plots
 from refimpl.kvcache.simulate import POLICIES, paged_example_trace, sharegpt_like_trace, simulate
+
+
+#: the most requests a trace may have (the trace rows ``oracle.limits`` allows)
+MAX_REQUESTS = 4096
+#: the longest mean gap between arrivals (steps): arrivals stay far inside the trace
+#: values ``oracle.limits`` allows (2**16)
+MAX_MEAN_GAP = 8
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +43,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.requests < 1:
-        raise ValueError(f"--requests must be >= 1, got {args.requests}")
+    if not 1 <= args.requests <= MAX_REQUESTS:
+        raise ValueError(f"--requests must be in [1, {MAX_REQUESTS}], got {args.requests} "
+                         "(the limits of oracle/limits.py)")
+    if not 0 <= args.mean_gap <= MAX_MEAN_GAP:      # also refuses nan
+        raise ValueError(f"--mean-gap must be a number in [0, {MAX_MEAN_GAP}], got "
+                         f"{args.mean_gap}")
+    limits.check_arguments("kvcache.simulate", {
+        "memory_slots": args.memory_slots, "max_len": args.max_len,
+        "block_size": args.block_size}, {"memory_slots": "--memory-slots",
+                                         "max_len": "--max-len", "block_size": "--block-size"})
     trace = (paged_example_trace() if args.example
              else sharegpt_like_trace(args.requests, seed=args.seed, mean_gap=args.mean_gap))
     results = [simulate(trace, policy, memory_slots=args.memory_slots, max_len=args.max_len,

@@ -157,16 +157,10 @@ def _plot(args: argparse.Namespace) -> int:
 def _check_size(args: argparse.Namespace) -> None:
     """The simulated block within the documented limits of :mod:`oracle.limits` (the
     work grows with seq_len / block: a huge --seq-len would run for hours)."""
-    refused = limits.problems("hardware.pipeline.simulate", {
+    limits.check_arguments("hardware.pipeline.simulate", {
         "seq_len": args.seq_len, "head_dim": args.head_dim, "block": list(args.block),
-        "stages": args.stages}, {})
-    if refused:
-        flags = {"params.seq_len": "--seq-len", "params.head_dim": "--head-dim",
-                 "params.block": "--block", "params.stages": "--stages"}
-        text = next((r for r in refused if "any number" not in r), refused[0])
-        for key, flag in flags.items():
-            text = text.replace(key, flag)
-        raise ValueError(f"{text} (the limits of oracle/limits.py)")
+        "stages": args.stages}, {"seq_len": "--seq-len", "head_dim": "--head-dim",
+                                 "block": "--block", "stages": "--stages"})
 
 
 def run(args: argparse.Namespace) -> int:
