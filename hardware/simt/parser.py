@@ -491,7 +491,15 @@ def _parse_variable(stmt: str, line: int) -> Variable:
     if not m:
         raise UnsupportedPtxError(f"line {line}: unsupported variable declaration {stmt!r}")
     linkage, space, align, tname, name, count, init = m.groups()
-    extern = "extern" in (linkage or "")
+    words = (linkage or "").split()
+    if len(words) > 1:
+        raise PtxSyntaxError(f"line {line}: more than one linkage directive (.visible, "
+                             f".extern, .weak): {stmt[:80]!r}")
+    extern = words == [".extern"]
+    if count == "" and init is not None and not extern:
+        # an array sized by its initialiser (PTX ISA 5.4.4): one element per value
+        inner = init.strip()[1:-1] if init.strip().startswith("{") else ""
+        count = str(len(_split_list(inner, line, "initial values"))) if inner.strip() else ""
     typ = ptx_type(tname)
     if typ is None or typ.kind == "pred":
         raise UnsupportedPtxError(f"line {line}: variable type .{tname} in {stmt!r} "
@@ -721,8 +729,9 @@ def parse_ptx(text: str) -> ModuleSource:
                 continue
             if re.search(r"\.entry\s", s):
                 k = _parse_entry_header(s, line)
-                if k.name in mod.kernels:
-                    raise PtxSyntaxError(f"line {line}: kernel {k.name} defined twice")
+                if k.name in mod.kernels or k.name in var_names:
+                    raise PtxSyntaxError(f"line {line}: kernel {k.name} defined twice (or "
+                                         "with the name of a module variable)")
                 i = _parse_body(stmts, i, k, mod)
                 mod.kernels[k.name] = k
                 continue
@@ -763,8 +772,9 @@ def parse_ptx(text: str) -> ModuleSource:
 
 
 def _add_module_variable(mod: ModuleSource, v: Variable, line: int, seen: set[str]) -> None:
-    if v.name in seen:
-        raise PtxSyntaxError(f"line {line}: module variable {v.name} declared twice")
+    if v.name in seen or v.name in mod.kernels:
+        raise PtxSyntaxError(f"line {line}: module variable {v.name} declared twice (or "
+                             "with the name of a kernel)")
     seen.add(v.name)
     mod.variables.append(v)
 
@@ -930,7 +940,10 @@ def _parse_body_directive(s: str, line: int, k: KernelSource, names: _Names,
             raise UnsupportedPtxError(
                 f"line {line}: kernel {k.name} declares more than {MAX_REGISTERS} "
                 "registers (counting those of every inlined call)")
-    elif head in (".shared", ".local", ".extern"):
+    elif head == ".extern":
+        raise PtxSyntaxError(f"line {line}: an .extern variable is declared at module "
+                             f"scope, not in kernel {k.name}: {s[:80]!r}")
+    elif head in (".shared", ".local"):
         v = _parse_variable(s, line)
         v = replace(v, name=names.declare(v.name, "var", line))
         k.variables.append(v)

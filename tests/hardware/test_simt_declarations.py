@@ -124,6 +124,11 @@ REFUSED = [
     ("empty modifier", "", "add..s32 %r1, %r2, %r3;", None),
     ("three destinations", "", "setp.lt.s32 %p1|%p2|%p3, %r1, %r2;", None),
     ("empty statements", "", "mov.u32 %r1, 1; ; ;", None),
+    ("linkage twice", ".visible .visible .global .u32 g;", "", None),
+    ("two linkages", ".extern .visible .shared .align 16 .b8 x[];", "", None),
+    ("two linkages, other order", ".visible .extern .shared .align 16 .b8 x[];", "", None),
+    ("module variable with the kernel's name", ".global .u32 k;", "", None),
+    (".extern variable in a kernel", "", ".extern .shared .align 16 .b8 dyn[];", None),
     ("double semicolon", "", "add.s32 %r1, %r2, %r3 ;;", None),
     ("label on an empty statement", "", "L1: ;", None),
     ("8 as an octal digit", "", "mov.u32 %r1, 08;", None),
@@ -189,7 +194,16 @@ ACCEPTED = [
      "ld.global.u32 %r3, [%rd1+0b100]; ld.global.u32 %r4, [%rd1+-4];", None),
     ("guards with spaces", "", "@ %p1 mov.u32 %r1, 1; @ ! %p1 mov.u32 %r1, 2;", None),
     ("empty scope", "", "{ }", None),
+    ("array sized by its initialiser", ".global .u32 g[] = {1, 2, 3};", "", None),
+    ("one linkage each", ".extern .shared .align 16 .b8 x[]; "
+     ".visible .global .u32 g; .weak .global .u32 w;", "", None),
+    ("module variable with a kernel variable's name", ".global .u32 g;",
+     ".shared .u32 g;", None),
 ]
+
+
+#: cases whose error is on another line than the declaration (ptxas names it too)
+_LINE = {"module variable with the kernel's name": 5}
 
 
 def _src(module: str, body: str, params: str | None) -> str:
@@ -199,7 +213,7 @@ def _src(module: str, body: str, params: str | None) -> str:
 @pytest.mark.parametrize("case,module,body,params", REFUSED, ids=[c[0] for c in REFUSED])
 def test_what_ptxas_refuses_is_refused_naming_the_line(case, module, body, params):
     src = _src(module, body, params)
-    line = 4 if module else (5 if params else 13)
+    line = _LINE.get(case, 4 if module else (5 if params else 13))
     with pytest.raises(PtxError, match=rf"line {line}\b"):
         load_ptx(src)
 
@@ -297,6 +311,7 @@ def _module_bytes(module: str, name: str, nbytes: int) -> bytes:
     (".global .b8 g[2] = {0f3F800000, 0f40490FDB};", "g", "00db"),
     (".global .f32 g = 1.5;", "g", "0000c03f"),
     (".global .u32 g[3] = {7};", "g", "07000000" "00000000" "00000000"),
+    (".global .u16 g[] = {1, 2, 3};", "g", "0100" "0200" "0300"),
 ])
 def test_initialisers_store_what_ptxas_stores(module, name, expected):
     assert _module_bytes(module, name, len(expected) // 2).hex() == expected
