@@ -173,6 +173,9 @@ class Access:
     allocation: str = ""            # e.g. "allocation 'a' (#0, 128 bytes at 0x...) + 16"
 
     def __str__(self) -> str:
+        if not self.space:  # an instruction that touches no memory (synccheck)
+            return (f"{self.kind} by block {self.block} thread {self.thread}, line "
+                    f"{self.line} ({self.text!r})")
         where = f", {self.allocation}" if self.allocation else ""
         w = f"{self.width}-byte " if self.width else ""
         return (f"{w}{self.kind} of {self.space} address {self.address:#x}{where} by block "

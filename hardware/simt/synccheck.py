@@ -92,7 +92,7 @@ class SyncCheck:
 
     def _emit(self, wave: Any, w: int, lane: int, inst: Any, what: str, detail: str) -> None:
         block, thread = self._ids(wave, int(wave.rows_all[w, lane]))
-        acc = Access("execute", "warp", block, thread, inst.line, inst.text, 0, 0, "")
+        acc = Access("executed", "", block, thread, inst.line, inst.text, 0, 0, "")
         rep = Report("synccheck", wave.kernel.name, what, acc, None, detail)
         self.session.report(rep)
 
