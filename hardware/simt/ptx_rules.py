@@ -94,7 +94,8 @@ class Rule:
     slot per operand, each a type expression: ``T`` the instruction type, ``W`` the
     integer type of twice its width (``.wide`` results), ``R`` the instruction type with
     ld/st/cvt's relaxed rules, ``*`` unchecked, or a fixed type name (``u32``, ``b32``,
-    ``pred``); ``T|pred`` admits ``d|p`` pairs. ``need``: groups of modifiers of which the instruction must carry one.
+    ``pred``); ``T|pred`` admits ``d|p`` pairs. ``need``: groups of modifiers of which
+    the instruction must carry one.
     ``forbid``: modifiers this form must not carry. ``imm_range``: operand index ->
     (low, high) bounds of an immediate there. ``section``: the PTX ISA section."""
 
@@ -121,8 +122,9 @@ _CMP_INT = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 _CMP_UNSIGNED = frozenset({"lo", "ls", "hi", "hs"})
 _CMP_FLOAT_ONLY = frozenset({"equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"})
 _BOOL = frozenset({"and", "or", "xor"})
-#: integer-only modifiers a floating-point form must not carry (carry, .lo/.hi/.wide)
-_INT_ONLY = frozenset({"cc", "lo", "hi", "wide"})
+#: modifiers a floating-point arithmetic form must not carry (carry, .lo/.hi/.wide, the
+#: integer roundings of cvt)
+_INT_ONLY = frozenset({"cc", "lo", "hi", "wide", "rni", "rzi", "rmi", "rpi"})
 
 #: the forms of each opcode, tried in order: the first whose ``when`` matches (an
 #: empty ``when`` always does) and whose ``types`` hold the instruction type applies
@@ -279,9 +281,13 @@ def _agrees_relaxed(want: OperandType, have: OperandType) -> bool:
 class _Checker:
     """The register types of one kernel and the operand checks that use them."""
 
-    def __init__(self, kernel: KernelSource, address_size: int = 64) -> None:
+    def __init__(self, kernel: KernelSource, address_size: int = 64,
+                 symbols: frozenset[str] = frozenset()) -> None:
         self.kernel = kernel
         self.address_size = address_size
+        #: the variables and parameters a symbol operand may name
+        self.symbols = symbols | {v.name for v in kernel.variables} | {
+            p.name for p in kernel.params}
         self._types: dict[str, OperandType | None] = {}
 
     def reg_type(self, name: str) -> OperandType | None:
@@ -343,6 +349,7 @@ class _Checker:
         for item in op.items:
             if not isinstance(item, Sink):
                 self.operand(inst, item, part, relaxed, section, index)
+        _check_fragment(self, inst, op, index, "9.7.9")  # the elements agree, too
 
     def address(self, inst: Instruction, op: object, index: int) -> None:
         """PTX ISA 6.4.1 and 6.5: an address register is an integer or bit-size register,
@@ -376,6 +383,17 @@ def _state_space(inst: Instruction) -> str:
         if head in _SPACES:
             return head
     return "generic"
+
+
+def _asynchronous(inst: Instruction) -> bool:
+    """``st.async``/``red.async`` and the mbarrier-completing forms (PTX ISA 9.7.9,
+    9.7.13), whose operand lists differ from the plain instruction's."""
+    return any(p == "async" or p.startswith("mbarrier") for p in inst.parts[1:])
+
+
+def _cache_hint(inst: Instruction) -> int:
+    """1 if the instruction carries ``.L2::cache_hint`` (a cache-policy operand follows)."""
+    return int(any(p.startswith("L2::cache_hint") for p in inst.parts[1:]))
 
 
 def _type_of_instruction(inst: Instruction) -> list[str]:
@@ -421,7 +439,7 @@ def _check_rule(chk: _Checker, inst: Instruction, rule: Rule, t: OperandType) ->
         want = _slot_type(slot, t)
         if want is None:
             continue
-        if isinstance(op, Sym) and want.kind == "f":
+        if isinstance(op, Sym) and want.kind == "f" and op.name in chk.symbols:
             raise _err(inst, f"operand {i + 1}: the address of {op.name} is an integer, "
                              f"not .{want.name}", "6.1")
         if isinstance(op, (Sym, Addr)):
@@ -520,7 +538,12 @@ def _check_vector_elements(chk: _Checker, inst: Instruction, op: Vec, t: Operand
     seen: list[tuple[str, OperandType]] = []
     for item in op.items:
         have = chk.reg_type(item.name) if isinstance(item, Reg) else None
-        if have is None or have.kind == "pred":
+        if have is None:
+            continue
+        if have.kind == "pred":
+            if t.kind == "f":
+                raise _err(inst, f"operand {index + 1}: predicate element {item.name} in a "
+                                 f"vector of .{t.name}", sec)
             continue
         if have.bits < t.bits:
             raise _err(inst, f"operand {index + 1}: element {item.name} is .{have.name}, "
@@ -542,6 +565,8 @@ def _check_ld_st(chk: _Checker, inst: Instruction) -> None:
     """PTX ISA 9.7.9.8-9.7.9.10 ld, ldu, st: one type of :data:`_LDST_TYPES`, the data
     operand(s) by the relaxed rules of 9.4, an integer or bit-size address register."""
     sec = {"ld": "9.7.9", "ldu": "9.7.9", "st": "9.7.9"}[inst.parts[0]]
+    if _asynchronous(inst):
+        return  # st.async and friends: operands of their own (the compiler's to check)
     types = _type_of_instruction(inst)
     if not types:
         return
@@ -551,8 +576,8 @@ def _check_ld_st(chk: _Checker, inst: Instruction) -> None:
             raise _err(inst, f"{inst.parts[0]} does not take .{t_name} (use the bit-size "
                              "type of its width)", sec)
         return
-    if len(inst.operands) < 2:
-        return
+    if not 2 <= len(inst.operands) <= 2 + _cache_hint(inst):
+        raise _err(inst, f"{inst.parts[0]} takes a data operand and an address", sec)
     t = TYPES[t_name]
     n = _vector_width(inst)
     if "nc" in inst.parts[1:] and _state_space(inst) != "global":
@@ -598,6 +623,9 @@ def _check_cvt(chk: _Checker, inst: Instruction) -> None:
         if any(p in ("pred", "b8", "b16", "b32", "b64") for p in types):
             raise _err(inst, "cvt converts between numeric types (.s/.u/.f, not .b or "
                              ".pred)", sec)
+        named = [p for p in inst.parts[1:] if p in TYPES or re.fullmatch(r"u?e\dm\dx\d", p)]
+        if len(named) < 2:
+            raise _err(inst, "cvt takes two types, the destination's and the source's", sec)
         return
     dname, sname = types
     dc, sc = _cvt_class(dname), _cvt_class(sname)
@@ -644,6 +672,8 @@ def _check_cvt_operands(chk: _Checker, inst: Instruction, dname: str, sname: str
     want_n = 3 if pair_src else 2
     if pair_src and len(ops) == 2:
         raise _err(inst, f"cvt.{dname}.f32 packs two sources: d, a, b", sec)
+    if len(ops) < 2:
+        raise _err(inst, "cvt takes a destination and a source", sec)
     if len(ops) != want_n:
         return  # other forms (.x4 with random bits...) are the compiler's to check
     for i, name in [(0, dname)] + [(k, sname) for k in range(1, want_n)]:
@@ -684,6 +714,8 @@ def _check_atom(chk: _Checker, inst: Instruction) -> None:
     (red has no ``d``): the operation's types, ``.noftz`` on scalar half adds, the
     operands of the instruction type, the address of :meth:`_Checker.address`."""
     sec = "9.7.13"
+    if _asynchronous(inst):
+        return  # red.async: operands of its own (the compiler's to check)
     mods = set(inst.parts[1:])
     ops = [p for p in inst.parts[1:] if p in _ATOM_TYPES]
     types = _type_of_instruction(inst)
@@ -706,7 +738,8 @@ def _check_atom(chk: _Checker, inst: Instruction) -> None:
     n_data = 2 if op == "cas" else 1
     has_d = inst.parts[0] == "atom"
     want = (1 if has_d else 0) + 1 + n_data
-    if len(inst.operands) != want:
+    hint = _cache_hint(inst)
+    if not want <= len(inst.operands) <= want + hint:
         raise _err(inst, f"{inst.parts[0]}.{op} takes {want} operands, not "
                          f"{len(inst.operands)}", sec)
     if has_d and not isinstance(inst.operands[0], Sink):
@@ -790,7 +823,9 @@ def _check_ldmatrix(chk: _Checker, inst: Instruction) -> None:
     if not isinstance(vec, Vec) or len(vec.items) != n:
         raise _err(inst, f"operand {vi + 1} must be a vector of {n} registers", sec)
     for item in vec.items:
-        chk.operand(inst, item, TYPES["b32"], False, sec, vi)
+        if not (isinstance(item, Reg) and (chk.reg_type(item.name) or TYPES["b32"]).kind
+                == "pred"):  # ptxas passes predicate elements
+            chk.operand(inst, item, TYPES["b32"], False, sec, vi)
     if not isinstance(addr, Addr):  # the address is .shared by default: 32 bits will do
         raise _err(inst, f"operand {2 - vi} must be an address [...]", sec)
 
@@ -817,9 +852,10 @@ _SPECIAL: dict[str, Callable[[_Checker, Instruction], None]] = {
 _FRAGMENT_OPCODES = frozenset({"mma", "wmma", "ldmatrix", "stmatrix", "movmatrix"})
 
 
-def _check_fragment(chk: _Checker, inst: Instruction, op: Vec, index: int) -> None:
-    """A fragment's registers are all of one size and agreeing types (PTX ISA 9.7.14;
-    ptxas passes predicate elements, and so do we)."""
+def _check_fragment(chk: _Checker, inst: Instruction, op: Vec, index: int,
+                    section: str = "9.7.14") -> None:
+    """A fragment's (a vector's) registers are all of one size and agreeing types (PTX
+    ISA 9.7.14, 9.7.9 mov; ptxas passes predicate elements, and so do we)."""
     first: tuple[str, OperandType] | None = None
     for item in op.items:
         have = chk.reg_type(item.name) if isinstance(item, Reg) else None
@@ -828,9 +864,9 @@ def _check_fragment(chk: _Checker, inst: Instruction, op: Vec, index: int) -> No
         if first is None:
             first = (item.name, have)
         elif not _agrees(first[1], have):
-            raise _err(inst, f"operand {index + 1}: fragment registers {first[0]} "
+            raise _err(inst, f"operand {index + 1}: vector elements {first[0]} "
                              f"(.{first[1].name}) and {item.name} (.{have.name}) do not "
-                             "agree", "9.7.14")
+                             "agree", section)
 
 
 def check_instruction(chk: _Checker, inst: Instruction) -> None:
@@ -856,9 +892,11 @@ def check_instruction(chk: _Checker, inst: Instruction) -> None:
                            "6.4.1")
 
 
-def check_kernel(kernel: KernelSource, address_size: int = 64) -> None:
-    """Check every instruction of one kernel (see the module docstring)."""
-    chk = _Checker(kernel, address_size)
+def check_kernel(kernel: KernelSource, address_size: int = 64,
+                 symbols: frozenset[str] = frozenset()) -> None:
+    """Check every instruction of one kernel (see the module docstring); ``symbols``:
+    the module's variables."""
+    chk = _Checker(kernel, address_size, symbols)
     for inst in kernel.instructions:
         try:
             check_instruction(chk, inst)
@@ -869,5 +907,6 @@ def check_kernel(kernel: KernelSource, address_size: int = 64) -> None:
 def check_module(src: ModuleSource) -> None:
     """Check every kernel of a parsed module; raise :class:`PtxTypeError` naming the
     line, the statement and the rule of the first instruction that breaks one."""
+    symbols = frozenset(v.name for v in src.variables)
     for kernel in src.kernels.values():
-        check_kernel(kernel, src.address_size)
+        check_kernel(kernel, src.address_size, symbols)

@@ -3,11 +3,12 @@ and the verdict ``ptxas`` gives each (run by hand, not by pytest; needs ``ptxas`
 
 Every mutant changes one instruction line of one gallery kernel: a type suffix swapped
 for another (``add.s32`` -> ``add.u64``, ``ld.global.f32`` -> ``ld.global.f16``), a
-modifier dropped (``mul.lo.s32`` -> ``mul.s32``) or replaced by a related one (``.rn`` ->
-``.rni``), a register operand swapped for one of another declared type or size, or an
-integer immediate bumped (to 256, -1 or 2**32). The module it is checked in is the
-gallery file with every other kernel's lines blanked (line numbers stay those of the
-file), so that a mutant loads in the time of one kernel.
+modifier dropped (``mul.lo.s32`` -> ``mul.s32``) or replaced by a related one (``.rn``
+-> ``.rni``, ``.v2`` -> ``.v4``), a register operand swapped for one of another declared
+type or size, the last operand dropped, or an integer immediate bumped (to 256, -1 or
+2**32). The module it is checked in is the gallery file with every other kernel's lines
+blanked (line numbers stay those of the file), so that a mutant loads in the time of one
+kernel.
 
 Each record is ``[file, line, new_text, kind, accepted, message]``: ``accepted`` is
 whether ``ptxas -arch=sm_90a`` assembled the mutant, ``message`` its first error (file
@@ -115,6 +116,19 @@ def _type_alternatives(t: str) -> list[str]:
     return sorted(set(same_width + same_kind))
 
 
+def _split_operands(ops: str) -> list[str]:
+    """The top-level comma-separated operands (braces and brackets nest)."""
+    out, depth, cur = [], 0, ""
+    for ch in ops:
+        depth += (ch in "{[(") - (ch in "}])")
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur.strip()] if cur.strip() else out
+
+
 def mutations(line: str, regs: dict[str, str]) -> list[tuple[str, str]]:
     """(kind, new line) for the single-token mutations of one instruction line."""
     m = _INSTRUCTION.match(line)
@@ -149,6 +163,13 @@ def mutations(line: str, regs: dict[str, str]) -> list[tuple[str, str]]:
                 continue
             emit(f"register .{own}->.{typ}", opcode,
                  ops[:rm.start()] + other + ops[rm.end():])
+    operands = _split_operands(ops)
+    if len(operands) > 1:
+        emit("operand dropped", opcode, ", ".join(operands[:-1]))
+    for i, p in enumerate(parts[1:], 1):
+        if p in ("v2", "v4"):
+            emit(f"vector .{p}->.{'v4' if p == 'v2' else 'v2'}",
+                 ".".join(parts[:i] + ["v4" if p == "v2" else "v2"] + parts[i + 1:]), ops)
     for im in _INT.finditer(ops):
         if ops[max(0, im.start() - 1)] in "+[":
             continue  # address offsets are the other rules' concern
