@@ -109,6 +109,7 @@ class _Shadow:
 
     def __init__(self, size: int, lazy: bool) -> None:
         self.lazy = lazy
+        self.used = 0  # pages given a place
         if lazy:
             self.table = np.full(0, -1, dtype=np.int64)
             self.S = np.full((_ROWS, 0), -1, dtype=np.int64)
@@ -127,10 +128,14 @@ class _Shadow:
         slot = self.table[page]
         if (slot < 0).any():
             new = np.unique(page[slot < 0])
-            n0 = self.S.shape[1] // _PAGE
-            self.table[new] = np.arange(n0, n0 + new.size)
-            self.S = np.concatenate(
-                [self.S, np.full((_ROWS, new.size * _PAGE), -1, dtype=np.int64)], axis=1)
+            n0 = self.used
+            self.used += new.size
+            self.table[new] = np.arange(n0, self.used)
+            have = self.S.shape[1] // _PAGE
+            if self.used > have:  # grow geometrically: pages are added often
+                more = max(self.used, 2 * have) - have
+                self.S = np.concatenate(
+                    [self.S, np.full((_ROWS, more * _PAGE), -1, dtype=np.int64)], axis=1)
             slot = self.table[page]
         return (slot << _PAGE_BITS) | (off & (_PAGE - 1))
 
