@@ -675,6 +675,9 @@ def _parse_entry_header(stmt: str, line: int) -> KernelSource:
                      stmt, re.S)
     if not m:
         raise PtxSyntaxError(f"line {line}: malformed .entry header {stmt[:80]!r}")
+    if len(m.group(1).split()) > 1:
+        raise PtxSyntaxError(f"line {line}: more than one linkage directive on kernel "
+                             f"{m.group(2)}: {stmt[:80]!r}")
     k = KernelSource(m.group(2), line)
     k.params = _parse_params(m.group(3), line, k.name)
     rest = m.group(4).strip()
@@ -688,9 +691,28 @@ def _parse_entry_header(stmt: str, line: int) -> KernelSource:
             raise UnsupportedPtxError(f"line {line}: directive .{d.group(1)} on kernel "
                                       f"{k.name}")
         nums = tuple(int(x) for x in re.findall(r"\d+", d.group(2) or ""))
+        _check_header_directive(d.group(1), nums, line, k)
         k.directives[d.group(1)] = nums
         pos = d.end()
+    if "maxntid" in k.directives and "reqntid" in k.directives:
+        raise PtxSyntaxError(f"line {line}: kernel {k.name} has both .maxntid and .reqntid "
+                             "(PTX ISA 11.4: they conflict)")
     return k
+
+
+#: the performance directives that take positive sizes, and how many (PTX ISA 11.4)
+_DIRECTIVE_SIZES = {"maxntid": 3, "reqntid": 3, "minnctapersm": 1, "maxnreg": 1,
+                    "maxnctapersm": 1, "reqnctapercluster": 3, "maxclusterrank": 1}
+
+
+def _check_header_directive(name: str, nums: tuple[int, ...], line: int,
+                            k: KernelSource) -> None:
+    most = _DIRECTIVE_SIZES.get(name)
+    if most is None:
+        return
+    if not 1 <= len(nums) <= most or any(x < 1 for x in nums):
+        raise PtxSyntaxError(f"line {line}: .{name} of kernel {k.name} takes 1 to {most} "
+                             f"positive values, got {', '.join(map(str, nums)) or 'none'}")
 
 
 #: one performance-tuning directive of a kernel header (PTX ISA 11.4): a name and a
@@ -708,6 +730,7 @@ def parse_ptx(text: str) -> ModuleSource:
         raise TypeError(f"PTX text must be a str, got {type(text).__name__}")
     mod = ModuleSource()
     var_names: set[str] = set()
+    seen_heads: set[str] = set()
     stmts = list(_statements(_strip_comments(text)))
     i = 0
     while i < len(stmts):
@@ -749,6 +772,9 @@ def parse_ptx(text: str) -> ModuleSource:
         head = words[0]
         if head in LINE_DIRECTIVES:
             check_line_directive(s, line)
+        if head in (".version", ".target", ".address_size") and head in seen_heads:
+            raise PtxSyntaxError(f"line {line}: a second {head} directive")
+        seen_heads.add(head)
         if head == ".version":
             mod.version = words[1] if len(words) > 1 else ""
         elif head == ".target":

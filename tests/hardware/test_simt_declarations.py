@@ -366,3 +366,42 @@ def test_an_offset_of_2_to_the_63_faults_at_run_time_not_at_load():
     out = mem.calloc(4)
     with pytest.raises(MemoryAccessError, match="line 14"):
         mod.launch("k", 1, 1, [out], mem)
+
+
+#: (module text after the .version/.target/.address_size lines, ptxas accepts it)
+MODULES = [
+    (".visible .entry k() .maxntid 0 {\nret;\n}", False),
+    (".visible .entry k() .maxntid 32, 1, 1, 1 {\nret;\n}", False),
+    (".visible .entry k() .maxntid 32 .reqntid 64 {\nret;\n}", False),
+    (".visible .entry k() .maxnreg 0 {\nret;\n}", False),
+    (".visible .entry k() .minnctapersm 0 {\nret;\n}", False),
+    (".visible .visible .entry k() {\nret;\n}", False),
+    (".visible .entry k() {\nret;\n}\n.visible .entry k() {\nret;\n}", False),
+    (".visible .entry k(.param .u64 a .param .u64 b) {\nret;\n}", False),
+    (".visible .entry k(.param .u64 a,) {\nret;\n}", False),
+    (".version 8.0\n.visible .entry k() {\nret;\n}", False),
+    (".target sm_90a\n.visible .entry k() {\nret;\n}", False),
+    (".address_size 64\n.visible .entry k() {\nret;\n}", False),
+    (".visible .entry k() .maxntid 2000 {\nret;\n}", True),
+    (".visible .entry k() .maxntid 32, 32, 32 {\nret;\n}", True),
+    (".visible .entry k() .reqntid 32 .reqntid 64 {\nret;\n}", True),
+    (".visible .entry k() .maxntid 32 .maxntid 64 {\nret;\n}", True),
+    (".visible .entry k() .maxnreg 1000 .minnctapersm 2 {\nret;\n}", True),
+    (".visible .entry k() .reqnctapercluster 2 {\nret;\n}", True),
+    (".visible .entry k(.param .u64 .ptr .global .align 4 a, .param .b8 b[3]) {\nret;\n}",
+     True),
+    (".entry k() {\nret;\n}", True),
+    (".weak .entry k() {\nret;\n}", True),
+    (".visible .entry k() {\n}", True),
+    (".visible .entry k() {\nL: bra L;\n}", True),
+]
+
+
+@pytest.mark.parametrize("text,accepted", MODULES)
+def test_kernel_headers_and_module_directives(text, accepted):
+    src = HEAD + text + "\n"
+    if accepted:
+        load_ptx(src)
+    else:
+        with pytest.raises(PtxError, match=r"line \d+"):
+            load_ptx(src)
