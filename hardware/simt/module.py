@@ -134,6 +134,9 @@ class Kernel:
     # ---------------------------------------------------------------- arguments
     def pack_args(self, args: Sequence[Any]) -> bytes:
         """Lay out ``args`` as the ``.param`` space (PTX ISA 5.1.6.1, kernel parameters)."""
+        if not isinstance(args, (list, tuple)):
+            raise LaunchError(f"args of kernel {self.name} must be a list or tuple of "
+                              f"{len(self.params)} values, got {type(args).__name__}")
         if len(args) != len(self.params):
             raise LaunchError(f"kernel {self.name} takes {len(self.params)} arguments "
                               f"({', '.join('.' + p.type.name for p in self.params)}), "
@@ -211,6 +214,8 @@ def _is_int(v: Any) -> bool:
 def _dim3(v: Any, what: str) -> tuple[int, int, int]:
     """``v`` (an int or a tuple/list of 1-3 ints, as ``dim3``) as (x, y, z)."""
     items = (v,) if _is_int(v) else v
+    if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iu":
+        items = tuple(v.tolist())
     if not isinstance(items, (tuple, list)) or not 1 <= len(items) <= 3:
         raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {v!r}")
     for i, x in enumerate(items):
@@ -253,7 +258,7 @@ class Module:
         return self.kernel(name)
 
     def kernel(self, name: str) -> Kernel:
-        if name not in self.kernels:
+        if not isinstance(name, str) or name not in self.kernels:
             raise LaunchError(f"no kernel named {name!r}; this module has "
                               f"{', '.join(self.kernels) or 'no kernels'}")
         return self.kernels[name]

@@ -163,3 +163,20 @@ def test_float_arguments_round_like_c_and_keep_explicit_infinities():
     assert mem.from_device(out, np.uint32, 1)[0] == 0x3DCCCCCD
     m.launch("k", 1, 1, [out, float("-inf")], mem)
     assert mem.from_device(out, np.uint32, 1)[0] == 0xFF800000
+
+
+@pytest.mark.parametrize("args", [5, (x for x in [0, 1.0, 0]), {0: 1}])
+def test_args_must_be_a_list_or_tuple(mod, args):
+    with pytest.raises(LaunchError, match="args of kernel k must be a list or tuple of 3"):
+        mod.launch("k", 1, 32, args, GlobalMemory())
+
+
+def test_kernel_name_must_be_a_string(mod):
+    with pytest.raises(LaunchError, match=r"no kernel named \['k'\]"):
+        mod.launch(["k"], 1, 32, [0, 1.0, 0], GlobalMemory())
+
+
+def test_a_one_dimensional_integer_array_is_a_dim3(mod):
+    assert launch(mod, grid=np.array([2, 3])).grid == (2, 3, 1)
+    with pytest.raises(LaunchError, match="grid must be an int or a tuple"):
+        launch(mod, grid=np.array([2.0, 3.0]))
