@@ -246,7 +246,9 @@ class Module:
         """Address of the module's ``.global``/``.const`` variable ``name`` in ``memory``
         (``cudaGetSymbolAddress``): write it before a launch to set ``__constant__`` data.
         The variables are allocated and initialised in a memory on first use."""
-        if name not in self.variables:
+        if not isinstance(memory, GlobalMemory):
+            raise LaunchError(f"memory must be a GlobalMemory, got {type(memory).__name__}")
+        if not isinstance(name, str) or name not in self.variables:
             raise LaunchError(f"no .global/.const variable named {name!r}; this module has "
                               f"{', '.join(self.variables) or 'none'}")
         return memory.module_variables(self, self.variables)[name]

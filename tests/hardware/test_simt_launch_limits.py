@@ -180,3 +180,11 @@ def test_a_one_dimensional_integer_array_is_a_dim3(mod):
     assert launch(mod, grid=np.array([2, 3])).grid == (2, 3, 1)
     with pytest.raises(LaunchError, match="grid must be an int or a tuple"):
         launch(mod, grid=np.array([2.0, 3.0]))
+
+
+def test_symbol_address_checks_its_arguments():
+    m = load_ptx(HEAD + ".global .u32 g;\n.visible .entry k()\n{\n    ret;\n}\n")
+    with pytest.raises(LaunchError, match=r"no .global/.const variable named \['g'\]"):
+        m.symbol_address(["g"], GlobalMemory())
+    with pytest.raises(LaunchError, match="memory must be a GlobalMemory, got NoneType"):
+        m.symbol_address("g", None)
