@@ -553,9 +553,13 @@ def _swap_in(stage: Path, real: Path, checked: Identity | None, out: Path) -> Pa
             except OSError:
                 return stage
             return aside
-        if not _exchange(stage, real):      # pragma: no cover - it worked a moment ago
-            raise _Stranded(f"--out {out}: changed during the swap and could not "
-                                  f"be swapped back: it is now at {stage}")
+        try:
+            back = _exchange(stage, real)
+        except OSError:
+            back = False
+        if not back:
+            raise _Stranded(f"--out {out}: changed during the swap and could not be "
+                            f"swapped back: what was there is now at {stage}")
         raise _refusal(out)
     return _swap_portable(stage, real, checked, out)
 

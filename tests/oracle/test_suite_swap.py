@@ -328,3 +328,25 @@ def test_the_raw_system_call_serves_a_libc_without_renameat2(tmp_path: Path,
     finally:
         monkeypatch.undo()
         generation._renameat2_call.cache_clear()
+
+
+def test_a_failed_swap_back_keeps_their_folder_where_it_is_named(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    if generation._renameat2_call() is None:
+        pytest.skip("renameat2 is not available here")
+    out = tmp_path / "g"
+    _gen(out)
+    real, calls = generation._exchange, []
+
+    def exchange(a, b):
+        calls.append((a, b))
+        if len(calls) == 2:                 # the swap back
+            raise OSError(errno.EIO, "simulated failure")
+        return real(a, b)
+    monkeypatch.setattr(generation, "_exchange", exchange)
+    _meanwhile(monkeypatch, lambda: _replace_by_mine(out))
+    with pytest.raises(SuiteWriteError) as info:
+        _gen(out)
+    stage = calls[0][0]
+    assert f"what was there is now at {stage}" in str(info.value)
+    assert _tree(stage) == {"a.txt": b"x"}          # kept, not removed with the stage
