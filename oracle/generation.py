@@ -727,6 +727,14 @@ def generate(out: str | Path, *, suite: str = "default", only: str | None = None
         progress: stream for progress lines (None for silence).
         variants: choice -> option: leave out the cases marked with another option of
             a named choice (an unknown choice or option is a ValueError).
+
+    Raises:
+        ValueError, TypeError: bad arguments, or an ``out`` that may not be replaced
+            (checked before any work; nothing touched).
+        SuiteWriteError: a write failed (disk full, quota, read-only filesystem), or
+            ``out`` appeared or changed while the suite was being written; ``out``
+            holds what it held before, no partial file is left.
+        Interrupted: SIGINT or SIGTERM; likewise nothing partial is left.
     """
     if not isinstance(suite, str) or suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
@@ -815,6 +823,7 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
     Raises:
         ValueError: the shards do not form one set, or ``out`` cannot be written.
         SuiteError: a shard is damaged (names the shard and file).
+        SuiteWriteError: as for :func:`generate`.
     """
     if isinstance(shards, (str, bytes, os.PathLike)) or not isinstance(shards, Sequence):
         raise TypeError(f"shards must be a list of shard folders, got "
