@@ -282,12 +282,13 @@ class _Checker:
     """The register types of one kernel and the operand checks that use them."""
 
     def __init__(self, kernel: KernelSource, address_size: int = 64,
-                 symbols: frozenset[str] = frozenset()) -> None:
+                 symbols: dict[str, str] | None = None) -> None:
         self.kernel = kernel
         self.address_size = address_size
-        #: the variables and parameters a symbol operand may name
-        self.symbols = symbols | {v.name for v in kernel.variables} | {
-            p.name for p in kernel.params}
+        #: the state space of each variable and parameter a symbol operand may name
+        self.symbols = dict(symbols or {})
+        self.symbols.update({v.name: v.space for v in kernel.variables})
+        self.symbols.update({p.name: "param" for p in kernel.params})
         self._types: dict[str, OperandType | None] = {}
 
     def reg_type(self, name: str) -> OperandType | None:
@@ -351,12 +352,24 @@ class _Checker:
                 self.operand(inst, item, part, relaxed, section, index)
         _check_fragment(self, inst, op, index, "9.7.9")  # the elements agree, too
 
+    def symbol_space(self, inst: Instruction, name: str, index: int) -> None:
+        """PTX ISA 6.4.1: a variable's address is accessed in its own state space, or
+        generically when that is .global, .shared or .local (not .const or .param)."""
+        have, space = self.symbols[name], _state_space(inst)
+        if space == have or (space == "generic" and have in ("global", "shared", "local")):
+            return
+        raise _err(inst, f"operand {index + 1}: {name} is a .{have} variable, not "
+                         f"addressable {'generically' if space == 'generic' else 'in .' + space}",
+                   "6.4.1")
+
     def address(self, inst: Instruction, op: object, index: int) -> None:
         """PTX ISA 6.4.1 and 6.5: an address register is an integer or bit-size register,
         and a generic or .global address in a module of ``.address_size 64`` is 64 bits
         wide (the 32-bit addressing ABI does not exist on sm_90 and later)."""
         if not isinstance(op, Addr):
             raise _err(inst, f"operand {index + 1} must be an address [...]", "6.4.1")
+        if isinstance(op.base, Sym) and op.base.name in self.symbols:
+            self.symbol_space(inst, op.base.name, index)
         if isinstance(op.base, Reg) and op.base.name not in SPECIAL_REGISTERS:
             have = self.reg_type(op.base.name)
             if have is None:
@@ -893,9 +906,9 @@ def check_instruction(chk: _Checker, inst: Instruction) -> None:
 
 
 def check_kernel(kernel: KernelSource, address_size: int = 64,
-                 symbols: frozenset[str] = frozenset()) -> None:
+                 symbols: dict[str, str] | None = None) -> None:
     """Check every instruction of one kernel (see the module docstring); ``symbols``:
-    the module's variables."""
+    the state space of each module-level variable."""
     chk = _Checker(kernel, address_size, symbols)
     for inst in kernel.instructions:
         try:
@@ -907,6 +920,6 @@ def check_kernel(kernel: KernelSource, address_size: int = 64,
 def check_module(src: ModuleSource) -> None:
     """Check every kernel of a parsed module; raise :class:`PtxTypeError` naming the
     line, the statement and the rule of the first instruction that breaks one."""
-    symbols = frozenset(v.name for v in src.variables)
+    symbols = {v.name: v.space for v in src.variables}
     for kernel in src.kernels.values():
         check_kernel(kernel, src.address_size, symbols)

@@ -288,3 +288,17 @@ def test_type_error_is_a_syntax_error():
 def test_valid_forms_load(line):
     load_ptx(_kernel(line))
 
+
+
+def test_variables_are_addressed_in_their_state_space():
+    """PTX ISA 6.4.1: the probes ptxas refuses for a state-space mismatch (a .param or
+    .shared variable through ld.global, a .param one generically) are refused; the
+    accepted accesses of the same variables load."""
+    rows = [r for r in PROBES["probes"] if re.search(r"\[(sm|pp)[\]+]", r[0])]
+    refused = [r[0] for r in rows if "State space mismatch" in r[2][1]]
+    assert len(refused) >= 4
+    for line in refused:
+        with pytest.raises(PtxTypeError, match="state space|addressable"):
+            check_module(parse_ptx(probe_text(line, "sm_90a")))
+    for line in [r[0] for r in rows if r[2][0]]:
+        assert outcome(probe_text(line, "sm_90a")) in ("loaded", "UnsupportedPtxError")
