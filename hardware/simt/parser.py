@@ -1013,7 +1013,8 @@ _SINGLE_MODIFIERS = frozenset(
     "global shared local param const generic rn rz rm rp rni rzi rmi rpi ftz sat satfinite "
     "approx full sync aligned uni volatile relaxed acquire release acq_rel sc weak wide hi "
     "lo cc nc ca cg cs lu cv wb wt v2 v4 v8 relu up down bfly idx clamp wrap shiftamt "
-    "cta gpu sys cluster".split())
+    "cta gpu sys cluster to eq ne lt le gt ge ls hs equ neu ltu leu gtu geu num nan and or "
+    "xor".split())
 
 
 def _check_modifiers(parts: tuple[str, ...], line: int, text: str) -> None:

@@ -122,6 +122,8 @@ REFUSED = [
     ("state space twice", "", "ld.global.global.u32 %r1, [%rd1];", None),
     ("rounding twice", "", "add.rn.rn.f32 %f1, %f2, %f3;", None),
     ("empty modifier", "", "add..s32 %r1, %r2, %r3;", None),
+    ("comparison twice", "", "setp.gt.gt.s32 %p1, %r1, %r2;", None),
+    (".to twice", "", "cvta.to.to.global.u64 %rd1, %rd2;", None),
     ("three destinations", "", "setp.lt.s32 %p1|%p2|%p3, %r1, %r2;", None),
     ("empty statements", "", "mov.u32 %r1, 1; ; ;", None),
     ("linkage twice", ".visible .visible .global .u32 g;", "", None),
