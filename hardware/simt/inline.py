@@ -107,12 +107,19 @@ def inline_calls(text: str) -> str:
         return text
     text = _strip(text)     # comments would swallow the rest of an inlined line
     funcs: dict[str, tuple[list[str], list[str], str, int]] = {}
+    prototypes: dict[str, int] = {}
     out = []
     pos = 0
     for m in _FUNC.finditer(text):
         if m.start() < pos:
             continue
+        for a in re.findall(r"\.align\s+(\d+)", (m.group(2) or "") + (m.group(4) or "")):
+            if int(a) < 1 or int(a) & (int(a) - 1):
+                raise PtxSyntaxError(f"line {_line_of(text, m.start())}: .align {a} is not a "
+                                     f"power of two in the parameters of .func {m.group(3)}")
         if m.group(6) == ";":
+            if ".extern" not in m.group(1):
+                prototypes.setdefault(m.group(3), _line_of(text, m.start()))
             continue                       # a prototype
         close = _matching_brace(text, m.end() - 1)
         name = m.group(3)
@@ -127,6 +134,10 @@ def inline_calls(text: str) -> str:
         out.append(text[pos:m.start()])
         out.append("\n" * text.count("\n", m.start(), close + 1))
         pos = close + 1
+    for name, line in prototypes.items():
+        if name not in funcs:
+            raise PtxSyntaxError(f"line {line}: .func {name} is declared but never defined "
+                                 "(declare an external function with .extern .func)")
     if not funcs and not _CALL.search(text):
         return text
     out.append(text[pos:])

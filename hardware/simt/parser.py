@@ -744,9 +744,12 @@ def parse_ptx(text: str) -> ModuleSource:
             raise PtxSyntaxError(f"line {line}: unbalanced '}}'")
         if term == "{":
             if s.startswith(".section"):
-                # DWARF debug data (nvcc -G / -lineinfo): skipped, it has no semantics
+                # DWARF debug data (nvcc -G / -lineinfo): checked against its grammar,
+                # then skipped (it has no semantics)
                 depth = 1
                 while depth and i < len(stmts):
+                    if stmts[i][2] != ":":
+                        _check_section_data(stmts[i][1], stmts[i][0])
                     depth += {"{": 1, "}": -1}.get(stmts[i][2], 0)
                     i += 1
                 continue
@@ -795,6 +798,20 @@ def parse_ptx(text: str) -> ModuleSource:
         else:
             raise UnsupportedPtxError(f"line {line}: unsupported directive {s[:80]!r}")
     return mod
+
+
+#: one line of a ``.section`` (PTX ISA 11.5.2): ``.b8/.b16/.b32/.b64`` and a list of
+#: integers or labels (a label with an optional ``+offset``)
+_SECTION_ITEM = r"(?:0[xX][0-9a-fA-F]+|[0-9]+|[A-Za-z_$.][\w$.]*(?:\+[0-9]+)?)"
+_SECTION_LINE = re.compile(rf"\.b(?:8|16|32|64)[ \t]+{_SECTION_ITEM}"
+                           rf"(?:[ \t]*,[ \t]*{_SECTION_ITEM})*")
+
+
+def _check_section_data(text: str, line: int) -> None:
+    """Refuse a line of a debug section that is not ``.bN value, ...``."""
+    for k, ln in enumerate(text.split("\n")):
+        if ln.strip() and not _SECTION_LINE.fullmatch(ln.strip()):
+            raise PtxSyntaxError(f"line {line + k}: malformed .section data {ln.strip()[:60]!r}")
 
 
 def _add_module_variable(mod: ModuleSource, v: Variable, line: int, seen: set[str]) -> None:

@@ -396,6 +396,16 @@ MODULES = [
     (".weak .entry k() {\nret;\n}", True),
     (".visible .entry k() {\n}", True),
     (".visible .entry k() {\nL: bra L;\n}", True),
+    (".func (.param .align 3 .b8 r[4]) f ();\n.visible .entry k() {\nret;\n}", False),
+    (".func (.param .align 4 .b8 r[4]) f ();\n.visible .entry k() {\nret;\n}", False),
+    (".func (.param .align 4 .b8 r[4]) f ();\n.func (.param .align 4 .b8 r[4]) f ()\n"
+     "{\nret;\n}\n.visible .entry k() {\nret;\n}", True),
+    (".extern .func (.param .b32 r) vprintf (.param .b64 a, .param .b64 b);\n"
+     ".visible .entry k() {\nret;\n}", True),
+    (".visible .entry k() {\nret;\n}\n.section .debug_abbrev\n{\n.b8 1\n.b8 17, 1\n"
+     ".b32 .debug_abbrev\n}", True),
+    (".visible .entry k() {\nret;\n}\n.section .debug_abbrev\n{\n.b8 1\n.b25 3\n}", False),
+    (".visible .entry k() {\nret;\n}\n.section .debug_abbrev\n{\n.b8 1 2\n}", False),
 ]
 
 
