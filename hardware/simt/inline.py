@@ -33,6 +33,7 @@ import re
 
 from .errors import PtxSyntaxError, UnsupportedPtxError
 from .parser import _strip_comments
+from .types import ptx_type
 
 __all__ = ["inline_calls"]
 
@@ -113,6 +114,11 @@ def inline_calls(text: str) -> str:
     for m in _FUNC.finditer(text):
         if m.start() < pos:
             continue
+        for t in re.findall(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)",
+                            (m.group(2) or "") + (m.group(4) or "")):
+            if ptx_type(t) is None or t == "pred":
+                raise PtxSyntaxError(f"line {_line_of(text, m.start())}: parameter type .{t} "
+                                     f"of .func {m.group(3)}")
         for a in re.findall(r"\.align\s+(\d+)", (m.group(2) or "") + (m.group(4) or "")):
             if int(a) < 1 or int(a) & (int(a) - 1):
                 raise PtxSyntaxError(f"line {_line_of(text, m.start())}: .align {a} is not a "

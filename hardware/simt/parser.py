@@ -1031,7 +1031,9 @@ _SINGLE_MODIFIERS = frozenset(
     "approx full sync aligned uni volatile relaxed acquire release acq_rel sc weak wide hi "
     "lo cc nc ca cg cs lu cv wb wt v2 v4 v8 relu up down bfly idx clamp wrap shiftamt "
     "cta gpu sys cluster to eq ne lt le gt ge ls hs equ neu ltu leu gtu geu num nan and or "
-    "xor".split())
+    "xor async".split())
+#: a part shaped like a type (``.b97``, ``.u7``) whose width no PTX type has
+_BAD_WIDTH = re.compile(r"[bsuf](?!(?:1|2|4|6|8|16|32|64|128)$)[0-9]+")
 
 
 def _check_modifiers(parts: tuple[str, ...], line: int, text: str) -> None:
@@ -1041,6 +1043,9 @@ def _check_modifiers(parts: tuple[str, ...], line: int, text: str) -> None:
         raise PtxSyntaxError(f"line {line}: empty modifier in {text!r}")
     seen: set[str] = set()
     for p in parts[1:]:
+        if _BAD_WIDTH.fullmatch(p):
+            raise PtxSyntaxError(f"line {line}: .{p} is not a type (no PTX type has that "
+                                 f"width) in {text!r}")
         if p in seen and p in _SINGLE_MODIFIERS:
             raise PtxSyntaxError(f"line {line}: modifier .{p} given twice in {text!r}")
         seen.add(p)

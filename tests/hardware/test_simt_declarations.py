@@ -124,6 +124,9 @@ REFUSED = [
     ("empty modifier", "", "add..s32 %r1, %r2, %r3;", None),
     ("comparison twice", "", "setp.gt.gt.s32 %p1, %r1, %r2;", None),
     (".to twice", "", "cvta.to.to.global.u64 %rd1, %rd2;", None),
+    (".async twice", "", "cp.async.async.commit_group;", None),
+    ("a type of no PTX width", "", "activemask.b97 %r1;", None),
+    ("a type of width 7", "", "add.u7 %r1, %r2, %r3;", None),
     ("three destinations", "", "setp.lt.s32 %p1|%p2|%p3, %r1, %r2;", None),
     ("empty statements", "", "mov.u32 %r1, 1; ; ;", None),
     ("linkage twice", ".visible .visible .global .u32 g;", "", None),
@@ -397,6 +400,8 @@ MODULES = [
     (".visible .entry k() {\n}", True),
     (".visible .entry k() {\nL: bra L;\n}", True),
     (".func (.param .align 3 .b8 r[4]) f ();\n.visible .entry k() {\nret;\n}", False),
+    (".func f (.param .b0 a)\n{\nret;\n}\n.visible .entry k() {\nret;\n}", False),
+    (".func f (.param .b32 a)\n{\nret;\n}\n.visible .entry k() {\nret;\n}", True),
     (".func (.param .align 4 .b8 r[4]) f ();\n.visible .entry k() {\nret;\n}", False),
     (".func (.param .align 4 .b8 r[4]) f ();\n.func (.param .align 4 .b8 r[4]) f ()\n"
      "{\nret;\n}\n.visible .entry k() {\nret;\n}", True),
