@@ -62,6 +62,23 @@ def _names(plist: str | None) -> list[str]:
     return out
 
 
+#: one parameter of a .func header (PTX ISA 11.2.2 and 5.1.6)
+_FUNC_PARAM = re.compile(
+    rf"\.(?:param|reg)\s+(?:\.align\s+\d+\s+)?\.\w+\s+"
+    rf"(?:\.ptr\s+(?:\.(?:global|shared|const|local)\s+)?(?:\.align\s+\d+\s+)?)?"
+    rf"{_ID}\s*(?:\[\s*\d*\s*\])?")
+
+
+def _check_param_list(plist: str | None, line: int, name: str) -> None:
+    """Refuse a .func parameter list with an item its grammar does not consume."""
+    if not plist or not plist.strip()[1:-1].strip():
+        return
+    for p in plist.strip()[1:-1].split(","):
+        if not _FUNC_PARAM.fullmatch(p.strip()):
+            raise PtxSyntaxError(f"line {line}: malformed parameter {p.strip()[:60]!r} of "
+                                 f".func {name}")
+
+
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
@@ -114,6 +131,8 @@ def inline_calls(text: str) -> str:
     for m in _FUNC.finditer(text):
         if m.start() < pos:
             continue
+        for plist in (m.group(2), m.group(4)):
+            _check_param_list(plist, _line_of(text, m.start()), m.group(3))
         for t in re.findall(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)",
                             (m.group(2) or "") + (m.group(4) or "")):
             if ptx_type(t) is None or t == "pred":

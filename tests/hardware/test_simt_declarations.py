@@ -402,6 +402,8 @@ MODULES = [
     (".func (.param .align 3 .b8 r[4]) f ();\n.visible .entry k() {\nret;\n}", False),
     (".func f (.param .b0 a)\n{\nret;\n}\n.visible .entry k() {\nret;\n}", False),
     (".func f (.param .b32 a)\n{\nret;\n}\n.visible .entry k() {\nret;\n}", True),
+    (".extern .func (.param .b32 r) vprintf (.param .b32 .b64 a, .param .b64 b);\n"
+     ".visible .entry k() {\nret;\n}", False),
     (".func (.param .align 4 .b8 r[4]) f ();\n.visible .entry k() {\nret;\n}", False),
     (".func (.param .align 4 .b8 r[4]) f ();\n.func (.param .align 4 .b8 r[4]) f ()\n"
      "{\nret;\n}\n.visible .entry k() {\nret;\n}", True),
