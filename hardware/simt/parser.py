@@ -1032,6 +1032,9 @@ _SINGLE_MODIFIERS = frozenset(
     "lo cc nc ca cg cs lu cv wb wt v2 v4 v8 relu up down bfly idx clamp wrap shiftamt "
     "cta gpu sys cluster to eq ne lt le gt ge ls hs equ neu ltu leu gtu geu num nan and or "
     "xor async".split())
+#: state spaces, and the instructions that name at most one (PTX ISA 9.7.9)
+_SPACES = frozenset("global shared local param const generic".split())
+_ONE_SPACE = frozenset("ld st ldu atom red prefetch".split())
 #: a part shaped like a type (``.b97``, ``.u7``) whose width no PTX type has
 _BAD_WIDTH = re.compile(r"[bsuf](?!(?:1|2|4|6|8|16|32|64|128)$)[0-9]+")
 
@@ -1041,6 +1044,8 @@ def _check_modifiers(parts: tuple[str, ...], line: int, text: str) -> None:
     given twice (``ld.global.global.u32``)."""
     if any(not p for p in parts):
         raise PtxSyntaxError(f"line {line}: empty modifier in {text!r}")
+    if parts[0] in _ONE_SPACE and sum(p.split("::")[0] in _SPACES for p in parts[1:]) > 1:
+        raise PtxSyntaxError(f"line {line}: more than one state space in {text!r}")
     seen: set[str] = set()
     for p in parts[1:]:
         if _BAD_WIDTH.fullmatch(p):

@@ -125,6 +125,7 @@ REFUSED = [
     ("comparison twice", "", "setp.gt.gt.s32 %p1, %r1, %r2;", None),
     (".to twice", "", "cvta.to.to.global.u64 %rd1, %rd2;", None),
     (".async twice", "", "cp.async.async.commit_group;", None),
+    ("two state spaces", "", "ld.global.shared.u32 %r1, [%rd1];", None),
     ("a type of no PTX width", "", "activemask.b97 %r1;", None),
     ("a type of width 7", "", "add.u7 %r1, %r2, %r3;", None),
     ("three destinations", "", "setp.lt.s32 %p1|%p2|%p3, %r1, %r2;", None),
