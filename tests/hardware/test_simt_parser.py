@@ -209,7 +209,7 @@ def test_call_sequence_is_refused_with_a_clear_message():
 .version 9.0
 .target sm_90
 .address_size 64
-.func (.param .b64 func_retval0) helper(.param .b64 helper_param_0);
+.extern .func (.param .b64 func_retval0) helper(.param .b64 helper_param_0);
 .visible .entry k(.param .u64 p0)
 {
     .reg .f64 %fd<3>;
@@ -227,6 +227,10 @@ def test_call_sequence_is_refused_with_a_clear_message():
     with pytest.raises(UnsupportedPtxError, match="call to helper, which this module "
                        "declares but does not define"):
         load_ptx(ptx)
+    # without .extern the prototype itself is refused (ptxas: unresolved function)
+    with pytest.raises(PtxSyntaxError, match="line 5: .func helper is declared but never "
+                       "defined"):
+        load_ptx(ptx.replace(".extern .func", ".func"))
 
 
 def _func_module(body: str) -> str:
