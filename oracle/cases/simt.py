@@ -48,7 +48,9 @@ def _run(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np
             reads.append((a["out"], args[-1], arr.dtype, arr.shape))
         elif "out" in a:
             dt = np.dtype(a["dtype"])
-            args.append(mem.alloc(max(1, a["count"] * dt.itemsize)))
+            # zero-filled and written (cudaMalloc then cudaMemset): kernels that add
+            # into their output (the histogram) read it before writing it
+            args.append(mem.calloc(max(1, a["count"] * dt.itemsize)))
             reads.append((a["out"], args[-1], dt, (a["count"],)))
         elif "int" in a:
             args.append(int(a["int"]))
