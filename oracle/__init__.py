@@ -14,7 +14,8 @@ Tour::
     report = oracle.check("golden", "my_results")  # = python -m oracle check
 
 ``oracle.strategies`` (hypothesis strategies) and ``oracle.conformance`` (ready property
-tests) import hypothesis, a test-time dependency, so they are imported on their own.
+tests) use hypothesis (a runtime dependency, imported only when they are used), so they
+are imported on their own.
 """
 from oracle._version import __version__
 from oracle.generation import generate

@@ -17,7 +17,7 @@ the simplest one.
 - :func:`kvcache_ops`: valid sequences of paged-KV-cache operations (add, append,
   fork, free).
 
-Requires hypothesis (a test-time dependency); importing this module imports it.
+Requires hypothesis (a runtime dependency of the package); importing this module imports it.
 
 Example::
 

@@ -154,10 +154,11 @@ def run(args: argparse.Namespace) -> int:
         fn = functools.partial(fn, **extra)
     positional, kwargs = _kwargs(args)
     try:
-        # deferred: hypothesis is a test-time dependency (the checks are property tests)
+        # deferred (import time): hypothesis is a dependency of the package, installed with it
         import hypothesis  # noqa: F401
     except ImportError:
-        raise ValueError("conform needs hypothesis: python -m pip install hypothesis") from None
+        raise ValueError("conform needs hypothesis, a dependency of this package that is "
+                         "missing here: python -m pip install .") from None
     try:
         report = CHECKS[args.target](fn, *positional, **kwargs)
     except ConformanceError as exc:

@@ -48,7 +48,7 @@ def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
     def actual(a: np.ndarray) -> np.ndarray:
         return as_codes(call_impl(fn, a, vectorized), f, a.shape)
 
-    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
+    # deferred: oracle.strategies imports hypothesis, only when a check runs
     from oracle.strategies import floats_near
 
     return run_check(t, x, expect, actual, f.name, floats_near(f, dtype=dt, nan=with_nan),
@@ -106,7 +106,7 @@ def check_round_to(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
             raise ConformanceError(f"round_to returned shape {got.shape} for {a.shape}")
         return got.astype(dt)
 
-    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
+    # deferred: oracle.strategies imports hypothesis, only when a check runs
     from oracle.strategies import floats_near
 
     return run_check(t, x, expect, actual, None, floats_near(f, dtype=dt, nan=f.has_nan),

@@ -58,7 +58,7 @@ def _search(strategy: Any, body: Callable[[Any], None], max_examples: int) -> Fa
     """Run ``body`` on examples drawn from ``strategy`` (derandomised, no database); the
     Failure of the example hypothesis shrank a new kind to, or None. A ConformanceError
     (an implementation that raised or returned a wrong shape) is re-raised as it is."""
-    # deferred: hypothesis is a test-time dependency, not a runtime one
+    # deferred: hypothesis is imported only when a check runs (import time of oracle)
     from hypothesis import HealthCheck, given, settings
 
     found: list[BaseException] = []

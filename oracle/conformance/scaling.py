@@ -136,7 +136,7 @@ def check_mx_quantize(fn: Callable, fmt: Any = "e4m3", *, scale_rule: str = "flo
     Raises:
         ConformanceError: every kind of failing block, each with its simplest example.
     """
-    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
+    # deferred: oracle.strategies imports hypothesis, only when a check runs
     from oracle.strategies import BLOCK_KINDS, mx_blocks
 
     max_examples = check_max_examples(max_examples)
@@ -196,7 +196,7 @@ def check_nvfp4_quantize(fn: Callable, *, scale_rule: str = "te", max_examples: 
     Raises:
         ConformanceError: every kind of failing block, each with its simplest example.
     """
-    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
+    # deferred: oracle.strategies imports hypothesis, only when a check runs
     from oracle.strategies import BLOCK_KINDS, nvfp4_blocks
 
     max_examples = check_max_examples(max_examples)

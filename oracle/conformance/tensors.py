@@ -72,7 +72,7 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
         ops = operands(m, k, nn, fmt)(CaseRandom(n, "conformance.matmul"))
         a, b = values(ops["a"], fmt), values(ops["b"], fmt)
         one(a, b, f"sweep, shape {m}x{k}x{nn}", True)
-    # deferred: hypothesis is a test-time dependency, not a runtime one
+    # deferred: hypothesis is imported only when a check runs (import time of oracle)
     from hypothesis import strategies as st
 
     def drawn(shape_seed: tuple[int, int, int, int]) -> None:
@@ -130,7 +130,7 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
     passed too; otherwise ``fn(q, k, v)``. ``alignment`` restricts the causal alignment
     to the one ``fn`` implements (``"top_left"``: PyTorch SDPA's ``is_causal``);
     ``window=False`` never passes a sliding window."""
-    # deferred: oracle.strategies imports hypothesis (a test-time dependency)
+    # deferred: oracle.strategies imports hypothesis, only when a check runs
     from oracle.strategies import attention_inputs
 
     max_examples = check_max_examples(max_examples)
