@@ -107,14 +107,47 @@ class _Shadow:
     :data:`_W`/:data:`_R1`/:data:`_R2`. ``lazy``: pages of 4096 words are given a place
     when first touched (global memory); otherwise every word has one."""
 
-    def __init__(self, size: int, lazy: bool) -> None:
+    def __init__(self, size: int, lazy: bool, reuse: bool = False) -> None:
         self.lazy = lazy
+        self.reuse = reuse  # the read log is cleared at barriers: one buffer reused
         self.used = 0  # pages given a place
+        # reads not yet entered in the reader rows, oldest first: [columns, threads,
+        # time, line, lowest column, highest column] (the bounds None until needed);
+        # with ``reuse`` the columns are a slice of ``buf`` (one buffer reused, so that
+        # logging allocates nothing)
+        self.log: list[list] = []
+        self.buf = np.empty(0, dtype=np.int64)
+        self.fill = 0
+        # time of the last write and the hull of the columns ever written
+        self.wtime = -1
+        self.wlo, self.whi = 0, -1
+        # time of the newest read entered in the reader rows
+        self.rtime = -1
         if lazy:
             self.table = np.full(0, -1, dtype=np.int64)
             self.S = np.full((_ROWS, 0), -1, dtype=np.int64)
         else:
             self.S = np.full((_ROWS, max(size, 1)), -1, dtype=np.int64)
+
+    def reserve(self, n: int) -> np.ndarray:
+        """Room for the columns of a read of ``n`` columns to be logged (``reuse``)."""
+        a = self.fill
+        if a + n > self.buf.size:
+            grown = np.empty(max(a + n, 2 * self.buf.size), dtype=np.int64)
+            grown[:a] = self.buf[:a]
+            self.buf = grown  # logged columns keep their views of the old buffer
+        self.fill = a + n
+        return self.buf[a:a + n]
+
+    def bounds(self, e: list) -> tuple[int, int]:
+        """Lowest and highest column of a logged read."""
+        if e[4] is None:
+            e[4], e[5] = int(e[0].min()), int(e[0].max())
+        return e[4], e[5]
+
+    def clear_log(self) -> None:
+        self.log.clear()
+        self.fill = 0
 
     def index(self, off: np.ndarray) -> np.ndarray:
         if not self.lazy:
@@ -152,8 +185,8 @@ class _WaveState:
         self.tid24 = self.gid & _TMASK
         self.bar = np.full(wave.T, -1, dtype=np.int64)
         self.wsync = np.full(wave.T, -1, dtype=np.int64)
-        self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False)
-        self.shared_bytes = _Shadow(0, lazy=True)
+        self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False, reuse=True)
+        self.shared_bytes = _Shadow(0, lazy=True, reuse=True)
         self.bar_all = -1  # the common value of ``bar`` when every block has the same
 
 
@@ -217,6 +250,8 @@ class RaceCheck:
                 _ATOMIC if kind == "atom" else 0)
             c = self.kinds[(id(inst), kind)] = (strong, acq, rel, cta, info)
         strong, acq, rel, cta, info = c
+        # every thread of the wave (the slots are sorted): its thread ids as they are
+        full = threads.size == ws.tid24.size
         if width >= 4:
             if space == "global":
                 if self.global_shadow is None:
@@ -226,12 +261,21 @@ class RaceCheck:
                 sh = self.global_shadow
             else:
                 sh = ws.shared
-            word = offsets >> 2
-            thr = ws.tid24[threads]
+            nw = width >> 2
+            if kind == "ld" and sh.reuse:
+                # the columns go straight to the read log's buffer
+                word = sh.reserve(offsets.size * nw)
+                if nw == 1:
+                    np.right_shift(offsets, 2, out=word)
+                else:
+                    np.add((offsets >> 2)[:, None], _AR[nw], out=word.reshape(-1, nw))
+            else:
+                word = offsets >> 2
+                if nw > 1:
+                    word = (word[:, None] + _AR[nw]).ravel()
+            thr = ws.tid24 if full else ws.tid24[threads]
             slots = threads
-            if width > 4:
-                nw = width >> 2
-                word = (word[:, None] + _AR[nw]).ravel()
+            if nw > 1:
                 thr = np.repeat(thr, nw)
                 slots = np.repeat(threads, nw)
         else:
@@ -242,7 +286,7 @@ class RaceCheck:
                 sh = self.global_bytes
             else:
                 sh = ws.shared_bytes
-            thr = ws.tid24[threads]
+            thr = ws.tid24 if full else ws.tid24[threads]
             slots = threads
             word = offsets
             if width == 2:
@@ -252,7 +296,6 @@ class RaceCheck:
         if now >= self.tinfo.size:
             self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
         self.tinfo[now] = info
-        entry = (now << _TBITS) | thr
         pos = sh.index(word)
         S = sh.S
         # entries older than this line cannot race (shared memory: the block's last
@@ -263,22 +306,33 @@ class RaceCheck:
         else:
             line = 0
         if kind == "ld":
-            wk = S[_W][pos]
-            if (wk >= line).any():
-                self._check(wave, wk[None], ("w",), thr, slots, word, kind, space, inst,
-                            info, width)
-            r1 = S[_R1]
-            o1 = r1[pos]
-            m = o1 >= line
-            if m.any():
-                m &= (o1 & _TMASK) != thr  # a recent reader by another thread is kept
-            r1[pos] = entry
-            r2 = S[_R2]
-            r2[pos[::-1]] = entry[::-1]  # the first of several readers in one instruction
-            if m.any():
-                r2[pos[m]] = o1[m]
+            lo = hi = None
+            # the last writes: only where a write since the line may have landed
+            if sh.wtime >= 0 and (sh.wtime << _TBITS) >= (
+                    line if isinstance(line, int) else int(line.min())):
+                lo, hi = int(pos.min()), int(pos.max())
+                if lo <= sh.whi and hi >= sh.wlo:
+                    wk = S[_W][pos]
+                    if (wk >= line).any():
+                        self._check(wave, wk[None], ("w",), thr, slots, word, kind, space,
+                                    inst, info, width)
+            # the read itself is logged; the shadow's reader rows take it when a write
+            # may need it (_flush_reads), a barrier of every block drops it
+            sh.log.append([pos, thr, now, line, lo, hi])
         else:
-            for row, what in ((_W, "w"), (_R1, "r"), (_R2, "r")):
+            entry = (now << _TBITS) | thr
+            lo, hi = int(pos.min()), int(pos.max())
+            if sh.log:
+                self._flush_reads(sh, lo, hi)
+            lmin = line if isinstance(line, int) else int(line.min())
+            # rows with no entry at or after the line cannot race (nor need clearing)
+            w_live = sh.wtime >= 0 and (sh.wtime << _TBITS) >= lmin and (
+                lo <= sh.whi and hi >= sh.wlo)
+            r_live = sh.rtime >= 0 and (sh.rtime << _TBITS) >= lmin
+            for row, what, live in ((_W, "w", w_live), (_R1, "r", r_live),
+                                    (_R2, "r", r_live)):
+                if not live:
+                    continue
                 pk = S[row][pos]
                 if not (pk >= line).any():
                     if row == _R1:
@@ -286,9 +340,15 @@ class RaceCheck:
                     continue
                 self._check(wave, pk[None], (what,), thr, slots, word, "st", space, inst,
                             info, width)
+            sh.wtime = now
+            if sh.wlo > sh.whi:
+                sh.wlo, sh.whi = lo, hi
+            else:
+                sh.wlo, sh.whi = min(sh.wlo, lo), max(sh.whi, hi)
             S[_W][pos] = entry
-            S[_R1][pos] = -1
-            S[_R2][pos] = -1
+            if r_live:
+                S[_R1][pos] = -1
+                S[_R2][pos] = -1
             if not strong:
                 lost = S[_W][pos] != entry
                 if lost.any():
@@ -296,6 +356,41 @@ class RaceCheck:
                                            width, S)
         if strong:
             self._strong(wave, kind, space, threads, offsets, ws.gid[threads], acq, rel, cta)
+
+    @staticmethod
+    def _flush_reads(sh: "_Shadow", lo: int | None = None, hi: int | None = None) -> None:
+        """Enter the logged reads into the reader rows of ``sh``: all of them, or (given
+        the column range ``lo``..``hi`` of a write) the oldest ones up to the last that
+        touches the range (so the rows always take reads in time order)."""
+        log = sh.log
+        if lo is None:
+            upto = len(log)
+        else:
+            upto = 0
+            for k in range(len(log) - 1, -1, -1):
+                elo, ehi = sh.bounds(log[k])
+                if elo <= hi and ehi >= lo:
+                    upto = k + 1
+                    break
+        if not upto:
+            return
+        S = sh.S
+        r1, r2 = S[_R1], S[_R2]
+        sh.rtime = log[upto - 1][2]
+        for pos, thr, now, line, _, _ in log[:upto]:
+            entry = (now << _TBITS) | thr
+            o1 = r1[pos]
+            m = o1 >= line
+            if m.any():
+                m &= (o1 & _TMASK) != thr  # a recent reader by another thread is kept
+            r1[pos] = entry
+            r2[pos[::-1]] = entry[::-1]  # the first of several readers in one instruction
+            if m.any():
+                r2[pos[m]] = o1[m]
+        if upto == len(log):
+            sh.clear_log()
+        else:
+            del log[:upto]
 
     def _info(self, times: np.ndarray) -> np.ndarray:
         """The instruction info of the accesses at ``times``."""
@@ -577,9 +672,16 @@ class RaceCheck:
             return
         self.now += 1
         if blocks.size == len(wave.block_ids):
+            # every logged shared read is now older than its block's barrier: none can
+            # race with a later access, so none needs entering
+            ws.shared.clear_log()
+            ws.shared_bytes.clear_log()
             ws.bar[:] = self.now
             ws.bar_all = self.now
         else:
+            # the logged reads were checked against the lines before this barrier
+            self._flush_reads(ws.shared)
+            self._flush_reads(ws.shared_bytes)
             ws.bar[np.isin(wave.thread_block, blocks)] = self.now
             ws.bar_all = None
         if not self.vc and not self.pending:
