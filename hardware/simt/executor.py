@@ -178,6 +178,7 @@ class Wave:
         self.gpu = cfg.gpu if cfg else None
         self.async_copies: Any = None  # cp.async state (hardware.simt.async_copy)
         self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
+        self._all_ids: np.ndarray | None = None
         self.attach(None)
 
     def attach(self, session: Session | None) -> None:
@@ -190,6 +191,10 @@ class Wave:
         self.initcheck = opts.enabled("initcheck")
         #: the registered tools of the launch (name -> instance), see .sanitizer
         self.tools: dict[str, Any] = self.session.tools
+        #: those that look at memory accesses (a tool without them says
+        #: ``wants_access = False``)
+        self.access_tools = [t for t in self.tools.values()
+                             if getattr(t, "wants_access", True)]
 
     def reset(self, memory: GlobalMemory, params: bytes, stats: LaunchStats) -> None:
         """Prepare a compiled wave for another launch with the same blocks: registers,
@@ -290,7 +295,13 @@ class Wave:
 
     def _thread_ids(self, ix: Any) -> np.ndarray:
         """The thread indices ``ix`` selects (``ix`` is a slice of all or an index array)."""
-        return np.arange(self.T)[ix] if isinstance(ix, slice) else ix
+        if not isinstance(ix, slice):
+            return ix
+        ids = self._all_ids
+        if ids is None or ids.size != self.T:
+            ids = self._all_ids = np.arange(self.T)
+            ids.flags.writeable = False
+        return ids[ix]
 
     # ------------------------------------------------------------ error reporting
     def _where(self, thread: int, inst: Instruction | None) -> str:
@@ -315,7 +326,7 @@ class Wave:
         off = self._access("st", "shared", ix, ex, addr, width, inst)[1]
         if off.size:
             self.sinit[off[:, None] + np.arange(width)] = True
-        if self.tools:
+        if self.access_tools:
             self._notify("st", "shared", ix, off, width, inst)
         return off
 
@@ -376,7 +387,7 @@ class Wave:
                 inst: Instruction) -> None:
         """Show one warp-level access to the registered tools (see .sanitizer)."""
         threads = self._thread_ids(ix)
-        for tool in self.tools.values():
+        for tool in self.access_tools:
             tool.access(self, kind, space, threads, off, width, inst)
 
     def _shadow(self, space: str) -> np.ndarray:
@@ -505,7 +516,7 @@ class Wave:
         share a word or a bank)."""
         memo = self._memo.get(id(inst))
         if memo is not None and addr.size:
-            m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi, m_kind, m_width = memo
+            m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi, m_kind, m_width, m_ob = memo
             if m_space == space and m_kind == kind and m_width == width and \
                     addr.shape == m_addr.shape and (
                     ix is m_ix or (isinstance(ix, slice) and isinstance(m_ix, slice)) or (
@@ -525,14 +536,23 @@ class Wave:
                         self.smem if space == "shared" else self.lmem)
                     if d0:
                         m_off = m_off + d0
+                        if m_ob is not None:
+                            m_ob = (m_ob[0] + d0, m_ob[1] + d0)
                         self._memo[id(inst)] = (ix, addr.copy(), space, m_deltas, m_off,
-                                                m_lo + d0, m_hi + d0, kind, width)
+                                                m_lo + d0, m_hi + d0, kind, width, m_ob)
+                    if m_ob is not None:
+                        self.off_bounds = (m_off, m_ob)
                     return buf, m_off
         buf, off = self._locate(space, ix, ex, addr, width, inst, kind)
         deltas = self._record(kind, space, ix, ex, addr, width)
         if addr.size:
+            ob = None
+            if self.access_tools:
+                # the offsets' bounds, for the tools (racecheck's read log)
+                ob = (int(off.min()), int(off.max()))
+                self.off_bounds = (off, ob)
             self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off, int(addr.min()),
-                                    int(addr.max()), kind, width)
+                                    int(addr.max()), kind, width, ob)
         return buf, off
 
     def _shift_keeps_stats(self, space: str, shift: int) -> bool:
@@ -586,7 +606,7 @@ class Wave:
         e = off // elem.itemsize
         if self.initcheck:
             self._check_init(space, ix, addr, e, elem.itemsize, n, inst)
-        if self.tools:
+        if self.access_tools:
             self._notify("ld", space, ix, off, width, inst)
         return view[e][:, None] if n == 1 else view[e[:, None] + np.arange(n)]
 
@@ -612,7 +632,7 @@ class Wave:
             self.async_copies.check(off, elem.itemsize * n, ix, inst, "store")
         view = self._view(buf, elem)
         e = off // elem.itemsize
-        if self.tools:
+        if self.access_tools:
             self.store_values = vals  # racecheck tells writes of the same value apart
             self._notify("st", space, ix, off, elem.itemsize * n, inst)
         if n == 1:
@@ -643,7 +663,7 @@ class Wave:
             self.async_copies.check(off, t.bytes, ix, inst, "atomic")
         if self.initcheck:
             self._check_init(space, ix, addr, off // t.bytes, t.bytes, 1, inst, "atom")
-        if self.tools:
+        if self.access_tools:
             self._notify("atom", space, ix, off, t.bytes, inst)
         if self.stats is not None:
             self.stats.atomic_requests += int(ex.mask.any(axis=1).sum())

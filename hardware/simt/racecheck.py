@@ -75,6 +75,10 @@ _PAGE_BITS = 12
 #: global memory up to this size gets a shadow column per word at once (else pages)
 _DIRECT_BYTES = 1 << 26
 _PAGE = 1 << _PAGE_BITS
+#: global memory up to this size gets a byte shadow column per byte at once (else pages)
+_DIRECT_BYTE_SHADOW = 1 << 20
+#: logged reads (columns) a shadow holds before it enters them all in its rows
+_LOG_MAX = 1 << 22
 #: rows of a shadow (one column per 4-byte word, or per byte for 1- and 2-byte
 #: accesses): the last write, the last read, the last read by another thread; each an
 #: entry time << 24 | thread (-1: none), the time naming the instruction (``tinfo``)
@@ -118,6 +122,7 @@ class _Shadow:
         self.log: list[list] = []
         self.buf = np.empty(0, dtype=np.int64)
         self.fill = 0
+        self.logged = 0  # columns in the log
         # time of the last write and the hull of the columns ever written
         self.wtime = -1
         self.wlo, self.whi = 0, -1
@@ -148,6 +153,7 @@ class _Shadow:
     def clear_log(self) -> None:
         self.log.clear()
         self.fill = 0
+        self.logged = 0
 
     def index(self, off: np.ndarray) -> np.ndarray:
         if not self.lazy:
@@ -282,7 +288,10 @@ class RaceCheck:
             # 1- and 2-byte accesses: a shadow per byte of their own
             if space == "global":
                 if self.global_bytes is None:
-                    self.global_bytes = _Shadow(0, lazy=True)
+                    size = self.memory.buffer.size
+                    self.global_bytes = (_Shadow(size + 1, lazy=False)
+                                         if size <= _DIRECT_BYTE_SHADOW else
+                                         _Shadow(0, lazy=True))
                 sh = self.global_bytes
             else:
                 sh = ws.shared_bytes
@@ -305,12 +314,18 @@ class RaceCheck:
                 ws.bar[slots] << _TBITS)
         else:
             line = 0
+        lo = hi = None
+        if not sh.lazy and width >= 4:
+            ob = getattr(wave, "off_bounds", None)
+            if ob is not None and ob[0] is offsets:
+                # the wave knows the bounds of these offsets (its access memo)
+                lo, hi = ob[1][0] >> 2, (ob[1][1] >> 2) + (width >> 2) - 1
         if kind == "ld":
-            lo = hi = None
             # the last writes: only where a write since the line may have landed
             if sh.wtime >= 0 and (sh.wtime << _TBITS) >= (
                     line if isinstance(line, int) else int(line.min())):
-                lo, hi = int(pos.min()), int(pos.max())
+                if lo is None:
+                    lo, hi = int(pos.min()), int(pos.max())
                 if lo <= sh.whi and hi >= sh.wlo:
                     wk = S[_W][pos]
                     if (wk >= line).any():
@@ -319,9 +334,13 @@ class RaceCheck:
             # the read itself is logged; the shadow's reader rows take it when a write
             # may need it (_flush_reads), a barrier of every block drops it
             sh.log.append([pos, thr, now, line, lo, hi])
+            sh.logged += pos.size
+            if sh.logged > _LOG_MAX:
+                self._flush_reads(sh)  # memory held by the log stays bounded
         else:
             entry = (now << _TBITS) | thr
-            lo, hi = int(pos.min()), int(pos.max())
+            if lo is None:
+                lo, hi = int(pos.min()), int(pos.max())
             if sh.log:
                 self._flush_reads(sh, lo, hi)
             lmin = line if isinstance(line, int) else int(line.min())
@@ -390,6 +409,7 @@ class RaceCheck:
         if upto == len(log):
             sh.clear_log()
         else:
+            sh.logged -= sum(e[0].size for e in log[:upto])
             del log[:upto]
 
     def _info(self, times: np.ndarray) -> np.ndarray:

@@ -49,7 +49,9 @@ and the wave and the scheduler call its methods, each a single call at the point
   ``kind`` "ld", "st" or "atom", ``space`` "global", "shared" or "local", ``threads``
   the thread slots of the wave (int64 array), ``offsets`` the byte offsets of each
   thread's access in the space's byte buffer (``memory.buffer``, ``wave.smem``,
-  ``wave.lmem``), ``width`` bytes per thread;
+  ``wave.lmem``), ``width`` bytes per thread (a tool whose class says ``wants_access =
+  False`` is not called; ``wave.off_bounds``, when its first item is ``offsets``
+  itself, gives their lowest and highest value);
 - ``end_wave(wave)`` after the wave ran; ``end_launch()`` after the last wave.
 Barrier and collective hooks are called by :mod:`hardware.simt.scheduler` and
 :mod:`hardware.simt.isa.sync` on the tool objects in ``wave.tools`` (a dict from tool

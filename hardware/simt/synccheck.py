@@ -59,6 +59,7 @@ class SyncCheck:
     """The synccheck tool of one launch (see the module docstring)."""
 
     name = "synccheck"
+    wants_access = False  # no memory-access hook: the wave skips it
 
     def __init__(self, session: Any) -> None:
         self.session = session
