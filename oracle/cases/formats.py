@@ -86,18 +86,36 @@ def _e8m0_conventions(x: np.ndarray, codes: np.ndarray, p: Mapping[str, Any],
     """E8M0 of zero (``e8m0_zero``) and of negative numbers (``e8m0_negative``) under
     the non-default options; ``refimpl.formats.encode`` gives the defaults (0x00 and
     0xFF)."""
-    if F.get(p["format"]).name != "e8m0":
-        raise ValueError(f"e8m0_zero / e8m0_negative apply to e8m0 only, not "
-                         f"{p['format']!r}")
+    return e8m0_conventions(x, codes, p["format"], zero=zero, negative=negative,
+                            rounding=kw["rounding"], saturate=kw["saturate"])
+
+
+def e8m0_conventions(x: Any, codes: np.ndarray, fmt: Any, *, zero: str = E8M0_ZERO[0],
+                     negative: str = E8M0_NEGATIVE[0], rounding: str = "nearest_even",
+                     saturate: bool = False) -> np.ndarray:
+    """``codes`` (``refimpl.formats.encode(x, fmt, ...)``, which gives the default
+    options, 0x00 for zero and 0xFF for negative numbers) under the options ``zero`` of
+    ``e8m0_zero`` and ``negative`` of ``e8m0_negative``.
+
+    Raises:
+        ValueError: ``fmt`` is not E8M0 while an option is not the default, or an
+            unknown option.
+    """
     if zero not in E8M0_ZERO or negative not in E8M0_NEGATIVE:
         raise ValueError(f"e8m0_zero must be one of {E8M0_ZERO}, e8m0_negative one of "
                          f"{E8M0_NEGATIVE}; got {zero!r}, {negative!r}")
-    codes = codes.copy()
+    if (zero, negative) == (E8M0_ZERO[0], E8M0_NEGATIVE[0]):
+        return codes
+    f = F.get(fmt)
+    if f.name != "e8m0":
+        raise ValueError(f"e8m0_zero / e8m0_negative apply to e8m0 only, not {fmt!r}")
+    x = np.asarray(x)
+    codes = np.array(codes, copy=True)
     if negative == "magnitude":
         neg = x < 0
-        codes[neg] = F.encode(-x[neg], p["format"], **kw)
+        codes[neg] = F.encode(-x[neg], f, rounding=rounding, saturate=saturate)
     if zero == "nan":
-        codes[x == 0] = F.get(p["format"]).nan_code()
+        codes[x == 0] = f.nan_code()
     return codes
 
 

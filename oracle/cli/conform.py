@@ -25,6 +25,9 @@ import json
 from typing import Any
 
 from oracle.conformance import CHECKS, ConformanceError, resolve_callable
+from oracle.conformance.choices import choices_for, conform
+from oracle.conformance.contracts import CONTRACTS, help_text
+from oracle.variants import parse as parse_variants
 
 #: target -> what --format means for it (and whether it is required)
 FORMAT_ROLE = {
@@ -43,6 +46,9 @@ _ATTENTION_DTYPES = ("fp16", "bf16")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # the contracts and examples are written out below the options
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = help_text([t for t in CONTRACTS if t in CHECKS]) + _variants_text()
     parser.add_argument("target", choices=sorted(CHECKS), help="what the callable implements")
     parser.add_argument("--impl", required=True, metavar="MODULE:FUNCTION",
                         help="your callable, e.g. mypkg.fp8:to_e4m3")
@@ -50,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a JSON object of keyword arguments passed to every call of "
                              "the callable, e.g. '{\"fmt\": \"e2m1\", \"rule\": \"floor\"}'")
     parser.add_argument("--format", help="; ".join(f"{t}: {r}" for t, r in FORMAT_ROLE.items()))
-    parser.add_argument("--rounding", default="nearest_even",
-                        help="encoders: rounding mode implemented (default: %(default)s)")
+    parser.add_argument("--rounding", default=None,
+                        help="encoders: rounding mode implemented (default: nearest_even)")
     parser.add_argument("--saturate", action="store_true",
                         help="encoders: overflow saturates to +-max (SATFINITE)")
     parser.add_argument("--dtype", default=None,
@@ -74,9 +80,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "is PyTorch SDPA's is_causal); default: both are checked")
     parser.add_argument("--no-window", action="store_true",
                         help="attention: never pass a sliding window")
+    parser.add_argument("--variant", action="append", default=[], metavar="CHOICE=OPTION",
+                        help="the option of a documented implementation-defined choice "
+                             "that the callable follows (repeatable), e.g. e8m0_zero=nan; "
+                             "the choices of each target are listed below. A failure "
+                             "that a documented variant explains names it")
     parser.add_argument("--max-examples", type=int, default=100,
                         help="hypothesis examples after the sweep, >= 0; 0 runs the "
                              "sweep only (default: %(default)s)")
+
+
+def _variants_text() -> str:
+    lines = ["documented variants (--variant CHOICE=OPTION; the default option first):"]
+    for target, fmt in (("formats.encode", "e8m0"), ("formats.encode", "e2m1"),
+                        ("formats.encode", "e2m3"), ("formats.encode", "e3m2"),
+                        ("scaling.mx_quantize", None), ("scaling.nvfp4_quantize", None),
+                        ("attention.attention", None)):
+        for choice, options in choices_for(target, fmt).items():
+            lines.append(f"  {target}" + (f" --format {fmt}" if fmt else "")
+                         + f": {choice} = {' | '.join(options)}")
+    return "\n".join(lines) + "\n"
 
 
 def _impl_kwargs(text: str | None) -> dict[str, Any]:
@@ -112,18 +135,21 @@ def _kwargs(args: argparse.Namespace) -> tuple[tuple[Any, ...], dict[str, Any]]:
             raise ValueError(f"{t} needs --format ({FORMAT_ROLE[t]})")
         kw: dict[str, Any] = {"vectorized": not args.scalar}
         if t != "formats.decode":
-            kw.update(rounding=args.rounding, saturate=args.saturate,
-                      dtype=args.dtype or "float32", max_examples=args.max_examples)
+            kw.update(saturate=args.saturate, dtype=args.dtype or "float32",
+                      max_examples=args.max_examples)
+            if args.rounding:
+                kw["rounding"] = args.rounding
         return (args.format,), kw
+    # an option left unset is not passed: the check's default, or a --variant, applies
+    rule = {"scale_rule": args.scale_rule} if args.scale_rule else {}
     if t == "scaling.mx_quantize":
-        return (args.format or "e4m3",), {"scale_rule": args.scale_rule or "floor",
-                                           "inf_block": args.inf_block,
+        return (args.format or "e4m3",), {**rule, "inf_block": args.inf_block,
                                            "max_examples": args.max_examples}
     if t == "scaling.nvfp4_quantize":
         if args.format:
             raise ValueError("scaling.nvfp4_quantize takes no --format (E2M1 elements, "
                              "E4M3 scales); use --scale-rule")
-        return (), {"scale_rule": args.scale_rule or "te", "max_examples": args.max_examples}
+        return (), {**rule, "max_examples": args.max_examples}
     if t == "matmul.matmul":
         return (args.format or "bf16",), {"max_examples": args.max_examples}
     if args.format and args.dtype and args.format != args.dtype:
@@ -159,11 +185,14 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise ValueError("conform needs hypothesis, a dependency of this package that is "
                          "missing here: python -m pip install .") from None
+    selected = parse_variants(args.variant)
     try:
-        report = CHECKS[args.target](fn, *positional, **kwargs)
+        report = conform(args.target, fn, *positional, variant=selected, **kwargs)
     except ConformanceError as exc:
         print(f"FAILED: {args.impl}\n{exc}")
         return 1
+    named = "".join(f", {c}={o}" for c, o in selected.items())
     print(f"ok: {args.impl} conforms ({args.target}"
-          + (f", {positional[0]}" if positional else "") + f"): {report.summary()}")
+          + (f", {positional[0]}" if positional else "") + named
+          + f"): {report.summary()}")
     return 0

@@ -2,6 +2,12 @@
 
 >>> from oracle.conformance import check_encoder
 >>> check_encoder(my_to_e4m3, "e4m3")          # raises ConformanceError on disagreement
+>>> conform("formats.encode", my_to_e8m0, "e8m0", variant={"e8m0_tie": "up"})
+
+``conform(target, fn, *args, variant=..., **options)`` runs the check of a target with
+documented variants selected and names the variants that explain a failure
+(:mod:`.choices`); :data:`CONTRACTS` states how each target calls ``fn``
+(:mod:`.contracts`, also ``conform --help`` and ``docs/conformance.md``).
 
 Checks (also ``python -m oracle conform TARGET``): ``check_encoder`` (formats.encode),
 ``check_decoder`` (formats.decode), ``check_round_to`` (formats.round_to),
@@ -41,6 +47,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
+from oracle.conformance.choices import conform
+from oracle.conformance.contracts import CONTRACTS
 from oracle.conformance.formats import check_decoder, check_encoder, check_round_to
 from oracle.conformance.phases import SEARCH_ROUNDS
 from oracle.conformance.report import ConformanceError, ConformanceReport, Failure
@@ -52,7 +60,7 @@ from oracle.conformance.tensors import check_attention, check_matmul
 __all__ = ["ConformanceError", "ConformanceReport", "Failure", "check_encoder",
            "check_decoder", "check_round_to", "check_mx_quantize", "check_nvfp4_quantize",
            "check_matmul", "check_attention", "CHECKS", "resolve_callable",
-           "nonfinite_blocks", "SEARCH_ROUNDS"]
+           "nonfinite_blocks", "SEARCH_ROUNDS", "conform", "CONTRACTS"]
 
 
 #: ``python -m oracle conform TARGET``: target -> check
@@ -68,14 +76,25 @@ CHECKS: dict[str, Callable[..., ConformanceReport]] = {
 
 
 def resolve_callable(spec: str) -> Callable:
-    """``"package.module:function"`` (or ``module:Class.method``) -> the callable."""
+    """``"package.module:function"`` (or ``module:Class.method``) -> the callable.
+
+    Raises:
+        ValueError: a malformed spec, a module that cannot be imported or that raises
+            while being imported (its exception named, and chained), a missing
+            attribute, or one that is not callable.
+    """
     if ":" not in spec:
         raise ValueError(f"--impl must look like package.module:function, got {spec!r}")
     mod_name, _, attr = spec.partition(":")
+    if not mod_name:
+        raise ValueError(f"--impl {spec}: Empty module name")
     try:
         obj: Any = importlib.import_module(mod_name)
     except ImportError as exc:
         raise ValueError(f"--impl {spec}: cannot import {mod_name!r} ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - whatever the user's module raises on import
+        raise ValueError(f"--impl {spec}: importing it failed with "
+                         f"{type(exc).__name__}: {exc}") from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ValueError(f"--impl {spec}: {mod_name} has no attribute {attr!r}")

@@ -11,6 +11,7 @@ from oracle.conformance.kinds import code_classes, input_classes
 from oracle.conformance.phases import (
     Target, as_codes, call_impl, check_max_examples, run_check,
 )
+from oracle.cases.formats import e8m0_conventions
 from oracle.conformance.report import ConformanceError, ConformanceReport
 from refimpl.formats import decode, encode, get, round_to
 from refimpl.validation import check_bool
@@ -20,11 +21,15 @@ __all__ = ["check_encoder", "check_decoder", "check_round_to"]
 
 def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
                   saturate: bool = False, nan: Any = None, dtype: Any = np.float32,
-                  vectorized: bool = True, max_examples: int = 200) -> ConformanceReport:
+                  vectorized: bool = True, max_examples: int = 200,
+                  e8m0_zero: str = "min", e8m0_negative: str = "nan") -> ConformanceReport:
     """Check an encoder ``fn(x) -> codes`` against ``refimpl.formats.encode`` with the
     same options. Inputs of ``dtype`` (float32 by default, float64 to catch double
     rounding) placed relative to ``fmt``; NaN inputs only where the format (or ``nan``)
-    defines the answer.
+    defines the answer. For E8M0, ``e8m0_zero`` (``"min"``: 0x00, or ``"nan"``) and
+    ``e8m0_negative`` (``"nan"``: 0xFF, or ``"magnitude"``: the code of |x|) name the
+    documented variants (``oracle.cases.formats``); ``rounding="nearest_away"`` is the
+    ``e8m0_tie=up`` variant.
 
     Raises:
         ConformanceError: every kind of disagreement, each with its simplest
@@ -39,11 +44,17 @@ def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
     x = placement.sharp_inputs(f, dt)
     if not with_nan:
         x = x[~np.isnan(x)]
+    conventions = {"zero": e8m0_zero, "negative": e8m0_negative}
+    e8m0_conventions(np.zeros(0, dt), np.zeros(0, f.code_dtype), f, **conventions)
     t = Target("encoder", f.name, f"rounding={rounding}, saturate={saturate}"
-                + (f", nan={nan!r}" if nan is not None else ""))
+                + (f", nan={nan!r}" if nan is not None else "")
+                + (f", e8m0_zero={e8m0_zero}" if e8m0_zero != "min" else "")
+                + (f", e8m0_negative={e8m0_negative}" if e8m0_negative != "nan" else ""))
 
     def expect(a: np.ndarray) -> np.ndarray:
-        return encode(a, f, rounding=rounding, saturate=saturate, nan=nan)
+        codes = encode(a, f, rounding=rounding, saturate=saturate, nan=nan)
+        return e8m0_conventions(a, codes, f, rounding=rounding, saturate=saturate,
+                                **conventions)
 
     def actual(a: np.ndarray) -> np.ndarray:
         return as_codes(call_impl(fn, a, vectorized), f, a.shape)

@@ -25,7 +25,11 @@ class Failure:
 class ConformanceError(AssertionError):
     """A callable disagrees with the oracle. ``failures`` lists every kind found
     (simplest first); ``input``, ``expected`` and ``got`` hold the first one's
-    counterexample; ``counts`` maps each output to (failed, compared) in the sweep."""
+    counterexample; ``counts`` maps each output to (failed, compared) in the sweep;
+    ``explanation`` names the documented variants that account for the failure (set by
+    ``oracle.conformance.conform``; None when none does or none was tried)."""
+
+    explanation: str | None = None
 
     def __init__(self, message: str, input: Any = None, expected: Any = None,
                  got: Any = None, failures: list[Failure] | None = None,
