@@ -12,6 +12,7 @@ from oracle.conformance.kinds import example_text, failure_kinds
 from oracle.conformance.report import (
     Collector, ConformanceError, ConformanceReport, Failure, NewKind,
 )
+from oracle.extension_dtypes import as_codes_of
 from oracle.tolerance import ExactNaNClass
 from refimpl.validation import check_int
 
@@ -40,8 +41,9 @@ def call_impl(fn: Callable, x: np.ndarray, vectorized: bool) -> np.ndarray:
 
 
 def as_codes(got: np.ndarray, f, shape: tuple[int, ...]) -> np.ndarray:
-    """An encoder's output checked to be integer codes of ``f`` in ``shape``."""
-    got = np.asarray(got)
+    """An encoder's output checked to be integer codes of ``f`` in ``shape`` (an
+    extension-dtype array of ``f``, e.g. ml_dtypes' float8_e4m3fn, read as its codes)."""
+    got = extension_codes(got, f, "the encoder's result")
     if got.shape != shape:
         raise ConformanceError(f"the encoder returned shape {got.shape} for input shape {shape}")
     if got.dtype.kind not in "ui":
@@ -52,6 +54,14 @@ def as_codes(got: np.ndarray, f, shape: tuple[int, ...]) -> np.ndarray:
         raise ConformanceError(f"the encoder returned {int(got.reshape(-1)[bad])} at index "
                                f"{bad}, not a {f.bits}-bit code of {f.name}")
     return got.astype(f.code_dtype)
+
+
+def extension_codes(a: Any, fmt: Any, what: str) -> np.ndarray:
+    """:func:`oracle.extension_dtypes.as_codes_of`, its refusal a ConformanceError."""
+    try:
+        return as_codes_of(a, fmt, what)
+    except ValueError as exc:
+        raise ConformanceError(str(exc)) from None
 
 
 def _search(strategy: Any, body: Callable[[Any], None], max_examples: int) -> Failure | None:

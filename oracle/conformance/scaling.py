@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from oracle.cases.scaling import special_blocks, tiny_amax_blocks
-from oracle.conformance.phases import check_max_examples, hunt, invoke
+from oracle.conformance.phases import check_max_examples, extension_codes, hunt, invoke
 from oracle.conformance.report import (
     Collector, ConformanceError, ConformanceReport, Failure, NewKind,
 )
@@ -156,7 +156,8 @@ def check_mx_quantize(fn: Callable, fmt: Any = "e4m3", *, scale_rule: str = "flo
         got = invoke(fn, x)
         if not (isinstance(got, tuple) and len(got) == 2):
             raise ConformanceError(f"{title}: the MX quantiser must return (codes, scales)")
-        codes, scales = (np.asarray(g) for g in got)
+        codes = extension_codes(got[0], q.fmt, f"{title}: the codes")
+        scales = extension_codes(got[1], "e8m0", f"{title}: the scales")
         return _compare_blocks(col, title, x, block_size,
                                [("scales", scales, q.scales, 1),
                                 ("codes", codes, q.codes, block_size)],
@@ -213,7 +214,9 @@ def check_nvfp4_quantize(fn: Callable, *, scale_rule: str = "te", max_examples: 
         if not (isinstance(got, tuple) and len(got) == 3):
             raise ConformanceError(f"{title}: the NVFP4 quantiser must return "
                                    "(codes, scales, global_scale)")
-        codes, scales, gs = (np.asarray(g) for g in got)
+        codes = extension_codes(got[0], "e2m1", f"{title}: the codes")
+        scales = extension_codes(got[1], "e4m3", f"{title}: the scales")
+        gs = np.asarray(got[2])
         want_gs = np.asarray(q.global_scale, np.float32).reshape(())
         got_gs = gs.astype(np.float32).reshape(()) if gs.size == 1 else None
         same = got_gs is not None and (
