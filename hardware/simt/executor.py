@@ -173,6 +173,8 @@ class Wave:
         self.rows_all = slot.reshape(W, 32)
         self.cur: Exec | None = None
         self._memo: dict[int, tuple] = {}
+        self._repeat = False
+        self._init_ok: set[int] = set()
         self._views: dict[tuple, np.ndarray] = {}
         self.module_addrs: dict[str, int] = {}
         self.gpu = cfg.gpu if cfg else None
@@ -215,6 +217,8 @@ class Wave:
             self.async_copies.reset()
         self.cur = None
         self._memo = {}
+        self._repeat = False  # the last access repeated its instruction's last one
+        self._init_ok: set[int] = set()  # instructions whose last read was all written
         self._views = {}
 
     # ------------------------------------------------------------ compile-time hooks
@@ -396,14 +400,14 @@ class Wave:
         return self.sinit if space == "shared" else self.linit
 
     def _check_init(self, space: str, ix: Any, addr: np.ndarray, e: np.ndarray,
-                    isz: int, n: int, inst: Instruction, kind: str = "ld") -> None:
+                    isz: int, n: int, inst: Instruction, kind: str = "ld") -> bool:
         """initcheck: every byte the access reads was written (``e``: element indices
-        of ``isz`` bytes, ``n`` per thread)."""
+        of ``isz`` bytes, ``n`` per thread); whether none was unwritten."""
         sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
         got = sv[e] if n == 1 else sv[e[:, None] + np.arange(n)]
         ok = got == _SHADOW_ONES[isz]
         if ok.all():
-            return
+            return True
         bad = ~ok if n == 1 else ~ok.all(axis=1)
         pos = int(np.argmax(bad))
         lane_ok = ok[pos] if n == 1 else ok[pos]
@@ -411,6 +415,7 @@ class Wave:
         what = f"read of uninitialized {space} memory"
         self._report("initcheck", what, kind, space, ix, pos, int(addr[pos]) + first * isz,
                      isz * n, inst)
+        return False
 
     def _mark_init(self, space: str, e: np.ndarray, isz: int, n: int) -> None:
         sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
@@ -514,6 +519,7 @@ class Wave:
         statistics (a multiple of 128 bytes for global sectors and lines, of the 4-byte
         bank width for shared-memory banks, whose wavefronts only depend on which lanes
         share a word or a bank)."""
+        self._repeat = False
         memo = self._memo.get(id(inst))
         if memo is not None and addr.size:
             m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi, m_kind, m_width, m_ob = memo
@@ -542,6 +548,7 @@ class Wave:
                                                 m_lo + d0, m_hi + d0, kind, width, m_ob)
                     if m_ob is not None:
                         self.off_bounds = (m_off, m_ob)
+                    self._repeat = not d0
                     return buf, m_off
         buf, off = self._locate(space, ix, ex, addr, width, inst, kind)
         deltas = self._record(kind, space, ix, ex, addr, width)
@@ -604,8 +611,11 @@ class Wave:
             self.async_copies.check(off, width, ix, inst, "load")
         view = self._view(buf, elem)
         e = off // elem.itemsize
-        if self.initcheck:
-            self._check_init(space, ix, addr, e, elem.itemsize, n, inst)
+        if self.initcheck and not (self._repeat and id(inst) in self._init_ok):
+            # the bytes an instruction read in full last time (same threads, same
+            # addresses) are still written: initialisation is never undone in a launch
+            if self._check_init(space, ix, addr, e, elem.itemsize, n, inst):
+                self._init_ok.add(id(inst))
         if self.access_tools:
             self._notify("ld", space, ix, off, width, inst)
         return view[e][:, None] if n == 1 else view[e[:, None] + np.arange(n)]

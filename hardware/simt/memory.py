@@ -222,6 +222,11 @@ class GlobalMemory:
         return self._buf
 
     @property
+    def used(self) -> int:
+        """Bytes of :attr:`buffer` that allocations occupy (the rest is spare room)."""
+        return self._top
+
+    @property
     def init_shadow(self) -> np.ndarray:
         """Per byte of :attr:`buffer`: whether it was written (for initcheck)."""
         return self._init

@@ -125,6 +125,7 @@ class _Shadow:
         self.logged = 0  # columns in the log
         # time of the last write and the hull of the columns ever written
         self.wtime = -1
+        self.pwtime = -1  # the last plain (not strong) write
         self.wlo, self.whi = 0, -1
         # time of the newest read entered in the reader rows
         self.rtime = -1
@@ -138,9 +139,9 @@ class _Shadow:
         """Room for the columns of a read of ``n`` columns to be logged (``reuse``)."""
         a = self.fill
         if a + n > self.buf.size:
-            grown = np.empty(max(a + n, 2 * self.buf.size), dtype=np.int64)
-            grown[:a] = self.buf[:a]
-            self.buf = grown  # logged columns keep their views of the old buffer
+            # a larger buffer; the logged columns keep their views of the old one
+            self.buf = np.empty(max(32 * n, 2 * self.buf.size), dtype=np.int64)
+            a = 0
         self.fill = a + n
         return self.buf[a:a + n]
 
@@ -193,6 +194,10 @@ class _WaveState:
         self.wsync = np.full(wave.T, -1, dtype=np.int64)
         self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False, reuse=True)
         self.shared_bytes = _Shadow(0, lazy=True, reuse=True)
+        # the read log's buffer of the wave's last launch (fresh memory costs page faults)
+        buf = getattr(wave, "racecheck_log_buffer", None)
+        if buf is not None:
+            self.shared.buf = buf
         self.bar_all = -1  # the common value of ``bar`` when every block has the same
 
 
@@ -232,6 +237,8 @@ class RaceCheck:
         self.stags = {}
 
     def end_wave(self, wave: Any) -> None:
+        if self.ws is not None:
+            wave.racecheck_log_buffer = self.ws.shared.buf
         self.ws = None
 
     def end_launch(self) -> None:
@@ -261,7 +268,7 @@ class RaceCheck:
         if width >= 4:
             if space == "global":
                 if self.global_shadow is None:
-                    size = self.memory.buffer.size
+                    size = self.memory.used
                     self.global_shadow = (_Shadow(size // 4 + 1, lazy=False)
                                           if size <= _DIRECT_BYTES else _Shadow(0, lazy=True))
                 sh = self.global_shadow
@@ -288,7 +295,7 @@ class RaceCheck:
             # 1- and 2-byte accesses: a shadow per byte of their own
             if space == "global":
                 if self.global_bytes is None:
-                    size = self.memory.buffer.size
+                    size = self.memory.used
                     self.global_bytes = (_Shadow(size + 1, lazy=False)
                                          if size <= _DIRECT_BYTE_SHADOW else
                                          _Shadow(0, lazy=True))
@@ -345,7 +352,9 @@ class RaceCheck:
                 self._flush_reads(sh, lo, hi)
             lmin = line if isinstance(line, int) else int(line.min())
             # rows with no entry at or after the line cannot race (nor need clearing)
-            w_live = sh.wtime >= 0 and (sh.wtime << _TBITS) >= lmin and (
+            # (a strong access races with plain writes only)
+            wt = sh.pwtime if strong else sh.wtime
+            w_live = wt >= 0 and (wt << _TBITS) >= lmin and (
                 lo <= sh.whi and hi >= sh.wlo)
             r_live = sh.rtime >= 0 and (sh.rtime << _TBITS) >= lmin
             for row, what, live in ((_W, "w", w_live), (_R1, "r", r_live),
@@ -360,6 +369,8 @@ class RaceCheck:
                 self._check(wave, pk[None], (what,), thr, slots, word, "st", space, inst,
                             info, width)
             sh.wtime = now
+            if not strong:
+                sh.pwtime = now
             if sh.wlo > sh.whi:
                 sh.wlo, sh.whi = lo, hi
             else:
