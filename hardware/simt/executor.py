@@ -417,6 +417,18 @@ class Wave:
                      isz * n, inst)
         return False
 
+    def _written(self, space: str, inst: Instruction, width: int, count: int) -> bool:
+        """Whether the global bytes between the lowest and the highest address of the
+        access just located (its memo) were all written, when that range is not much
+        larger than the bytes read (initcheck's fast path: no gather)."""
+        if space != "global" or not count:
+            return False
+        memo = self._memo.get(id(inst))
+        if memo is None:
+            return False
+        lo, end = memo[5], memo[6] + width
+        return end - lo <= 4 * width * count and self.memory.written(lo, end)
+
     def _mark_init(self, space: str, e: np.ndarray, isz: int, n: int) -> None:
         sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
         if n == 1:
@@ -614,7 +626,8 @@ class Wave:
         if self.initcheck and not (self._repeat and id(inst) in self._init_ok):
             # the bytes an instruction read in full last time (same threads, same
             # addresses) are still written: initialisation is never undone in a launch
-            if self._check_init(space, ix, addr, e, elem.itemsize, n, inst):
+            if self._written(space, inst, width, addr.size) or self._check_init(
+                    space, ix, addr, e, elem.itemsize, n, inst):
                 self._init_ok.add(id(inst))
         if self.access_tools:
             self._notify("ld", space, ix, off, width, inst)

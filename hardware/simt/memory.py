@@ -289,6 +289,15 @@ class GlobalMemory:
         return (lo >= GLOBAL_BASE and k < len(self._size) and self._live[k]
                 and end <= GLOBAL_BASE + k * SLOT_BYTES + self._size[k])
 
+    def written(self, lo: int, end: int) -> bool:
+        """Whether one live allocation holds every byte of ``[lo, end)`` and each was
+        written (:attr:`init_shadow`; a fast path of initcheck)."""
+        if not self.holds(lo, end):
+            return False
+        k = (lo - GLOBAL_BASE) >> _SLOT_SHIFT
+        off = self._boff[k] + lo - (GLOBAL_BASE + k * SLOT_BYTES)
+        return bool(self._init[off: off + end - lo].all())
+
     def _label(self, k: int) -> str:
         s = GLOBAL_BASE + k * SLOT_BYTES
         return f"'{self._names[k]}' ({self._size[k]} bytes at {s:#x})"

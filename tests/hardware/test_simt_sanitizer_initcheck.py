@@ -152,3 +152,69 @@ def test_atomics_read_the_memory_they_update():
     z = mem.calloc(4)
     load_ptx(ptx).launch("k", 1, 32, [z], mem)
     assert mem.read(z, np.uint32, 1)[0] == 32
+
+
+_LOOP_READ = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry loop_read(.param .u64 x, .param .u64 out, .param .u32 n)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .reg .f32 %f<4>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r5, [n];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.u64 %rd4, %rd1, %rd3;
+    mov.f32 %f1, 0f00000000;
+    mov.u32 %r2, 0;
+LOOP:
+    ld.global.f32 %f2, [%rd4];
+    add.f32 %f1, %f1, %f2;
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, %r5;
+    @%p1 bra LOOP;
+    add.u64 %rd5, %rd2, %rd3;
+    st.global.f32 [%rd5], %f1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("gap", [0, 31, 63])
+def test_one_unwritten_word_inside_a_read_range_is_reported(gap):
+    # the range of the warp's addresses lies in one allocation and is all but one word
+    # written: the fast path (whole range written) must not hide the word
+    mem = GlobalMemory()
+    px, out = mem.alloc(256), mem.alloc(256)
+    x = _floats(64)
+    mem.write(px, x[:gap])
+    mem.write(px + 4 * (gap + 1), x[gap + 1:])
+    with pytest.raises(UninitializedReadError) as e:
+        load_ptx(_LOOP_READ).launch("loop_read", 1, 64, [px, out, 3], mem)
+    assert e.value.report.access.thread == (gap, 0, 0)
+    assert e.value.report.access.address == px + 4 * gap
+
+
+def test_repeated_reads_of_written_memory_are_clean_and_right():
+    # the same instruction repeats its addresses: checked once, then taken as written
+    mem = GlobalMemory()
+    x = _floats(64)
+    px, out = mem.to_device(x), mem.alloc(256)
+    load_ptx(_LOOP_READ).launch("loop_read", 1, 64, [px, out, 3], mem)
+    want = (x + x) + x  # float32 additions in program order
+    np.testing.assert_array_equal(mem.from_device(out, np.float32, 64), want)
+
+
+def test_repeated_reads_of_unwritten_memory_warn_each_launch():
+    # a warning is not remembered as a clean read: a second launch warns again
+    mem = GlobalMemory()
+    px, out = mem.alloc(256), mem.alloc(256)
+    mod = load_ptx(_LOOP_READ)
+    for _ in range(2):
+        st = mod.launch("loop_read", 1, 64, [px, out, 3], mem, sanitize={"initcheck": "warn"})
+        assert any("uninitialized global memory" in w for w in st.warnings)
