@@ -42,7 +42,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -822,15 +822,32 @@ class Suite:
         return self.manifest["generation"]["seed"]
 
     def select(self, only: str | None = None,
-               variants: Mapping[str, str] | None = None) -> list[Case]:
-        """Cases whose id matches ``only`` (a glob, or a substring without wildcards) and
+               variants: Mapping[str, str] | None = None,
+               ids: Sequence[str] | None = None) -> list[Case]:
+        """Cases whose id matches ``only`` (a glob, or a substring without wildcards),
+        whose id is one of ``ids`` (exact ids; each must be a case of the suite) and
         that are not marked with another option of a choice in ``variants``
         (choice -> the option the caller implements). A case marked with several
-        choices is kept only when none of them is selected with another option."""
+        choices is kept only when none of them is selected with another option.
+
+        Raises:
+            ValueError: an id of ``ids`` that is no case of the suite.
+        """
         only = check_pattern("only", only)
         variants = check_variants("variants", variants)
+        wanted = None
+        if ids is not None:
+            if isinstance(ids, str) or not all(isinstance(i, str) for i in ids):
+                raise TypeError(f"ids must be a list of case ids (str), got {ids!r}")
+            names = {c.id for c in self.cases}
+            unknown = [i for i in ids if i not in names]
+            if unknown:
+                raise ValueError(f"--id {unknown[0]!r}: no such case in the suite")
+            wanted = set(ids)
         out = []
         for case in self.cases:
+            if wanted is not None and case.id not in wanted:
+                continue
             if only and not (fnmatch.fnmatchcase(case.id, only)
                              if any(ch in only for ch in "*?[") else only in case.id):
                 continue

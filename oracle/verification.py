@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -265,7 +265,8 @@ def _read_result(results: Path, rel: str, expected: np.ndarray) -> np.ndarray:
 
 def check(root: str | Path, results: str | Path, *, only: str | None = None,
           variants: Mapping[str, str] | None = None, strict: bool = False,
-          allow_missing: str | None = None, rows_per_output: int = 5) -> CheckReport:
+          allow_missing: str | None = None, rows_per_output: int = 5,
+          ids: Sequence[str] | None = None) -> CheckReport:
     """Compare result files under ``results`` (layout: :data:`RESULTS_LAYOUT`) with the
     suite at ``root``. Never a silent pass: the report fails when no output was
     compared, when ``only`` selects no case, when an expected result is missing
@@ -282,6 +283,7 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
         allow_missing: a reason, recorded in the report, for which missing result files
             are listed but do not fail the check.
         rows_per_output: failing elements tabulated per output.
+        ids: restrict to these exact case ids (an id that is no case is a ValueError).
 
     Raises:
         SuiteError: the golden suite itself fails validation or its hashes.
@@ -308,13 +310,13 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
         validate(variants, known((c.variant for c in suite.cases),
                                  (s.variant for s in default_registry().all_cases)))
     report = CheckReport(allow_missing=allow_missing)
-    chosen = suite.select(only)
+    chosen = suite.select(only, ids=ids)
     if not suite.cases:
         report.problems.append(Problem("-", fmt.MANIFEST, "the suite lists no cases"))
     elif only and not chosen:
         report.problems.append(Problem("-", "-", f"--only {only!r} matches no case of the "
                                        "suite"))
-    kept = {c.id for c in suite.select(only, variants)}
+    kept = {c.id for c in suite.select(only, variants, ids=ids)}
     report.skipped = len(chosen) - len(kept)
     for case in chosen:
         if case.id not in kept:

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("oracle.cli.verify", "validate a suite: schema, hashes, recomputation"),
     "check": ("oracle.cli.check", "compare another implementation's results with a suite"),
     "conform": ("oracle.cli.conform", "run ready property tests against your own callable"),
+    "run": ("oracle.cli.run", "call your functions on every case of a suite and compare"),
     "formats": ("oracle.cli.formats", "list number formats or show one with its value table"),
     "roofline": ("oracle.cli.roofline", "roofline tables and GPU comparisons"),
     "pipeline": ("oracle.cli.pipeline", "FlashAttention-3 pipeline schedule comparison"),

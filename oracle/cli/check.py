@@ -32,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(<case id>/<output>.npy)")
     parser.add_argument("--only", metavar="PATTERN", help="only case ids matching PATTERN "
                         "(a pattern that matches no case fails)")
+    parser.add_argument("--id", action="append", dest="ids", metavar="CASE_ID",
+                        help="only this exact case id (repeatable; an id that is no case "
+                             "of the suite is an error). --only is a pattern: an id also "
+                             "matches its .satfinite sibling")
+    parser.add_argument("--max-problems", type=int, default=_LISTED, metavar="N",
+                        help="problems listed (default: %(default)s); --all lists every one")
+    parser.add_argument("--all", action="store_true", help="list every problem")
     parser.add_argument("--variant", action="append", default=[], metavar="CHOICE=OPTION",
                         help="skip cases of CHOICE marked with another option (repeatable; an "
                              "unknown CHOICE or OPTION is an error)")
@@ -51,11 +58,14 @@ def _wrap(text: str, width: int) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.rows < 0:
         raise ValueError(f"--rows must be >= 0, got {args.rows}")
+    if args.max_problems < 0:
+        raise ValueError(f"--max-problems must be >= 0, got {args.max_problems}")
+    listed = None if args.all else args.max_problems
     variants = V.parse(args.variant)
     try:
         report = check(args.dir, args.results, only=args.only, variants=variants,
                        strict=args.strict, allow_missing=args.allow_missing,
-                       rows_per_output=args.rows)
+                       rows_per_output=args.rows, ids=args.ids)
     except SuiteError as exc:
         print(f"the golden suite fails verification: {exc}")
         return 1
@@ -74,9 +84,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     # one line per failing output (with its failure count) or other problem
     problems = sorted(report.problems, key=lambda p: p.case != "-")   # suite-wide first
-    for p in problems[:_LISTED]:
+    for p in problems[:listed]:
         print(f"{p.case}: {p.file}: {p.message}")
-    if len(report.problems) > _LISTED:
-        print(f"... and {len(report.problems) - _LISTED} more")
+    if listed is not None and len(report.problems) > listed:
+        print(f"... and {len(report.problems) - listed} more (--all lists them)")
     print(f"FAILED: {len(report.problems)} problems; {summary}")
     return 1
