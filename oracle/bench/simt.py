@@ -10,7 +10,10 @@ Figures: wall time of one launch (best of 3) and warp instructions per second fo
 - the naive matmul and the histogram (shared and global atomics) for context;
 - the speed goals, in warp instructions per second: at least 500 K on the gallery's
   FlashAttention-2 forward kernel (one block of 8 warps: 64 queries, 256 keys, d = 64)
-  and on the two-warp block sum, at least 2 M on the 256x256x256 tiled matmul.
+  and on the two-warp block sum, at least 2 M on the 256x256x256 tiled matmul;
+- the cost of the sanitizer: each launch timed with the default checks (the figures
+  above) and with ``sanitize=False`` in alternation, and their ratio (the goal: the
+  default checks at most 1.5x the interpreter's time without them).
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from tabulate import tabulate
 
 from hardware.simt import GlobalMemory, gallery
 
-from ._timing import best_of
+from ._timing import best_of_interleaved
 
 NUMBA_SIMULATOR_SECONDS = 7.0  # the issue's figure for the 64x64 tiled matmul
 
@@ -34,7 +37,8 @@ def _matmul(kernel: str, n: int):
     pa, pb = mem.to_device(A), mem.to_device(B)
     pc = mem.alloc(4 * n * n)
     mod = gallery.load("matmul")
-    return lambda: mod.launch(kernel, (n // 16, n // 16), (16, 16), [pa, pb, pc, n, n, n], mem)
+    return lambda **kw: mod.launch(kernel, (n // 16, n // 16), (16, 16), [pa, pb, pc, n, n, n], mem,
+                                **kw)
 
 
 def _divergent(n: int):
@@ -43,7 +47,7 @@ def _divergent(n: int):
     px = mem.to_device(x)
     po = mem.alloc(4 * n)
     mod = gallery.load("divergence")
-    return lambda: mod.launch("divergent_loop", -(-n // 256), 256, [px, po, n], mem)
+    return lambda **kw: mod.launch("divergent_loop", -(-n // 256), 256, [px, po, n], mem, **kw)
 
 
 def _histogram(n: int):
@@ -52,7 +56,7 @@ def _histogram(n: int):
     pd = mem.to_device(data)
     ph = mem.calloc(1024)  # zeroed: the kernel adds to it
     mod = gallery.load("histogram")
-    return lambda: mod.launch("histogram", 8, 256, [pd, ph, n], mem)
+    return lambda **kw: mod.launch("histogram", 8, 256, [pd, ph, n], mem, **kw)
 
 
 def _flash_attention(n_q: int, n_kv: int):
@@ -63,8 +67,8 @@ def _flash_attention(n_q: int, n_kv: int):
     po = mem.alloc(4 * n_q * 64)
     scale_log2 = np.float32(1.4426950408889634 / 8)  # 1/sqrt(64), folded with log2(e)
     mod = gallery.load("flash_attention")
-    return lambda: mod.launch("flash_attention_fwd", -(-n_q // 64), 256,
-                              [pq, pk, pv, po, n_q, n_kv, scale_log2], mem)
+    return lambda **kw: mod.launch("flash_attention_fwd", -(-n_q // 64), 256,
+                                   [pq, pk, pv, po, n_q, n_kv, scale_log2], mem, **kw)
 
 
 def _block_sum(n: int):
@@ -72,7 +76,7 @@ def _block_sum(n: int):
     mem = GlobalMemory()
     px, po = mem.to_device(x), mem.alloc(4)
     mod = gallery.load("flash_attention")
-    return lambda: mod.launch("block_sum_2warps", 1, 64, [px, po, n], mem)
+    return lambda **kw: mod.launch("block_sum_2warps", 1, 64, [px, po, n], mem, **kw)
 
 
 #: warp instructions per second the interpreter should reach, per kernel (the goals are
@@ -93,17 +97,27 @@ def run(args: argparse.Namespace) -> int:
          _matmul("matmul_tiled", 64 if quick else 256)),
     ]
     rows = []
+    costs = []
     for name, fn in cases:
         stats = fn()  # warm-up (module load and compile are cached)
-        t = best_of(fn, repeat=2 if quick else 3)
+        fn(sanitize=False)
+        # the default checks and none, timed in alternation (fair ratios on a busy
+        # machine)
+        t = best_of_interleaved({"default": fn, "off": lambda fn=fn: fn(sanitize=False)},
+                                dict.fromkeys(("default", "off"), 2 if quick else 3))
+        costs.append(t["default"] / t["off"])
         rows.append([name, stats.warp_instructions, f"{stats.simd_efficiency:.3f}",
-                     f"{t * 1e3:.1f}", f"{stats.warp_instructions / t:,.0f}"])
+                     f"{t['default'] * 1e3:.1f}", f"{stats.warp_instructions / t['default']:,.0f}",
+                     f"{t['off'] * 1e3:.1f}", f"{costs[-1]:.2f}x"])
     for row in rows:
         goal = next((g for k, g in GOALS.items() if row[0].startswith(k)), None)
         rate = float(row[4].replace(",", ""))
         row.append("" if goal is None else f"{goal:,.0f} " + ("met" if rate >= goal else "MISSED"))
     print(tabulate(rows, headers=["kernel", "warp instr", "SIMD eff", "ms/launch",
-                                  "warp instr/s", "goal"]))
+                                  "warp instr/s", "ms unchecked", "checks cost", "goal"]))
+    print(f"\nsanitizer (launch's default checks: memcheck, racecheck, initcheck, "
+          f"synccheck) against sanitize=False: {min(costs):.2f}x to {max(costs):.2f}x "
+          f"(geometric mean {float(np.exp(np.mean(np.log(costs)))):.2f}x)")
     t_mm = float(rows[0][3]) / 1e3
     print(f"\ntiled matmul: {NUMBA_SIMULATOR_SECONDS / t_mm:,.0f}x faster than the "
           f"~{NUMBA_SIMULATOR_SECONDS:.0f} s of numba's CUDA simulator (goal: 300x, "
