@@ -34,7 +34,6 @@ from typing import IO, Any, Iterator, Mapping, Sequence
 import numpy as np
 
 import hardware
-import oracle
 import refimpl
 from oracle import suite as fmt
 from oracle._version import __version__
@@ -224,12 +223,15 @@ def sources_hash() -> str:
     suite records which code made it (WebGPU CTS practice for stale expectations).
     Computed once per process."""
     h = hashlib.sha256()
-    for pkg in (refimpl, hardware, oracle):
-        base = Path(pkg.__file__).parent
+    # this module's own folder is the oracle package's (importing the package here
+    # would close an import circle: the package imports this module)
+    for name, base in (("refimpl", Path(refimpl.__file__).parent),
+                       ("hardware", Path(hardware.__file__).parent),
+                       ("oracle", Path(__file__).parent)):
         for p in sorted(base.rglob("*")):
             if p.is_file() and p.suffix in (".py", ".ptx", ".cu", ".json") \
                     and "__pycache__" not in p.parts:
-                rel = f"{pkg.__name__}/{p.relative_to(base).as_posix()}"
+                rel = f"{name}/{p.relative_to(base).as_posix()}"
                 h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 

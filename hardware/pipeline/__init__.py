@@ -2,9 +2,10 @@
 FlashAttention thread block's main loop (:func:`simulate_block`), and the whole GPU
 built on it and calibrated to published H100 measurements (:func:`simulate`).
 
-- :mod:`hardware.pipeline.schedule`: the main-loop schedules of one thread block
-  (FlashAttention-3, arXiv 2407.08608, section 3: warp specialisation, ping-pong,
-  intra-warpgroup pipelining), their unit costs from the GPU catalogue and the
+- :mod:`hardware.pipeline.config`: what a block simulation runs: the main-loop
+  schedules of one thread block (FlashAttention-3, arXiv 2407.08608, section 3: warp
+  specialisation, ping-pong, intra-warpgroup pipelining) and the per-SM unit costs.
+- :mod:`hardware.pipeline.schedule`: the unit costs from the GPU catalogue and the
   discrete-event engine.
 - :mod:`hardware.pipeline.timeline`: the result of a block simulation: the event log,
   the circular-buffer invariant check and the ASCII Gantt chart.
@@ -13,7 +14,7 @@ built on it and calibrated to published H100 measurements (:func:`simulate`).
 - :mod:`hardware.pipeline.published`: the whole-GPU model next to every published figure
   (:func:`sweep`).
 
-Every public name of the four is importable from here (``from hardware import
+Every public name of the five is importable from here (``from hardware import
 pipeline as pl; pl.simulate_block("fa3", seq_len=8192)``).
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ from hardware.pipeline.gpu import (
     kernel_tile,
     simulate,
 )
-from hardware.pipeline.schedule import (
+from hardware.pipeline.config import (
     DTYPE_BYTES,
     HBM_LATENCY_CYCLES,
     L2_LATENCY_CYCLES,
@@ -39,9 +40,9 @@ from hardware.pipeline.schedule import (
     SOFTMAX_FP32_OPS_PER_SCORE,
     Schedule,
     UnitCosts,
-    simulate_block,
-    unit_costs,
 )
+from hardware.pipeline.schedule import simulate_block, unit_costs
+from hardware.pipeline import config as _config
 from hardware.pipeline import gpu as _gpu
 from hardware.pipeline import published as _published
 from hardware.pipeline import schedule as _schedule
@@ -57,5 +58,5 @@ from hardware.pipeline.timeline import (
     render_gantt,
 )
 
-# the public names of the four modules, one list each (no second copy here)
-__all__ = [*_schedule.__all__, *_timeline.__all__, *_gpu.__all__, *_published.__all__]
+# the public names of the five modules, one list each (no second copy here)
+__all__ = [*_config.__all__, *_schedule.__all__, *_timeline.__all__, *_gpu.__all__, *_published.__all__]

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from hardware import specs
-from hardware.pipeline.schedule import (DTYPE_BYTES, HBM_LATENCY_CYCLES, L2_LATENCY_CYCLES,
-                                        Schedule, UnitCosts, simulate_block)
+from hardware.pipeline.config import (DTYPE_BYTES, HBM_LATENCY_CYCLES, L2_LATENCY_CYCLES,
+                                      Schedule, UnitCosts)
+from hardware.pipeline.schedule import simulate_block
 from hardware.pipeline.timeline import Timeline
 from refimpl.validation import check_bool, check_positive_int
 

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import Iterable, Mapping
 
+from hardware.pipeline.config import Schedule, UnitCosts
 from refimpl.validation import check_positive_int
-
-if TYPE_CHECKING:  # deferred: annotations only; hardware.pipeline.schedule imports this module (cycle)
-    from hardware.pipeline.schedule import Schedule, UnitCosts
 
 __all__ = [
     "Event",
