@@ -175,6 +175,8 @@ class Wave:
         self._memo: dict[int, tuple] = {}
         self._repeat = False
         self._init_ok: set[int] = set()
+        #: (offsets, (lowest, highest)) of the last access located, for the tools
+        self.off_bounds: tuple | None = None
         self._views: dict[tuple, np.ndarray] = {}
         self.module_addrs: dict[str, int] = {}
         self.gpu = cfg.gpu if cfg else None
@@ -417,17 +419,26 @@ class Wave:
                      isz * n, inst)
         return False
 
-    def _written(self, space: str, inst: Instruction, width: int, count: int) -> bool:
-        """Whether the global bytes between the lowest and the highest address of the
-        access just located (its memo) were all written, when that range is not much
-        larger than the bytes read (initcheck's fast path: no gather)."""
-        if space != "global" or not count:
+    def _written(self, space: str, inst: Instruction, width: int, count: int,
+                 off: np.ndarray) -> bool:
+        """Whether the bytes between the lowest and the highest address of the access
+        just located (global memory: its memo; shared and local memory: the offsets'
+        bounds, known when a tool looks at accesses) were all written, when that range
+        is not much larger than the bytes read (initcheck's fast path: no gather)."""
+        if not count:
             return False
-        memo = self._memo.get(id(inst))
-        if memo is None:
+        if space == "global":
+            memo = self._memo.get(id(inst))
+            if memo is None:
+                return False
+            lo, end = memo[5], memo[6] + width
+            return end - lo <= 4 * width * count and self.memory.written(lo, end)
+        ob = self.off_bounds
+        if ob is None or ob[0] is not off or space not in ("shared", "local"):
             return False
-        lo, end = memo[5], memo[6] + width
-        return end - lo <= 4 * width * count and self.memory.written(lo, end)
+        lo, end = ob[1][0], ob[1][1] + width
+        return end - lo <= 4 * width * count and bool(
+            (self.sinit if space == "shared" else self.linit)[lo:end].all())
 
     def _mark_init(self, space: str, e: np.ndarray, isz: int, n: int) -> None:
         sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
@@ -626,7 +637,7 @@ class Wave:
         if self.initcheck and not (self._repeat and id(inst) in self._init_ok):
             # the bytes an instruction read in full last time (same threads, same
             # addresses) are still written: initialisation is never undone in a launch
-            if self._written(space, inst, width, addr.size) or self._check_init(
+            if self._written(space, inst, width, addr.size, off) or self._check_init(
                     space, ix, addr, e, elem.itemsize, n, inst):
                 self._init_ok.add(id(inst))
         if self.access_tools:

@@ -218,3 +218,48 @@ def test_repeated_reads_of_unwritten_memory_warn_each_launch():
     for _ in range(2):
         st = mod.launch("loop_read", 1, 64, [px, out, 3], mem, sanitize={"initcheck": "warn"})
         assert any("uninitialized global memory" in w for w in st.warnings)
+
+
+_SHARED_GAP = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry shared_gap(.param .u64 out, .param .u32 gap)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .reg .f32 %f<4>;
+    .reg .pred %p<2>;
+    .shared .align 4 .f32 s[64];
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r2, [gap];
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r3, %r1, 2;
+    mov.u32 %r4, s;
+    add.u32 %r5, %r4, %r3;
+    cvt.rn.f32.u32 %f1, %r1;
+    setp.eq.u32 %p1, %r1, %r2;
+    @!%p1 st.shared.f32 [%r5], %f1;
+    bar.sync 0;
+    ld.shared.f32 %f2, [%r5];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.f32 [%rd3], %f2;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("sanitize", [None, "initcheck"])
+@pytest.mark.parametrize("gap", [0, 40, 63])
+def test_one_unwritten_shared_word_among_written_ones_is_reported(gap, sanitize):
+    mem = GlobalMemory()
+    out = mem.alloc(256)
+    with pytest.raises(UninitializedReadError) as e:
+        load_ptx(_SHARED_GAP).launch("shared_gap", 1, 64, [out, gap], mem, sanitize=sanitize)
+    assert e.value.report.access.thread == (gap, 0, 0)
+    assert e.value.report.access.address == 4 * gap
+    # every word written: clean, each thread reads its own value
+    load_ptx(_SHARED_GAP).launch("shared_gap", 1, 64, [out, 64], mem, sanitize=sanitize)
+    np.testing.assert_array_equal(mem.from_device(out, np.float32, 64),
+                                  np.arange(64, dtype=np.float32))
