@@ -265,6 +265,25 @@ class RaceCheck:
         strong, acq, rel, cta, info = c
         # every thread of the wave (the slots are sorted): its thread ids as they are
         full = threads.size == ws.tid24.size
+        if kind == "ld" and width == 4 and space == "shared" and not strong and (
+                ws.bar_all is not None) and (sh := ws.shared).wtime < ws.bar_all:
+            # the common case in short: a plain word read of shared memory with no write
+            # since the barrier of every block: nothing to check, the read is logged
+            if now >= self.tinfo.size:
+                self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
+            self.tinfo[now] = info
+            pos = sh.reserve(offsets.size)
+            np.right_shift(offsets, 2, out=pos)
+            ob = wave.off_bounds
+            lo = hi = None
+            if ob is not None and ob[0] is offsets:
+                lo, hi = ob[1][0] >> 2, ob[1][1] >> 2
+            sh.log.append([pos, ws.tid24 if full else ws.tid24[threads], now,
+                           ws.bar_all << _TBITS, lo, hi])
+            sh.logged += pos.size
+            if sh.logged > _LOG_MAX:
+                self._flush_reads(sh)
+            return
         if width >= 4:
             if space == "global":
                 if self.global_shadow is None:
