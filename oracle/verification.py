@@ -28,6 +28,7 @@ from oracle import limits
 from oracle import suite as fmt
 from oracle._version import __version__
 from oracle.cases import Registry, registry as default_registry
+from oracle.schema import schema_problems
 from oracle.generation import (
     definition_differences, parse_shard, select, shard_slice, sources_hash,
 )
@@ -78,6 +79,11 @@ def verify(root: str | Path, *, registry: Registry | None = None,
     if structure:
         # structure is broken: reading files named by it is not safe
         return report
+    # the published schema (oracle/schema/manifest.schema.json): what a consumer in another
+    # language may rely on, checked on every suite verified
+    for text in schema_problems(m)[:20]:
+        report.problems.append(Problem("-", fmt.MANIFEST,
+                                       f"does not follow manifest.schema.json: {text}"))
     if not m["cases"]:
         report.problems.append(Problem("-", fmt.MANIFEST, "the manifest lists no cases: "
                                        "nothing would be verified"))
