@@ -113,14 +113,14 @@ class _Shadow:
 
     def __init__(self, size: int, lazy: bool, reuse: bool = False) -> None:
         self.lazy = lazy
-        self.reuse = reuse  # the read log is cleared at barriers: one buffer reused
+        self.reuse = reuse  # logged columns live in one buffer (reused between launches)
         self.used = 0  # pages given a place
         # reads not yet entered in the reader rows, oldest first: [columns, threads,
         # time, line, lowest column, highest column] (the bounds None until needed);
         # with ``reuse`` the columns are a slice of ``buf`` (one buffer reused, so that
         # logging allocates nothing)
         self.log: list[list] = []
-        self.buf = np.empty(0, dtype=np.int64)
+        self.buf = np.empty(0, dtype=np.int32)  # word columns < 2**31
         self.fill = 0
         self.logged = 0  # columns in the log
         # time of the last write and the hull of the columns ever written
@@ -140,7 +140,7 @@ class _Shadow:
         a = self.fill
         if a + n > self.buf.size:
             # a larger buffer; the logged columns keep their views of the old one
-            self.buf = np.empty(max(32 * n, 2 * self.buf.size), dtype=np.int64)
+            self.buf = np.empty(max(32 * n, 2 * self.buf.size), dtype=np.int32)
             a = 0
         self.fill = a + n
         return self.buf[a:a + n]
@@ -239,6 +239,8 @@ class RaceCheck:
     def end_wave(self, wave: Any) -> None:
         if self.ws is not None:
             wave.racecheck_log_buffer = self.ws.shared.buf
+        if self.global_shadow is not None:
+            wave.racecheck_global_log_buffer = self.global_shadow.buf
         self.ws = None
 
     def end_launch(self) -> None:
@@ -273,7 +275,7 @@ class RaceCheck:
                 self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
             self.tinfo[now] = info
             pos = sh.reserve(offsets.size)
-            np.right_shift(offsets, 2, out=pos)
+            np.right_shift(offsets, 2, out=pos, casting="unsafe")
             ob = wave.off_bounds
             lo = hi = None
             if ob is not None and ob[0] is offsets:
@@ -284,12 +286,34 @@ class RaceCheck:
             if sh.logged > _LOG_MAX:
                 self._flush_reads(sh)
             return
+        if kind == "ld" and width == 4 and space == "global" and not strong and (
+                (sh := self.global_shadow) is not None) and not sh.lazy:
+            ob = wave.off_bounds
+            if ob is not None and ob[0] is offsets:
+                lo, hi = ob[1][0] >> 2, ob[1][1] >> 2
+                if sh.wtime < 0 or lo > sh.whi or hi < sh.wlo:
+                    # a plain word read of global memory no write has touched yet:
+                    # nothing to check, the read is logged
+                    if now >= self.tinfo.size:
+                        self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
+                    self.tinfo[now] = info
+                    pos = sh.reserve(offsets.size)
+                    np.right_shift(offsets, 2, out=pos, casting="unsafe")
+                    sh.log.append([pos, ws.tid24 if full else ws.tid24[threads], now, 0,
+                                   lo, hi])
+                    sh.logged += pos.size
+                    if sh.logged > _LOG_MAX:
+                        self._flush_reads(sh)
+                    return
         if width >= 4:
             if space == "global":
                 if self.global_shadow is None:
                     size = self.memory.used
-                    self.global_shadow = (_Shadow(size // 4 + 1, lazy=False)
+                    self.global_shadow = (_Shadow(size // 4 + 1, lazy=False, reuse=True)
                                           if size <= _DIRECT_BYTES else _Shadow(0, lazy=True))
+                    buf = getattr(wave, "racecheck_global_log_buffer", None)
+                    if buf is not None:
+                        self.global_shadow.buf = buf
                 sh = self.global_shadow
             else:
                 sh = ws.shared
@@ -298,9 +322,10 @@ class RaceCheck:
                 # the columns go straight to the read log's buffer
                 word = sh.reserve(offsets.size * nw)
                 if nw == 1:
-                    np.right_shift(offsets, 2, out=word)
+                    np.right_shift(offsets, 2, out=word, casting="unsafe")
                 else:
-                    np.add((offsets >> 2)[:, None], _AR[nw], out=word.reshape(-1, nw))
+                    np.add((offsets >> 2)[:, None], _AR[nw], out=word.reshape(-1, nw),
+                           casting="unsafe")
             else:
                 word = offsets >> 2
                 if nw > 1:
