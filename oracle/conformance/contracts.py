@@ -73,7 +73,8 @@ CONTRACTS: dict[str, Contract] = {c.target: c for c in (
         "codes: (rows, n * 16) E2M1 codes, one per byte (unpack two-per-byte data first); "
         "scales: (rows, n) E4M3 codes; global_scale: a float32 scalar, S_enc for the te "
         "rules (decode x = e * s / S_enc), the decode scale p for torchao "
-        "(x = e * s * p)",
+        "(x = e * (p * s), the scale rounded to float32 first); optionally a fourth, "
+        "dequantized (float32, x's shape), compared bitwise",
         "def nvfp4(x):\n"
         "    q = my_lib.nvfp4(x)\n"
         "    return q.codes, q.scales, q.global_scale",

@@ -29,7 +29,8 @@ Rule ``"torchao"`` (torchao's two-level NVFP4):
 - per-tensor decode scale ``p = global_amax / (448 * 6)`` (``global_scale`` stores ``p``).
 - ``sf = E4M3_rne(clamp((block_amax / 6) / p, 2**-6, 448))``: the block scale is clamped
   below at E4M3's smallest normal, so an all-zero block gets 0x08, not 0x00.
-- ``q = E2M1_rne(clamp(x / (p * sf), -6, 6))``; decode ``x ~= q * sf * p``.
+- ``q = E2M1_rne(clamp(x / (p * sf), -6, 6))``; decode ``x ~= q * (p * sf)``, the scale
+  ``p * sf`` rounded to float32 first, as torchao's ``NVFP4Tensor.to_dtype`` forms it.
 - ``global_amax`` must be positive and finite (``p = 0`` leaves the rule undefined).
 
 Choices for inputs the libraries leave undefined: NaN elements make their block's scale
@@ -205,8 +206,8 @@ class NVFP4Array:
         return tuple(self.codes.shape)
 
     def dequantize(self, dtype: Any = np.float32, *, undo_hadamard: bool = True) -> np.ndarray:
-        """Decoded values: ``q * sf / S_enc`` ("te", "te_kernel") or ``q * sf * p``
-        ("torchao"), each
+        """Decoded values: ``q * sf / S_enc`` ("te", "te_kernel") or ``q * (p * sf)``
+        ("torchao", the scale rounded to float32 first), each
         rounded once to ``dtype`` (float32 default, or float64). NaN block scales give NaN.
 
         Args:
@@ -230,7 +231,15 @@ class NVFP4Array:
             prod = prod.astype(np.float64)
             g = np.float64(g)
         with np.errstate(invalid="ignore", over="ignore"):
-            vals = prod * g if self.scale_rule == "torchao" else prod / g
+            if self.scale_rule == "torchao":
+                # torchao forms the high-precision scale p * sf first (one float32
+                # rounding) and multiplies the element by it: q * (p * sf), two roundings,
+                # not (q * sf) * p; in float64 both are exact
+                scale = sfb * g
+                vals = tiles * (scale[..., None] if self.block[0] == 1
+                                else scale[..., None, None])
+            else:
+                vals = prod / g
         out = np.moveaxis(_untile(vals.astype(dt), self.block, moved_q.shape), -1, self.axis)
         if self.hadamard_signs is not None and undo_hadamard:
             out = hadamard_transform(

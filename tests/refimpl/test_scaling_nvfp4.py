@@ -157,8 +157,9 @@ def test_pinned_all_zero_block():
     for q in (te, ao):
         assert (q.dequantize()[0, :16] == 0).all()
     assert te.dequantize()[0, 16] == 3.0  # S_enc = 896, sf = 448, q = 6: exact
-    # torchao: p = fl(3 / 2688) is inexact, so 6 * 448 * p is 3 up to one rounding
-    assert ao.dequantize()[0, 16] == F32(F32(6 * 448) * ao.global_scale)
+    # torchao: p = fl(3 / 2688) is inexact; torchao rounds the scale p * 448 to float32
+    # first and multiplies the element 6 by it (NVFP4Tensor.to_dtype): 6 * fl(448 * p)
+    assert ao.dequantize()[0, 16] == F32(6 * F32(F32(448) * ao.global_scale))
 
 
 def test_pinned_outlier_block():
