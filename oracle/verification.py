@@ -28,6 +28,7 @@ from oracle import limits
 from oracle import suite as fmt
 from oracle._version import __version__
 from oracle.cases import Registry, registry as default_registry
+from oracle.known_behaviours import case_behaviours
 from oracle.schema import schema_problems
 from oracle.generation import (
     definition_differences, parse_shard, select, shard_slice, sources_hash,
@@ -366,6 +367,10 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
             signs = _sign_differences(c, got, expected, fmt_name)
             n_signs = int(np.count_nonzero(signs)) if signs is not None else 0
             message = f"{name}: {c.summary()}"
+            for text in case_behaviours(case.operation, case.params, case.inputs,
+                                        case.expected, name, got,
+                                        lambda other: _other_result(results, case, other)):
+                message += f"; {text}"
             if n_signs:
                 message += (f"; {n_signs} of them sign differences of zero "
                             "(+0 vs -0)")
@@ -393,6 +398,17 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     elif report.checked == 0:
         report.problems.append(Problem("-", "-", "no result was compared"))
     return report
+
+
+def _other_result(results: Path, case: fmt.Case, name: str) -> np.ndarray | None:
+    """Another output of the same case from the results folder, or None when it is
+    missing or unreadable (used only to name a known behaviour)."""
+    if name not in case.expected:
+        return None
+    try:
+        return _read_result(results, case.files[name], case.expected[name])
+    except fmt.SuiteError:
+        return None
 
 
 def _unmatched_results(results: Path, suite: fmt.Suite) -> list[str]:

@@ -13,6 +13,7 @@ from oracle.conformance.phases import check_max_examples, extension_codes, hunt,
 from oracle.conformance.report import (
     Collector, ConformanceError, ConformanceReport, Failure, NewKind,
 )
+from oracle.known_behaviours import KNOWN_BEHAVIOURS, describe, mx_codes_behaviours
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import format_value
 from refimpl.deprecation import renamed_arguments
@@ -108,7 +109,8 @@ def _compare_dequantized(col: Collector, title: str, x: np.ndarray, block_size: 
 def _compare_blocks(col: Collector, title: str, x: np.ndarray, block_size: int,
                     outputs: list[tuple[str, np.ndarray, np.ndarray, int]],
                     phase: str, count: bool, nan_scale: int | None,
-                    code_fmt: Any = None) -> Failure | None:
+                    code_fmt: Any = None,
+                    known: dict[tuple[int, int], str] | None = None) -> Failure | None:
     """Compare block-scaled outputs ``(name, got, expected, elements per entry)``
     (scales first, then codes) of ``x`` (rows, n); record counts (``count``) and every
     new kind; return the first new Failure. Codes are not compared in a block whose
@@ -142,6 +144,9 @@ def _compare_blocks(col: Collector, title: str, x: np.ndarray, block_size: int,
                 what = ("sign difference of zero (+0 vs -0)"
                         if int(w[r, c]) & code_fmt.magnitude_mask == 0 else "sign difference")
             kind = f"{name} {what} ({_block_class(block)})"
+            behaviour = (known or {}).get((r, blk)) if per > 1 else None
+            if behaviour:
+                kind += f", as {KNOWN_BEHAVIOURS[behaviour].library} does ({behaviour})"
             if kind in col.kinds:
                 if count:
                     col.kinds[kind].count += 1
@@ -150,7 +155,8 @@ def _compare_blocks(col: Collector, title: str, x: np.ndarray, block_size: int,
                     f"  {name[:-1]:8} [{r}, {c}]: expected 0x{int(w[r, c]):02X}, "
                     f"got 0x{int(g[r, c]):02X}"
                     + (f" (element value {float(x[r, c]):.9g})" if per == 1 and
-                       name == "codes" else ""))
+                       name == "codes" else "")
+                    + (f"\n  {describe(behaviour)}" if behaviour else ""))
             f = Failure(kind, phase, text, block, w[r, c], g[r, c], int(count))
             if count:
                 col.add(f)
@@ -197,10 +203,13 @@ def check_mx_quantize(fn: Callable, fmt: Any = "e4m3", *, scale_rule: str = "flo
             raise ConformanceError(f"{title}: the MX quantiser must return (codes, scales)")
         codes = extension_codes(got[0], q.fmt, f"{title}: the codes")
         scales = extension_codes(got[1], "e8m0", f"{title}: the scales")
+        known = {(r, b): n for r, b, n in mx_codes_behaviours(
+            x, q.scales, scales, q.codes, codes, q.fmt, block_size)} \
+            if codes.shape == q.codes.shape and scales.shape == q.scales.shape else {}
         return _compare_blocks(col, title, x, block_size,
                                [("scales", scales, q.scales, 1),
                                 ("codes", codes, q.codes, block_size)],
-                               phase, count, 0xFF, q.fmt)
+                               phase, count, 0xFF, q.fmt, known)
 
     rng = CaseRandom(0, "conformance")
     # tiny maxima (2^-137 .. 2^-119) around E8M0's smallest scale 2^-127: a quantiser that

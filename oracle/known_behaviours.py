@@ -1,0 +1,113 @@
+"""Known behaviours of named libraries, recognised in a failure so that the report says
+what a difference is ("matches torchao's to_mx: ...") instead of leaving the user to
+work it out, or to file a bug that is already understood.
+
+A behaviour here is one the oracle does not offer as a documented variant (it is not a
+choice the specifications leave open) but that a widely used library is known to show.
+Each has a detector that, given a failing output, says whether the failing elements are
+exactly what the behaviour produces.
+
+- ``torchao_mx_scale_0x00`` (``scaling.mx_quantize``, codes): torchao's ``to_mx`` stores
+  the E8M0 scale code 0x00 (2^-127) for a block whose scale clamps at the bottom, but
+  divides the elements by max(scale, 2^-126), the float32 smallest normal (it forms the
+  scale as a float32 number, and float32 flushes 2^-127 to 2^-126 there), so the
+  elements of blocks with amax in about [2^-136, 2^-119] are quantised as if the scale
+  were 2^-126: half their size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from refimpl import formats as F
+
+__all__ = ["KnownBehaviour", "KNOWN_BEHAVIOURS", "mx_codes_behaviours", "describe"]
+
+
+@dataclass(frozen=True)
+class KnownBehaviour:
+    name: str
+    library: str
+    operation: str
+    output: str
+    summary: str
+
+
+KNOWN_BEHAVIOURS: dict[str, KnownBehaviour] = {b.name: b for b in (
+    KnownBehaviour(
+        "torchao_mx_scale_0x00", "torchao (to_mx)", "scaling.mx_quantize", "codes",
+        "a block whose scale code is 0x00 (2^-127) is quantised as if its scale were "
+        "2^-126 (elements divided by max(scale, 2^-126)), so its elements are half their "
+        "size"),
+)}
+
+
+def describe(name: str) -> str:
+    """One line naming the behaviour, for a report."""
+    b = KNOWN_BEHAVIOURS[name]
+    return f"matches a known behaviour of {b.library} ({b.name}): {b.summary}"
+
+
+def _torchao_codes(block: np.ndarray, fmt: Any) -> np.ndarray | None:
+    """The element codes torchao's to_mx gives a block stored with scale code 0x00."""
+    try:
+        f = F.get(fmt)
+    except (ValueError, TypeError):
+        return None               # int8 elements: not modelled
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = np.asarray(block, np.float64) * 2.0 ** 126    # exact: a power of two
+    return np.asarray(F.encode(scaled, f, saturate=True), np.int64)
+
+
+def mx_codes_behaviours(x: np.ndarray, want_scales: np.ndarray, got_scales: np.ndarray,
+                        want_codes: np.ndarray, got_codes: np.ndarray, fmt: Any,
+                        block_size: int) -> list[tuple[int, int, str]]:
+    """(row, block, behaviour name) for each block of MX output (blocks along the last
+    axis of 2-D arrays) whose codes differ and are exactly what a known behaviour
+    produces. Blocks whose scale codes differ are not considered."""
+    out = []
+    x = np.asarray(x)
+    wc, gc = np.asarray(want_codes, np.int64), np.asarray(got_codes, np.int64)
+    ws, gs = np.asarray(want_scales, np.int64), np.asarray(got_scales, np.int64)
+    if x.ndim != 2 or wc.shape != gc.shape or ws.shape != gs.shape or wc.shape != x.shape:
+        return out
+    for r, b in zip(*np.nonzero((ws == 0) & (gs == 0))):
+        sl = slice(b * block_size, (b + 1) * block_size)
+        if np.array_equal(wc[r, sl], gc[r, sl]):
+            continue
+        alt = _torchao_codes(x[r, sl], fmt)
+        if alt is not None and np.array_equal(alt, gc[r, sl]):
+            out.append((int(r), int(b), "torchao_mx_scale_0x00"))
+    return out
+
+
+def case_behaviours(operation: str, params: Mapping[str, Any],
+                    inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                    output: str, got: np.ndarray,
+                    results: Callable[[str], np.ndarray | None]) -> list[str]:
+    """The known behaviours that explain every failing element of ``output`` of a golden
+    case (``results(name)`` reads another output of the implementation, or None)."""
+    if operation != "scaling.mx_quantize" or output != "codes":
+        return []
+    if params.get("axis", -1) not in (-1, 1) or np.asarray(inputs["x"]).ndim != 2:
+        return []
+    got_scales = results("scales")
+    if got_scales is None:
+        return []
+    bs = int(params.get("block_size", 32))
+    fmt = params.get("fmt", params.get("elem"))
+    found = mx_codes_behaviours(inputs["x"], expected["scales"], got_scales,
+                                expected["codes"], got, fmt, bs)
+    if not found:
+        return []
+    explained = np.zeros(np.shape(got), dtype=bool)
+    for r, b, _ in found:
+        explained[r, b * bs:(b + 1) * bs] = True
+    bad = np.asarray(got).astype(np.int64) != np.asarray(expected["codes"]).astype(np.int64)
+    if (bad & ~explained).any():
+        return [f"{describe(n)} (in {len(found)} blocks; other elements differ too)"
+                for n in sorted({n for *_, n in found})]
+    return [describe(n) + f" (all {len(found)} failing blocks)"
+            for n in sorted({n for *_, n in found})]
