@@ -175,6 +175,7 @@ class Wave:
         self._memo: dict[int, tuple] = {}
         self._repeat = False
         self._init_ok: set[int] = set()
+        self._sparse: set[int] = set()
         #: (offsets, (lowest, highest)) of the last access located, for the tools
         self.off_bounds: tuple | None = None
         self._views: dict[tuple, np.ndarray] = {}
@@ -221,6 +222,7 @@ class Wave:
         self._memo = {}
         self._repeat = False  # the last access repeated its instruction's last one
         self._init_ok: set[int] = set()  # instructions whose last read was all written
+        self._sparse: set[int] = set()  # instructions whose reads spread too far
         self._views = {}
 
     # ------------------------------------------------------------ compile-time hooks
@@ -408,7 +410,7 @@ class Wave:
         sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
         got = sv[e] if n == 1 else sv[e[:, None] + np.arange(n)]
         ok = got == _SHADOW_ONES[isz]
-        if ok.all():
+        if np.count_nonzero(ok) == ok.size:
             return True
         bad = ~ok if n == 1 else ~ok.all(axis=1)
         pos = int(np.argmax(bad))
@@ -425,20 +427,24 @@ class Wave:
         just located (global memory: its memo; shared and local memory: the offsets'
         bounds, known when a tool looks at accesses) were all written, when that range
         is not much larger than the bytes read (initcheck's fast path: no gather)."""
-        if not count:
+        if not count or id(inst) in self._sparse:
             return False
         if space == "global":
             memo = self._memo.get(id(inst))
             if memo is None:
                 return False
             lo, end = memo[5], memo[6] + width
-            return end - lo <= 4 * width * count and self.memory.written(lo, end)
-        ob = self.off_bounds
-        if ob is None or ob[0] is not off or space not in ("shared", "local"):
+        else:
+            ob = self.off_bounds
+            if ob is None or ob[0] is not off or space not in ("shared", "local"):
+                return False
+            lo, end = ob[1][0], ob[1][1] + width
+        if end - lo > 4 * width * count:
+            self._sparse.add(id(inst))  # a spread pattern: not tried again this launch
             return False
-        lo, end = ob[1][0], ob[1][1] + width
-        return end - lo <= 4 * width * count and bool(
-            (self.sinit if space == "shared" else self.linit)[lo:end].all())
+        if space == "global":
+            return self.memory.written(lo, end)
+        return bool((self.sinit if space == "shared" else self.linit)[lo:end].all())
 
     def _mark_init(self, space: str, e: np.ndarray, isz: int, n: int) -> None:
         sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])

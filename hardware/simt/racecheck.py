@@ -77,6 +77,8 @@ _DIRECT_BYTES = 1 << 26
 _PAGE = 1 << _PAGE_BITS
 #: global memory up to this size gets a byte shadow column per byte at once (else pages)
 _DIRECT_BYTE_SHADOW = 1 << 20
+#: accesses of at most this many lanes are logged by keeping their offsets array
+_SMALL = 8192
 #: logged reads (columns) a shadow holds before it enters them all in its rows
 _LOG_MAX = 1 << 22
 #: rows of a shadow (one column per 4-byte word, or per byte for 1- and 2-byte
@@ -116,7 +118,8 @@ class _Shadow:
         self.reuse = reuse  # logged columns live in one buffer (reused between launches)
         self.used = 0  # pages given a place
         # reads not yet entered in the reader rows, oldest first: [columns, threads,
-        # time, line, lowest column, highest column] (the bounds None until needed);
+        # time, line, lowest column, highest column, shift] (the bounds None until
+        # needed; the columns are ``columns >> shift``: byte offsets kept as they are);
         # with ``reuse`` the columns are a slice of ``buf`` (one buffer reused, so that
         # logging allocates nothing)
         self.log: list[list] = []
@@ -148,7 +151,7 @@ class _Shadow:
     def bounds(self, e: list) -> tuple[int, int]:
         """Lowest and highest column of a logged read."""
         if e[4] is None:
-            e[4], e[5] = int(e[0].min()), int(e[0].max())
+            e[4], e[5] = int(e[0].min()) >> e[6], int(e[0].max()) >> e[6]
         return e[4], e[5]
 
     def clear_log(self) -> None:
@@ -274,14 +277,17 @@ class RaceCheck:
             if now >= self.tinfo.size:
                 self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
             self.tinfo[now] = info
-            pos = sh.reserve(offsets.size)
-            np.right_shift(offsets, 2, out=pos, casting="unsafe")
+            if offsets.size <= _SMALL:
+                pos, shift = offsets, 2  # a small access: its byte offsets kept
+            else:
+                pos, shift = sh.reserve(offsets.size), 0
+                np.right_shift(offsets, 2, out=pos, casting="unsafe")
             ob = wave.off_bounds
             lo = hi = None
             if ob is not None and ob[0] is offsets:
                 lo, hi = ob[1][0] >> 2, ob[1][1] >> 2
             sh.log.append([pos, ws.tid24 if full else ws.tid24[threads], now,
-                           ws.bar_all << _TBITS, lo, hi])
+                           ws.bar_all << _TBITS, lo, hi, shift])
             sh.logged += pos.size
             if sh.logged > _LOG_MAX:
                 self._flush_reads(sh)
@@ -300,7 +306,7 @@ class RaceCheck:
                     pos = sh.reserve(offsets.size)
                     np.right_shift(offsets, 2, out=pos, casting="unsafe")
                     sh.log.append([pos, ws.tid24 if full else ws.tid24[threads], now, 0,
-                                   lo, hi])
+                                   lo, hi, 0])
                     sh.logged += pos.size
                     if sh.logged > _LOG_MAX:
                         self._flush_reads(sh)
@@ -384,7 +390,7 @@ class RaceCheck:
                                     inst, info, width)
             # the read itself is logged; the shadow's reader rows take it when a write
             # may need it (_flush_reads), a barrier of every block drops it
-            sh.log.append([pos, thr, now, line, lo, hi])
+            sh.log.append([pos, thr, now, line, lo, hi, 0])
             sh.logged += pos.size
             if sh.logged > _LOG_MAX:
                 self._flush_reads(sh)  # memory held by the log stays bounded
@@ -451,7 +457,9 @@ class RaceCheck:
         S = sh.S
         r1, r2 = S[_R1], S[_R2]
         sh.rtime = log[upto - 1][2]
-        for pos, thr, now, line, _, _ in log[:upto]:
+        for pos, thr, now, line, _, _, shift in log[:upto]:
+            if shift:
+                pos = pos >> shift
             entry = (now << _TBITS) | thr
             o1 = r1[pos]
             m = o1 >= line

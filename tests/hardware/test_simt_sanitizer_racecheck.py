@@ -215,3 +215,70 @@ def test_flag_between_blocks_orders_data_only_with_fences():
         scheduling="independent")
     assert stats.warnings == []
     np.testing.assert_array_equal(mem.from_device(out, np.int32, 32), 5 * x)
+
+
+def _war_ptx(barrier: bool) -> str:
+    """Each thread stores x[i] to s[t]; after a barrier reads s[(t + 32) % 64] (the other
+    warp's word) and stores it to s[t]: without a barrier between the read and the
+    store, the store overwrites a word the other warp reads (write-after-read race)."""
+    return f"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry rotate(.param .u64 x, .param .u64 out)
+{{
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<8>;
+    .shared .align 4 .b32 s[64];
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r9, %ctaid.x;
+    mad.lo.u32 %r8, %r9, 64, %r1;
+    mul.wide.u32 %rd3, %r8, 4;
+    add.u64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    shl.b32 %r3, %r1, 2;
+    mov.u32 %r4, s;
+    add.u32 %r5, %r4, %r3;
+    st.shared.u32 [%r5], %r2;
+    bar.sync 0;
+    add.u32 %r6, %r1, 32;
+    and.b32 %r6, %r6, 63;
+    shl.b32 %r6, %r6, 2;
+    add.u32 %r7, %r4, %r6;
+    ld.shared.u32 %r2, [%r7];
+    {"bar.sync 0;" if barrier else ""}
+    st.shared.u32 [%r5], %r2;
+    bar.sync 0;
+    ld.shared.u32 %r2, [%r5];
+    add.u64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r2;
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+@pytest.mark.parametrize("blocks", [1, 160])  # 64 lanes, and a wave of 10 240
+def test_write_after_read_of_a_read_just_after_a_barrier(blocks, scheduling):
+    # the read comes right after a barrier with no write since (racecheck logs it
+    # without checks); the store that follows must still find it
+    x = np.arange(64 * blocks, dtype=np.int32) * 5 - 3
+    mem = GlobalMemory()
+    px, po = mem.to_device(x), mem.alloc(4 * x.size)
+    with pytest.raises(RaceError) as e:
+        load_ptx(_war_ptx(False)).launch("rotate", blocks, 64, [px, po], mem,
+                                         scheduling=scheduling)
+    rep = e.value.report
+    assert "write-after-read" in rep.what
+    assert (rep.access.kind, rep.other.kind) == ("write", "read")
+    assert rep.access.address == rep.other.address
+    assert rep.access.block == rep.other.block
+    assert rep.access.thread[0] // 32 != rep.other.thread[0] // 32
+    assert (rep.other.thread[0] + 32) % 64 == rep.access.thread[0]
+    stats = load_ptx(_war_ptx(True)).launch("rotate", blocks, 64, [px, po], mem,
+                                            scheduling=scheduling)
+    assert stats.warnings == []
+    want = x.reshape(blocks, 64)[:, (np.arange(64) + 32) % 64].ravel()
+    np.testing.assert_array_equal(mem.from_device(po, np.int32, x.size), want)
