@@ -292,8 +292,8 @@ class RaceCheck:
             if sh.logged > _LOG_MAX:
                 self._flush_reads(sh)
             return
-        if kind == "ld" and width == 4 and space == "global" and not strong and (
-                (sh := self.global_shadow) is not None) and not sh.lazy:
+        if kind == "ld" and width == 4 and space == "global" and not strong and not (
+                sh := self._global_words(wave)).lazy:
             ob = wave.off_bounds
             if ob is not None and ob[0] is offsets:
                 lo, hi = ob[1][0] >> 2, ob[1][1] >> 2
@@ -313,14 +313,7 @@ class RaceCheck:
                     return
         if width >= 4:
             if space == "global":
-                if self.global_shadow is None:
-                    size = self.memory.used
-                    self.global_shadow = (_Shadow(size // 4 + 1, lazy=False, reuse=True)
-                                          if size <= _DIRECT_BYTES else _Shadow(0, lazy=True))
-                    buf = getattr(wave, "racecheck_global_log_buffer", None)
-                    if buf is not None:
-                        self.global_shadow.buf = buf
-                sh = self.global_shadow
+                sh = self._global_words(wave)
             else:
                 sh = ws.shared
             nw = width >> 2
@@ -436,6 +429,17 @@ class RaceCheck:
                                            width, S)
         if strong:
             self._strong(wave, kind, space, threads, offsets, ws.gid[threads], acq, rel, cta)
+
+    def _global_words(self, wave: Any) -> _Shadow:
+        """The shadow of global memory for accesses of 4 bytes and more."""
+        if self.global_shadow is None:
+            size = self.memory.used
+            self.global_shadow = (_Shadow(size // 4 + 1, lazy=False, reuse=True)
+                                  if size <= _DIRECT_BYTES else _Shadow(0, lazy=True))
+            buf = getattr(wave, "racecheck_global_log_buffer", None)
+            if buf is not None:
+                self.global_shadow.buf = buf
+        return self.global_shadow
 
     @staticmethod
     def _flush_reads(sh: "_Shadow", lo: int | None = None, hi: int | None = None) -> None:

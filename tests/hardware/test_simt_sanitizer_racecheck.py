@@ -282,3 +282,61 @@ def test_write_after_read_of_a_read_just_after_a_barrier(blocks, scheduling):
     assert stats.warnings == []
     want = x.reshape(blocks, 64)[:, (np.arange(64) + 32) % 64].ravel()
     np.testing.assert_array_equal(mem.from_device(po, np.int32, x.size), want)
+
+
+def _shift_ptx(in_place: bool) -> str:
+    """Block b reads a[(b + 1) % B] (its neighbour's 64 words) and stores them to its own
+    64 words: of ``a`` itself (in place: the neighbour block reads them, unordered) or
+    of ``out``."""
+    return f"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry shift_blocks(.param .u64 a, .param .u64 out)
+{{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %nctaid.x;
+    add.u32 %r4, %r2, 1;
+    rem.u32 %r4, %r4, %r3;
+    mad.lo.u32 %r5, %r4, 64, %r1;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.u64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r6, [%rd4];
+    mad.lo.u32 %r7, %r2, 64, %r1;
+    mul.wide.u32 %rd5, %r7, 4;
+    add.u64 %rd6, {"%rd1" if in_place else "%rd2"}, %rd5;
+    st.global.u32 [%rd6], %r6;
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+@pytest.mark.parametrize("blocks", [2, 160])
+def test_global_write_after_another_blocks_read(blocks, scheduling):
+    # the reads touch memory no write has touched yet (logged without checks); the
+    # neighbour block's store to those words must find them
+    a = np.arange(64 * blocks, dtype=np.int32) * 3 + 1
+    mem = GlobalMemory()
+    pa, po = mem.to_device(a), mem.alloc(4 * a.size)
+    with pytest.raises(RaceError) as e:
+        load_ptx(_shift_ptx(True)).launch("shift_blocks", blocks, 64, [pa, po], mem,
+                                          scheduling=scheduling)
+    rep = e.value.report
+    assert "write-after-read" in rep.what and rep.access.space == "global"
+    assert (rep.access.kind, rep.other.kind) == ("write", "read")
+    assert rep.access.address == rep.other.address
+    assert (rep.other.block[0] + 1) % blocks == rep.access.block[0]
+    assert "different blocks" in str(rep)
+    mem2 = GlobalMemory()
+    pa, po = mem2.to_device(a), mem2.alloc(4 * a.size)
+    stats = load_ptx(_shift_ptx(False)).launch("shift_blocks", blocks, 64, [pa, po], mem2,
+                                               scheduling=scheduling)
+    assert stats.warnings == []
+    np.testing.assert_array_equal(mem2.from_device(po, np.int32, a.size),
+                                  np.roll(a.reshape(blocks, 64), -1, axis=0).ravel())
