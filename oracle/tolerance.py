@@ -51,6 +51,7 @@ __all__ = [
     "AllClose", "RelativeToNaive", "Comparison", "exact", "exact_nan_class",
     "exact_unless_nan_scale", "ulp", "interval", "allclose", "relative_to_naive",
     "from_json", "compare", "assert_matches", "format_value", "steps_apart", "as_values",
+    "softmax_tolerance",
 ]
 
 
@@ -684,3 +685,45 @@ def assert_matches(actual: Any, expected: Any, tolerance: Tolerance, *,
 
 
 __getattr__ = deprecated_names(__name__, {"Exact": ("ExactTolerance", ExactTolerance)})
+
+
+def softmax_tolerance(x: Any, axis: int = -1) -> Ulp:
+    """The public acceptance rule for a float32 softmax of ``x`` along ``axis``:
+    ``ulp(n, "fp32")`` at the correctly rounded softmax, with
+
+        n = 8 + L + 2 * ceil(D),   D = max |x_i - max_j x_j|,
+
+    ``L`` the length along ``axis`` and ``D`` the largest distance of a finite entry
+    from its row's maximum over all rows (``-inf`` entries are masked: their output is
+    exactly 0; a fully masked row is all zeros).
+
+    Derivation (first order, u = 2^-24, Higham 2002 sections 2.2 and 4.2), for a float32
+    evaluation of ``y_i = e^(x_i - m) / sum_j e^(x_j - m)`` in any summation order: the
+    subtraction gives ``(x_i - m)(1 + d_i)``, ``|d_i| <= u``, an absolute error of at
+    most ``D u`` that ``exp`` turns into a relative error ``e_i``, ``|e_i| <= D u``;
+    the quotient then carries ``e_i - sum_j y_j e_j``, at most ``2 D u``. A sum of
+    ``L`` positive terms adds at most ``(L - 1) u``; ``exp`` within 2 ulps adds at most
+    ``4 u`` to the numerator and to the denominator; the division ``u``. In all less
+    than ``(2 D + L + 8) u`` relative, and one ulp of a float32 value is more than
+    ``u`` relative to it, so fewer than ``2 D + L + 8`` ulps.
+
+    The golden softmax cases record their own ``n`` in the manifest (``8 + L +`` a bound
+    on ``D`` from their construction).
+
+    Raises:
+        ValueError: ``x`` is empty along ``axis``, or holds NaN or ``+inf``.
+    """
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    a = np.moveaxis(a, axis, -1)
+    if a.shape[-1] == 0:
+        raise ValueError("softmax_tolerance: x is empty along axis")
+    if np.isnan(a).any() or np.isposinf(a).any():
+        raise ValueError("softmax_tolerance: x holds NaN or +inf (no softmax is defined)")
+    finite = np.isfinite(a)
+    m = np.max(np.where(finite, a, -np.inf), axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        spread = np.where(finite, m - a, 0.0)
+    worst = float(spread.max()) if spread.size else 0.0
+    return Ulp(8 + a.shape[-1] + 2 * int(np.ceil(worst)), "fp32")

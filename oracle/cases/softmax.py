@@ -49,9 +49,12 @@ OPERATIONS = [
 SPREAD = 8.0   # |x| <= 2 * sqrt(3) * SPREAD / 3.46..., so |x - max| < 2 * 3.47 * SPREAD / 3
 
 
-def _rows(rows: int, length: int, offset: float):
+def score_rows(rows: int, length: int, offset: float, spread: float = SPREAD):
+    """A builder of float32 score rows (normal, scale ``spread / 3``, plus ``offset``);
+    with 4 rows or more, row 1 has some ``-inf`` entries, row 2 is fully masked and row 3
+    has tied maxima."""
     def build(rng: CaseRandom) -> dict[str, np.ndarray]:
-        x = rng.normal((rows, length), scale=SPREAD / 3)
+        x = rng.normal((rows, length), scale=spread / 3)
         x = (x + np.float32(offset)).astype(np.float32)
         if rows >= 4:
             x[1, rng.integers(0, length, max(1, length // 3))] = -np.inf   # some masked
@@ -74,18 +77,18 @@ def cases() -> list[CaseSpec]:
         tag = f"{rows}x{length}" + (f".offset{offset:+g}" if offset else "")
         tol = _tol(length)
         out.append(CaseSpec(f"softmax.softmax.{tag}", "softmax.softmax", {"axis": -1},
-                            _rows(rows, length, offset), tolerance={"y": tol}, level=level,
+                            score_rows(rows, length, offset), tolerance={"y": tol}, level=level,
                             description="safe softmax along the last axis; -inf entries, "
                                         "fully masked row -> zeros"))
         out.append(CaseSpec(f"softmax.logsumexp.{tag}", "softmax.logsumexp", {"axis": -1},
-                            _rows(rows, length, offset), tolerance={"lse": tol},
+                            score_rows(rows, length, offset), tolerance={"lse": tol},
                             level=max(level, 1),
                             description="natural log-sum-exp; fully masked row -> -inf"))
         for block in (1, 16):
             if length > block:
                 out.append(CaseSpec(
                     f"softmax.online_softmax.{tag}.block{block}", "softmax.online_softmax",
-                    {"axis": -1, "block": block}, _rows(rows, length, offset),
+                    {"axis": -1, "block": block}, score_rows(rows, length, offset),
                     tolerance={"y": tol}, level=max(level, 1),
                     description=f"online softmax, state merged every {block} elements"))
     return out

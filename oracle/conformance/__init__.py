@@ -55,11 +55,11 @@ from oracle.conformance.report import ConformanceError, ConformanceReport, Failu
 from oracle.conformance.scaling import (
     check_mx_quantize, check_nvfp4_quantize, nonfinite_blocks,
 )
-from oracle.conformance.tensors import check_attention, check_matmul
+from oracle.conformance.tensors import check_attention, check_matmul, check_softmax
 
 __all__ = ["ConformanceError", "ConformanceReport", "Failure", "check_encoder",
            "check_decoder", "check_round_to", "check_mx_quantize", "check_nvfp4_quantize",
-           "check_matmul", "check_attention", "CHECKS", "resolve_callable",
+           "check_matmul", "check_attention", "check_softmax", "CHECKS", "resolve_callable",
            "nonfinite_blocks", "SEARCH_ROUNDS", "conform", "CONTRACTS"]
 
 
@@ -72,6 +72,7 @@ CHECKS: dict[str, Callable[..., ConformanceReport]] = {
     "scaling.nvfp4_quantize": check_nvfp4_quantize,
     "matmul.matmul": check_matmul,
     "attention.attention": check_attention,
+    "softmax.softmax": check_softmax,
 }
 
 

@@ -105,6 +105,19 @@ CONTRACTS: dict[str, Contract] = {c.target: c for c in (
         "    return torch.nn.functional.scaled_dot_product_attention(\n"
         "        *t, enable_gqa=True).numpy()",
         "python -m oracle conform attention.attention --impl mymod:sdpa --dtype fp16"),
+    Contract(
+        "softmax.softmax", "fn(x) -> y",
+        "x: float32 of shape (rows, L): scores with -inf entries, a fully masked row, "
+        "tied maxima and large offsets; softmax along the last axis",
+        "y: float32 of x's shape, 0 at -inf entries and zeros for a fully masked row; "
+        "accepted within 8 + L + 2 * ceil(D) float32 ulps of the correctly rounded "
+        "softmax, D the largest distance of an entry from its row's maximum "
+        "(oracle.tolerance.softmax_tolerance)",
+        "import torch\n"
+        "def softmax(x):\n"
+        "    y = torch.softmax(torch.from_numpy(x), dim=-1)\n"
+        "    return torch.nan_to_num(y, nan=0.0).numpy()   # masked rows: zeros",
+        "python -m oracle conform softmax.softmax --impl mymod:softmax"),
 )}
 
 

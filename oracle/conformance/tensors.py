@@ -1,6 +1,7 @@
 """Conformance of the tensor operations: ``check_matmul`` (matmul.matmul: the
-acceptance interval of float32 accumulation) and ``check_attention``
-(attention.attention: FlashAttention's 2x-naive rule)."""
+acceptance interval of float32 accumulation), ``check_attention``
+(attention.attention: FlashAttention's 2x-naive rule) and ``check_softmax``
+(softmax.softmax: ``oracle.tolerance.softmax_tolerance``)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -13,14 +14,16 @@ from oracle.conformance.report import (
     Collector, ConformanceError, ConformanceReport, Failure, NewKind,
 )
 from oracle.random_stream import CaseRandom
-from oracle.tolerance import Interval, RelativeToNaive
+from oracle.cases.softmax import score_rows
+from oracle.tolerance import Interval, RelativeToNaive, softmax_tolerance
 from refimpl.attention import (
     ALIGNMENTS, NAIVE_DTYPES, MaskOptions, attention, naive_attention,
 )
 from refimpl.matmul import matmul
+from refimpl.softmax import softmax
 from refimpl.validation import check_bool
 
-__all__ = ["check_matmul", "check_attention"]
+__all__ = ["check_matmul", "check_attention", "check_softmax"]
 
 
 def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 30,
@@ -191,4 +194,84 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
 
     hunt(col, attention_inputs(masks=masks, alignments=aligns, window=window), drawn,
           max_examples)
+    return col.finish()
+
+
+#: the fixed softmax problems: (rows, length, offset, spread of the scores)
+SOFTMAX_SWEEP = ((6, 37, 0.0, 8.0), (8, 128, 0.0, 8.0), (6, 257, 1e4, 8.0),
+                 (4, 1, 0.0, 8.0), (5, 64, -30.0, 60.0), (4, 300, 0.0, 0.5))
+
+
+def check_softmax(fn: Callable, *, max_examples: int = 30, **_: Any) -> ConformanceReport:
+    """Check a float32 softmax along the last axis ``fn(x) -> y`` (x float32 (rows, L))
+    against the correctly rounded softmax (``refimpl.softmax.softmax``) under the public
+    rule :func:`oracle.tolerance.softmax_tolerance`: within ``8 + L + 2 * ceil(D)``
+    float32 ulps, ``D`` the largest distance of an entry from its row's maximum. Rows
+    hold ``-inf`` entries (output exactly 0), a fully masked row (all zeros), tied maxima
+    and large offsets (a naive ``exp`` overflows)."""
+    max_examples = check_max_examples(max_examples)
+    title = "softmax (float32, last axis; ulp(8 + L + 2 ceil(D)) rule)"
+    col = Collector(title, "softmax")
+
+    def one(x: np.ndarray, phase: str, count: bool) -> Failure | None:
+        want = softmax(x, axis=-1).astype(np.float32)
+        tol = softmax_tolerance(x)
+        got = np.asarray(invoke(fn, x))
+        if got.shape != want.shape:
+            raise ConformanceError(f"{title}: y has shape {got.shape}, expected {want.shape}")
+        c = tol.compare(got.astype(np.float32) if got.dtype.kind == "f" else got, want)
+        if c.problem:
+            raise ConformanceError(f"{title}: {c.problem}")
+        if count:
+            col.count("y", want.size, c.failures)
+        if c.ok:
+            return None
+        first_new = None
+        for r, j in (tuple(int(v) for v in ix) for ix in np.argwhere(c.mismatch)):
+            row = x[r]
+            if not np.isfinite(row).any():
+                where = "fully masked row"
+            elif np.isneginf(row[j]):
+                where = "masked (-inf) entry"
+            else:
+                where = "finite entry"
+            e, g = float(want[r, j]), float(got[r, j])
+            what = ("NaN where a number is expected" if np.isnan(g) else
+                    "beyond the ulp bound")
+            kind = f"y {what} ({where})"
+            if kind in col.kinds:
+                if count:
+                    col.kinds[kind].count += 1
+                continue
+            f = Failure(kind, phase,
+                        f"  input    row {r} of {x.shape}, L = {x.shape[1]}, "
+                        f"rule n = {tol.n:g}\n"
+                        f"  element  [{r}, {j}] (x = {float(x[r, j]):.9g}): expected "
+                        f"{e:.9g}, got {g:.9g} ({float(c.error[r, j]):.3g} ulps)",
+                        x, want[r, j], got[r, j], int(count))
+            if count:
+                col.add(f)
+            first_new = first_new or f
+        return first_new
+
+    col.placed = len(SOFTMAX_SWEEP)
+    for i, (rows, length, offset, spread) in enumerate(SOFTMAX_SWEEP):
+        x = score_rows(rows, length, offset, spread)(CaseRandom(i, "conformance.softmax"))["x"]
+        one(x, f"sweep, problem {i} ({rows}x{length}, offset {offset:g})", True)
+    # deferred: hypothesis is imported only when a check runs (import time of oracle)
+    from hypothesis import strategies as st
+
+    def drawn(v: tuple[int, int, int, int, int]) -> None:
+        col.examples += 1
+        rows, length, offset, spread, seed = v
+        x = score_rows(rows, length, float(offset), float(spread))(
+            CaseRandom(seed, "conformance.softmax"))["x"]
+        f = one(x, "hypothesis, shrunk", False)
+        if f is not None:
+            raise NewKind(f)
+
+    hunt(col, st.tuples(st.integers(1, 6), st.integers(1, 300),
+                         st.sampled_from([0, 1, -50, 1000, -30000]),
+                         st.sampled_from([1, 8, 40, 100]), st.integers(0, 2**31)),
+         drawn, max_examples)
     return col.finish()
