@@ -19,8 +19,9 @@ estimate from the input shapes:
 ==============================  =========================================================
 operation                       limits
 ==============================  =========================================================
-hardware.pipeline.simulate      seq_len in [1, 2**17], head_dim in [1, 1024],
-                                block items in [1, 1024], seq_len / block item <= 4096,
+hardware.pipeline.simulate      seq_len in [1, 2**20] (1M-token contexts), head_dim
+                                in [1, 1024], block items in [1, 1024], seq_len / block
+                                item <= 2**14 (2**20 keys in blocks of 64),
                                 stages in [1, 16], at most 8 schedules
 simt.gallery_run                grid items >= 1 with product <= 1024, block items >= 1
                                 with product <= 1024 (CUDA's threads per block),
@@ -53,9 +54,13 @@ GENERIC_STRING = 200
 GENERIC_DEPTH = 4
 GENERIC_INPUT_ELEMENTS = 2 ** 24
 
+#: at most this many key (or query) blocks per head in a pipeline simulation: 2**20 keys
+#: (1M-token contexts) in blocks of 64
+PIPELINE_BLOCKS = 2 ** 14
+
 #: per operation: parameter name -> (lo, hi) for a number or for every item of a list;
 #: "<name>.product" -> (lo, hi) for the product of a list's items
-_PIPELINE = {"seq_len": (1, 2 ** 17), "head_dim": (1, 1024), "block": (1, 1024),
+_PIPELINE = {"seq_len": (1, 2 ** 20), "head_dim": (1, 1024), "block": (1, 1024),
              "stages": (1, 16), "schedules.length": (1, 8)}
 _SIMT = {"grid": (1, 2 ** 20), "grid.product": (1, 1024), "block": (1, 1024),
          "block.product": (1, 1024), "dynamic_shared": (0, 2 ** 18)}
@@ -176,9 +181,9 @@ def _pipeline_tiles(params: Mapping[str, Any], out: list[str]) -> None:
     n, block = params.get("seq_len"), params.get("block")
     if _number(n) and isinstance(block, list) and all(_number(b) and b >= 1 for b in block):
         for b in block:
-            if n / b > 4096:
+            if n / b > PIPELINE_BLOCKS:
                 out.append(f"params.seq_len / params.block = {n} / {b} is over the limit "
-                           "of 4096 blocks")
+                           f"of {PIPELINE_BLOCKS} blocks")
 
 
 def problems(operation: str, params: Any,

@@ -597,7 +597,7 @@ def test_the_full_suite_is_inside_the_limits() -> None:
 
 
 @pytest.mark.parametrize("op,params,inputs,word", [
-    ("hardware.pipeline.simulate", {"seq_len": 2 ** 17, "block": [16, 64]}, {}, "4096"),
+    ("hardware.pipeline.simulate", {"seq_len": 2 ** 20, "block": [16, 64]}, {}, "16384"),
     ("simt.gallery_run", {"grid": [1024, 2], "block": [32]}, {}, "grid"),
     ("simt.gallery_run", {"grid": [512], "block": [256]}, {}, "threads"),
     ("simt.gallery_run", {"args": [{"int": 2 ** 17}]}, {}, "args[0].int"),
