@@ -63,7 +63,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import async_copy, matrix
+from . import async_copy, matrix, wgmma
 from .device_runtime import c_call, c_trap
 from .errors import PtxError
 from .isa.control import c_bra, c_exit, c_selp, c_setp
@@ -106,6 +106,7 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
 def _register_extensions() -> None:
     """The warp-matrix instructions and cp.async live in their own modules."""
     _TABLE.update(matrix.COMPILERS)
+    _TABLE.update(wgmma.COMPILERS)
     _TABLE["cp"] = async_copy.c_cp
 
 
@@ -121,7 +122,7 @@ def compile_instruction(inst: Instruction, ctx: Any) -> Op:
     if c is None:
         raise _unsupported(inst, f"opcode {inst.parts[0]!r} is not supported")
     if inst.parts[0] not in ("cvt", "mov", "ld", "st", "ldu", "selp", "atom", "red", "mma",
-                             "wmma") and any(
+                             "wmma", "wgmma") and any(
             p in _HALF_FORMATS for p in inst.parts[1:]):
         c = c_half
     try:
@@ -136,4 +137,4 @@ def compile_instruction(inst: Instruction, ctx: Any) -> Op:
             raise _unsupported(inst, f"guard {inst.guard.name} is not a predicate")
         op.guard = g
         op.guard_neg = inst.guard.neg
-    return op
+    return wgmma.watch(op, inst, ctx)

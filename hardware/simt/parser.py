@@ -1019,7 +1019,6 @@ _UNSUPPORTED_OPCODES = {
     "sust": "surface instructions are not supported",
     "sured": "surface instructions are not supported",
     "suq": "surface instructions are not supported",
-    "wgmma": "warpgroup matrix instructions are not supported",
 }
 
 
