@@ -299,6 +299,11 @@ def as_float32(x: Any, name: str = "x", *,
         ValueError: a value float32 cannot hold or a dtype that is not real numbers,
             naming the argument and the first index.
     """
+    wide = np.asarray(x)
+    if wide.dtype.kind == "f" and wide.dtype.itemsize > 8:
+        # longdouble: checked against float32 itself (the message names float32)
+        check_elements(name, wide)
+        return exact_astype(wide, np.float32, name, hint=hint)
     arr = as_float_array(x, name, precision=np.float32)
     return exact_astype(arr, np.float32, name, hint=hint)
 

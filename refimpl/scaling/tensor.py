@@ -18,7 +18,7 @@ import numpy as np
 
 from refimpl import formats
 from refimpl.formats import Format
-from refimpl.validation import as_float_array, check_bool, check_int, check_positive_int
+from refimpl.validation import as_float32, check_bool, check_int, check_positive_int
 
 from .block_fp8 import _fp8
 from .float32_input import float32_values
@@ -35,9 +35,12 @@ def _margin(margin: Any) -> int:
 
 
 def _f32_number(name: str, value: Any) -> Any:
-    """A number (or array) as float32; an integer float32 cannot hold exactly (2**24 + 1)
-    is refused, not rounded."""
-    return _F32(as_float_array(value, name, precision=np.float32))
+    """A number (or array) as float32 without changing it: a float64 or wider value
+    float32 cannot hold (0.1, 1e300, whose rounding would make it Inf, 1e-50, which
+    would become 0) and an integer float32 cannot hold exactly (2**24 + 1) are refused,
+    not rounded (refimpl.validation.as_float32)."""
+    return _F32(as_float32(value, name, hint="amaxes and scales are float32 values: "
+                           "round it with numpy.float32 first if that is meant"))
 
 
 def _scale_or_none(amax: Any, f: Format, margin: int, power_of_two: bool) -> Any:

@@ -29,7 +29,7 @@ def test_scale_is_rounded_quotient(amax, margin, fmt):
 def test_pinned_scales():
     assert tensor_scale(2.0) == 224.0
     assert tensor_scale(0.0) == 1.0 and tensor_scale(np.nan) == 1.0 and tensor_scale(np.inf) == 1.0
-    assert tensor_scale(1e-45) == FLT_MAX  # 448 / 2**-149 overflows float32
+    assert tensor_scale(2.0**-149) == FLT_MAX  # 448 / 2**-149 overflows float32
     assert tensor_scale(3.0, power_of_two=True) == 128.0  # 149.33 rounded down
     assert tensor_scale(57344.0, "e5m2") == 1.0
     with pytest.raises(ValueError, match="amax"):
@@ -108,3 +108,28 @@ def test_margin_that_underflows_the_scale_is_refused_and_state_kept():
 def test_power_of_two_flag_is_checked():
     with pytest.raises(TypeError, match="power_of_two"):
         tensor_scale(1.0, power_of_two="no")
+
+
+@pytest.mark.parametrize("amax", [0.1, 1e300, 1e-50, np.float64(3.3),
+                                  np.longdouble(2) ** -150, np.longdouble(1) / 3])
+def test_amaxes_float32_cannot_hold_are_refused(amax):
+    # rounding to float32 would give a nearby scale (0.1), Inf and so scale 1 (1e300) or
+    # 0 and so scale 1 (1e-50): each is refused, naming the argument
+    with pytest.raises(ValueError, match="amax.*not a float32 value"):
+        tensor_scale(amax)
+    d = DelayedScaling()
+    d.update(np.float32(2.0))
+    with pytest.raises(ValueError, match="amax.*not a float32 value"):
+        d.update(amax)
+    # a rejected update changes nothing
+    assert d.scale == tensor_scale(2.0) and d.amax_history.tolist() == [2.0]
+    with pytest.raises(ValueError, match="scale.*not a float32 value"):
+        tensor_quantize(np.ones(2, F32), amax)
+
+
+def test_float32_values_in_wider_types_are_accepted():
+    # the same value as a float32, a Python float, a float64 and a longdouble
+    a = np.float32(0.1)
+    want = F32(F32(448.0) / a)
+    for v in (a, float(a), np.float64(a), np.longdouble(a)):
+        assert tensor_scale(v) == want
