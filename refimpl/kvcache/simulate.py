@@ -33,8 +33,15 @@ from typing import Sequence
 
 from refimpl.deprecation import deprecated_names
 from refimpl.kvcache.pool import BlockPool
+from refimpl.validation import as_float, check_int, check_positive_int
 
 POLICIES = ("contiguous", "paged")
+#: the latest arrival step a trace may hold (every step until then is simulated)
+MAX_ARRIVAL = 10**6
+#: the most requests a trace may hold
+MAX_REQUESTS = 10**6
+#: the largest mean gap between arrivals of :func:`sharegpt_like_trace`, in steps
+MAX_MEAN_GAP = 1000.0
 
 
 @dataclass(frozen=True)
@@ -108,11 +115,21 @@ def sharegpt_like_trace(num_requests: int = 1000, *, seed: int = 0,
     """A ShareGPT-like trace: lengths from :data:`PROMPT_HISTOGRAM` and
     :data:`OUTPUT_HISTOGRAM`, gaps between arrivals uniform in ``[0, 2 * mean_gap)``
     steps (one request per step on average by default). Same seed, same trace.
+
+    Raises:
+        ValueError: ``num_requests`` negative or above :data:`MAX_REQUESTS`;
+            ``mean_gap`` not a number in [0, :data:`MAX_MEAN_GAP`] (NaN included).
+        TypeError: a count or seed that is not an int, a gap that is not a number.
     """
-    if num_requests < 0:
-        raise ValueError(f"num_requests must be >= 0, got {num_requests}")
-    if mean_gap < 0:
-        raise ValueError(f"mean_gap must be >= 0, got {mean_gap}")
+    num_requests = check_int("num_requests", num_requests, minimum=0)
+    if num_requests > MAX_REQUESTS:
+        raise ValueError(f"num_requests must be at most {MAX_REQUESTS}, got {num_requests}")
+    seed = check_int("seed", seed)
+    gap = as_float("mean_gap", mean_gap)
+    if not (0.0 <= gap <= MAX_MEAN_GAP):  # NaN fails too (its arrivals never come)
+        raise ValueError(f"mean_gap must be a number in [0, {MAX_MEAN_GAP}], got "
+                         f"{mean_gap!r}")
+    mean_gap = gap
     rng = SplitMix64(seed)
     out, t = [], 0.0
     for _ in range(num_requests):
@@ -169,15 +186,44 @@ def simulate(trace: Sequence[Request], policy: str, *, memory_slots: int = 16 * 
         max_len: the contiguous reservation and the longest allowed request.
         block_size: page size of the paged policy.
         watermark: fraction of blocks the paged policy keeps free at admission.
+
+    Raises:
+        ValueError: an unknown policy; a size that is not a positive int, a watermark
+            outside [0, 1]; a request that is too long for ``max_len`` (or, paged, for
+            the blocks of ``memory_slots``: it would be preempted forever); an arrival
+            that is not a number within :data:`MAX_ARRIVAL` steps (NaN never arrives);
+            more than :data:`MAX_REQUESTS` requests.
+        TypeError: a count that is not an int.
     """
-    if policy not in POLICIES:
+    if not isinstance(policy, str) or policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    memory_slots = check_positive_int("memory_slots", memory_slots)
+    max_len = check_positive_int("max_len", max_len)
+    block_size = check_positive_int("block_size", block_size)
+    w = as_float("watermark", watermark)
+    if not 0.0 <= w <= 1.0:
+        raise ValueError(f"watermark must be a fraction in [0, 1], got {watermark!r}")
+    watermark = w
     if memory_slots < max_len:
         raise ValueError(f"memory_slots ({memory_slots}) holds no {max_len}-slot request")
+    num_blocks = memory_slots // block_size
+    if len(trace) > MAX_REQUESTS:
+        raise ValueError(f"trace has {len(trace)} requests; at most {MAX_REQUESTS}")
     for i, r in enumerate(trace):
+        check_int(f"trace[{i}].prompt_len", r.prompt_len)
+        check_int(f"trace[{i}].output_len", r.output_len)
+        arrival = as_float(f"trace[{i}].arrival", r.arrival)
+        if not -MAX_ARRIVAL <= arrival <= MAX_ARRIVAL:  # NaN fails too
+            raise ValueError(f"trace[{i}].arrival must be a step in [-{MAX_ARRIVAL}, "
+                             f"{MAX_ARRIVAL}], got {r.arrival!r}")
         if r.prompt_len < 1 or r.output_len < 0 or r.total > max_len:
             raise ValueError(f"trace[{i}] = {r}: need prompt >= 1, output >= 0 and "
                              f"prompt + output <= max_len ({max_len})")
+        if policy == "paged" and -(-r.total // block_size) > num_blocks:
+            # it could never hold all its tokens: preempted and recomputed forever
+            raise ValueError(f"trace[{i}] = {r}: {r.total} tokens need "
+                             f"{-(-r.total // block_size)} blocks of {block_size}; "
+                             f"memory_slots ({memory_slots}) gives {num_blocks}")
     n = len(trace)
     order = sorted(range(n), key=lambda i: (trace[i].arrival, i))
     paged = policy == "paged"

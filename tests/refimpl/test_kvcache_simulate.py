@@ -134,3 +134,41 @@ def test_simulate_watermark_is_rounded_down() -> None:
     r = simulate(trace, "paged", memory_slots=150 * 16, max_len=150 * 16,
                  block_size=16, watermark=0.01)
     assert (r.steps, r.peak_running, r.finished, r.preemptions) == (2, 2, 2, 0)
+
+
+@pytest.mark.parametrize("gap", [float("nan"), float("inf"), -0.5, 1e9])
+def test_trace_gap_must_be_a_bounded_number(gap) -> None:
+    # a NaN gap gave NaN arrivals, which never come: simulate looped forever
+    with pytest.raises(ValueError, match="mean_gap"):
+        sharegpt_like_trace(10, mean_gap=gap)
+    with pytest.raises(TypeError, match="mean_gap"):
+        sharegpt_like_trace(10, mean_gap="1")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(block_size=0), "block_size"),          # was a ZeroDivisionError
+    (dict(block_size=-16), "block_size"),
+    (dict(memory_slots=0), "memory_slots"),
+    (dict(max_len=0), "max_len"),
+    (dict(watermark=float("nan")), "watermark"),  # was int(nan): a raw ValueError
+    (dict(watermark=1.5), "watermark"),
+])
+def test_simulate_sizes_are_checked(kwargs, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        simulate(sharegpt_like_trace(5), "paged", **kwargs)
+
+
+def test_simulate_refuses_what_would_never_finish() -> None:
+    # an arrival that never comes (NaN), or comes after a million idle steps
+    for arrival in (float("nan"), float("inf"), 1e12):
+        with pytest.raises(ValueError, match=r"trace\[0\]\.arrival"):
+            simulate([Request(arrival, 3, 3)], "paged")
+    # a request whose tokens need more blocks than the budget holds (2050 slots are
+    # 128 blocks of 16): it would be preempted and recomputed forever
+    with pytest.raises(ValueError, match=r"trace\[0\].*129 blocks"):
+        simulate([Request(0, 2040, 10)], "paged", memory_slots=2050, max_len=2050)
+    # the same request fits the contiguous reservation
+    r = simulate([Request(0, 2040, 10)], "contiguous", memory_slots=2050, max_len=2050)
+    assert r.finished == 1
+    with pytest.raises(TypeError, match=r"trace\[0\]\.prompt_len"):
+        simulate([Request(0, 2.5, 1)], "paged")
