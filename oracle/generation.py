@@ -39,6 +39,7 @@ from oracle import suite as fmt
 from oracle._version import __version__
 from oracle.cases import SUITES, CaseSpec, Registry, registry as default_registry
 from oracle.random_stream import CaseRandom
+from oracle.text_arrays import array_text
 from oracle.tolerance import ExactTolerance
 from oracle.variants import validate
 from refimpl.validation import check_bool, check_int
@@ -172,6 +173,15 @@ def build_case(spec: CaseSpec, reg: Registry, seed: int,
                                 "shape": list(np.shape(arr))}
         if name in spec.formats:
             item["format"] = spec.formats[name]
+        if text:
+            if f"{name}.txt" == fmt.TEXT_FILE:
+                raise ValueError(f"case {spec.id}: an array named {name!r} would collide "
+                                 f"with {fmt.TEXT_FILE} in the text form")
+            # every array also as text (oracle.text_arrays), so no .npy reader is needed
+            tdata = array_text(arr, f"{spec.id}/{name}", spec.formats.get(name))
+            tpath = fmt.array_text_path(spec.id, name)
+            files[tpath] = tdata
+            item["text"] = {"file": tpath, "sha256": fmt.sha256(tdata)}
         entry[group][name] = item
         return item
 
@@ -214,6 +224,11 @@ def definition_differences(entry: dict[str, Any], spec: CaseSpec, text: bool) ->
                                  f"definition says {tol}")
     if bool(entry.get("text")) != bool(text and spec.text is not None):
         diffs.append("text form present/absent contrary to the generation parameters")
+    for group in ("inputs", "expected", "reference"):
+        for name, item in entry[group].items():
+            if bool(item.get("text")) != bool(text):
+                diffs.append(f"{group}.{name}: text form present/absent contrary to the "
+                             "generation parameters")
     return diffs
 
 
@@ -724,7 +739,9 @@ def generate(out: str | Path, *, suite: str = "default", only: str | None = None
         seed: the seed of every case's random stream (default 1, as in TestFloat).
         jobs: worker processes; the bytes written do not depend on it.
         shard: (I, N) writes the I-th of N contiguous slices of the case list.
-        text: also write TestFloat-style hex lines for scalar-format cases.
+        text: also write every array as text (``<case id>/<array>.txt``, the layout of
+            :mod:`oracle.text_arrays`) and TestFloat-style hex lines (``vectors.txt``)
+            for scalar-format cases.
         registry: the case registry (default: this version's).
         progress: stream for progress lines (None for silence).
         variants: choice -> option: leave out the cases marked with another option of
@@ -874,6 +891,9 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
                         where = f"shard {src}: case {case['id']}: {group}.{name}"
                         # size, sha256 and canonical form checked; the bytes are the file's
                         files[item["file"]] = fmt.array_bytes(fmt.read_array(src, item, where))
+                        if item.get("text"):
+                            files[item["text"]["file"]] = fmt.read_text_file(
+                                src, item["text"], where)
                 if case.get("text"):
                     files[case["text"]["file"]] = fmt.read_text_file(
                         src, case["text"], f"shard {src}: case {case['id']}")

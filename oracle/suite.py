@@ -4,7 +4,9 @@ A suite is a directory::
 
     DIR/manifest.json
     DIR/<case id>/<array name>.npy      inputs, expected outputs, reference arrays
-    DIR/<case id>/vectors.txt           optional TestFloat-style hex lines (--text)
+    DIR/<case id>/<array name>.txt      with --text: every array as text (oracle.text_arrays)
+    DIR/<case id>/vectors.txt           with --text: TestFloat-style hex lines of
+                                        scalar-format cases
 
 ``manifest.json`` (schema ``gpu-numerics-oracle/suite``, version 1) holds the oracle
 version, the Python and NumPy versions that wrote the suite (``runtime``; informative:
@@ -389,7 +391,8 @@ def read_array(root: Path, entry: Mapping[str, Any], where: str) -> np.ndarray:
 
 
 def read_text_file(root: Path, entry: Mapping[str, Any], where: str) -> bytes:
-    """Read a case's ``vectors.txt`` under the path policy and check its sha256."""
+    """Read a text file of a case (``vectors.txt``, an array's ``.txt``) under the path
+    policy and check its sha256."""
     try:
         data = read_checked(root, entry["file"])
     except MissingFile:
@@ -432,6 +435,11 @@ def finish_manifest(manifest: dict[str, Any]) -> bytes:
     return canonical_json(manifest, sort_keys=False)
 
 
+def array_text_path(case_id: str, name: str) -> str:
+    """Where an array's text form lives in a suite (``generate --text``)."""
+    return f"{case_id}/{name}.txt"
+
+
 def array_path(case_id: str, name: str) -> str:
     return f"{case_id}/{name}.npy"
 
@@ -440,7 +448,7 @@ def _check_array_entry(entry: Any, case_id: str, name: str, where: str) -> list[
     if not isinstance(entry, dict):
         return [f"{where}: must be an object"]
     problems = []
-    allowed = {"file", "sha256", "dtype", "shape", "format", "tolerance"}
+    allowed = {"file", "sha256", "dtype", "shape", "format", "tolerance", "text"}
     extra = set(entry) - allowed
     if extra:
         problems.append(f"{where}: unexpected fields {sorted(extra)}")
@@ -460,6 +468,12 @@ def _check_array_entry(entry: Any, case_id: str, name: str, where: str) -> list[
     if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool)
                                             and n >= 0 for n in shape)):
         problems.append(f"{where}: shape must be a list of non-negative integers")
+    if "text" in entry:
+        t = entry["text"]
+        want = array_text_path(case_id, name)
+        if not (isinstance(t, dict) and set(t) == {"file", "sha256"} and t["file"] == want
+                and isinstance(t["sha256"], str) and _SHA.match(t["sha256"])):
+            problems.append(f"{where}: text must be {{file: {want!r}, sha256}}")
     fmt = entry.get("format")
     if "format" in entry and not (isinstance(fmt, str)
                                   and str(entry["dtype"]).startswith("uint")):
@@ -663,6 +677,8 @@ def listed_files(m: Mapping[str, Any]) -> dict[str, str]:
         for group in ("inputs", "expected", "reference"):
             for entry in case[group].values():
                 out[entry["file"]] = entry["sha256"]
+                if isinstance(entry.get("text"), dict):
+                    out[entry["text"]["file"]] = entry["text"]["sha256"]
         if case.get("text"):
             out[case["text"]["file"]] = case["text"]["sha256"]
     return out

@@ -30,6 +30,7 @@ from oracle._version import __version__
 from oracle.cases import Registry, registry as default_registry
 from oracle.known_behaviours import case_behaviours
 from oracle.schema import schema_problems
+from oracle.text_arrays import parse_array_text
 from oracle.generation import (
     definition_differences, parse_shard, select, shard_slice, sources_hash,
 )
@@ -170,6 +171,21 @@ def _verify_case(root: Path, entry: dict[str, Any], reg: Registry, recompute: bo
             except fmt.SuiteError as exc:
                 report.problems.append(Problem(cid, item["file"], str(exc)))
                 broken = True
+    for group in arrays:
+        for name, item in entry[group].items():
+            if not item.get("text") or name not in arrays[group]:
+                continue
+            report.files += 1
+            try:
+                data = fmt.read_text_file(root, item["text"], f"{group}.{name}")
+                parsed, _, _ = parse_array_text(data, item["text"]["file"])
+            except (fmt.SuiteError, ValueError) as exc:
+                report.problems.append(Problem(cid, item["text"]["file"], str(exc)))
+                continue
+            if fmt.array_bytes(parsed) != fmt.array_bytes(arrays[group][name]):
+                report.problems.append(Problem(cid, item["text"]["file"], (
+                    f"the text form of {group}.{name} does not hold the values of its "
+                    ".npy file")))
     text = entry.get("text")
     if text:
         report.files += 1
@@ -243,7 +259,8 @@ class CheckReport:
 RESULTS_LAYOUT = (
     "RESULTS_DIR holds one .npy file per expected output, at the same relative path as "
     "in the suite: <case id>/<output>.npy (e.g. formats.encode.e4m3.f32.nearest_even/"
-    "codes.npy), with the expected dtype and shape. Low-precision outputs are the "
+    "codes.npy), with the expected dtype and shape, or <case id>/<output>.txt in the "
+    "text layout generate --text writes (docs/suite-format.md). Low-precision outputs are the "
     "format's unsigned integer codes: save them with x.view(np.uint8) (np.save of an "
     "ml_dtypes array writes raw void bytes, which are refused). Plain files only: links, "
     "FIFOs and folders in their place are refused, never followed.")
@@ -263,10 +280,27 @@ def _sign_differences(c: Comparison, got: np.ndarray, expected: np.ndarray,
 
 
 def _read_result(results: Path, rel: str, expected: np.ndarray) -> np.ndarray:
-    """A result file under the path policy; its size is bounded by the expected array's
-    (at most 16 bytes an element plus a header) before it is read."""
+    """A result file under the path policy: ``<case id>/<output>.npy``, or when that is
+    missing the same path ending in ``.txt`` in the text layout of
+    :mod:`oracle.text_arrays`; its size is bounded by the expected array's (at most 16
+    bytes an element plus a header, 17 characters an element in text) before it is
+    read."""
     limit = 16 * max(1, expected.size) + 2 ** 16
-    data = fmt.read_checked(results, rel, limit=min(limit, fmt.MAX_ARRAY_BYTES))
+    try:
+        data = fmt.read_checked(results, rel, limit=min(limit, fmt.MAX_ARRAY_BYTES))
+    except fmt.MissingFile:
+        if not rel.endswith(".npy"):
+            raise
+        trel = rel[:-4] + ".txt"
+        tlimit = 17 * max(1, expected.size) + 2 ** 16
+        try:
+            data = fmt.read_checked(results, trel, limit=min(tlimit, fmt.MAX_ARRAY_BYTES))
+        except fmt.MissingFile:
+            raise fmt.MissingFile(f"result {rel} (or {trel}) is missing") from None
+        try:
+            return parse_array_text(data, f"result {trel}")[0]
+        except ValueError as exc:
+            raise fmt.SuiteError(str(exc)) from None
     return fmt.parse_array(data, f"result {rel}")
 
 
@@ -420,12 +454,14 @@ def _unmatched_results(results: Path, suite: fmt.Suite) -> list[str]:
         if not folder.is_dir() or folder.is_symlink():
             continue
         wanted = set(case.files.values())      # expected, input and reference files
+        wanted |= {f[:-4] + ".txt" for f in case.files.values()}    # their text forms
         try:
             names = sorted(os.listdir(folder))
         except OSError:
             continue           # unreadable: each expected file is reported on its own
         out += [f"{case.id}/{n}" for n in names
-                if n.endswith(".npy") and f"{case.id}/{n}" not in wanted]
+                if n.endswith((".npy", ".txt")) and f"{case.id}/{n}" not in wanted
+                and n != fmt.TEXT_FILE]
     return out
 
 

@@ -46,8 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", metavar="I/N",
                         help="write only the I-th of N contiguous slices of the cases")
     parser.add_argument("--text", action="store_true",
-                        help="also write TestFloat-style hex lines (vectors.txt) for "
-                             "scalar-format cases")
+                        help="also write every array as text (<case id>/<array>.txt: a "
+                             "header, then hex bit patterns, one vector a line; "
+                             "docs/suite-format.md) and TestFloat-style hex lines "
+                             "(vectors.txt) for scalar-format cases")
     parser.add_argument("--merge", nargs="+", metavar="SHARD_DIR",
                         help="instead of generating, concatenate shard suites into --out")
     parser.add_argument("--variant", action="append", default=[], metavar="CHOICE=OPTION",
