@@ -30,9 +30,11 @@ that breaks one of these rules; a form the tables do not describe is left to the
 instruction compilers (which check it or refuse it as unsupported).
 
 The tables were written from the PTX ISA and checked against ``ptxas`` (CUDA 13.0) for
-sm_80, sm_90a and sm_100a: every form this module refuses, ptxas refuses too. One form
-ptxas refuses is let through on purpose: ``atom``/``red`` ``.min``/``.max`` on ``.f32``,
-which the interpreter implements.
+sm_80, sm_90a and sm_100a: every form this module refuses, ptxas refuses too. So are
+``atom``/``red`` ``.min``/``.max`` on ``.f32`` and ``.f64`` refused, as ptxas refuses
+them for every target (sm_80 to sm_120, PTX ISA 7.8 to 9.0: "Operation .min requires
+.u32 or .s32 or .u64 or .s64 or .f16 or .f16x2 or .bf16 or .bf16x2 type"), although the
+PTX ISA's table of atom types lists ``.f32`` and ``.f64`` beside them.
 """
 from __future__ import annotations
 
@@ -710,12 +712,12 @@ def _check_cvt_operands(chk: _Checker, inst: Instruction, dname: str, sname: str
 # ---------------------------------------------------------------------------- atom
 
 
-#: the types each atomic operation takes (PTX ISA 9.7.13 atom, red; checked with ptxas):
-#: .min/.max on .f32 are left to the compiler
+#: the types each atomic operation takes (PTX ISA 9.7.13 atom, red; checked with ptxas,
+#: which refuses .min/.max on .f32 and .f64 for every target)
 _ATOM_TYPES = {
     "add": ("u32", "s32", "u64", "f32", "f64") + _HALF,
-    "min": ("u32", "s32", "u64", "s64", "f32") + _HALF,
-    "max": ("u32", "s32", "u64", "s64", "f32") + _HALF,
+    "min": ("u32", "s32", "u64", "s64") + _HALF,
+    "max": ("u32", "s32", "u64", "s64") + _HALF,
     "and": ("b32", "b64"), "or": ("b32", "b64"), "xor": ("b32", "b64"),
     "cas": ("b16", "b32", "b64", "b128"), "exch": ("b32", "b64", "b128"),
     "inc": ("u32",), "dec": ("u32",),
@@ -747,6 +749,10 @@ def _check_atom(chk: _Checker, inst: Instruction) -> None:
                          f"{', '.join('.' + x for x in _ATOM_TYPES[op])}, not .{t_name}", sec)
     if t_name in _HALF and "noftz" not in mods:
         raise _err(inst, f"{inst.parts[0]}.{op}.{t_name} requires .noftz", sec)
+    if t_name in _HALF and op in ("min", "max"):
+        # ptxas: "Vector modifier required" (sm_90 and later; before: sm_90 required)
+        raise _err(inst, f"{inst.parts[0]}.{op}.{t_name} exists only as a vector operation "
+                         f"(.v2, .v4 or .v8; sm_90 and later)", sec)
     t = TYPES[t_name]
     n_data = 2 if op == "cas" else 1
     has_d = inst.parts[0] == "atom"
