@@ -196,11 +196,14 @@ def a_register_layout(k: int) -> np.ndarray:
 def wgmma_preset(gpu: str, aname: str, bname: str) -> Any:
     """The accumulation model of a floating-point wgmma on ``gpu``: the preset
     ``"<gpu>-<FORMAT>"`` (canonical), for e4m3 x e5m2 the E4M3 preset with each operand's
-    input exponent floor; None when the GPU has no preset for the inputs."""
+    input exponent floor; None when the GPU has no preset of ``wgmma.mma_async`` for the
+    inputs (wgmma exists on sm_90a only: Hopper)."""
     fa, fb = matrix.TENSOR_CORE_FORMATS[aname][2], matrix.TENSOR_CORE_FORMATS[bname][2]
     name = f"{gpu}-{fa}"
-    if not presets.is_preset(name) or not presets.is_preset(f"{gpu}-{fb}"):
-        return None
+    for x in (name, f"{gpu}-{fb}"):
+        if not presets.is_preset(x) or \
+                "wgmma" not in presets.PRESETS[presets.canonical(x)].instruction:
+            return None
     if fa == fb:
         return presets.canonical(name)
     ma, mb = presets.preset(name), presets.preset(f"{gpu}-{fb}")
@@ -502,11 +505,13 @@ def _mma_async(inst: Instruction, ctx: Any) -> Op:
         gpu = getattr(ctx, "gpu", None)
         if gpu is not None and wgmma_preset(gpu, aname, bname) is None:
             fa = matrix.TENSOR_CORE_FORMATS[aname][2]
-            same = sorted(p for p in presets.PRESETS if p.endswith(f"-{fa}"))
+            same = sorted(p for p, v in presets.PRESETS.items()
+                          if p.endswith(f"-{fa}") and "wgmma" in v.instruction)
             raise LaunchError(
-                f"line {inst.line}: {inst.text!r}: gpu={gpu!r} has no tensor-core preset "
-                f"for .{aname}/.{bname} inputs; GPUs with one: {', '.join(same)}; launch "
-                "with one of them (no other model is substituted)")
+                f"line {inst.line}: {inst.text!r}: gpu={gpu!r} has no wgmma.mma_async "
+                f"preset for .{aname}/.{bname} inputs (wgmma is an sm_90a instruction); "
+                f"GPUs with one: {', '.join(same)}; launch with one of them (no other "
+                "model is substituted)")
     t32 = TYPES["b32"]
     d_get = [getter(x, t32, ctx, inst) for x in d_items]
     d_put = [setter(x, t32, ctx, inst) for x in d_items]
