@@ -28,12 +28,20 @@ Example::
     @given(strategies.floats_near("e4m3", shape=64))
     def test_my_encoder(x):
         assert (my_to_e4m3(x) == encode(x, "e4m3")).all()
+
+Hypothesis profiles for numeric tests, registered with one call in a ``conftest.py``::
+
+    from oracle.strategies import register_profiles
+    register_profiles()      # ci (when CI is set) / dev, or HYPOTHESIS_PROFILE
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+import os
+
 import numpy as np
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -43,7 +51,40 @@ from refimpl.deprecation import renamed_arguments
 from refimpl.formats import decode, get
 
 __all__ = ["special_codes", "codes", "floats_near", "mx_blocks", "nvfp4_blocks",
-           "attention_inputs", "kvcache_ops", "BLOCK_KINDS"]
+           "attention_inputs", "kvcache_ops", "BLOCK_KINDS", "PROFILES", "register_profiles"]
+
+#: too_slow: exact references are slow by design; data_too_large: block strategies
+#: (hundreds of drawn values an example) overrun the buffer of older hypothesis releases
+_SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+#: the hypothesis profiles numeric tests use (oracle practice: a derandomised CI
+#: profile that prints the reproduction blob, a local one, a thorough one)
+PROFILES: dict[str, dict[str, Any]] = {
+    "ci": dict(derandomize=True, deadline=None, database=None, print_blob=True,
+               max_examples=50, suppress_health_check=_SUPPRESSED),
+    "dev": dict(deadline=None, max_examples=50, suppress_health_check=_SUPPRESSED),
+    "thorough": dict(deadline=None, max_examples=2000, suppress_health_check=_SUPPRESSED),
+}
+
+
+def register_profiles(load: bool = True) -> str | None:
+    """Register :data:`PROFILES` with hypothesis and, with ``load``, load one:
+    ``HYPOTHESIS_PROFILE`` when set, else ``ci`` when the ``CI`` environment variable is
+    set, else ``dev``. Returns the profile loaded (None without ``load``).
+
+    Raises:
+        ValueError: ``HYPOTHESIS_PROFILE`` names no profile of :data:`PROFILES`.
+    """
+    for name, options in PROFILES.items():
+        settings.register_profile(name, **options)
+    if not load:
+        return None
+    name = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+    if name not in PROFILES:
+        raise ValueError(f"HYPOTHESIS_PROFILE={name!r}: known profiles are "
+                         f"{', '.join(PROFILES)}")
+    settings.load_profile(name)
+    return name
 
 
 def _fmt(fmt: Any):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 from typing import Sequence
 
@@ -41,10 +42,17 @@ def _available() -> dict[str, tuple[str, str]]:
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def program_name() -> str:
+    """How the user ran the CLI: ``gpu-oracle`` (the console script) or
+    ``python -m oracle``, for usage lines and ``--version``."""
+    name = os.path.basename(sys.argv[0] or "")
+    return "gpu-oracle" if name.startswith("gpu-oracle") else "python -m oracle"
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     rt = runtime_versions()
     parser = argparse.ArgumentParser(
-        prog="python -m oracle",
+        prog=prog or program_name(),
         description="GPU numerics reference implementation and test oracle.",
     )
     parser.add_argument("--version", action="version",

@@ -291,3 +291,16 @@ def test_default_suite_generates_verifies_and_stays_small(tmp_path: Path) -> Non
     assert main(["verify", str(out), "--quiet"]) == 0
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     assert size < 10 * 2 ** 20                                      # committable
+
+
+def test_the_console_script_names_itself(monkeypatch, capsys) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/gpu-oracle", "--help"])
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert capsys.readouterr().out.startswith("usage: gpu-oracle")
+    monkeypatch.setattr(sys, "argv", ["/x/oracle/__main__.py", "--help"])
+    with pytest.raises(SystemExit):
+        main(["conform", "--help"])
+    assert capsys.readouterr().out.startswith("usage: python -m oracle conform")

@@ -278,3 +278,24 @@ def test_kvcache_ops_drive_the_paged_cache(ops: list) -> None:
                 cache.free(op[1])
         st_ = cache.stats()
         assert st_.used_blocks + st_.free_blocks == 16
+
+
+def test_the_profiles_ship_with_the_package(monkeypatch) -> None:
+    from hypothesis import settings
+
+    from oracle.strategies import PROFILES, register_profiles
+
+    before = settings._current_profile
+    try:
+        monkeypatch.setenv("CI", "1")
+        monkeypatch.delenv("HYPOTHESIS_PROFILE", raising=False)
+        assert register_profiles() == "ci"
+        assert settings().derandomize and settings().database is None
+        monkeypatch.setenv("HYPOTHESIS_PROFILE", "thorough")
+        assert register_profiles() == "thorough" and settings().max_examples == 2000
+        monkeypatch.setenv("HYPOTHESIS_PROFILE", "fast")
+        with pytest.raises(ValueError, match="known profiles are ci, dev, thorough"):
+            register_profiles()
+        assert set(PROFILES) == {"ci", "dev", "thorough"}
+    finally:
+        settings.load_profile(before)
