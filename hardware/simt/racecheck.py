@@ -42,6 +42,17 @@ byte in one (non-atomic, non-volatile) instruction: one of the values lands and 
 ISA does not say which (the interpreter keeps the highest thread's). Several warps doing
 so in one execution of an instruction is a race like any other.
 
+Writes of one value (a decision). Two unordered plain writes of the same value to a word
+by threads of different warps (or blocks) conflict in the sense of the PTX memory model,
+but whichever lands, the word ends up holding that value and no read can see anything
+else: the interpreter does not report them, in shared or in global memory (the gallery's
+``warp_handshake`` in a block of two warps stores ``flags[1]`` to ``out[lane]`` from both
+warps and runs clean). compute-sanitizer's racecheck would not report that kernel
+either: it is a shared-memory hazard detector only (compute-sanitizer documentation,
+"Racecheck Tool": "a run time shared memory data access hazard detector"), and global
+memory is outside its scope. Writes of different values are a write-after-write race,
+and a read unordered with either write is a read-after-write race as always.
+
 Design: a shadow of the block's shared memory and of the global memory a launch touches
 holds, per 4-byte word (per byte for 1- and 2-byte accesses, in a shadow of their own),
 its last write and two recent reads by different threads, each one int64 entry ``time <<
