@@ -1,0 +1,100 @@
+"""Regenerates the Triton sm_90 PTX in this folder (needs the pip package triton, no GPU):
+
+    python tests/hardware/data/triton_sm90/generate.py
+
+Each kernel is compiled with triton.compile for GPUTarget("cuda", 90, 32); the PTX and
+the compiled metadata the tests need (num_warps, dynamic shared memory, parameter
+count) are written next to this file. The kernels are a blocked matmul in the style of
+Triton's matmul tutorial (plain pointer loads, no tensor descriptors, so no TMA) and a
+one-block attention step whose second product takes P from registers."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """C[M, N] = A[M, K] B[K, N], row-major, fp32 accumulation, K a multiple of
+    BLOCK_K; the result stored in C's element type."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :]
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def attention_step_kernel(q_ptr, k_ptr, v_ptr, o_ptr, BLOCK_M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, HEAD: tl.constexpr):
+    """O = exp2(Q K^T - rowmax) V for one block (fp16 in, fp32 accumulation): the second
+    tl.dot takes P = exp2(...) as fp16 from registers."""
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rd = tl.arange(0, HEAD)
+    q = tl.load(q_ptr + rm[:, None] * HEAD + rd[None, :])
+    k = tl.load(k_ptr + rn[None, :] * HEAD + rd[:, None])
+    v = tl.load(v_ptr + rn[:, None] * HEAD + rd[None, :])
+    s = tl.dot(q, k)
+    p = tl.math.exp2(s - tl.max(s, 1)[:, None])
+    o = tl.dot(p.to(tl.float16), v)
+    tl.store(o_ptr + rm[:, None] * HEAD + rd[None, :], o)
+
+
+def _compile(fn, signature: dict, constexprs: dict, num_warps: int = 4,
+             num_stages: int = 1):
+    # pointers and the integer parameters are multiples of 16 (what Triton's launcher
+    # specialises for such arguments), so loads and stores are vectorised
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature)}
+    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs,
+                                    attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def main() -> None:
+    meta = {}
+    ints = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")}
+    jobs = {
+        "matmul_fp16": (matmul_kernel, {"a_ptr": "*fp16", "b_ptr": "*fp16",
+                                        "c_ptr": "*fp16", **ints},
+                        {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}),
+        "matmul_e4m3": (matmul_kernel, {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv",
+                                        "c_ptr": "*fp32", **ints},
+                        {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}),
+        "attention_step_fp16": (attention_step_kernel,
+                                {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
+                                 "o_ptr": "*fp32"},
+                                {"BLOCK_M": 64, "BLOCK_N": 64, "HEAD": 64}),
+    }
+    for name, (fn, sig, const) in jobs.items():
+        k = _compile(fn, sig, const)
+        (HERE / f"{name}.ptx").write_text(k.asm["ptx"])
+        meta[name] = {"kernel": k.metadata.name, "num_warps": k.metadata.num_warps,
+                      "shared": k.metadata.shared, "params": len(sig) + 2,
+                      "constexprs": const, "signature": sig,
+                      "triton_version": triton.__version__}
+    (HERE / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
