@@ -121,6 +121,7 @@ from typing import Optional
 import numpy as np
 
 from refimpl.eft import add_round_to_odd
+from refimpl.matmul import aligned32
 from refimpl.matmul.accumulation import Accumulation, preset_model
 from refimpl.matmul.alignment import (
     NO_EXPONENT, AccumulatorFormat, EminLike, emin_pair, exponent_of, exponents,
@@ -451,6 +452,11 @@ class BlockFMA(Accumulation):
         finite products to it gives."""
         ea_pair = emin_pair(self.input_emin)
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
+        if a.ndim == 2 and b.ndim == 2 and self.c_placement == "inside":
+            prepared = aligned32.plan(a, b, self.n, self.fraction_bits, ea_pair)
+            if prepared is not None:
+                return aligned32.run(prepared, np.broadcast_to(c, shape), acc, floor)
         ea = np.where(a != 0, exponents(a, ea_pair[0]), NO_EXPONENT).astype(np.int32)
         eb = np.where(b != 0, exponents(b, ea_pair[1]), NO_EXPONENT).astype(np.int32)
         bt = np.swapaxes(b, -1, -2)       # (..., N, K)
@@ -458,7 +464,6 @@ class BlockFMA(Accumulation):
         c = np.array(np.broadcast_to(c, shape), dtype=np.float64)
         m, n, k = shape[-2], shape[-1], a.shape[-1]
         rows = max(1, (1 << 16) // max(1, n * min(k, self.n)))
-        floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
         for r0 in range(0, m, rows):
             ar, ear = a[..., r0:r0 + rows, None, :], ea[..., r0:r0 + rows, None, :]
             cr = c[..., r0:r0 + rows, :]

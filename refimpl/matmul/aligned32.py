@@ -1,0 +1,177 @@
+"""The block FMA's aligned sums on float32 significands and int32 sums: the fast kernel
+of :meth:`refimpl.matmul.blockfma.BlockFMA._fast_blocks`.
+
+For one output (i, j) and one block, the block FMA of :mod:`refimpl.matmul.blockfma`
+truncates every term toward zero to the grid 2^(eta - F), eta the largest term
+exponent (raised to the alignment floor), and adds the truncated terms exactly. In units
+of the grid a product is
+
+    x_k = a_k b_k 2^(F - eta) = a'_k b'_k r,   a' = a 2^-EA_i,  b' = b 2^(F - EB_j),
+                                                r = 2^(EA_i + EB_j - eta)
+
+with EA_i (EB_j) the largest exponent of row i of A (column j of B) in the block: a'
+and b' are scaled once per block and row (column), r once per output and block, and
+each product costs one multiplication of float32 values, one multiplication by r, a
+conversion to int32 (which truncates toward zero, sign kept: the hardware's
+sign-magnitude truncation) and an int32 addition.
+
+Exactness (checked by :func:`plan` before the kernel is used, otherwise the caller's
+float64 path runs):
+
+- the significands of a and b have at most 24 bits together, so a'_k b'_k is exact in
+  float32 (FP16, BF16, TF32 and FP8 operands: 22, 16, 22 and 8 bits) once a' and b' are
+  normal float32 values;
+- every non-zero a' lies in [2^-sa, 2) and every b' in [2^(F - sb), 2^(F + 1)), sa (sb)
+  the largest distance of a non-zero entry's exponent below its row's (column's) block
+  maximum; with sa + sb <= 100 the scaled operands and their products are normal float32
+  values and r <= 2^(sa + sb) is finite (eta >= e(a_k) + e(b_k) for every non-zero
+  product); a power-of-two r then scales exactly, except where the result is below
+  2^-126: there x_k < 1, and it truncates to 0 however it was rounded;
+- |x_k| < 2^(F + 2) (significands below 2 each, e(a_k) + e(b_k) <= eta), so a
+  truncated product is at most 2^(F + 2) - 1 and m of them add exactly in int32 while
+  m (2^(F + 2) - 1) <= 2^31 - 1 (n = 16 with F = 25: 2^31 - 16); longer blocks add in
+  groups of that size, the groups in int64;
+- the term of C, trunc(c 2^(F - eta)), is below 2^(F + 1) in float64, and the block's
+  sum below 2^53: exact.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from refimpl.matmul.alignment import AccumulatorFormat, exponents, round_into
+
+#: the exponent of a zero operand in the int16 exponent arrays: two of them still fit
+#: (-32000), and a zero product's exponent sum stays far below every real one
+_NONE16 = np.int16(-16000)
+
+#: bytes of one (rows, n, N) float32 work array: rows are taken in chunks of this size
+_CHUNK_BYTES = 1 << 18
+
+
+def significand_bits(x: np.ndarray) -> int:
+    """The most significant bits of a finite non-zero entry of ``x`` (float64 values of
+    float32 numbers): 0 for an all-zero array, at most 24."""
+    m, _ = np.frexp(np.abs(x))
+    for p in range(1, 25):
+        scaled = np.ldexp(m, p)
+        if np.array_equal(scaled, np.trunc(scaled)):
+            return p if m.any() else 0
+    return 25  # not float32 values: the caller's float64 path runs
+
+
+class Plan:
+    """The operands of one (M, K) x (K, N) product prepared for :func:`run`."""
+
+    def __init__(self, a3, b3, ea3, eb3, EA, EB, n, F, groups):
+        self.a3, self.b3, self.ea3, self.eb3 = a3, b3, ea3, eb3
+        self.EA, self.EB, self.n, self.F, self.groups = EA, EB, n, F, groups
+
+
+def plan(a: np.ndarray, b: np.ndarray, n: int, F: int,
+         emin: tuple[Optional[int], Optional[int]]) -> Optional[Plan]:
+    """Prepare finite float64 ``a`` (M, K) and ``b`` (K, N) (K a multiple of ``n`` or the
+    final slice, padded here with zero products) for blocks of ``n`` products and F
+    fraction bits, ``emin`` the operands' exponent floors; ``None`` where the module's
+    exactness conditions do not hold."""
+    group = (2**31 - 1) // (2**(F + 2) - 1)
+    if group < 1 or significand_bits(a) + significand_bits(b) > 24:
+        return None
+    m, k = a.shape
+    nb = -(-k // n)
+    pad = nb * n - k
+    if pad:
+        a = np.concatenate([a, np.zeros((m, pad))], axis=1)
+        b = np.concatenate([b, np.zeros((pad, b.shape[1]))], axis=0)
+    N = b.shape[1]
+    ea = np.where(a != 0, exponents(a, emin[0]), _NONE16).astype(np.int16).reshape(m, nb, n)
+    eb = np.where(b != 0, exponents(b, emin[1]), _NONE16).astype(np.int16).reshape(nb, n, N)
+    EA = ea.max(axis=2)
+    EB = eb.max(axis=1)
+    EA = np.where(EA < _NONE16 // 2, 0, EA).astype(np.int32)   # an all-zero row block
+    EB = np.where(EB < _NONE16 // 2, 0, EB).astype(np.int32)
+    # true exponents (no floor) of the non-zero entries below their block maxima
+    ta = np.where(a != 0, exponents(a, None), 1 << 20).reshape(m, nb, n)
+    tb = np.where(b != 0, exponents(b, None), 1 << 20).reshape(nb, n, N)
+    sa = int((EA[:, :, None] - ta).max(initial=0))
+    sb = int((EB[:, None, :] - tb).max(initial=0))
+    if sa + sb > 100:
+        return None
+    a3 = np.ldexp(a.reshape(m, nb, n), -EA[:, :, None]).astype(np.float32)
+    b3 = np.ldexp(b.reshape(nb, n, N), (F - EB)[:, None, :]).astype(np.float32)
+    groups = [(g, min(g + group, n)) for g in range(0, n, group)]
+    return Plan(a3, b3, ea, eb, EA, EB, n, F, groups)
+
+
+def _pow2_64(e: np.ndarray) -> np.ndarray:
+    """2.0**e as float64 for int ``e`` in [-1022, 1023] (the exponent field written
+    directly)."""
+    return ((e.astype(np.int64) + 1023) << 52).view(np.float64)
+
+
+def _pow2_32(e: np.ndarray) -> np.ndarray:
+    """2.0**e as float32 for int ``e`` in [-126, 127], +0 for e < -126 (a scaled
+    product that is then below 1 and truncates to 0)."""
+    return ((np.clip(e, -127, 127).astype(np.int32) + 127) << 23).view(np.float32)
+
+
+def _exponent_field(c: np.ndarray, emin: int) -> np.ndarray:
+    """The exponent of accumulator values ``c`` (float64 values of the accumulator, never
+    float64 subnormals): max(floor(log2 |c|), emin), ``_NONE16`` for a zero."""
+    field = (c.view(np.int64) >> 52) & 0x7FF
+    return np.where(field == 0, int(_NONE16), np.maximum(field - 1023, emin)).astype(np.int32)
+
+
+def run(p: Plan, c: np.ndarray, acc: AccumulatorFormat, floor: Optional[int]) -> np.ndarray:
+    """Every block of the plan ``p`` in turn, starting from the accumulator ``c`` (M, N)
+    float64; the block FMA with C inside (``c_placement="inside"``). A non-finite
+    accumulator passes through unchanged.
+
+    Rounding toward zero into an FP32 accumulator (every NVIDIA FP32 accumulator) keeps
+    the top ``acc.bits + 1`` significant bits of the block's sum by clearing the low
+    fraction bits of its float64 value: exact while the sum is in FP32's normal range,
+    which the smallest eta of the chunk (a non-zero sum is at least 2^(eta - F)) and the
+    largest (the sum is below (4 n + 2) 2^eta < 2^(eta + 8)) show; otherwise, and for
+    other roundings, :func:`refimpl.matmul.alignment.round_into` rounds."""
+    c = np.array(c, dtype=np.float64)
+    m, nb, n = p.a3.shape
+    N = p.b3.shape[2]
+    rows = max(1, _CHUNK_BYTES // (4 * n * N))
+    F = p.F
+    chop = acc.name == "fp32" and acc.rounding == "toward_zero"
+    mask = np.int64(~((1 << (52 - acc.bits)) - 1))
+    for r0 in range(0, m, rows):
+        rs = slice(r0, min(r0 + rows, m))
+        R = rs.stop - rs.start
+        cr = c[rs]
+        e3 = np.empty((R, n, N), np.int16)
+        t = np.empty((R, n, N), np.float32)
+        ti = np.empty((R, n, N), np.int32)
+        for j in range(nb):
+            np.add(p.ea3[rs, j, :, None], p.eb3[j][None], out=e3)
+            eta = np.maximum.reduce(e3, axis=1).astype(np.int32)
+            allfin = bool(np.isfinite(cr).all())
+            cfin = None if allfin else np.isfinite(cr)
+            cf = cr if allfin else np.where(cfin, cr, 0.0)
+            np.maximum(eta, _exponent_field(cf, acc.emin), out=eta)
+            if floor is not None:
+                np.maximum(eta, floor, out=eta)
+            np.maximum(eta, -900, out=eta)   # no term at all: every term is zero
+            r = _pow2_32(p.EA[rs, j][:, None] + p.EB[j][None, :] - eta)
+            np.multiply(p.a3[rs, j, :, None], p.b3[j][None], out=t)
+            np.multiply(t, r[:, None, :], out=t)
+            np.copyto(ti, t, casting="unsafe")   # truncation toward zero
+            if len(p.groups) == 1:
+                s = np.add.reduce(ti, axis=1, dtype=np.int32).astype(np.float64)
+            else:
+                s = sum(np.add.reduce(ti[:, g0:g1], axis=1, dtype=np.int32).astype(np.float64)
+                        for g0, g1 in p.groups)
+            s += np.trunc(cf * _pow2_64(F - eta))
+            if chop and int(eta.min()) - F >= acc.emin and int(eta.max()) + 8 <= acc.emax:
+                y = (s.view(np.int64) & mask).view(np.float64) * _pow2_64(eta - F)
+            else:
+                y = round_into(s * _pow2_64(eta - F), acc)
+            cr = y if allfin else np.where(cfin, y, cr)
+        c[rs] = cr
+    return c
