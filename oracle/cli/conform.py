@@ -37,12 +37,12 @@ FORMAT_ROLE = {
     "scaling.mx_quantize": "the MX element format (default e4m3)",
     "scaling.nvfp4_quantize": "not used (E2M1 elements, E4M3 scales)",
     "matmul.matmul": "the input format (default bf16)",
-    "attention.attention": "the naive reference's precision, fp16 or bf16 (default fp16; "
+    "attention.attention": "the precision computed in, fp16, bf16 or fp32 (default fp16; "
                            "same as --dtype)",
 }
 
 _SOURCE_DTYPES = ("float16", "float32", "float64")
-_ATTENTION_DTYPES = ("fp16", "bf16")
+_ATTENTION_DTYPES = ("fp16", "bf16", "fp32")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=list(_SOURCE_DTYPES) + list(_ATTENTION_DTYPES),
                         help="encoders: input dtype, float16/float32/float64 (default "
                              "float32); attention: the precision the implementation "
-                             "computes in, fp16 or bf16 (default fp16)")
+                             "computes in, fp16 or bf16 (within 2x the naive computation's "
+                             "error) or fp32 (the float32 bound; default fp16)")
     parser.add_argument("--scalar", action="store_true",
                         help="encoders/decoders: call with one scalar at a time")
     parser.add_argument("--scale-rule", default=None,

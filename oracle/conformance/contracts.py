@@ -98,13 +98,14 @@ CONTRACTS: dict[str, Contract] = {c.target: c for c in (
         "((left, right) or None) and key_padding_mask ((B, Sk) bool, True = valid key, "
         "or None)",
         "out: (B, Hq, Sq, D) float32; a fully masked row gives 0. --dtype fp16|bf16: "
-        "within 2x the error of the naive computation in that precision",
+        "within 2x the error of the naive computation in that precision; --dtype fp32: "
+        "within the float32 bound (oracle.conformance.tensors.fp32_attention_bound)",
         "import torch\n"
         "def sdpa(q, k, v):\n"
         "    t = [torch.from_numpy(a) for a in (q, k, v)]\n"
         "    return torch.nn.functional.scaled_dot_product_attention(\n"
         "        *t, enable_gqa=True).numpy()",
-        "python -m oracle conform attention.attention --impl mymod:sdpa --dtype fp16"),
+        "python -m oracle conform attention.attention --impl mymod:sdpa --dtype fp32"),
     Contract(
         "softmax.softmax", "fn(x) -> y",
         "x: float32 of shape (rows, L): scores with -inf entries, a fully masked row, "

@@ -23,7 +23,7 @@ from refimpl.matmul import matmul
 from refimpl.softmax import softmax
 from refimpl.validation import check_bool
 
-__all__ = ["check_matmul", "check_attention", "check_softmax"]
+__all__ = ["check_matmul", "check_attention", "check_softmax", "fp32_attention_bound"]
 
 
 def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 30,
@@ -120,6 +120,62 @@ def _attention_sweep(masks: bool, alignments: tuple[str, ...],
     return out
 
 
+U32 = 2.0 ** -24     # float32 unit roundoff
+
+
+def fp32_attention_bound(q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                         mask: MaskOptions) -> np.ndarray:
+    """The float32 acceptance bound of attention: per output element, the largest
+    ``|out - exact|`` a float32 computation of ``softmax(scale q k^T + masks) v`` may
+    show, in any summation order, with an ``exp`` within 2 ulps.
+
+    First-order error analysis (Higham 2002 sections 2.2 and 3.1; u = 2^-24):
+
+    - logits ``s_ij = scale * q_i . k_j``: the dot product of length D is within
+      ``gamma_D * scale * sum_d |q_id k_jd|`` and the scale multiply adds ``2u |s_ij|``:
+      ``E_i = max_j`` of that over the keys row i sees;
+    - softmax: a logit error ``E_i`` moves ``p_ij`` by at most ``2 E_i`` relative, and a
+      float32 softmax of the row adds ``(8 + S + 2 Dspread_i) u`` relative
+      (:func:`oracle.tolerance.softmax_tolerance`, ``S`` keys, ``Dspread_i`` the largest
+      distance of a visible logit from the row's maximum);
+    - ``P V``: a float32 sum of S products adds ``gamma_S sum_j p_ij |v_jd|``;
+
+    so ``|out_id - exact_id| <= A_id (2 E_i + (2 S + 10 + 2 Dspread_i) u)`` with
+    ``A_id = sum_j p_ij |v_jd|``. The criterion allows twice this (second-order terms)
+    plus ``S * 2^-126 * max|v|`` for probabilities float32 flushes to zero. Fully masked
+    rows have bound 0 (their output is exactly 0). Computed in float64 with
+    ``numpy.einsum`` loops (no BLAS), so the bound is the same on every machine.
+    """
+    from refimpl.attention.problem import prepare
+
+    prob = prepare(q, k, v, mask=mask)
+    kk, vv = prob.kv_for_q_heads()
+    b, hq, sq, d = prob.q.shape
+    sk = kk.shape[2]
+    q64, k64, v64 = (a.astype(np.float64) for a in (prob.q, kk, vv))
+    scale = float(prob.scale)
+    s = scale * np.einsum("bhid,bhjd->bhij", q64, k64, optimize=False)
+    g = scale * np.einsum("bhid,bhjd->bhij", np.abs(q64), np.abs(k64), optimize=False)
+    vis = prob.visible(np.arange(sq), np.arange(sk))[:, None, :, :]
+    vis = np.broadcast_to(vis, s.shape)
+    s = np.where(vis, s, -np.inf)
+    m = np.max(s, axis=-1, keepdims=True)
+    any_vis = np.isfinite(m)
+    m = np.where(any_vis, m, 0.0)
+    e = np.where(vis, np.exp(s - m), 0.0)
+    den = e.sum(axis=-1, keepdims=True)
+    p = np.where(any_vis, e / np.where(den > 0, den, 1.0), 0.0)
+    gamma_d = d * U32 / (1 - d * U32)
+    err = np.where(vis, gamma_d * g + 2 * U32 * np.abs(np.where(vis, s, 0.0)), 0.0)
+    e_row = err.max(axis=-1, keepdims=True)
+    spread = np.where(vis, m - np.where(vis, s, m), 0.0).max(axis=-1, keepdims=True)
+    a = np.einsum("bhij,bhjd->bhid", p, np.abs(v64), optimize=False)
+    rel = 2 * e_row + (2 * sk + 10 + 2 * np.ceil(spread)) * U32
+    flush = sk * 2.0 ** -126 * (float(np.abs(v64).max()) if v64.size else 0.0)
+    bound = np.where(any_vis, 2 * a * rel + flush, 0.0)
+    return prob.restore(bound)
+
+
 def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
                     factor: float = 2.0, atol: float = 1e-5, max_examples: int = 30,
                     alignment: str | None = None, window: bool = True,
@@ -139,13 +195,14 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
     max_examples = check_max_examples(max_examples)
     masks = check_bool("masks", masks)
     window = check_bool("window", window)
-    if dtype not in NAIVE_DTYPES:
-        raise ValueError(f"dtype must be one of {NAIVE_DTYPES}, got {dtype!r}")
+    if dtype not in NAIVE_DTYPES + ("fp32",):
+        raise ValueError(f"dtype must be one of {NAIVE_DTYPES + ('fp32',)}, got {dtype!r}")
     if alignment is not None and alignment not in ALIGNMENTS:
         raise ValueError(f"alignment must be one of {sorted(ALIGNMENTS)} or None, "
                          f"got {alignment!r}")
     aligns = (alignment,) if alignment else ("bottom_right", "top_left")
-    title = f"attention ({factor}x-naive-{dtype} rule)"
+    title = ("attention (float32 bound)" if dtype == "fp32"
+             else f"attention ({factor}x-naive-{dtype} rule)")
     col = Collector(title, "attention")
 
     def one(x: dict[str, Any], phase: str, count: bool) -> Failure | None:
@@ -154,10 +211,16 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
             opts = {}
         mask = MaskOptions(**opts)
         want = attention(x["q"], x["k"], x["v"], mask=mask)
-        naive = naive_attention(x["q"], x["k"], x["v"], dtype=dtype, mask=mask)
+        if dtype == "fp32":
+            bound = fp32_attention_bound(x["q"], x["k"], x["v"], mask)
+            rule: Any = Interval(want.astype(np.float64) - bound,
+                                 want.astype(np.float64) + bound)
+        else:
+            naive = naive_attention(x["q"], x["k"], x["v"], dtype=dtype, mask=mask)
+            rule = RelativeToNaive(factor, naive, atol)
         # the implementation under test takes the options as keywords
         got = np.asarray(invoke(fn, x["q"], x["k"], x["v"], **opts))
-        c = RelativeToNaive(factor, naive, atol).compare(got, want)
+        c = rule.compare(got.astype(np.float64) if dtype == "fp32" else got, want)
         if c.problem:
             raise ConformanceError(f"{title}: {c.problem}")
         if count:
