@@ -1,0 +1,115 @@
+"""The block FMA's fast kernel (refimpl.matmul.aligned32) against the plain version.
+
+The plain version is ``BlockFMA.dot_reference``: the module docstring of
+refimpl.matmul.blockfma step by step in exact rational arithmetic, one dot product at a
+time, block after block. Every preset is run through ``matmul`` (which takes the kernel
+wherever its exactness conditions hold, the float64 path elsewhere) on random operands
+of the preset's input format: zeros, subnormals, the largest values, wide and narrow
+exponent ranges, K not a multiple of the block, with and without C.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from refimpl import formats as F
+from refimpl.matmul import BlockFMA, PRESETS, matmul
+from refimpl.matmul import aligned32
+from refimpl.matmul.alignment import emin_pair
+
+BLOCKFMA = [name for name, p in PRESETS.items()
+            if isinstance(p.model(), BlockFMA)]
+
+
+@st.composite
+def values(draw, fmt: str, shape: tuple[int, int], spread: int) -> np.ndarray:
+    """Values of ``fmt``: signed significands scaled by 2^e, e within ``spread`` of 0,
+    with zeros, the format's largest value and its smallest subnormal mixed in."""
+    size = shape[0] * shape[1]
+    sig = np.array(draw(st.lists(st.floats(-2, 2, width=32), min_size=size, max_size=size)))
+    exp = np.array(draw(st.lists(st.integers(-spread, spread), min_size=size, max_size=size)))
+    kind = np.array(draw(st.lists(st.sampled_from("vvvvvz0mt"), min_size=size,
+                                  max_size=size)))
+    info = F.get(fmt)
+    x = np.ldexp(sig, exp)
+    x = np.where(kind == "z", 0.0, x)
+    x = np.where(kind == "m", np.copysign(float(info.max), sig), x)
+    x = np.where(kind == "t", np.copysign(float(info.min_subnormal), sig), x)
+    return np.asarray(F.round_to(x, fmt, saturate=True), np.float32).reshape(shape)
+
+
+def reference(model: BlockFMA, a, b, c, out_format: str) -> np.ndarray:
+    m, n = a.shape[0], b.shape[1]
+    out = np.empty((m, n), np.float32)
+    for i in range(m):
+        for j in range(n):
+            c0 = 0.0 if c is None else float(c[i, j])
+            d = model.dot_reference(a[i], b[:, j], c0, out_format)
+            with np.errstate(over="ignore"):
+                out[i, j] = np.float32(d) if out_format == "fp32" else np.float16(d)
+    return out
+
+
+def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
+    x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)
+    return bool(np.all((x.view(np.uint32) == y.view(np.uint32)) | (np.isnan(x) & np.isnan(y))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), name=st.sampled_from(BLOCKFMA),
+       m=st.integers(1, 3), n=st.integers(1, 3), blocks=st.integers(1, 3),
+       extra=st.integers(-3, 3), spread=st.sampled_from([2, 8, 40]),
+       with_c=st.booleans(), fp16=st.booleans())
+def test_matmul_equals_the_plain_block_fma(data, name, m, n, blocks, extra, spread,
+                                            with_c, fp16):
+    model = BlockFMA.preset(name)
+    fmt = PRESETS[name].in_format
+    k = max(1, blocks * model.n + extra)
+    a = data.draw(values(fmt, (m, k), spread))
+    b = data.draw(values(fmt, (k, n), spread))
+    out = "fp16" if fp16 else "fp32"
+    c = None
+    if with_c:
+        c = data.draw(values(out, (m, n), spread)).astype(np.float32)
+    got = matmul(a, b, c, accumulate=name, out_format=out)
+    assert same_bits(got, reference(model, a, b, c, out))
+
+
+@pytest.mark.parametrize("name", ["H100-FP16", "A100-BF16", "H100-E4M3", "B200-E4M3-TCGEN05"])
+def test_the_kernel_runs_on_ordinary_operands(name):
+    # the property above exercises the kernel only if it accepts such operands
+    model = BlockFMA.preset(name)
+    fmt = PRESETS[name].in_format
+    rng = np.random.default_rng(1)
+    a = np.asarray(F.round_to(rng.standard_normal((4, 40)), fmt, saturate=True), np.float64)
+    b = np.asarray(F.round_to(rng.standard_normal((40, 3)), fmt, saturate=True), np.float64)
+    assert aligned32.plan(a, b, model.n, model.fraction_bits,
+                          emin_pair(model.input_emin)) is not None
+
+
+def test_the_kernel_refuses_what_it_cannot_compute_exactly():
+    model = BlockFMA.preset("H100-BF16")
+    emin = emin_pair(model.input_emin)
+    # FP32 operands: products of up to 48 bits are not float32 values
+    full = np.full((2, 16), 1 + 2.0**-23)
+    assert aligned32.plan(full, full.T, 16, 25, emin) is None
+    # exponents 2^120 apart in one block row: the scaled operands leave float32's range
+    wide = np.ones((1, 16))
+    wide[0, 1] = 2.0**-120
+    assert aligned32.plan(wide, np.ones((16, 1)), 16, 25, emin) is None
+    # F too wide for int32 sums of single products
+    assert aligned32.plan(np.ones((1, 4)), np.ones((4, 1)), 4, 30, emin) is None
+    # the same operands give the plain version's answer through the float64 path
+    for a, b in ((full.astype(np.float32), full.T.astype(np.float32)),
+                 (wide.astype(np.float32), np.ones((16, 1), np.float32))):
+        assert same_bits(matmul(a, b, accumulate="H100-BF16"),
+                         reference(model, a, b, None, "fp32"))
+
+
+def test_significand_bits():
+    assert aligned32.significand_bits(np.array([0.0, 1.0, 0.75, -1.5])) == 2
+    assert aligned32.significand_bits(np.zeros(3)) == 0
+    assert aligned32.significand_bits(np.array([1 + 2.0**-23])) == 24
+    assert aligned32.significand_bits(np.array([1 + 2.0**-30])) == 25
