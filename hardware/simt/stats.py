@@ -58,6 +58,10 @@ class LaunchStats:
     #: warp-level loads from the .const space (modelled as read-only global memory)
     constant_requests: int = 0
     atomic_requests: int = 0
+    #: wgmma.mma_async issued, one per warpgroup (:mod:`hardware.simt.wgmma`)
+    wgmma_instructions: int = 0
+    #: their multiply-adds counted as 2 flops each (2 x 64 x N x K per instruction)
+    wgmma_flops: int = 0
     #: undefined behaviour observed (e.g. a shuffle reading an inactive lane)
     warnings: list[str] = field(default_factory=list)
     #: device ``printf`` output, each call's text per thread in thread order, calls in

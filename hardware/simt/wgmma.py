@@ -70,7 +70,13 @@ the instruction and the wgmma); a later ``wgmma.mma_async`` of the same shape ma
 same accumulator registers (the ISA orders those). A ``wgmma.mma_async`` whose D or A
 register was written by another instruction since the thread's last ``wgmma.fence``, or a
 thread's first ``wgmma.mma_async`` without a ``wgmma.fence`` before it, is refused as the
-ISA requires the fence there.
+ISA requires the fence there. Writing a shared-memory operand of a ``wgmma.mma_async``
+before the wait that completes it is a race too: the wait compares the operand's bytes
+with those read at issue and reports a change (the address, the wgmma's line and a
+thread of the warpgroup; a write of the bytes already there goes unseen).
+
+Statistics: :class:`~hardware.simt.stats.LaunchStats` counts ``wgmma_instructions``
+(one per warpgroup and ``wgmma.mma_async``) and ``wgmma_flops`` (2 x 64 x N x K each).
 """
 from __future__ import annotations
 
@@ -292,6 +298,33 @@ class WgmmaState:
         self.dirty = {r: np.zeros(t, bool) for r in regs}
         self.keys = {r: np.full(t, -1, np.int64) for r in regs}   # shape and position
         self.any_pending = False
+        #: the shared-memory operands of wgmmas not yet completed, as read at issue
+        self.reads: list[dict] = []
+
+    def check_reads(self, inst: Instruction) -> None:
+        """At a wait: each operand of a wgmma whose group is now complete must still hold
+        the bytes it held at issue (the wgmma reads it asynchronously until then)."""
+        ctx, left = self.ctx, []
+        for rec in self.reads:
+            done = rec["group"] < self.completed[rec["first"]]
+            if done.any():
+                now = ctx.smem[rec["off"][done][:, :, None] + np.arange(16)]
+                bad = now != rec["data"][done]
+                if bad.any():
+                    w, c, b = (int(x) for x in np.argwhere(bad)[0])
+                    thread = int(rec["first"][done][w])
+                    rel = int(rec["off"][done][w, c]) + b - int(ctx.sbase[thread])
+                    raise ExecutionError(
+                        f"{ctx.location(thread, inst)}: race: shared address {rel:#x}, read "
+                        f"by the wgmma.mma_async on line {rec['line']} as an operand, was "
+                        "written before the wgmma.wait_group that completes its "
+                        "wgmma-group (the operands are read asynchronously until then)")
+                if done.all():
+                    continue
+                rec = {k: (v[~done] if isinstance(v, np.ndarray) else v)
+                       for k, v in rec.items()}
+            left.append(rec)
+        self.reads = left
 
     def inflight(self, name: str, th: Any) -> np.ndarray:
         return self.last[name][th] >= self.completed[th]
@@ -423,6 +456,8 @@ def c_wgmma(inst: Instruction, ctx: Any) -> Op:
             st.committed[th] += 1
         else:
             st.completed[th] = np.maximum(st.completed[th], st.committed[th] - keep)
+            if st.reads:
+                st.check_reads(inst)
     return Op(inst, "alu", fn)
 
 
@@ -555,8 +590,8 @@ def _mma_async(inst: Instruction, ctx: Any) -> Op:
         if a_regs:
             a = _fragment_matrix(regs(a_get), a_table, (64, k), 4 // ebytes, 8 * ebytes)
         else:
-            a = _smem_operand(ctx, inst, ex, order, ix, a_desc, 64, spec, trans_a, th)
-        b = _smem_operand(ctx, inst, ex, order, ix, b_desc, n, spec, trans_b, th)
+            a = _smem_operand(ctx, st, inst, ex, order, ix, a_desc, 64, spec, trans_a, th)
+        b = _smem_operand(ctx, st, inst, ex, order, ix, b_desc, n, spec, trans_b, th)
         b = np.swapaxes(b, 1, 2)                          # (nwg, K, N)
         dcodes = _fragment_matrix(regs(d_get), d_table, (64, n), 32 // acc_bits, acc_bits)
         out = _product(ctx, spec, a, b, dcodes, sdv)      # (nwg, 64, n) codes
@@ -581,6 +616,9 @@ def _mma_async(inst: Instruction, ctx: Any) -> Op:
             st.role[name][flat] = _AREG
             st.line[name][flat] = inst.line
         st.any_pending = True
+        if ctx.stats is not None:
+            ctx.stats.wgmma_instructions += nwg
+            ctx.stats.wgmma_flops += 2 * 64 * n * k * nwg
     return Op(inst, "alu", fn)
 
 
@@ -637,7 +675,8 @@ def _fragment_matrix(codes: np.ndarray, table: np.ndarray, shape: tuple, per: in
     return out
 
 
-def _smem_operand(ctx: Any, inst: Instruction, ex: Any, order: np.ndarray, ix: Any,
+def _smem_operand(ctx: Any, st: WgmmaState, inst: Instruction, ex: Any, order: np.ndarray,
+                  ix: Any,
                   get_desc: Any, rows: int, spec: dict, mn_major: int,
                   th: np.ndarray) -> np.ndarray:
     """The (nwg, rows, K) element codes of a descriptor operand, read from shared memory
@@ -682,6 +721,9 @@ def _smem_operand(ctx: Any, inst: Instruction, ex: Any, order: np.ndarray, ix: A
         got = ctx.load("shared", six, sub, addr[:, c0:c0 + cnt].reshape(-1),
                        np.dtype(np.uint8), 16, inst)
         data[:, c0:c0 + cnt] = got.reshape(nwg, cnt, 16)
+    st.reads.append({"first": th[:, 0].copy(), "group": st.committed[th[:, 0]].copy(),
+                     "off": ctx.sbase[th[:, 0]][:, None] + addr, "data": data,
+                     "line": inst.line})
     elem = data.reshape(nwg, nch, 16 // eb, eb).copy().view(f"<u{eb}")[..., 0]
     kk = spec["k"]
     if not mn_major:                      # (rows, K/T chunks, T) -> (rows, K)

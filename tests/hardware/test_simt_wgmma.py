@@ -571,3 +571,41 @@ def test_gpu_without_a_wgmma_preset_refused():
     p = mem.calloc(1 << 16)
     with pytest.raises(LaunchError, match="no wgmma.mma_async preset"):
         load_ptx(src).launch("k", 1, 128, [p, p, p, p, 0, 0, 1, 0], mem, gpu="B200")
+
+
+def test_operand_written_before_the_wait_is_a_race():
+    # B lies at 4096: a thread overwrites its first word between commit and wait
+    with pytest.raises(ExecutionError, match=r"wgmma.wait_group.*race: shared address "
+                       r"0x100[0-3], read by the wgmma.mma_async on line \d+ as an operand"):
+        _simple(after="mov.u32 %r301, 0x7C007C00;\nst.shared.b32 [%r1+4096], %r301;")
+    _simple(after="st.shared.b32 [%r1+6144], %r5;")    # outside the operands: no race
+
+
+def test_warps_reconverge_before_the_wgmma_and_stats_count_it():
+    # warp 1 runs a loop the other warps skip, lane 0 a branch of its own; all four
+    # warps meet again at the wgmma
+    extra = """shr.u32 %r301, %r0, 5;
+setp.ne.u32 %p2, %r301, 1;
+mov.u32 %r302, 0;
+@%p2 bra JOIN;
+LOOP:
+add.u32 %r302, %r302, 1;
+setp.lt.u32 %p3, %r302, 3;
+@%p3 bra LOOP;
+JOIN:
+setp.ne.u32 %p2, %r0, 0;
+@%p2 bra JOIN2;
+add.u32 %r303, %r303, 1;
+JOIN2:"""
+    rng = np.random.default_rng(11)
+    a, b, c = small_ints(rng, (1, 64, 16)), small_ints(rng, (1, 16, 8)), \
+        small_ints(rng, (1, 64, 8))
+    got = run_wgmma("f16", "f16", "f32", 8, a, b, c, a_lay=lay(0, 0, 512, 64),
+                    b_lay=lay(4096, 0, 512, 64), smem=8192, extra=extra)
+    assert np.array_equal(f32_of(got[0]), a[0] @ b[0] + c[0])
+    src = kernel("m64n24k16", "f32.f16.f16", 12, 1024, False, ", 1, 1, 0, 0", threads=256)
+    mem = GlobalMemory()
+    p, q = mem.calloc(1 << 16), mem.calloc(1 << 16)
+    stats = load_ptx(src).launch("k", 1, 256, [p, p, p, q, 0, 0, 1, 0], mem, gpu="H100")
+    assert stats.wgmma_instructions == 2                # 2 warpgroups
+    assert stats.wgmma_flops == 2 * 2 * 64 * 24 * 16
