@@ -199,7 +199,13 @@ def conform(target: str, fn: Callable, *args: Any, variant: Mapping[str, str] | 
     except ConformanceError as exc:
         note = None
         if explain_failures and exc.failures:
-            note = explain(check, fn, args, kw, choices_for(target, fmt), set(selected), exc)
+            table = choices_for(target, fmt)
+            # a choice the caller fixed, by --variant or by the option itself
+            # (--scale-rule ceil), is not varied
+            fixed = set(selected) | {c for c, options in table.items()
+                                     if any(kwargs.get(k) is not None
+                                            for keys in options.values() for k in keys)}
+            note = explain(check, fn, args, kw, table, fixed, exc)
         if note is None:
             exc.explanation = None
             raise

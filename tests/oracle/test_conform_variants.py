@@ -130,3 +130,11 @@ def test_every_choice_of_conform_is_one_the_suites_mark() -> None:
                         ("scaling.nvfp4_quantize", None), ("attention.attention", None)):
         for choice, options in choices_for(target, fmt).items():
             assert set(options) == set(marked[choice]), (target, choice)
+
+
+def test_an_option_given_directly_is_not_varied() -> None:
+    """rounding given as an option fixes e8m0_tie: only the other choices are tried."""
+    with pytest.raises(ConformanceError) as err:
+        conform("formats.encode", ml_like, "e8m0", rounding="nearest_away", max_examples=0)
+    note = err.value.explanation
+    assert note and "e8m0_zero=nan" in note and "e8m0_tie" not in note
