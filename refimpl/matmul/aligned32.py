@@ -36,7 +36,7 @@ float64 path runs):
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -123,10 +123,15 @@ def _exponent_field(c: np.ndarray, emin: int) -> np.ndarray:
     return np.where(field == 0, int(_NONE16), np.maximum(field - 1023, emin)).astype(np.int32)
 
 
-def run(p: Plan, c: np.ndarray, acc: AccumulatorFormat, floor: Optional[int]) -> np.ndarray:
+def run(p: Plan, c: np.ndarray, acc: AccumulatorFormat, floor: Optional[int],
+        chain: int = 0, combine: Optional[Callable] = None) -> np.ndarray:
     """Every block of the plan ``p`` in turn, starting from the accumulator ``c`` (M, N)
     float64; the block FMA with C inside (``c_placement="inside"``). A non-finite
     accumulator passes through unchanged.
+
+    With ``combine``, the blocks form chains of ``chain`` blocks, each chain starting from
+    +0, and each chain's result ``s`` enters the accumulator as ``c = combine(c, s)``
+    (C added after the products: the interleaved halves of ``c_placement="after"``).
 
     Rounding toward zero into an FP32 accumulator (every NVIDIA FP32 accumulator) keeps
     the top ``acc.bits + 1`` significant bits of the block's sum by clearing the low
@@ -149,6 +154,8 @@ def run(p: Plan, c: np.ndarray, acc: AccumulatorFormat, floor: Optional[int]) ->
         t = np.empty((R, n, N), np.float32)
         ti = np.empty((R, n, N), np.int32)
         for j in range(nb):
+            if combine is not None and j % chain == 0:
+                total, cr = cr, np.zeros_like(cr)
             np.add(p.ea3[rs, j, :, None], p.eb3[j][None], out=e3)
             eta = np.maximum.reduce(e3, axis=1).astype(np.int32)
             allfin = bool(np.isfinite(cr).all())
@@ -173,5 +180,9 @@ def run(p: Plan, c: np.ndarray, acc: AccumulatorFormat, floor: Optional[int]) ->
             else:
                 y = round_into(s * _pow2_64(eta - F), acc)
             cr = y if allfin else np.where(cfin, y, cr)
+            if combine is not None and j % chain == chain - 1:
+                cr = combine(total, cr)
+        if combine is not None and nb % chain:
+            cr = combine(total, cr)
         c[rs] = cr
     return c

@@ -149,8 +149,19 @@ def _nearest(acc: AccumulatorFormat) -> AccumulatorFormat:
 
 def _add_after(c: np.ndarray, s: np.ndarray, acc: AccumulatorFormat) -> np.ndarray:
     """RN(c + s) in the accumulator (one rounding: round-to-odd first), an overflowed
-    block sum ``s`` (Inf) kept: finite c cannot bring it back."""
-    with np.errstate(invalid="ignore"):
+    block sum ``s`` (Inf) kept: finite c cannot bring it back.
+
+    For the FP32 and FP16 accumulators that one rounding is the float64 sum converted to
+    float32 (float16): c and s are values of the accumulator, and the float64 sum of two
+    24-bit values rounded once more to 24 bits is the correctly rounded sum (double
+    rounding is innocuous for addition when the first precision is at least 2p + 1 bits:
+    S. A. Figueroa, "When is double rounding innocuous?", SIGNUM Newsletter 30(3), 1995;
+    53 >= 49), the float64 sum of two FP16 values is exact (their exponents span less than
+    53 bits); the conversions overflow to Inf and keep subnormals as round_into does."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if acc.name in ("fp32", "fp16"):
+            rounded = (c + s).astype(np.float32 if acc.name == "fp32" else np.float16)
+            return np.where(np.isinf(s), s, rounded.astype(np.float64))
         return np.where(np.isinf(s), s, round_into(add_round_to_odd(c, s), _nearest(acc)))
 
 
@@ -474,6 +485,29 @@ class BlockFMA(Accumulation):
             c[..., r0:r0 + rows, :] = cr
         return c
 
+    def _fast_after_blocks(self, c: np.ndarray, a: np.ndarray, b: np.ndarray,
+                           acc: AccumulatorFormat, n: int) -> np.ndarray:
+        """Blocks of ``n`` products of the (C inside) half model ``self``, each a chain
+        of its n / self.n blocks from +0, whose result is added to ``c`` with one
+        rounding (:func:`_add_after_ieee`); ``a`` (..., M, K) and ``b`` (..., K, N) with
+        K a multiple of n."""
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
+        if a.ndim == 2 and b.ndim == 2:
+            prepared = aligned32.plan(a, b, self.n, self.fraction_bits,
+                                      emin_pair(self.input_emin))
+            if prepared is not None:
+                return aligned32.run(prepared, np.broadcast_to(c, shape), acc, floor,
+                                     chain=n // self.n,
+                                     combine=lambda c0, s: _add_after_ieee(c0, s, acc))
+        nb = a.shape[-1] // n
+        ab = np.moveaxis(a.reshape(a.shape[:-1] + (nb, n)), -2, -3)
+        bb = b.reshape(b.shape[:-2] + (nb, n, b.shape[-1]))
+        s = self._fast_blocks(np.zeros(1), ab, bb, acc)
+        for j in range(nb):
+            c = _add_after_ieee(c, s[..., j, :, :], acc)
+        return c
+
     def _fast_block(self, c: np.ndarray, a: np.ndarray, b: np.ndarray, e: np.ndarray,
                     acc: AccumulatorFormat, floor: Optional[int]) -> np.ndarray:
         inside = self.c_placement == "inside"
@@ -589,13 +623,8 @@ class BlockFMA(Accumulation):
                     c = self._interleaved_block(c, ab, bb, acc)
             elif self.c_placement == "inside":  # a chain of half blocks from c
                 c = half._fast_blocks(c, a_p, b_p, acc)
-            else:  # every block's halves from +0 at once (blocks on a batch axis), then C
-                nb = a_p.shape[-1] // self.n
-                ab = np.moveaxis(a_p.reshape(a_p.shape[:-1] + (nb, self.n)), -2, -3)
-                bb = b_p.reshape(b_p.shape[:-2] + (nb, self.n, b_p.shape[-1]))
-                s = half._fast_blocks(np.zeros(1), ab, bb, acc)
-                for j in range(nb):
-                    c = _add_after_ieee(c, s[..., j, :, :], acc)
+            else:  # every block's halves from +0, then C
+                c = half._fast_after_blocks(c, a_p, b_p, acc, self.n)
         state["c"] = c
         state["pa"], state["pb"] = a[..., :, full:], b[..., full:, :]
 
