@@ -36,38 +36,50 @@ def launch(name: str, grid: tuple, args: list, mem: GlobalMemory) -> None:
                dynamic_shared=meta["shared"], gpu="H100")
 
 
-def test_matmul_fp16():
-    m, n, k = 128, 64, 96
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((m, k)).astype(np.float16)
-    b = rng.standard_normal((k, n)).astype(np.float16)
+_MATMULS = sorted(n for n in META if n.startswith("matmul_"))
+#: Triton element type -> (refimpl format, wgmma k-step, preset; None: exact integers)
+_INPUT = {"*fp16": ("fp16", 16, "H100-FP16"), "*bf16": ("bf16", 16, "H100-BF16"),
+          "*fp32": ("tf32", 8, "H100-TF32"), "*fp8e4nv": ("e4m3", 32, "H100-E4M3"),
+          "*i8": (None, 32, None)}
+_STORE = {"*fp16": np.float16, "*fp32": np.float32, "*i32": np.int32}
+
+
+def _operand(rng, shape, fmt):
+    """(device array, exact values as the tensor core reads them)."""
+    if fmt is None:
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        return x, x.astype(np.int64)
+    x = rng.standard_normal(shape).astype(np.float32)
+    if fmt == "tf32":       # the tensor core reads the top 19 bits of each word
+        return x, (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+    codes = np.asarray(formats.encode(x, fmt))
+    dev = codes.astype(np.uint8 if fmt == "e4m3" else np.uint16)
+    return dev, formats.decode(codes, fmt).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", _MATMULS)
+def test_matmul(name):
+    meta = META[name]
+    bm, bn, bk = (int(meta["constexprs"][c]) for c in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    fmt, step, preset = _INPUT[meta["signature"]["a_ptr"]]
+    out = _STORE[meta["signature"]["c_ptr"]]
+    m, n, k = bm, 2 * bn if bn < 128 else bn, 3 * bk
+    rng = np.random.default_rng(len(name))
+    (da, a), (db, b) = _operand(rng, (m, k), fmt), _operand(rng, (k, n), fmt)
     mem = GlobalMemory()
-    pa, pb = mem.to_device(a), mem.to_device(b)
-    pc = mem.calloc(m * n * 2)
-    launch("matmul_fp16", (m // 64, n // 64), [pa, pb, pc, m, n, k, k, n, n], mem)
-    got = mem.from_device(pc, np.float16, (m, n))
-    acc = chained(a, b, 16, "H100-FP16", np.zeros((m, n), np.float32))
-    assert np.array_equal(got.view(np.uint16), acc.astype(np.float16).view(np.uint16))
+    pa, pb = mem.to_device(da), mem.to_device(db)
+    pc = mem.calloc(m * n * np.dtype(out).itemsize)
+    launch(name, (m // bm, n // bn), [pa, pb, pc, m, n, k, k, n, n], mem)
+    got = mem.from_device(pc, out, (m, n))
+    if preset is None:
+        want = ((a @ b + 2**31) % 2**32 - 2**31).astype(np.int32)
+        assert np.array_equal(got, want)
+        return
+    acc = chained(a, b, step, preset, np.zeros((m, n), np.float32))
+    assert np.array_equal(got.view(f"u{got.itemsize}"), acc.astype(out).view(f"u{got.itemsize}"))
     # the preset is not the exact product rounded once (so the check could fail)
     exact = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
     assert not np.array_equal(acc, exact)
-
-
-def test_matmul_e4m3():
-    m, n, k = 64, 128, 128
-    rng = np.random.default_rng(1)
-    ca = formats.encode(rng.standard_normal((m, k)).astype(np.float32), "e4m3")
-    cb = formats.encode(rng.standard_normal((k, n)).astype(np.float32), "e4m3")
-    a = formats.decode(ca, "e4m3").astype(np.float32)
-    b = formats.decode(cb, "e4m3").astype(np.float32)
-    mem = GlobalMemory()
-    pa = mem.to_device(np.asarray(ca, np.uint8))
-    pb = mem.to_device(np.asarray(cb, np.uint8))
-    pc = mem.calloc(m * n * 4)
-    launch("matmul_e4m3", (m // 64, n // 64), [pa, pb, pc, m, n, k, k, n, n], mem)
-    got = mem.from_device(pc, np.float32, (m, n))
-    acc = chained(a, b, 32, "H100-E4M3", np.zeros((m, n), np.float32))
-    assert np.array_equal(got.view(np.uint32), acc.view(np.uint32))
 
 
 def test_attention_step_p_from_registers():

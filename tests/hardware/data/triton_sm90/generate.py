@@ -5,8 +5,10 @@
 Each kernel is compiled with triton.compile for GPUTarget("cuda", 90, 32); the PTX and
 the compiled metadata the tests need (num_warps, dynamic shared memory, parameter
 count) are written next to this file. The kernels are a blocked matmul in the style of
-Triton's matmul tutorial (plain pointer loads, no tensor descriptors, so no TMA) and a
-one-block attention step whose second product takes P from registers."""
+Triton's matmul tutorial (plain pointer loads, no tensor descriptors, so no TMA; FP16
+plain and software-pipelined with cp.async over two warpgroups, BF16 with N = 256,
+TF32, FP8 E4M3 and INT8) and a one-block attention step whose second product takes P
+from registers."""
 from __future__ import annotations
 
 import json
@@ -21,8 +23,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """C[M, N] = A[M, K] B[K, N], row-major, fp32 accumulation, K a multiple of
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  ACC_TYPE: tl.constexpr):
+    """C[M, N] = A[M, K] B[K, N], row-major, accumulated in ACC_TYPE, K a multiple of
     BLOCK_K; the result stored in C's element type."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -31,7 +34,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
     rk = tl.arange(0, BLOCK_K)
     a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
     b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)
     for _ in range(0, K, BLOCK_K):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
@@ -74,24 +77,30 @@ def _compile(fn, signature: dict, constexprs: dict, num_warps: int = 4,
 def main() -> None:
     meta = {}
     ints = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")}
+    def mm(a: str, c: str, bm: int, bn: int, bk: int, acc=tl.float32) -> tuple:
+        sig = {"a_ptr": f"*{a}", "b_ptr": f"*{a}", "c_ptr": f"*{c}", **ints}
+        return matmul_kernel, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                                    "ACC_TYPE": acc}
+    # name -> (kernel, signature, constexprs), num_warps, num_stages
     jobs = {
-        "matmul_fp16": (matmul_kernel, {"a_ptr": "*fp16", "b_ptr": "*fp16",
-                                        "c_ptr": "*fp16", **ints},
-                        {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}),
-        "matmul_e4m3": (matmul_kernel, {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv",
-                                        "c_ptr": "*fp32", **ints},
-                        {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}),
-        "attention_step_fp16": (attention_step_kernel,
-                                {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
-                                 "o_ptr": "*fp32"},
-                                {"BLOCK_M": 64, "BLOCK_N": 64, "HEAD": 64}),
+        "matmul_fp16": (mm("fp16", "fp16", 64, 64, 32), 4, 1),
+        "matmul_fp16_pipelined": (mm("fp16", "fp16", 128, 128, 64), 8, 3),
+        "matmul_bf16_n256": (mm("bf16", "fp32", 64, 256, 32), 4, 2),
+        "matmul_tf32": (mm("fp32", "fp32", 64, 32, 32), 4, 1),
+        "matmul_e4m3": (mm("fp8e4nv", "fp32", 64, 64, 64), 4, 1),
+        "matmul_s8": (mm("i8", "i32", 64, 64, 64, tl.int32), 4, 1),
+        "attention_step_fp16": ((attention_step_kernel,
+                                 {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
+                                  "o_ptr": "*fp32"},
+                                 {"BLOCK_M": 64, "BLOCK_N": 64, "HEAD": 64}), 4, 1),
     }
-    for name, (fn, sig, const) in jobs.items():
-        k = _compile(fn, sig, const)
+    for name, ((fn, sig, const), warps, stages) in jobs.items():
+        k = _compile(fn, sig, const, warps, stages)
         (HERE / f"{name}.ptx").write_text(k.asm["ptx"])
         meta[name] = {"kernel": k.metadata.name, "num_warps": k.metadata.num_warps,
                       "shared": k.metadata.shared, "params": len(sig) + 2,
-                      "constexprs": const, "signature": sig,
+                      "constexprs": {c: str(v) for c, v in const.items()},
+                      "signature": sig, "num_stages": stages,
                       "triton_version": triton.__version__}
     (HERE / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
