@@ -182,6 +182,7 @@ class Wave:
         self.module_addrs: dict[str, int] = {}
         self.gpu = cfg.gpu if cfg else None
         self.async_copies: Any = None  # cp.async state (hardware.simt.async_copy)
+        self.mbarriers: Any = None  # mbarrier objects (hardware.simt.mbarrier)
         self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
         self._all_ids: np.ndarray | None = None
         self.attach(None)
@@ -218,6 +219,8 @@ class Wave:
         self.linit.fill(False)
         if self.async_copies is not None:
             self.async_copies.reset()
+        if self.mbarriers is not None:
+            self.mbarriers.reset()
         self.cur = None
         self._memo = {}
         self._repeat = False  # the last access repeated its instruction's last one

@@ -28,8 +28,8 @@ SCHEDULING_MODES = ("independent", "lockstep")
 #: before it yields to them under independent thread scheduling
 YIELD_AFTER = 64
 
-#: warp states
-RUNNING, WAITING, DONE = 0, 1, 2
+#: warp states (SUSPENDED: at an mbarrier wait, see :mod:`hardware.simt.mbarrier`)
+RUNNING, WAITING, DONE, SUSPENDED = 0, 1, 2, 3
 _NO_PC = 1 << 60  # the pc of a warp that cannot run now
 
 
@@ -107,6 +107,13 @@ class WarpScheduler:
         bx, by, bz = wave.cfg.block
         self.threads_per_block = bx * by * bz
         self.arrived: dict[int, np.ndarray] = {}
+        self.wait_id = np.full(n_warps, -1, dtype=np.int64)  # the barrier a warp waits at
+        # mbarrier waits: the waiters' barriers, the completions seen, the operation
+        # count at the last timeout, the warps whose next wait times out
+        self.mb_waiting: dict[int, tuple] = {}
+        self.mb_seen = 0
+        self.mb_round = -1
+        self.timeout = np.zeros(n_warps, dtype=bool)
         self.exited = np.zeros(n_blocks, dtype=np.int64)  # exited threads of each block
         # the sanitizer's racecheck and synccheck (hardware.simt.racecheck / .synccheck)
         # read the stacks (live lanes) through the wave
@@ -132,6 +139,11 @@ class WarpScheduler:
         yielded wait until every runnable warp has yielded). None when no warp can run
         (a :class:`DeadlockError` when some still wait at a barrier)."""
         state, warp_pc = self.state, self.warp_pc
+        mb = self.wave.mbarriers
+        if mb is not None and mb.completions != self.mb_seen:
+            # a phase completed: the suspended waiters try again
+            self.mb_seen = mb.completions
+            state[state == SUSPENDED] = RUNNING
         if self.any_yielded:
             live = (state == RUNNING) & ~self.yielded
             if not live.any():
@@ -142,6 +154,15 @@ class WarpScheduler:
         else:
             cand = np.where(state == RUNNING, warp_pc, _NO_PC)
         pc = int(cand.min())
+        if pc >= _NO_PC and (state == SUSPENDED).any():
+            sus = np.flatnonzero(state == SUSPENDED)
+            if mb.operations == self.mb_round:
+                mb.deadlock(self, sus, np.flatnonzero(state == WAITING))
+            # nothing else can run: the suspended waits time out (return false)
+            self.mb_round = mb.operations
+            self.timeout[sus] = True
+            state[sus] = RUNNING
+            return self._next_group()
         if pc >= _NO_PC:
             if (state == WAITING).any():
                 _deadlock(self.wave, state, warp_pc, self.arrived, self.ops,
@@ -231,6 +252,9 @@ class WarpScheduler:
         op = self.ops[pc]
         if op.kind == "alu":
             return False  # stopped where another warp waits: the next step regroups
+        if op.kind == "mbwait":
+            self._mbarrier_wait(g, op, pc)
+            return False
         self.warp_count[pc] += warps.shape[0]
         self.thread_count[pc] += g.nact
         if pc - g.start >= g.budget:
@@ -422,6 +446,56 @@ class WarpScheduler:
                 continue
             self._load_top(w)
 
+    # ------------------------------------------------------------------ mbarrier waits
+    def _mbarrier_wait(self, g: _Group, op: Op, pc: int) -> None:
+        """``mbarrier.test_wait``/``try_wait`` for the group: warps whose waiting lanes
+        all see their phase complete (or whose wait times out, or that have another
+        divergent path to run) execute it; the others are suspended before it (see
+        :mod:`hardware.simt.mbarrier`)."""
+        warps, m = g.warps, g.mask
+        guard = op.guard
+        if guard is not None:
+            gr = guard[g.rows]
+            taken = m & (~gr if op.guard_neg else gr)
+        else:
+            taken = m
+        ready = np.ones(m.shape, dtype=bool)
+        probe = None
+        if taken.any():
+            ix = g.rows[taken]
+            self.wave.cur = Exec(warps, g.rows, taken, m)
+            probe = op.probe(ix, self.wave.cur)
+            ready[taken] = probe[0]
+        go = (ready | ~taken).all(axis=1) | self.timeout[warps]
+        for i in np.flatnonzero(~go).tolist():
+            if _has_sibling(self.stacks[int(warps[i])]):
+                go[i] = True
+        stay = warps[~go]
+        if stay.size:
+            self.state[stay] = SUSPENDED
+            pos = np.cumsum(taken.ravel()).reshape(taken.shape) - 1
+            for i in np.flatnonzero(~go).tolist():
+                lanes = taken[i] & ~ready[i]
+                k = pos[i][lanes]
+                self.mb_waiting[int(warps[i])] = (op.inst, probe[2][k], probe[1][k],
+                                                  probe[3][k], op.parity)
+        run = warps[go]
+        if not run.size:
+            return
+        if pc - g.start >= g.budget:
+            _step_limit(self.wave, op, self.max_steps, run, self.steps)
+        self.warp_count[pc] += run.shape[0]
+        tk = taken[go]
+        self.thread_count[pc] += int(m[go].sum())
+        self.steps[run] += 1
+        self.timeout[run] = False
+        if tk.any():
+            ex = Exec(run, g.rows[go], tk, m[go])
+            self.wave.cur = ex
+            op.fn(g.rows[go][tk], ex)
+        self.warp_pc[run] = pc + 1
+        self._pop_reconverged(run)
+
     # ------------------------------------------------------------------ barriers
     def _barrier(self, warps: np.ndarray, op: Op, pc: int, lanes: np.ndarray) -> None:
         """``bar.sync``: the lanes ``lanes`` (G, 32) of ``warps`` arrive (every live lane
@@ -443,7 +517,13 @@ class WarpScheduler:
                 live = np.stack([self.stacks[w][0][2] for w in warps.tolist()])
             self.sync.barrier_arrive(self.wave, warps, op.inst, lanes, live)
         np.add.at(arr, blk, count)
+        if op.uniform == "arrive":
+            # bar.arrive: the warps arrive and go on
+            self._release(np.unique(blk), bid, op.fn)
+            self._pop_reconverged(warps)
+            return
         self.state[warps] = WAITING
+        self.wait_id[warps] = bid
         self._release(np.unique(blk), bid, op.fn if op.uniform else None)
         self._pop_reconverged(warps[self.state[warps] == RUNNING])
 
@@ -465,7 +545,8 @@ class WarpScheduler:
             arr[done] = 0
             released = np.zeros(self.n_blocks, dtype=bool)
             released[done] = True
-            self.state[released[self.warp_block] & (self.state == WAITING)] = RUNNING
+            self.state[released[self.warp_block] & (self.state == WAITING)
+                       & (self.wait_id == bid)] = RUNNING
             self.barriers += int(done.size)
             if self.race is not None:
                 self.race.barrier_release(self.wave, done)
@@ -508,6 +589,16 @@ class WarpScheduler:
         stats.divergent_branches += self.divergent
         stats.max_stack_depth = max(stats.max_stack_depth, self.max_depth)
         stats.barriers += self.barriers
+
+
+def _has_sibling(s: list) -> bool:
+    """Whether stack ``s`` holds a divergent path that is not the top's and can run
+    (an entry sharing its upper neighbour's reconvergence pc, not yet at it)."""
+    for j in range(len(s) - 1):
+        lo, up = s[j], s[j + 1]
+        if lo[1] == up[1] and lo[0] != lo[1]:
+            return True
+    return False
 
 
 def _spin_yield(s: list, pc: int) -> bool:

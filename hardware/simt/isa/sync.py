@@ -76,13 +76,18 @@ def c_atom(inst: Instruction, ctx: Any) -> Op:
 
 
 def c_bar(inst: Instruction, ctx: Any) -> Op:
-    """bar.sync / barrier.sync{.aligned} a{, b} (9.7.13.1); bar.warp.sync
+    """bar.sync / barrier.sync{.aligned} a{, b} (9.7.13.1); bar.arrive / barrier.arrive
+    a, b: the warp's threads arrive and go on (the producer side of a named barrier: the
+    barrier completes when b threads have arrived or synced); bar.warp.sync
     (:func:`c_warp_sync`)."""
     if inst.parts[1] == "warp":
         return c_warp_sync(inst, ctx)
-    if "arrive" in inst.parts or "red" in inst.parts:
-        raise _unsupported(inst, "barrier arrive/red variants are not supported")
-    if inst.parts[1] not in ("sync", "cta") and inst.opcode not in ("bar.sync", "barrier.sync",
+    arrive = "arrive" in inst.parts
+    if "red" in inst.parts:
+        raise _unsupported(inst, "barrier.red variants are not supported")
+    if arrive and len(inst.operands) != 2:
+        raise _unsupported(inst, "bar.arrive takes a barrier id and a thread count")
+    if not arrive and inst.parts[1] not in ("sync", "cta") and inst.opcode not in ("bar.sync", "barrier.sync",
                                                                     "barrier.sync.aligned",
                                                                     "bar.cta.sync",
                                                                     "barrier.cta.sync.aligned",
@@ -104,7 +109,7 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
         if count <= 0 or count % 32 or count > 1024:
             raise _unsupported(inst, f"barrier thread count {count} is not a positive "
                                      "multiple of the warp size up to 1024")
-        op.uniform = True
+        op.uniform = "arrive" if arrive else True
         op.fn = count  # thread count
     return op
 
