@@ -99,3 +99,32 @@ def test_attention_step_p_from_registers():
     o = chained(p, v, 16, "H100-FP16")
     assert np.array_equal(got.view(np.uint32), o.view(np.uint32))
     assert (p < 1).any() and (p == 1).any()
+
+
+def test_attention_forward_loop():
+    meta = META["attention_fwd_fp16"]
+    n_ctx, bm, bn, d = (int(meta["constexprs"][c]) for c in ("N_CTX", "BLOCK_M", "BLOCK_N",
+                                                             "HEAD"))
+    rng = np.random.default_rng(3)
+    m = 2 * bm
+    # small integers: scores exact, every exp2 a power of two (or 0), so the rescaling
+    # is exact and only the P V products round (through the preset)
+    q = rng.integers(-2, 3, (m, d)).astype(np.float16)
+    kk = rng.integers(-2, 3, (n_ctx, d)).astype(np.float16)
+    v = rng.standard_normal((n_ctx, d)).astype(np.float16)
+    mem = GlobalMemory()
+    ptrs = [mem.to_device(x) for x in (q, kk, v)]
+    po = mem.calloc(m * d * 4)
+    launch("attention_fwd_fp16", (m // bm,), ptrs + [po], mem)
+    got_o = mem.from_device(po, np.float32, (m, d))
+    acc = np.zeros((m, d), np.float32)
+    mi = np.full(m, -np.inf)
+    for j in range(0, n_ctx, bn):
+        s = q.astype(np.float64) @ kk[j:j + bn].astype(np.float64).T
+        mnew = np.maximum(mi, s.max(axis=1))
+        alpha = np.exp2(mi - mnew).astype(np.float32)
+        p = np.exp2(s - mnew[:, None]).astype(np.float16)
+        acc = chained(p, v[j:j + bn], 16, "H100-FP16", acc * alpha[:, None])
+        mi = mnew
+    assert np.array_equal(got_o.view(np.uint32), acc.view(np.uint32))
+    assert (mi > s.max(axis=1)).any()     # some rows rescaled by alpha < 1

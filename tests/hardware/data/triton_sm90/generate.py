@@ -7,8 +7,9 @@ the compiled metadata the tests need (num_warps, dynamic shared memory, paramete
 count) are written next to this file. The kernels are a blocked matmul in the style of
 Triton's matmul tutorial (plain pointer loads, no tensor descriptors, so no TMA; FP16
 plain and software-pipelined with cp.async over two warpgroups, BF16 with N = 256,
-TF32, FP8 E4M3 and INT8) and a one-block attention step whose second product takes P
-from registers."""
+TF32, FP8 E4M3 and INT8), a one-block attention step whose second product takes P
+from registers, and the forward loop of flash attention (online softmax, the
+accumulator rescaled between products)."""
 from __future__ import annotations
 
 import json
@@ -63,6 +64,32 @@ def attention_step_kernel(q_ptr, k_ptr, v_ptr, o_ptr, BLOCK_M: tl.constexpr,
     tl.store(o_ptr + rm[:, None] * HEAD + rd[None, :], o)
 
 
+@triton.jit
+def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX: tl.constexpr,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD: tl.constexpr):
+    """The forward loop of flash attention over N_CTX keys in blocks of BLOCK_N (online
+    softmax in base 2, P from registers in the second product), storing the
+    unnormalised accumulator O."""
+    start_m = tl.program_id(0)
+    rm = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rd = tl.arange(0, HEAD)
+    q = tl.load(q_ptr + rm[:, None] * HEAD + rd[None, :])
+    m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    acc = tl.zeros((BLOCK_M, HEAD), tl.float32)
+    for start_n in range(0, N_CTX, BLOCK_N):
+        k = tl.load(k_ptr + (start_n + rn)[None, :] * HEAD + rd[:, None])
+        v = tl.load(v_ptr + (start_n + rn)[:, None] * HEAD + rd[None, :])
+        s = tl.dot(q, k)
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.math.exp2(m_i - m_new)
+        p = tl.math.exp2(s - m_new[:, None])
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_new
+    tl.store(o_ptr + rm[:, None] * HEAD + rd[None, :], acc)
+
+
 def _compile(fn, signature: dict, constexprs: dict, num_warps: int = 4,
              num_stages: int = 1):
     # pointers and the integer parameters are multiples of 16 (what Triton's launcher
@@ -93,6 +120,11 @@ def main() -> None:
                                  {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
                                   "o_ptr": "*fp32"},
                                  {"BLOCK_M": 64, "BLOCK_N": 64, "HEAD": 64}), 4, 1),
+        "attention_fwd_fp16": ((attention_fwd_kernel,
+                                {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
+                                 "o_ptr": "*fp32"},
+                                {"N_CTX": 256, "BLOCK_M": 64, "BLOCK_N": 64, "HEAD": 64}),
+                               4, 2),
     }
     for name, ((fn, sig, const), warps, stages) in jobs.items():
         k = _compile(fn, sig, const, warps, stages)
