@@ -48,6 +48,31 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
 
 
 @triton.jit
+def matmul_masked_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                         stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The tutorial's general form: any strides, any K (the last block masked, zeros
+    loaded past K), fp32 accumulation."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
 def attention_step_kernel(q_ptr, k_ptr, v_ptr, o_ptr, BLOCK_M: tl.constexpr,
                           BLOCK_N: tl.constexpr, HEAD: tl.constexpr):
     """O = exp2(Q K^T - rowmax) V for one block (fp16 in, fp32 accumulation): the second
@@ -93,8 +118,10 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX: tl.constexpr,
 def _compile(fn, signature: dict, constexprs: dict, num_warps: int = 4,
              num_stages: int = 1):
     # pointers and the integer parameters are multiples of 16 (what Triton's launcher
-    # specialises for such arguments), so loads and stores are vectorised
-    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature)}
+    # specialises for such arguments), so loads and stores are vectorised; the masked
+    # kernel is compiled without (scalar loads and stores)
+    attrs = {} if fn is matmul_masked_kernel else \
+        {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature)}
     src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs,
                                     attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
@@ -116,6 +143,13 @@ def main() -> None:
         "matmul_tf32": (mm("fp32", "fp32", 64, 32, 32), 4, 1),
         "matmul_e4m3": (mm("fp8e4nv", "fp32", 64, 64, 64), 4, 1),
         "matmul_s8": (mm("i8", "i32", 64, 64, 64, tl.int32), 4, 1),
+        "matmul_masked_fp16": ((matmul_masked_kernel,
+                                {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
+                                 **{x: "i32" for x in ("M", "N", "K", "stride_am",
+                                                       "stride_ak", "stride_bk",
+                                                       "stride_bn", "stride_cm",
+                                                       "stride_cn")}},
+                                {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}), 4, 1),
         "attention_step_fp16": ((attention_step_kernel,
                                  {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
                                   "o_ptr": "*fp32"},
