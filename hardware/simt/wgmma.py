@@ -439,8 +439,8 @@ def c_wgmma(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, f"wgmma.{sub}.sync.aligned takes no other modifier")
     if sub == "wait_group":
         ops = inst.operands
-        if len(ops) != 1 or not isinstance(ops[0], Imm) or not 0 <= ops[0].value <= 7:
-            raise _unsupported(inst, "wait_group takes an integer constant N in 0..7")
+        if len(ops) != 1 or not isinstance(ops[0], Imm) or ops[0].value < 0:
+            raise _unsupported(inst, "wait_group takes a non-negative integer constant N")
         keep = ops[0].value
     elif inst.operands:
         raise _unsupported(inst, f"wgmma.{sub} takes no operand")

@@ -609,3 +609,28 @@ JOIN2:"""
     stats = load_ptx(src).launch("k", 1, 256, [p, p, p, q, 0, 0, 1, 0], mem, gpu="H100")
     assert stats.wgmma_instructions == 2                # 2 warpgroups
     assert stats.wgmma_flops == 2 * 2 * 64 * 24 * 16
+
+
+@pytest.mark.parametrize("t", ["tf32", "bf16"])
+def test_a_from_registers_tf32_and_bf16(t):
+    rng = np.random.default_rng(12)
+    k = _K[t]
+    a, b, c = small_ints(rng, (1, 64, k)), small_ints(rng, (1, k, 16)), \
+        small_ints(rng, (1, 64, 16))
+    got = run_wgmma(t, t, "f32", 16, a, b, c, a_lay=None, b_lay=lay(0, 0, 256, 32),
+                    smem=1024, scale_b=-1)
+    assert np.array_equal(f32_of(got[0]), a[0] @ -b[0] + c[0])
+
+
+def test_wait_group_keeps_the_newest_groups_pending():
+    # two groups: wait_group 1 completes the first only; its accumulators are free,
+    # the second's are not
+    src = kernel("m64n8k16", "f32.f16.f16", 4, 1024, False, ", 1, 1, 0, 0", wait=1,
+                 after="wgmma.fence.sync.aligned;\nwgmma.mma_async.sync.aligned.m64n8k16."
+                       "f32.f16.f16 {%r200,%r201,%r202,%r203}, %rd5, %rd6, %p1, 1, 1, 0, 0;"
+                       "\nwgmma.commit_group.sync.aligned;")
+    text = src.replace("wgmma.wait_group.sync.aligned 1;",
+                       "wgmma.wait_group.sync.aligned 1;\nadd.u32 %r300, %r100, 1;")
+    _launch(text.replace("st.global.b32 [%rd16+0], %r100;", ""))    # first group: done
+    with pytest.raises(ExecutionError, match="race: read of register %r200"):
+        _launch(text.replace("add.u32 %r300, %r100, 1;", "add.u32 %r300, %r200, 1;"))
