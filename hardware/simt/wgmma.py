@@ -382,7 +382,7 @@ def watch(op: Op, inst: Instruction, ctx: Any) -> Op:
     """Wrap a compiled non-wgmma instruction that touches a register some wgmma uses: it
     raises on a register in flight, and marks the registers it writes for the fence
     check (the module docstring). Other instructions are returned unchanged."""
-    if inst.parts[0] == "wgmma" or getattr(ctx, "kernel", None) is None:
+    if inst.parts[0] == "wgmma" or op.fn is None or getattr(ctx, "kernel", None) is None:
         return op
     tracked = _tracked(ctx)
     if not tracked:
@@ -433,6 +433,11 @@ def c_wgmma(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, "sparse wgmma (.sp) is not supported")
     if parts[2:4] != ("sync", "aligned"):
         raise _unsupported(inst, f"wgmma.{sub} needs .sync.aligned")
+    target = str(getattr(getattr(ctx.kernel, "module_key", None), "target", "") or "")
+    arch = target.split(",")[0].strip()
+    if arch and arch != "sm_90a":
+        raise _unsupported(inst, f"wgmma needs .target sm_90a, the module's is {arch} "
+                                 "(ptxas refuses it there too)")
     if sub == "mma_async":
         return _mma_async(inst, ctx)
     if len(parts) != 4:

@@ -634,3 +634,11 @@ def test_wait_group_keeps_the_newest_groups_pending():
     _launch(text.replace("st.global.b32 [%rd16+0], %r100;", ""))    # first group: done
     with pytest.raises(ExecutionError, match="race: read of register %r200"):
         _launch(text.replace("add.u32 %r300, %r100, 1;", "add.u32 %r300, %r200, 1;"))
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_100a"])
+def test_wgmma_needs_sm_90a(target):
+    # ptxas: "Instruction 'wgmma.fence' not supported on .target 'sm_90'" (and sm_100a)
+    src = kernel("m64n8k16", "f32.f16.f16", 4, 1024, False, ", 1, 1, 0, 0")
+    with pytest.raises(UnsupportedPtxError, match=f"needs .target sm_90a.*{target}"):
+        load_ptx(src.replace(".target sm_90a", f".target {target}"))
