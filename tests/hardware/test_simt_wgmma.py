@@ -642,3 +642,28 @@ def test_wgmma_needs_sm_90a(target):
     src = kernel("m64n8k16", "f32.f16.f16", 4, 1024, False, ", 1, 1, 0, 0")
     with pytest.raises(UnsupportedPtxError, match=f"needs .target sm_90a.*{target}"):
         load_ptx(src.replace(".target sm_90a", f".target {target}"))
+
+
+@pytest.mark.parametrize("t,n", [("f16", 8), ("f16", 136), ("f16", 256), ("s8", 24),
+                                 ("s8", 208)])
+def test_n_values_with_mn_major_32b_b(t, n):
+    rng = np.random.default_rng(n)
+    k = _K[t]
+    a, b, c = small_ints(rng, (1, 64, k)), small_ints(rng, (1, k, n)), \
+        small_ints(rng, (1, 64, n))
+    if t == "f16":
+        # B N-major 32 B: 16 N per 32-byte row, 8 k-rows (256 bytes) per atom, the next
+        # 16 N at LBO 512, the next 8 k at SBO 256
+        b_lay = lay(8192, 512, 256, 32, mn=True)
+        smem = 8192 + 512 * (n // 16) + 256
+    else:
+        b_lay = lay(8192, 0, 256, 32)
+        smem = 8192 + 256 * (n // 8)
+    smem = -(-smem // 1024) * 1024
+    got = run_wgmma(t, t, "s32" if t == "s8" else "f32", n, a, b, c,
+                    a_lay=lay(0, 0, 1024, 128), b_lay=b_lay, smem=smem)
+    want = a[0] @ b[0] + c[0]
+    if t == "s8":
+        assert np.array_equal(got[0].view(np.int32), want)
+    else:
+        assert np.array_equal(f32_of(got[0]), want)
