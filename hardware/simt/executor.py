@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from .cluster import SPECIAL_NAMES as _CLUSTER_NAMES, UNIT as _DSMEM, Cluster
 from .errors import ExecutionError, MemoryAccessError, PtxSyntaxError, UnsupportedPtxError
 from .instructions import Op, compile_instruction
 from .isa.operands import getter
@@ -90,6 +91,9 @@ class LaunchConfig:
         self.dynamic_shared = dynamic_shared
         self.shared_bytes = kernel.static_shared_bytes + dynamic_shared
         self.local_bytes = kernel.local_bytes
+        #: the cluster shape and whether the launch gave one (hardware.simt.cluster)
+        self.cluster: tuple[int, int, int] = (1, 1, 1)
+        self.explicit_cluster = False
 
 
 class Exec:
@@ -149,6 +153,9 @@ class Wave:
             "%dynamic_smem_size": cfg.dynamic_shared if cfg else 0,
             "%total_smem_size": cfg.shared_bytes if cfg else kernel.static_shared_bytes,
         }
+        self.cluster = Cluster(self, cfg.cluster if cfg else (1, 1, 1),
+                               cfg.explicit_cluster if cfg else False, (gx, gy, gz))
+        special.update(self.cluster.registers(bids, blk))
         lane = slot % 32
         special["%lanemask_eq"] = (np.int64(1) << lane)
         special["%lanemask_lt"] = (np.int64(1) << lane) - 1
@@ -157,6 +164,7 @@ class Wave:
         special["%lanemask_ge"] = (~((np.int64(1) << lane) - 1)) & 0xFFFFFFFF
         for k, v in special.items():
             self.regs[k] = np.broadcast_to(np.asarray(v, dtype=np.int64), (T,)).astype(np.uint32)
+        self.regs["%is_explicit_cluster"] = np.full(T, self.cluster.explicit, dtype=bool)
         self.shared_layout, self.shared_regions, sh = _shared_layout(
             kernel, cfg.dynamic_shared if cfg else 0)
         self.smem_size = sh
@@ -221,6 +229,7 @@ class Wave:
             self.async_copies.reset()
         if self.mbarriers is not None:
             self.mbarriers.reset()
+        self.cluster.reset()
         self.cur = None
         self._memo = {}
         self._repeat = False  # the last access repeated its instruction's last one
@@ -504,8 +513,13 @@ class Wave:
                                              "thread", self.local_regions)
         else:
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: .{space} space")
+        bases = None
         if addr.size:
             lo, hi = int(addr.min()), int(addr.max())
+            if hi >= _DSMEM and space == "shared":
+                # .shared::cluster addresses of other CTAs (hardware.simt.cluster)
+                addr, bases = self.cluster.remote(ix, addr, width, inst)
+                lo, hi = int(addr.min()), int(addr.max())
             if lo < 0 or hi + width > lim:
                 bad = (addr < 0) | (addr + width > lim)
                 p = int(np.argmax(bad))
@@ -517,7 +531,7 @@ class Wave:
                 if p is not None:
                     self._report("memcheck", f"out-of-bounds {space} access", kind, space,
                                  ix, p, int(addr[p]), width, inst)
-        return buf, base[ix] + addr
+        return buf, (base[ix] if bases is None else bases) + addr
 
     def _rows(self, ix: Any, ex: Exec, addr: np.ndarray) -> np.ndarray:
         if isinstance(ix, slice):
@@ -847,7 +861,8 @@ _SPECIAL_NAMES = frozenset([
     "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x",
     "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid",
     "%nwarpid", "%warpsize", "%lanemask_eq", "%lanemask_lt", "%lanemask_le",
-    "%lanemask_gt", "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size"])
+    "%lanemask_gt", "%lanemask_ge", "%dynamic_smem_size", "%total_smem_size",
+    *_CLUSTER_NAMES])
 
 
 # the run loop lives in .scheduler; importable from here as before

@@ -63,7 +63,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import async_copy, matrix, mbarrier, wgmma
+from . import async_copy, cluster, matrix, mbarrier, wgmma
 from .device_runtime import c_call, c_trap
 from .errors import PtxError
 from .isa.control import c_bra, c_exit, c_selp, c_setp
@@ -108,6 +108,7 @@ def _register_extensions() -> None:
     _TABLE.update(matrix.COMPILERS)
     _TABLE.update(wgmma.COMPILERS)
     _TABLE.update(mbarrier.COMPILERS)
+    _TABLE.update(cluster.COMPILERS)
     _TABLE["cp"] = async_copy.c_cp
 
 

@@ -234,37 +234,34 @@ class MBarriers:
         from .synccheck import lanes_text
         w = self.wave
         by_barrier: dict[int, list[str]] = {}
+        describe: dict[int, Any] = {}
         for wp in suspended.tolist():
-            inst, threads, offs, wants, parity = sched.mb_waiting[int(wp)]
+            op, threads, keys, wants = sched.mb_waiting[int(wp)]
             first = int(np.flatnonzero(w.warp_block == w.warp_block[wp])[0])
-            for off in np.unique(offs).tolist():
-                sel = offs == off
+            for key in np.unique(keys).tolist():
+                sel = keys == key
                 lanes = np.zeros(32, bool)
                 lanes[threads[sel] % 32] = True
-                want = int(wants[sel][0])
-                what = (f"parity {want & 1}" if parity else
-                        f"the state of phase {(want >> 32) & (_PHASE_MOD - 1)}")
-                by_barrier.setdefault(off, []).append(
-                    f"warp {wp - first} lanes {lanes_text(lanes)} at line {inst.line} "
-                    f"({inst.text!r}, {what})")
+                describe[key] = op.describe
+                by_barrier.setdefault(key, []).append(
+                    f"warp {wp - first} of block {tuple(w.block_ids[w.warp_block[wp]])} "
+                    f"lanes {lanes_text(lanes)} at line {op.inst.line} ({op.inst.text!r}, "
+                    f"{op.wanted(int(wants[sel][0]))})")
         lines = []
-        for off in sorted(by_barrier):
-            b = self.objects.get(off)
-            state = ("not valid" if b is None else
-                     f"phase {b.phase} (parity {b.phase & 1}), {b.pending} of {b.expected} "
-                     f"arrivals pending, {b.tx} tx bytes outstanding")
-            who = by_barrier[off]
+        for key in sorted(by_barrier):
+            who = by_barrier[key]
             shown = "; ".join(who[:4]) + (f"; and {len(who) - 4} more warps" if len(who) > 4
                                           else "")
-            lines.append(f"  {self._describe(off)}: {state}; waiting: {shown}")
+            lines.append(f"  {describe[key](key)}; waiting: {shown}")
         extra = ""
         if bar_waiting.size:
             at = sorted({sched.ops[int(sched.warp_pc[x]) - 1].inst.line for x in bar_waiting})
             extra = f"\n  {bar_waiting.size} warp(s) also wait at bar.sync (lines {at})"
         raise DeadlockError(
-            f"kernel {w.kernel.name}: mbarrier deadlock: threads wait for mbarrier phases "
+            f"kernel {w.kernel.name}: barrier deadlock: threads wait for mbarrier or "
+            "cluster barrier phases "
             "that can never complete (no other thread can run, and none performed an "
-            "mbarrier operation since the waiters last timed out):\n" + "\n".join(lines)
+            "mbarrier operation or exited since the waiters last timed out):\n" + "\n".join(lines)
             + extra)
 
 
@@ -277,10 +274,16 @@ def state_of(ctx: Any) -> MBarriers:
 
 
 class WaitOp(Op):
-    """test_wait / try_wait: ``probe(ix, ex)`` -> (ready, offsets, wanted) of the lanes,
-    read by the scheduler before it runs the wait (kind "mbwait")."""
+    """A wait the scheduler may suspend a warp at (kind "mbwait"): ``probe(ix, ex)`` ->
+    (ready, keys, threads, wanted) of the lanes, read before it runs the wait;
+    ``describe(key)`` the barrier and its state, ``wanted(w)`` what a lane waits for
+    (for the deadlock report); ``blocking`` waits never time out."""
 
-    __slots__ = ("probe", "parity")
+    __slots__ = ("probe", "describe", "wanted", "blocking")
+
+    def __init__(self, inst: Instruction, kind: str, fn: Any) -> None:
+        super().__init__(inst, kind, fn)
+        self.blocking = False  # True: never times out (barrier.cluster.wait)
 
 
 # ------------------------------------------------------------------ compilers
@@ -492,7 +495,16 @@ def _c_wait(inst: Instruction, ctx: Any, st: MBarriers, mods: set, space: str) -
             _race(ctx, th[sel] if not ok.all() else ix, off[sel], inst, False, acquire, th[sel])
     op = WaitOp(inst, "mbwait", wait)
     op.probe = probe
-    op.parity = parity
+
+    def describe(off: int) -> str:
+        b = st.objects.get(off)
+        state = ("not valid" if b is None else
+                 f"phase {b.phase} (parity {b.phase & 1}), {b.pending} of {b.expected} "
+                 f"arrivals pending, {b.tx} tx bytes outstanding")
+        return f"{st._describe(off)}: {state}"
+    op.describe = describe
+    op.wanted = (lambda v: f"parity {v & 1}") if parity else (
+        lambda v: f"the state of phase {(v >> 32) & (_PHASE_MOD - 1)}")
     return op
 
 

@@ -13,6 +13,7 @@ from refimpl.matmul import presets
 
 from .. import specs
 from .cfg import reconvergence_points
+from .cluster import block_ids as _cluster_block_ids, launch_cluster
 from .errors import LaunchBudgetError, LaunchError, PtxSyntaxError, UnsupportedPtxError
 from .executor import LaunchConfig, Wave
 from .inline import inline_calls
@@ -115,7 +116,8 @@ class Kernel:
              stats: LaunchStats) -> Wave:
         """A compiled wave for ``blocks`` (reused across launches of the same shape:
         compiling every instruction costs as much as running a small kernel)."""
-        key = (cfg.grid, cfg.block, cfg.dynamic_shared, blocks[0], len(blocks), cfg.gpu)
+        key = (cfg.grid, cfg.block, cfg.dynamic_shared, blocks[0], len(blocks), cfg.gpu,
+               cfg.cluster, cfg.explicit_cluster)
         w = self._waves.get(key)
         if w is None:
             w = Wave(cfg, self, blocks, memory, params, stats)
@@ -271,7 +273,8 @@ class Module:
                barrier_mode: str = "strict", gpu: str = DEFAULT_GPU,
                scheduling: str | None = None, sanitize: Any = None,
                max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
-               time_limit: float | None = None) -> LaunchStats:
+               time_limit: float | None = None, cluster: Any = None,
+               non_portable_cluster: bool = False) -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -315,6 +318,11 @@ class Module:
             time_limit: bound in seconds on the launch's wall time, checked after
                 each wave (default None: none, so that whether a launch completes
                 never depends on the machine); exceeding it raises LaunchBudgetError.
+            cluster: the thread-block cluster shape (int or 1-3 tuple, as
+                ``cudaLaunchAttributeClusterDimension``; default None: the kernel's
+                ``.reqnctapercluster``, else no clusters); the grid must be a multiple
+                of it, at most 8 CTAs (16 with ``non_portable_cluster=True``); the
+                CTAs of a cluster run together (see :mod:`hardware.simt.cluster`).
 
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
@@ -362,8 +370,14 @@ class Module:
         if scheduling not in SCHEDULING_MODES:
             raise LaunchError(f"scheduling must be one of {SCHEDULING_MODES}, got "
                               f"{scheduling!r}")
+        if not isinstance(non_portable_cluster, bool):
+            raise LaunchError(f"non_portable_cluster must be a bool, got "
+                              f"{non_portable_cluster!r}")
+        cshape, explicit = launch_cluster(k, g, cluster, non_portable_cluster)
+        csize = cshape[0] * cshape[1] * cshape[2]
         params = k.pack_args(args)
         cfg = LaunchConfig(k, g, b, int(dynamic_shared), gpu)
+        cfg.cluster, cfg.explicit_cluster = cshape, explicit
         if cfg.shared_bytes > MAX_SHARED_BYTES:
             raise LaunchError(f"{cfg.shared_bytes} bytes of shared memory per block exceed "
                               f"the {MAX_SHARED_BYTES >> 10} KiB of sm_90")
@@ -372,13 +386,20 @@ class Module:
         block_threads = cfg.warps_per_block * 32
         per_wave = max(1, min(MAX_THREADS_PER_WAVE // block_threads,
                               MAX_WAVE_BYTES // max(1, block_threads * k.thread_bytes)))
+        if csize > 1:
+            # the CTAs of a cluster are co-resident: a wave holds whole clusters
+            per_wave = max(csize, per_wave // csize * csize)
         nblocks = g[0] * g[1] * g[2]
         budget.refuse_grid(k.name, nblocks, cfg.warps_per_block)
         with np.errstate(all="ignore"):
             for start in range(0, nblocks, per_wave):
                 # the blocks of one wave, made when it runs (a grid is never listed whole)
-                ids = range(start, min(start + per_wave, nblocks))
-                blocks = [(i % g[0], i // g[0] % g[1], i // (g[0] * g[1])) for i in ids]
+                stop = min(start + per_wave, nblocks)
+                if csize > 1:
+                    blocks = _cluster_block_ids(g, cshape, start, stop)
+                else:
+                    blocks = [(i % g[0], i // g[0] % g[1], i // (g[0] * g[1]))
+                              for i in range(start, stop)]
                 wave = k.wave(cfg, blocks, memory, params, stats)
                 wave.attach(session)
                 session.begin_wave(wave)

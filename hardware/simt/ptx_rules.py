@@ -781,6 +781,8 @@ def _check_bar(chk: _Checker, inst: Instruction) -> None:
         if inst.operands and isinstance(inst.operands[0], Reg):
             chk.operand(inst, inst.operands[0], TYPES["u32"], False, sec, 0)
         return
+    if "cluster" in mods:
+        return  # barrier.cluster.arrive/wait: checked by hardware.simt.cluster
     if not mods & {"sync", "arrive", "red"}:
         raise _err(inst, f"{inst.parts[0]} requires .sync, .arrive or .red", sec)
     if "red" in mods:

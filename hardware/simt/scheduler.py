@@ -112,7 +112,7 @@ class WarpScheduler:
         # count at the last timeout, the warps whose next wait times out
         self.mb_waiting: dict[int, tuple] = {}
         self.mb_seen = 0
-        self.mb_round = -1
+        self.mb_round: tuple = ()
         self.timeout = np.zeros(n_warps, dtype=bool)
         self.exited = np.zeros(n_blocks, dtype=np.int64)  # exited threads of each block
         # the sanitizer's racecheck and synccheck (hardware.simt.racecheck / .synccheck)
@@ -156,10 +156,11 @@ class WarpScheduler:
         pc = int(cand.min())
         if pc >= _NO_PC and (state == SUSPENDED).any():
             sus = np.flatnonzero(state == SUSPENDED)
-            if mb.operations == self.mb_round:
+            progress = (mb.operations, sum(int(s[0][2].sum()) for s in self.stacks if s))
+            if progress == self.mb_round:
                 mb.deadlock(self, sus, np.flatnonzero(state == WAITING))
             # nothing else can run: the suspended waits time out (return false)
-            self.mb_round = mb.operations
+            self.mb_round = progress
             self.timeout[sus] = True
             state[sus] = RUNNING
             return self._next_group()
@@ -466,10 +467,15 @@ class WarpScheduler:
             self.wave.cur = Exec(warps, g.rows, taken, m)
             probe = op.probe(ix, self.wave.cur)
             ready[taken] = probe[0]
-        go = (ready | ~taken).all(axis=1) | self.timeout[warps]
-        for i in np.flatnonzero(~go).tolist():
-            if _has_sibling(self.stacks[int(warps[i])]):
-                go[i] = True
+        go = (ready | ~taken).all(axis=1)
+        if not op.blocking:
+            # a test_wait/try_wait may return false: when it times out, or when the
+            # warp has another path to run
+            go |= self.timeout[warps]
+            for i in np.flatnonzero(~go).tolist():
+                if _has_sibling(self.stacks[int(warps[i])]):
+                    go[i] = True
+        self.timeout[warps] = False
         stay = warps[~go]
         if stay.size:
             self.state[stay] = SUSPENDED
@@ -477,8 +483,8 @@ class WarpScheduler:
             for i in np.flatnonzero(~go).tolist():
                 lanes = taken[i] & ~ready[i]
                 k = pos[i][lanes]
-                self.mb_waiting[int(warps[i])] = (op.inst, probe[2][k], probe[1][k],
-                                                  probe[3][k], op.parity)
+                self.mb_waiting[int(warps[i])] = (op, probe[2][k], probe[1][k],
+                                                  probe[3][k])
         run = warps[go]
         if not run.size:
             return
@@ -488,7 +494,6 @@ class WarpScheduler:
         tk = taken[go]
         self.thread_count[pc] += int(m[go].sum())
         self.steps[run] += 1
-        self.timeout[run] = False
         if tk.any():
             ex = Exec(run, g.rows[go], tk, m[go])
             self.wave.cur = ex

@@ -120,7 +120,7 @@ def test_deadlock_names_barrier_phase_and_waiters():
     msg = str(e.value)
     assert "mbarrier at shared address 0x0 of block (0, 0, 0)" in msg
     assert "phase 0 (parity 0), 1 of 33 arrivals pending, 0 tx bytes outstanding" in msg
-    assert "warp 1 lanes 0-31 at line" in msg and "parity 0" in msg
+    assert "warp 1 of block (0, 0, 0) lanes 0-31 at line" in msg and "parity 0" in msg
     assert "max_steps" not in msg
 
 

@@ -82,6 +82,9 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
     (:func:`c_warp_sync`)."""
     if inst.parts[1] == "warp":
         return c_warp_sync(inst, ctx)
+    if inst.parts[1] == "cluster":
+        from ..cluster import c_barrier_cluster
+        return c_barrier_cluster(inst, ctx)
     arrive = "arrive" in inst.parts
     if "red" in inst.parts:
         raise _unsupported(inst, "barrier.red variants are not supported")
