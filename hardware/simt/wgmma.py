@@ -275,7 +275,7 @@ def _uniform(ctx: Any, inst: Instruction, v: np.ndarray, threads: np.ndarray,
 
 # ------------------------------------------------------------------ async state
 
-_ACC, _AREG = 1, 2
+_ACC, _AREG, _COPY = 1, 2, 3
 
 
 class WgmmaState:
@@ -333,23 +333,48 @@ class WgmmaState:
              what: str) -> ExecutionError:
         j = int(np.flatnonzero(hit)[0])
         t = int(th[j])
-        role = "accumulator" if self.role[name][t] == _ACC else "A operand"
+        role = {_ACC: "the accumulator", _AREG: "the A operand",
+                _COPY: "a copy of an accumulator"}[int(self.role[name][t])]
         return ExecutionError(
-            f"{self.ctx.location(t, inst)}: race: {what} register {name}, the {role} of the "
+            f"{self.ctx.location(t, inst)}: race: {what} register {name}, {role} of the "
             f"wgmma.mma_async on line {int(self.line[name][t])}, before a "
             "wgmma.wait_group that completes its wgmma-group")
 
 
+def _is_move(inst: Instruction) -> bool:
+    """A register-to-register ``mov`` (copy, pack or unpack): a renaming that reads no
+    register value on the hardware (ptxas emits no instruction for it)."""
+    ops = inst.operands
+    if inst.parts[0] != "mov" or len(ops) != 2:
+        return False
+    items = ops[1].items if isinstance(ops[1], Vec) else (ops[1],)
+    return all(isinstance(x, Reg) and not x.neg for x in items) and \
+        all(not x.name.startswith("%") or x.name[1:2] in "rfdhp" and "." not in x.name
+            for x in items)
+
+
 def _tracked(ctx: Any) -> frozenset:
-    """The registers that any wgmma.mma_async of the kernel uses as D or A."""
+    """The registers that any wgmma.mma_async of the kernel uses as D or A, and those
+    that register moves copy them into (transitively)."""
     got = getattr(ctx, "_wgmma_regs", None)
     if got is None:
-        names = set()
-        for inst in ctx.kernel.source.instructions:
+        names: set = set()
+        insts = ctx.kernel.source.instructions
+        for inst in insts:
             if inst.parts[:2] == ("wgmma", "mma_async") and len(inst.operands) >= 2:
                 for op in inst.operands[:2]:
                     if isinstance(op, Vec):
                         names.update(x.name for x in op.items if isinstance(x, Reg))
+        moves = [i for i in insts if _is_move(i)]
+        grew = bool(names)
+        while grew:
+            grew = False
+            for inst in moves:
+                if set(_regs_in(inst.operands[1])) & names:
+                    new = set(_regs_in(inst.operands[0])) - names
+                    if new:
+                        names |= new
+                        grew = True
         got = frozenset(names)
         ctx._wgmma_regs = got
     return got
@@ -396,20 +421,34 @@ def watch(op: Op, inst: Instruction, ctx: Any) -> Op:
     written = []
     if inst.parts[0] not in _NO_DEST and inst_regs and not isinstance(inst_regs[0], Addr):
         written = sorted(set(_regs_in(inst_regs[0])) & tracked)
+    move = _is_move(inst)
+    sources = sorted(set(_regs_in(inst_regs[1])) & tracked) if move else []
     fn = op.fn
 
     def checked(ix: Any, ex: Any) -> None:
         st = _state(ctx)
+        copied = None
         if st.any_pending:
-            th = ctx._thread_ids(ix)
-            for name in touched:
+            th = np.asarray(ctx._thread_ids(ix))
+            for name in (written if move else touched):
                 hit = st.inflight(name, th)
                 if hit.any():
                     what = "write of" if name in written else "read of"
-                    raise st.race(name, np.asarray(th), hit, inst, what)
+                    raise st.race(name, th, hit, inst, what)
+            for name in sources:   # a move passes an in-flight value on, reading nothing
+                hit = st.inflight(name, th)
+                if hit.any():
+                    last = np.where(hit, st.last[name][th], -1)
+                    if copied is None or (last > copied[0]).any():
+                        copied = (last if copied is None else np.maximum(copied[0], last),
+                                  st.line[name][th])
         fn(ix, ex)
         for name in written:
             st.dirty[name][ix] = True
+            if copied is not None:
+                st.last[name][ix] = copied[0]
+                st.role[name][ix] = _COPY
+                st.line[name][ix] = copied[1]
     op.fn = checked
     return op
 

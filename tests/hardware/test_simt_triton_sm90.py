@@ -15,20 +15,37 @@ from hardware.simt import GlobalMemory, load_ptx
 from hardware.simt.errors import PtxTypeError
 from refimpl import formats
 from refimpl import matmul as mm
+from refimpl.matmul import presets
 
 DATA = Path(__file__).parent / "data" / "triton_sm90"
 META = json.loads((DATA / "metadata.json").read_text())
 
 
 def chained(a: np.ndarray, b: np.ndarray, step: int, preset: str,
-            c: np.ndarray | None = None) -> np.ndarray:
-    """A B through ``preset`` one k-step at a time, the accumulator carried in FP32."""
+            c: np.ndarray | None = None, acc_format: str = "fp32") -> np.ndarray:
+    """A B through ``preset`` one k-step at a time, the accumulator carried in
+    ``acc_format`` (values as float32)."""
     acc = c
     for k0 in range(0, a.shape[1], step):
         acc = np.asarray(mm.matmul(a[:, k0:k0 + step].astype(np.float32),
                                    b[k0:k0 + step].astype(np.float32), acc,
-                                   accumulate=preset, out_format="fp32"), np.float32)
+                                   accumulate=preset, out_format=acc_format), np.float32)
     return acc
+
+
+def spot_check(got: np.ndarray, a: np.ndarray, b: np.ndarray, step: int, preset: str,
+               c: np.ndarray | None = None, acc_format: str = "fp32", count: int = 24,
+               seed: int = 0) -> None:
+    """Some outputs against the preset's plain rational model (BlockFMA.dot_reference),
+    independent of matmul's vectorised kernels: the same chain over k-steps."""
+    model = presets.preset(preset)
+    rng = np.random.default_rng(seed)
+    for i, j in zip(rng.integers(0, a.shape[0], count), rng.integers(0, b.shape[1], count)):
+        acc = 0.0 if c is None else float(c[i, j])
+        for k0 in range(0, a.shape[1], step):
+            acc = model.dot_reference(a[i, k0:k0 + step], b[k0:k0 + step, j], acc,
+                                      acc_format)
+        assert float(got[i, j]) == np.float32(acc), (i, j)
 
 
 def launch(name: str, grid: tuple, args: list, mem: GlobalMemory, text: str | None = None
@@ -78,8 +95,11 @@ def test_matmul(name):
         want = ((a @ b + 2**31) % 2**32 - 2**31).astype(np.int32)
         assert np.array_equal(got, want)
         return
-    acc = chained(a, b, step, preset, np.zeros((m, n), np.float32))
+    acc_format = meta["constexprs"]["ACC_TYPE"].replace("float", "fp")   # fp32 or fp16
+    acc = chained(a, b, step, preset, np.zeros((m, n), np.float32), acc_format)
     assert np.array_equal(got.view(f"u{got.itemsize}"), acc.astype(out).view(f"u{got.itemsize}"))
+    if out == np.float32 or acc_format == "fp16":
+        spot_check(got, a, b, step, preset, acc_format=acc_format)
     # the preset is not the exact product rounded once (so the check could fail)
     exact = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
     assert not np.array_equal(acc, exact)
@@ -101,6 +121,7 @@ def test_attention_step_p_from_registers():
     p = np.exp2(s - s.max(axis=1, keepdims=True)).astype(np.float16)
     o = chained(p, v, 16, "H100-FP16")
     assert np.array_equal(got.view(np.uint32), o.view(np.uint32))
+    spot_check(got, p, v, 16, "H100-FP16")
     assert (p < 1).any() and (p == 1).any()
 
 
@@ -127,8 +148,10 @@ def test_attention_forward_loop():
         mnew = np.maximum(mi, s.max(axis=1))
         alpha = np.exp2(mi - mnew).astype(np.float32)
         p = np.exp2(s - mnew[:, None]).astype(np.float16)
-        acc = chained(p, v[j:j + bn], 16, "H100-FP16", acc * alpha[:, None])
+        scaled = acc * alpha[:, None]
+        acc = chained(p, v[j:j + bn], 16, "H100-FP16", scaled)
         mi = mnew
+    spot_check(acc, p, v[j:j + bn], 16, "H100-FP16", scaled)
     assert np.array_equal(got_o.view(np.uint32), acc.view(np.uint32))
     assert (mi > s.max(axis=1)).any()     # some rows rescaled by alpha < 1
 

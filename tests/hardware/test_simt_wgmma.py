@@ -667,3 +667,14 @@ def test_n_values_with_mn_major_32b_b(t, n):
         assert np.array_equal(got[0].view(np.int32), want)
     else:
         assert np.array_equal(f32_of(got[0]), want)
+
+
+def test_register_moves_pass_in_flight_values_on():
+    # a mov (Triton unpacks f16x2 accumulators this way before its wait) is a renaming:
+    # allowed before the wait; a real use of the copy before the wait is the race
+    _simple(after="mov.b32 %r310, %r101;\nmov.b64 %rd25, {%r102, %r103};", wait=0)
+    with pytest.raises(ExecutionError, match=r"add.u32 %r300, %r310, 1.*race: read of "
+                       r"register %r310, a copy of an accumulator of the wgmma.mma_async"):
+        _simple(after="mov.b32 %r310, %r101;\nadd.u32 %r300, %r310, 1;")
+    with pytest.raises(ExecutionError, match="race: write of register %r101"):
+        _simple(after="mov.b32 %r101, %r5;")

@@ -138,6 +138,7 @@ def main() -> None:
     # name -> (kernel, signature, constexprs), num_warps, num_stages
     jobs = {
         "matmul_fp16": (mm("fp16", "fp16", 64, 64, 32), 4, 1),
+        "matmul_fp16_acc16": (mm("fp16", "fp16", 64, 64, 32, tl.float16), 4, 1),
         "matmul_fp16_pipelined": (mm("fp16", "fp16", 128, 128, 64), 8, 3),
         "matmul_bf16_n256": (mm("bf16", "fp32", 64, 256, 32), 4, 2),
         "matmul_tf32": (mm("fp32", "fp32", 64, 32, 32), 4, 1),
