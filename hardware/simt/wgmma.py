@@ -67,7 +67,10 @@ it; ``wait_group N`` completes all committed groups but the N most recent. Until
 of a ``wgmma.mma_async`` is completed, any other instruction that reads or writes one of
 its accumulator or A registers is a race (ExecutionError naming the register, the thread,
 the instruction and the wgmma); a later ``wgmma.mma_async`` of the same shape may use the
-same accumulator registers (the ISA orders those). A ``wgmma.mma_async`` whose D or A
+same accumulator registers (the ISA orders those). A register-to-register ``mov``
+(copy, pack, unpack) of an in-flight register is a renaming, not a read (ptxas emits no
+instruction for it; Triton unpacks f16 accumulators so before its wait): its destination
+becomes in flight with the same group instead. A ``wgmma.mma_async`` whose D or A
 register was written by another instruction since the thread's last ``wgmma.fence``, or a
 thread's first ``wgmma.mma_async`` without a ``wgmma.fence`` before it, is refused as the
 ISA requires the fence there. Writing a shared-memory operand of a ``wgmma.mma_async``
