@@ -88,6 +88,8 @@ _DIRECT_BYTES = 1 << 26
 _PAGE = 1 << _PAGE_BITS
 #: global memory up to this size gets a byte shadow column per byte at once (else pages)
 _DIRECT_BYTE_SHADOW = 1 << 20
+#: the dtype of logged columns
+_LOG_DTYPE = np.int64
 #: accesses of at most this many lanes are logged by keeping their offsets array
 _SMALL = 8192
 #: logged reads (columns) a shadow holds before it enters them all in its rows
@@ -134,7 +136,7 @@ class _Shadow:
         # with ``reuse`` the columns are a slice of ``buf`` (one buffer reused, so that
         # logging allocates nothing)
         self.log: list[list] = []
-        self.buf = np.empty(0, dtype=np.int32)  # word columns < 2**31
+        self.buf = np.empty(0, dtype=_LOG_DTYPE)
         self.fill = 0
         self.logged = 0  # columns in the log
         # time of the last write and the hull of the columns ever written
@@ -154,7 +156,7 @@ class _Shadow:
         a = self.fill
         if a + n > self.buf.size:
             # a larger buffer; the logged columns keep their views of the old one
-            self.buf = np.empty(max(32 * n, 2 * self.buf.size), dtype=np.int32)
+            self.buf = np.empty(max(32 * n, 2 * self.buf.size), dtype=_LOG_DTYPE)
             a = 0
         self.fill = a + n
         return self.buf[a:a + n]
