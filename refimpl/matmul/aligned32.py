@@ -46,8 +46,8 @@ from refimpl.matmul.alignment import AccumulatorFormat, exponents, round_into
 #: (-32000), and a zero product's exponent sum stays far below every real one
 _NONE16 = np.int16(-16000)
 
-#: bytes of one (rows, n, N) float32 work array: rows are taken in chunks of this size
-_CHUNK_BYTES = 1 << 18
+#: outputs per chunk of rows (the per-block work on the outputs is done a chunk at a time)
+_CHUNK_OUTPUTS = 1 << 14
 
 
 def significand_bits(x: np.ndarray) -> int:
@@ -111,9 +111,9 @@ def _pow2_64(e: np.ndarray) -> np.ndarray:
 
 
 def _pow2_32(e: np.ndarray) -> np.ndarray:
-    """2.0**e as float32 for int ``e`` in [-126, 127], +0 for e < -126 (a scaled
-    product that is then below 1 and truncates to 0)."""
-    return ((np.clip(e, -127, 127).astype(np.int32) + 127) << 23).view(np.float32)
+    """2.0**e as float32 for int32 ``e`` in [-126, 127] (the exponent field written
+    directly)."""
+    return ((e + 127) << 23).view(np.float32)
 
 
 def _exponent_field(c: np.ndarray, emin: int) -> np.ndarray:
@@ -142,47 +142,78 @@ def run(p: Plan, c: np.ndarray, acc: AccumulatorFormat, floor: Optional[int],
     c = np.array(c, dtype=np.float64)
     m, nb, n = p.a3.shape
     N = p.b3.shape[2]
-    rows = max(1, _CHUNK_BYTES // (4 * n * N))
-    F = p.F
-    chop = acc.name == "fp32" and acc.rounding == "toward_zero"
-    mask = np.int64(~((1 << (52 - acc.bits)) - 1))
+    rows = max(1, _CHUNK_OUTPUTS // N)
     for r0 in range(0, m, rows):
         rs = slice(r0, min(r0 + rows, m))
-        R = rs.stop - rs.start
-        cr = c[rs]
-        e3 = np.empty((R, n, N), np.int16)
-        t = np.empty((R, n, N), np.float32)
-        ti = np.empty((R, n, N), np.int32)
-        for j in range(nb):
-            if combine is not None and j % chain == 0:
-                total, cr = cr, np.zeros_like(cr)
-            np.add(p.ea3[rs, j, :, None], p.eb3[j][None], out=e3)
-            eta = np.maximum.reduce(e3, axis=1).astype(np.int32)
-            allfin = bool(np.isfinite(cr).all())
-            cfin = None if allfin else np.isfinite(cr)
-            cf = cr if allfin else np.where(cfin, cr, 0.0)
-            np.maximum(eta, _exponent_field(cf, acc.emin), out=eta)
-            if floor is not None:
-                np.maximum(eta, floor, out=eta)
-            np.maximum(eta, -900, out=eta)   # no term at all: every term is zero
-            r = _pow2_32(p.EA[rs, j][:, None] + p.EB[j][None, :] - eta)
-            np.multiply(p.a3[rs, j, :, None], p.b3[j][None], out=t)
-            np.multiply(t, r[:, None, :], out=t)
-            np.copyto(ti, t, casting="unsafe")   # truncation toward zero
-            if len(p.groups) == 1:
-                s = np.add.reduce(ti, axis=1, dtype=np.int32).astype(np.float64)
-            else:
-                s = sum(np.add.reduce(ti[:, g0:g1], axis=1, dtype=np.int32).astype(np.float64)
-                        for g0, g1 in p.groups)
-            s += np.trunc(cf * _pow2_64(F - eta))
-            if chop and int(eta.min()) - F >= acc.emin and int(eta.max()) + 8 <= acc.emax:
-                y = (s.view(np.int64) & mask).view(np.float64) * _pow2_64(eta - F)
-            else:
-                y = round_into(s * _pow2_64(eta - F), acc)
-            cr = y if allfin else np.where(cfin, y, cr)
-            if combine is not None and j % chain == chain - 1:
-                cr = combine(total, cr)
-        if combine is not None and nb % chain:
-            cr = combine(total, cr)
-        c[rs] = cr
+        if combine is None:
+            c0 = c[rs]
+            d = _chain(p, rs, range(nb), c0.astype(np.float32), acc, floor)
+            c[rs] = np.where(np.isfinite(c0), d, c0)  # non-finite C passes through
+        else:
+            total = c[rs]
+            for j0 in range(0, nb, chain):
+                d = _chain(p, rs, range(j0, min(j0 + chain, nb)),
+                           np.zeros(total.shape, np.float32), acc, floor)
+                total = combine(total, d.astype(np.float64))
+            c[rs] = total
     return c
+
+
+def _chain(p: Plan, rs: slice, blocks: range, d: np.ndarray, acc: AccumulatorFormat,
+           floor: Optional[int]) -> np.ndarray:
+    """The ``blocks`` of the plan for the rows ``rs``, from the accumulator ``d`` (float32
+    values of the accumulator, Inf or NaN where an output no longer changes)."""
+    n, N, F = p.n, p.b3.shape[2], p.F
+    R = rs.stop - rs.start
+    chop = acc.name == "fp32" and acc.rounding == "toward_zero"
+    mask = np.int64(~((1 << (52 - acc.bits)) - 1))
+    e3 = np.empty((R, n, N), np.int16)
+    t = np.empty((R, n, N), np.float32)
+    ti = np.empty((R, n, N), np.int32)
+    for j in blocks:
+        np.add(p.ea3[rs, j, :, None], p.eb3[j][None], out=e3)
+        eta = np.maximum.reduce(e3, axis=1).astype(np.int32)
+        mag = d.view(np.int32) & 0x7FFFFFFF
+        finite = int(mag.max()) < 0x7F800000
+        if finite:
+            ec = np.where(mag == 0, int(_NONE16), np.maximum((mag >> 23) - 127, acc.emin))
+        else:
+            d64 = d.astype(np.float64)
+            dfin = np.isfinite(d64)
+            df = np.where(dfin, d64, 0.0)
+            ec = np.where(df != 0, exponents(df, acc.emin), int(_NONE16))
+        np.maximum(eta, ec, out=eta)
+        if floor is not None:
+            np.maximum(eta, floor, out=eta)
+        np.maximum(eta, -900, out=eta)   # no term at all: every term is zero
+        # r = 2^(EA + EB - eta): +0 below 2^-126 (the scaled product is then below 1 and
+        # truncates to 0); at most 2^127 where every product is zero (U - eta <= 100
+        # where one is not)
+        e = p.EA[rs, j][:, None] + p.EB[j][None, :] - eta
+        np.maximum(e, -127, out=e)
+        np.minimum(e, 127, out=e)
+        np.multiply(p.b3[j][None], _pow2_32(e)[:, None, :], out=t)   # b' r
+        # (b' r) a', converted to int32: truncation toward zero
+        np.multiply(t, p.a3[rs, j, :, None], out=ti, casting="unsafe")
+        if len(p.groups) == 1:
+            s = np.add.reduce(ti, axis=1, dtype=np.int32).astype(np.float64)
+        else:
+            s = sum(np.add.reduce(ti[:, g0:g1], axis=1, dtype=np.int32).astype(np.float64)
+                    for g0, g1 in p.groups)
+        lo, hi = int(eta.min()), int(eta.max())
+        if finite and chop and lo - F >= acc.emin and hi + 8 <= acc.emax and F - lo <= 127:
+            # all in float32's normal range: c 2^(F - eta) < 2^(F + 1) is exact or below 1
+            s += np.trunc(d * _pow2_32(F - eta))
+            chopped = (s.view(np.int64) & mask).view(np.float64).astype(np.float32)
+            d = chopped * _pow2_32(eta - F)   # acc.bits + 1 bits, normal: exact
+            continue
+        if finite:
+            d64, dfin, df = d.astype(np.float64), None, None
+            df = d64
+        s += np.trunc(df * _pow2_64(F - eta))
+        if chop and lo - F >= acc.emin and hi + 8 <= acc.emax:
+            y = (s.view(np.int64) & mask).view(np.float64) * _pow2_64(eta - F)
+        else:
+            y = round_into(s * _pow2_64(eta - F), acc)
+        d = (y if dfin is None else np.where(dfin, y, d64)).astype(np.float32)
+    return d
