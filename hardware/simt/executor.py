@@ -289,9 +289,11 @@ class Wave:
     def param_reader(self, op: Any, t: PtxType, n: int, inst: Instruction) -> Any:
         """A function returning the ``n`` values of ``ld.param`` from this launch's
         parameter bytes (read when executed, so a compiled wave can be relaunched)."""
+        if isinstance(op, Addr) and isinstance(op.base, Reg):
+            return self._param_register_reader(op, t, n, inst)
         if not isinstance(op, Addr) or not isinstance(op.base, Sym):
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: ld.param needs "
-                                      "[param_name+offset]")
+                                      "[param_name+offset] or [register+offset]")
         sp, off = self.symbol(op.base.name, inst)
         if sp != "param":
             raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {op.base.name} "
@@ -308,6 +310,31 @@ class Wave:
             raw = np.frombuffer(self.params, dtype=np.uint8, count=start + n * size)
             return [raw[start + k * size: start + (k + 1) * size].view(dt)[0].view(t.dtype)
                     for k in range(n)]
+        return read
+
+    def _param_register_reader(self, op: Addr, t: PtxType, n: int, inst: Instruction) -> Any:
+        """``ld.param`` through a register holding a .param address (PTX ISA 5.1.6.1:
+        ``mov`` of a kernel parameter's name gives its address in the .param space,
+        here its byte offset in the parameter buffer): a function of ``ix`` returning
+        the ``n`` values of each thread; an address outside the parameters faults."""
+        reg = self.register(op.base.name, inst)
+        size, dt = t.bytes, t.storage
+        total = self.kernel.param_bytes
+
+        def read(ix: Any) -> list[Any]:
+            a = reg[ix].astype(np.int64) + op.offset
+            if a.size and (int(a.min()) < 0 or int(a.max()) + n * size > total
+                           or (a % size).any()):
+                bad = (a < 0) | (a + n * size > total) | (a % size != 0)
+                k = int(np.argmax(bad))
+                thread = int(self._thread_ids(ix)[k])
+                raise MemoryAccessError(
+                    f"{self._where(thread, inst)}: .param address {int(a[k]):#x} is "
+                    f"misaligned or outside the {total} bytes of kernel parameters")
+            raw = np.frombuffer(self.params, dtype=np.uint8)
+            return [raw[(a + k * size)[:, None] + np.arange(size)].copy().view(dt)[:, 0]
+                    .view(t.dtype) for k in range(n)]
+        read.per_thread = True  # type: ignore[attr-defined]
         return read
 
     def count(self, ix: Any) -> int:

@@ -76,6 +76,7 @@ from .isa.integer import (c_abs_neg, c_add_sub, c_bfe, c_bfi, c_bfind, c_bitcoun
                           c_carry, c_div, c_dot, c_lop3, c_mad, c_min_max, c_mul, c_rem, c_sad,
                           c_shf, c_shift)
 from .isa.operands import Op, _unsupported, getter, setter  # noqa: F401
+from .isa import sm90
 from .isa.sync import c_activemask, c_atom, c_bar, c_match, c_noop, c_redux, c_vote
 from .parser import Instruction
 
@@ -109,6 +110,7 @@ def _register_extensions() -> None:
     _TABLE.update(wgmma.COMPILERS)
     _TABLE.update(mbarrier.COMPILERS)
     _TABLE.update(cluster.COMPILERS)
+    _TABLE.update(sm90.COMPILERS)
     _TABLE["cp"] = async_copy.c_cp
 
 

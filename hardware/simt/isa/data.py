@@ -139,9 +139,10 @@ def c_ld(inst: Instruction, ctx: Any) -> Op:
     puts = [setter(x, t, ctx, inst) for x in items]
     if space == "param":
         read = ctx.param_reader(inst.operands[1], t, n, inst)
+        per_thread = getattr(read, "per_thread", False)
 
         def ld_param(ix: Any, ex: Any) -> None:
-            for p, v in zip(puts, read()):
+            for p, v in zip(puts, read(ix) if per_thread else read()):
                 p(ix, v)
         return Op(inst, "alu", ld_param)
     addr = _address(inst.operands[1], ctx, inst, space)

@@ -1,0 +1,210 @@
+"""Instructions of sm_90 kernels that need no state of their own (PTX ISA 9.0):
+``elect.sync`` (9.7.13.x), ``setmaxnreg`` (9.7.18.x), ``griddepcontrol`` (9.7.13.x),
+``brkpt`` (9.7.19.1) and the packed 16-bit integer ``min``/``max`` (9.7.1.10-11,
+``.u16x2``/``.s16x2``, ``.relu`` for ``.s16x2``).
+
+- ``elect.sync d|p, membermask``: the leader is the lowest-numbered executing lane
+  named by ``membermask``; every executing lane gets its lane number in ``d`` (``_`` to
+  discard) and ``p`` is true in the leader only. Executing lanes must be named by the
+  mask (synccheck checks it as for the other warp collectives).
+- ``setmaxnreg.{inc,dec}.sync.aligned.u32 N``: N a multiple of 8 in 24..256 (a load-time
+  error otherwise, as ptxas says). Registers are unbounded here, so values never change;
+  what is checked at run time: the warp executes it with all its live lanes
+  (``.aligned``), the four warps of a warpgroup execute the same sequence of
+  ``setmaxnreg`` (warpgroup-uniform), ``.inc`` never lowers and ``.dec`` never raises a
+  warpgroup's count, and the counts of the CTA's warpgroups fit the 65536 registers of
+  the register file. A warpgroup starts at the kernel's ``.maxnreg`` if it has one, else
+  at 65536 / (threads per block) rounded down to a multiple of 8 and at most 256 (the
+  register count ptxas gives a kernel is not known here).
+- ``griddepcontrol.launch_dependents`` / ``griddepcontrol.wait`` (programmatic
+  dependent launch): no effect. Launches run one after another to completion, so the
+  prerequisite grids have completed and their memory is visible before a kernel starts,
+  which is what ``wait`` guarantees; ``launch_dependents`` only allows a dependent grid
+  to start early.
+- ``brkpt``: stops the launch with an :class:`~hardware.simt.errors.ExecutionError`
+  naming the thread and line (there is no debugger to hand it to).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ExecutionError, PtxTypeError
+from ..parser import Imm, Instruction, Pair, Sink
+from ..types import TYPES
+from .integer import c_min_max
+from .operands import Op, _AR32, _rowvals, _unsupported, getter, setter
+
+__all__ = ["COMPILERS", "REGISTER_FILE"]
+
+#: registers of an SM's register file (sm_90): the pool setmaxnreg redistributes
+REGISTER_FILE = 65536
+
+
+def c_elect(inst: Instruction, ctx: Any) -> Op:
+    """elect.sync d|p, membermask (see the module docstring)."""
+    if inst.parts[1:] != ("sync",) or len(inst.operands) != 2:
+        raise _unsupported(inst, "elect.sync d|p, membermask")
+    d = inst.operands[0]
+    first, second = (d.first, d.second) if isinstance(d, Pair) else (d, Sink())
+    put = setter(first, TYPES["b32"], ctx, inst)
+    putp = setter(second, TYPES["pred"], ctx, inst)
+    gm = getter(inst.operands[1], TYPES["u32"], ctx, inst)
+
+    def fn(ix: Any, ex: Any) -> None:
+        sync = ctx.tools.get("synccheck") if ctx.tools else None
+        mask = _rowvals(gm, ix, ex, np.uint32).astype(np.int64)
+        if sync is not None:
+            sync.collective(ctx, ex, inst, mask.astype(np.uint32))
+        member = ex.mask & (((mask >> _AR32) & 1) == 1)
+        leader = np.where(member.any(axis=1), np.argmax(member, axis=1), -1)
+        lane = np.broadcast_to(leader[:, None], ex.rows.shape)[ex.mask]
+        put(ix, np.where(lane < 0, 0, lane).astype(np.uint32))
+        putp(ix, (np.broadcast_to(_AR32, ex.rows.shape) == leader[:, None])[ex.mask])
+    return Op(inst, "alu", fn)
+
+
+def c_setmaxnreg(inst: Instruction, ctx: Any) -> Op:
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 N (see the module docstring)."""
+    parts = inst.parts
+    if len(parts) != 5 or parts[1] not in ("inc", "dec") or parts[2:] != (
+            "sync", "aligned", "u32"):
+        raise PtxTypeError(f"line {inst.line}: {inst.text!r}: setmaxnreg takes "
+                           ".inc/.dec.sync.aligned.u32 (PTX ISA 9.7.18)")
+    if len(inst.operands) != 1 or not isinstance(inst.operands[0], Imm):
+        raise PtxTypeError(f"line {inst.line}: {inst.text!r}: setmaxnreg takes one "
+                           "immediate register count")
+    n = inst.operands[0].value
+    if not 24 <= n <= 256 or n % 8:
+        raise PtxTypeError(f"line {inst.line}: {inst.text!r}: register count {n} is not a "
+                           "multiple of 8 in 24..256 (PTX ISA 9.7.18)")
+    inc = parts[1] == "inc"
+
+    def fn(ix: Any, ex: Any) -> None:
+        _registers(ctx).apply(ex, inst, n, inc)
+    return Op(inst, "alu", fn)
+
+
+class _Registers:
+    """Per-warpgroup register counts of one launch's wave (setmaxnreg)."""
+
+    def __init__(self, wave: Any) -> None:
+        self.wave = wave
+        k = wave.kernel
+        tpb = wave.cfg.threads_per_block if wave.cfg else 32
+        start = (k.source.directives.get("maxnreg") or (0,))[0]
+        if not start:
+            start = min(256, REGISTER_FILE // max(tpb, 1) // 8 * 8)
+        self.start = start
+        self.count: dict[int, int] = {}           # warpgroup -> registers per thread
+        self.seq: dict[int, list] = {}            # warp -> [(line, N, inc)]
+        self.wpb = wave.cfg.warps_per_block if wave.cfg else 1
+
+    def apply(self, ex: Any, inst: Instruction, n: int, inc: bool) -> None:
+        w = self.wave
+        sched = getattr(w, "scheduler", None)
+        for i, wp in enumerate(ex.warps.tolist()):
+            live = sched.stacks[wp][0][2] if sched is not None and sched.stacks[wp] else \
+                ex.lane_active[i]
+            if (live & ~ex.mask[i]).any():
+                self._fail(wp, inst, "setmaxnreg executed by part of a warp (.aligned: "
+                                     "every thread of the warp executes it)")
+            blk, k = divmod(wp, self.wpb)
+            wg = blk * 64 + k // 4
+            mine = self.seq.setdefault(wp, [])
+            mine.append((inst.line, n, inc))
+            step = len(mine) - 1
+            for other in range(wp - k % 4, wp - k % 4 + 4):
+                if other == wp or other not in self.seq or len(self.seq[other]) <= step:
+                    continue
+                if self.seq[other][step] != mine[step]:
+                    o = self.seq[other][step]
+                    self._fail(wp, inst, f"setmaxnreg is not warpgroup-uniform: warp "
+                                         f"{other % self.wpb} of the warpgroup executed "
+                                         f"setmaxnreg.{'inc' if o[2] else 'dec'} {o[1]} "
+                                         f"(line {o[0]}) at this point")
+            if any(len(self.seq.get(o, [])) > step for o in range(wp - k % 4, wp - k % 4 + 4)
+                   if o != wp):
+                continue  # another warp of the group applied this step already
+            cur = self.count.get(wg, self.start)
+            if (inc and n < cur) or (not inc and n > cur):
+                self._fail(wp, inst, f"setmaxnreg.{'inc' if inc else 'dec'} {n} while the "
+                                     f"warpgroup has {cur} registers per thread")
+            self.count[wg] = n
+            groups = -(-self.wpb // 4)
+            total = sum(self.count.get(blk * 64 + g, self.start) * 128
+                        for g in range(groups))
+            if total > REGISTER_FILE:
+                self._fail(wp, inst, f"the CTA's warpgroups would hold {total} registers, "
+                                     f"more than the {REGISTER_FILE} of the register file")
+
+    def _fail(self, warp: int, inst: Instruction, msg: str) -> None:
+        raise ExecutionError(f"{self.wave.location(warp * 32, inst)}: {msg}")
+
+
+def _registers(ctx: Any) -> _Registers:
+    r = getattr(ctx, "_setmaxnreg", None)
+    if r is None or r.wave is not ctx or getattr(ctx, "_setmaxnreg_stats", None) is not \
+            ctx.stats:
+        r = _Registers(ctx)
+        ctx._setmaxnreg = r
+        ctx._setmaxnreg_stats = ctx.stats
+    return r
+
+
+def c_griddepcontrol(inst: Instruction, ctx: Any) -> Op:
+    """griddepcontrol.launch_dependents / .wait: no effect (see the module docstring)."""
+    if inst.parts[1:] not in (("launch_dependents",), ("wait",)) or inst.operands:
+        raise _unsupported(inst, "griddepcontrol.launch_dependents or griddepcontrol.wait")
+    return Op(inst, "alu", lambda ix, ex: None)
+
+
+def c_brkpt(inst: Instruction, ctx: Any) -> Op:
+    """brkpt: an error naming the thread (see the module docstring)."""
+    if len(inst.parts) != 1 or inst.operands:
+        raise _unsupported(inst, "brkpt takes no modifiers or operands")
+
+    def fn(ix: Any, ex: Any) -> None:
+        thread = int(ctx._thread_ids(ix)[0])
+        raise ExecutionError(f"{ctx.location(thread, inst)}: brkpt (breakpoint) reached")
+    return Op(inst, "alu", fn)
+
+
+def c_min_max_packed(inst: Instruction, ctx: Any) -> Op:
+    """min/max: the packed .u16x2/.s16x2 forms here (each 16-bit half on its own, the
+    low half from the low bits; ``.relu`` on .s16x2 clamps negative halves to 0), the
+    others in :func:`~hardware.simt.isa.integer.c_min_max`."""
+    packed = [p for p in inst.parts[1:] if p in ("u16x2", "s16x2")]
+    if not packed:
+        return c_min_max(inst, ctx)
+    kind = packed[0]
+    mods = set(inst.parts[1:]) - {kind}
+    if mods - {"relu"} or len(inst.parts) - 1 != len(mods) + 1:
+        raise _unsupported(inst, f"{inst.opcode}: modifier not supported")
+    relu = "relu" in mods
+    if relu and kind != "s16x2":
+        raise PtxTypeError(f"line {inst.line}: {inst.text!r}: .relu needs .s16x2 "
+                           "(PTX ISA 9.7.1.10)")
+    if len(inst.operands) != 3:
+        raise _unsupported(inst, f"{inst.opcode} d, a, b")
+    ga, gb = (getter(o, TYPES["b32"], ctx, inst) for o in inst.operands[1:])
+    put = setter(inst.operands[0], TYPES["b32"], ctx, inst)
+    f = np.minimum if inst.parts[0] == "min" else np.maximum
+    half = np.int16 if kind == "s16x2" else np.uint16
+
+    def fn(ix: Any, ex: Any) -> None:
+        a = np.atleast_1d(np.asarray(ga(ix)).astype(np.uint32))
+        b = np.atleast_1d(np.asarray(gb(ix)).astype(np.uint32))
+        a, b = np.broadcast_arrays(a, b)
+        ah = np.ascontiguousarray(a).view(np.uint16).view(half)  # little endian: lo, hi
+        bh = np.ascontiguousarray(b).view(np.uint16).view(half)
+        r = f(ah, bh)
+        if relu:
+            r = np.maximum(r, 0).astype(half)
+        put(ix, np.ascontiguousarray(r.astype(half)).view(np.uint32))
+    return Op(inst, "alu", fn)
+
+
+COMPILERS = {"elect": c_elect, "setmaxnreg": c_setmaxnreg, "griddepcontrol": c_griddepcontrol,
+             "brkpt": c_brkpt, "min": c_min_max_packed, "max": c_min_max_packed}
