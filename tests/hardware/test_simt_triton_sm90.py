@@ -175,17 +175,51 @@ def _masked_case(text: str | None) -> None:
     assert np.array_equal(got.view(np.uint16), acc.astype(np.float16).view(np.uint16))
 
 
-def test_matmul_masked_with_scalar_vector_operands_rewritten():
-    # Triton writes its scalar loads and stores with one-element vectors ({ %rs1 }),
-    # which ptxas accepts; written as plain registers the kernel runs bit-exact
-    text = (DATA / "matmul_masked_fp16.ptx").read_text()
+def one_element_vectors_as_registers(text: str) -> str:
+    """Triton writes scalar loads and stores with one-element vectors ({ %rs1 }), which
+    ptxas accepts; the same PTX with plain registers."""
     plain = re.sub(r"\{ (%r[sd]?\d+) \}", r"\1", text)
     assert plain != text
-    _masked_case(plain)
+    return plain
+
+
+def test_matmul_masked_with_scalar_vector_operands_rewritten():
+    _masked_case(one_element_vectors_as_registers(
+        (DATA / "matmul_masked_fp16.ptx").read_text()))
+
+
+def _dot_scaled_case(text: str | None) -> None:
+    rng = np.random.default_rng(5)
+    ca = np.asarray(formats.encode(rng.standard_normal((64, 64)).astype(np.float32),
+                                   "e4m3"), np.uint8)
+    cb = np.asarray(formats.encode(rng.standard_normal((64, 64)).astype(np.float32),
+                                   "e4m3"), np.uint8)
+    sa = rng.integers(120, 134, (64, 2)).astype(np.uint8)     # E8M0: 2^(s - 127)
+    sb = rng.integers(120, 134, (64, 2)).astype(np.uint8)
+    mem = GlobalMemory()
+    ptrs = [mem.to_device(x) for x in (ca, sa, cb, sb)]
+    pc = mem.calloc(64 * 64 * 4)
+    launch("dot_scaled_e4m3", (1,), ptrs + [pc], mem, text)
+    got = mem.from_device(pc, np.float32, (64, 64))
+    # scaling by a power of two is exact in BF16 here (4 significant bits, no overflow
+    # or underflow): the BF16 wgmma then multiplies the exact scaled values
+    a = formats.decode(ca, "e4m3").astype(np.float64) * \
+        np.exp2(np.repeat(sa.astype(np.float64) - 127, 32, axis=1))
+    b = formats.decode(cb, "e4m3").astype(np.float64) * \
+        np.exp2(np.repeat(sb.astype(np.float64) - 127, 32, axis=1)).T
+    acc = chained(a.astype(np.float32), b.astype(np.float32), 16, "H100-BF16")
+    assert np.array_equal(got.view(np.uint32), acc.view(np.uint32))
+    spot_check(got, a, b, 16, "H100-BF16")
+
+
+def test_dot_scaled_with_scalar_vector_operands_rewritten():
+    _dot_scaled_case(one_element_vectors_as_registers(
+        (DATA / "dot_scaled_e4m3.ptx").read_text()))
 
 
 @pytest.mark.xfail(strict=True, raises=PtxTypeError,
                    reason="the PTX rules refuse one-element vector operands ({ %rs1 }) that "
                           "ptxas accepts; remove this mark once they are accepted")
-def test_matmul_masked_as_triton_writes_it():
-    _masked_case(None)
+@pytest.mark.parametrize("case", [_masked_case, _dot_scaled_case])
+def test_scalar_vector_operands_as_triton_writes_them(case):
+    case(None)

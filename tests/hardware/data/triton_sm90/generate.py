@@ -8,8 +8,8 @@ count) are written next to this file. The kernels are a blocked matmul in the st
 Triton's matmul tutorial (plain pointer loads, no tensor descriptors, so no TMA; FP16
 plain and software-pipelined with cp.async over two warpgroups, BF16 with N = 256,
 TF32, FP8 E4M3 and INT8), a one-block attention step whose second product takes P
-from registers, and the forward loop of flash attention (online softmax, the
-accumulator rescaled between products)."""
+from registers, the forward loop of flash attention (online softmax, the
+accumulator rescaled between products), and a block-scaled E4M3 tl.dot_scaled."""
 from __future__ import annotations
 
 import json
@@ -70,6 +70,24 @@ def matmul_masked_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, str
     c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def dot_scaled_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """C = (A x 2^(SA - 127)) (B x 2^(SB - 127)) for E4M3 A (M x K) and B (K x N) with
+    one E8M0 scale per 32 elements along K (SA: M x K/32, SB: N x K/32), one block;
+    on sm_90 Triton scales the operands in BF16 and multiplies them with wgmma."""
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    rs = tl.arange(0, BLOCK_K // 32)
+    a = tl.load(a_ptr + rm[:, None] * BLOCK_K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BLOCK_N + rn[None, :])
+    sa = tl.load(a_scale_ptr + rm[:, None] * (BLOCK_K // 32) + rs[None, :])
+    sb = tl.load(b_scale_ptr + rn[:, None] * (BLOCK_K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, sa, "e4m3", b, sb, "e4m3")
+    tl.store(c_ptr + rm[:, None] * BLOCK_N + rn[None, :], c)
 
 
 @triton.jit
@@ -151,6 +169,10 @@ def main() -> None:
                                                        "stride_bn", "stride_cm",
                                                        "stride_cn")}},
                                 {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}), 4, 1),
+        "dot_scaled_e4m3": ((dot_scaled_kernel,
+                             {"a_ptr": "*fp8e4nv", "a_scale_ptr": "*u8", "b_ptr": "*fp8e4nv",
+                              "b_scale_ptr": "*u8", "c_ptr": "*fp32"},
+                             {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}), 4, 1),
         "attention_step_fp16": ((attention_step_kernel,
                                  {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
                                   "o_ptr": "*fp32"},
