@@ -170,7 +170,8 @@ class Cluster:
         addresses some of which are ``.shared::cluster`` addresses of other CTAs."""
         w = self.wave
         th = w._thread_ids(ix)
-        if any(p in ("shared", "shared::cta") for p in inst.parts[1:]):
+        if "shared::cluster" not in inst.parts and any(
+                p in ("shared", "shared::cta") for p in inst.parts[1:]):
             k = int(np.argmax(addr >= UNIT))
             raise MemoryAccessError(
                 f"{w.location(int(th[k]), inst)}: the .shared::cluster address "

@@ -76,6 +76,7 @@ from .isa.data import _address
 from .isa.operands import Op, _unsupported, getter, setter
 from .memory import SHARED_WINDOW, WINDOW_SIZE
 from .parser import Imm, Instruction, Sink
+from .tma import flush_for
 from .types import TYPES
 
 __all__ = ["MBarriers", "WaitOp", "COMPILERS", "MAX_COUNT", "encode", "state_token"]
@@ -121,6 +122,9 @@ class MBarriers:
         #: operations that changed an object (the scheduler's deadlock test)
         self.operations = 0
         self.waits = 0
+        bulk = getattr(self.wave, "bulk_copies", None)
+        if bulk is not None:
+            bulk.reset()
 
     # ------------------------------------------------------------ the objects
     def _fail(self, thread: int, inst: Instruction, msg: str) -> None:
@@ -481,6 +485,7 @@ def _c_wait(inst: Instruction, ctx: Any, st: MBarriers, mods: set, space: str) -
 
     def probe(ix: Any, ex: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         off, th = loc(ix, ex)
+        flush_for(ctx, off)  # bulk copies signalling these barriers complete now
         want = np.broadcast_to(np.asarray(gw(ix)).astype(np.uint64), off.shape)
         ok = np.array([st.complete(o, int(w), parity, t, inst)
                        for o, w, t in zip(off.tolist(), want.tolist(), th.tolist())], bool)

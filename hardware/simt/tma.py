@@ -1,0 +1,226 @@
+"""Bulk asynchronous copies (sm_90, the non-tensor half of the tensor memory
+accelerator): PTX ISA 9.0, sections 9.7.9.25.4.1 (``cp.async.bulk``), 9.7.9.25.4.4
+(``cp.async.bulk.prefetch``), 9.7.9.25.5.1-2 (``cp.async.bulk.commit_group`` /
+``wait_group``)::
+
+    cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{.multicast::cluster}{.L2::cache_hint}
+        [dst], [src], size, [mbar]{, ctaMask}{, cache-policy};
+    cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [src], size, [mbar]{, cache-policy};
+    cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar];
+    cp.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint} [dst], [src], size{, cache-policy};
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group{.read} N;
+    cp.async.bulk.prefetch.L2.global{.L2::cache_hint} [src], size{, cache-policy};
+
+``size`` and both addresses are multiples of 16 bytes. Semantics (a legal schedule,
+deterministic):
+
+- **Into shared memory** (completion through an mbarrier, :mod:`hardware.simt.mbarrier`):
+  the source is read when the copy is issued; the destination bytes are *pending* until
+  the copy completes, and any access to a pending byte is a race error (as for
+  ``cp.async``, :mod:`hardware.simt.async_copy`). A copy completes when a thread first
+  tests the phase of its mbarrier (``test_wait``/``try_wait``): its bytes land, then the
+  barrier's tx-count drops by ``size`` (complete-tx). ``.multicast::cluster`` writes the
+  same bytes at the same offset in every CTA of ``ctaMask`` (bit i: CTA rank i of the
+  cluster) and signals the mbarrier at the same offset in each; a ``.shared::cluster``
+  destination or mbarrier may be in another CTA of the cluster
+  (:mod:`hardware.simt.cluster`).
+- **To global memory** (``.bulk_group``): the copy is performed when it is issued and
+  joins the thread's current bulk group; ``commit_group`` closes the group and
+  ``wait_group{.read} N`` checks N (a non-negative constant). Writing the source or
+  reading the destination before the wait is not reported.
+- ``cp.async.bulk.prefetch``: no effect (a cache hint); the cache-policy operands are
+  accepted and ignored.
+
+Refused with a clear message: ``cp.reduce.async.bulk``, ``.cp_mask``, and the tensor
+forms (``cp.async.bulk.tensor``, tensor maps).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import ExecutionError, UnsupportedPtxError
+from .isa.data import _address
+from .isa.operands import Op, getter
+from .parser import Imm, Instruction, Reg
+from .types import TYPES
+
+__all__ = ["BulkCopies", "c_bulk"]
+
+_CHUNK = 16
+
+
+class BulkCopies:
+    """The bulk copies of one wave waiting for their mbarrier, and the bulk groups."""
+
+    def __init__(self, wave: Any) -> None:
+        self.wave = wave
+        self.reset()
+
+    def reset(self) -> None:
+        #: mbarrier offset -> [(dst offsets (n,), data (n,) uint8, thread, inst)]
+        self.queue: dict[int, list] = {}
+        self.committed = np.zeros(self.wave.T, dtype=np.int64)
+        self.bytes = 0
+
+    def flush(self, mbar: int) -> None:
+        """Complete the copies that signal the mbarrier at wave shared offset ``mbar``."""
+        recs = self.queue.pop(mbar, None)
+        if not recs:
+            return
+        from .async_copy import _state
+        from .mbarrier import state_of
+        ac = _state(self.wave)
+        mb = state_of(self.wave)
+        for dst, data, thread, inst in recs:
+            self.wave.smem[dst] = data
+            self.wave.sinit[dst] = True
+            np.add.at(ac.pending, dst, -1)
+            mb.tx(mbar, -int(dst.size), thread, inst)
+        ac.any_pending = bool(ac.queue) or bool(self.queue) or bool((ac.pending > 0).any())
+
+
+def state_of(ctx: Any) -> BulkCopies:
+    st = getattr(ctx, "bulk_copies", None)
+    if st is None or st.wave is not ctx:
+        st = BulkCopies(ctx)
+        ctx.bulk_copies = st
+    return st
+
+
+def flush_for(ctx: Any, offsets: np.ndarray) -> None:
+    """Called by mbarrier waits before they test: complete the copies of ``offsets``."""
+    st = getattr(ctx, "bulk_copies", None)
+    if st is None or not st.queue:
+        return
+    for off in np.unique(offsets).tolist():
+        st.flush(int(off))
+
+
+def _fail(inst: Instruction, why: str) -> UnsupportedPtxError:
+    return UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {why}")
+
+
+def _spans(ctx: Any, space: str, thread: int, ex: Any, start: int, size: int,
+           inst: Instruction, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(buffer, byte offsets (size,)) of ``size`` bytes at ``start`` in ``space`` for
+    ``thread``, checked 16 bytes at a time (alignment, bounds, memcheck)."""
+    n = size // _CHUNK
+    ix = np.full(n, thread, dtype=np.int64)
+    addr = start + _CHUNK * np.arange(n, dtype=np.int64)
+    buf, off = ctx._locate(space, ix, ex, addr, _CHUNK, inst, kind)
+    return buf, (off[:, None] + np.arange(_CHUNK)).reshape(-1)
+
+
+def c_bulk(inst: Instruction, ctx: Any) -> Op:
+    """The cp.async.bulk family (see the module docstring)."""
+    parts = inst.parts
+    mods = set(parts[3:])
+    if parts[0] != "cp" or parts[2] != "bulk":
+        raise _fail(inst, "cp.reduce.async.bulk is not supported")
+    if "tensor" in mods or any(p.endswith("d") and p[:-1].isdigit() for p in mods):
+        raise _fail(inst, "cp.async.bulk.tensor (tensor maps) is not supported")
+    if "cp_mask" in mods:
+        raise _fail(inst, "cp.async.bulk with .cp_mask is not supported")
+    st = state_of(ctx)
+    if "commit_group" in mods:
+        if inst.operands or len(parts) != 4:
+            raise _fail(inst, "cp.async.bulk.commit_group takes no operand")
+        return Op(inst, "alu", lambda ix, ex: np.add.at(st.committed, ctx._thread_ids(ix), 1))
+    if "wait_group" in mods:
+        if len(inst.operands) != 1 or not isinstance(inst.operands[0], Imm) or \
+                inst.operands[0].value < 0 or mods - {"wait_group", "read"}:
+            raise _fail(inst, "cp.async.bulk.wait_group{.read} takes a non-negative "
+                              "integer constant")
+        return Op(inst, "alu", lambda ix, ex: None)  # every bulk store is complete
+    if "prefetch" in mods:
+        if mods - {"prefetch", "L2", "global", "L2::cache_hint"} or not 2 <= len(
+                inst.operands) <= 3:
+            raise _fail(inst, "cp.async.bulk.prefetch.L2.global [src], size")
+        return Op(inst, "alu", lambda ix, ex: None)
+    ops = list(inst.operands)
+    if "L2::cache_hint" in mods:
+        if not ops:
+            raise _fail(inst, ".L2::cache_hint needs a cache-policy operand")
+        ops = ops[:-1]
+    dst_space, src_space = parts[3], parts[4]
+    to_shared = dst_space in ("shared::cluster", "shared::cta")
+    if to_shared:
+        if "mbarrier::complete_tx::bytes" not in mods or src_space not in (
+                "global", "shared::cta"):
+            raise _fail(inst, "a bulk copy into shared memory takes .global or .shared::cta "
+                              "and .mbarrier::complete_tx::bytes")
+        multicast = "multicast::cluster" in mods
+        if multicast and (src_space != "global" or dst_space != "shared::cluster"):
+            raise _fail(inst, ".multicast::cluster needs .shared::cluster.global")
+        want = 5 if multicast else 4
+        if len(ops) != want:
+            raise _fail(inst, f"expected [dst], [src], size, [mbar]"
+                              f"{', ctaMask' if multicast else ''}")
+    else:
+        if dst_space != "global" or src_space != "shared::cta" or "bulk_group" not in mods:
+            raise _fail(inst, "cp.async.bulk.global.shared::cta.bulk_group [dst], [src], "
+                              "size")
+        if len(ops) != 3:
+            raise _fail(inst, "expected [dst], [src], size")
+        multicast = False
+    gdst = _address(ops[0], ctx, inst, "global" if not to_shared else "shared")
+    gsrc = _address(ops[1], ctx, inst, "global" if src_space == "global" else "shared")
+    gsize = getter(ops[2], TYPES["u32"], ctx, inst)
+    gbar = _address(ops[3], ctx, inst, "shared") if to_shared else None
+    gmask = getter(ops[4], TYPES["b16"], ctx, inst) if multicast else None
+    if isinstance(ops[2], Reg) is False and not isinstance(ops[2], Imm):
+        raise _fail(inst, "size must be a register or a constant")
+
+    def fn(ix: Any, ex: Any) -> None:
+        from .async_copy import _state
+        from .mbarrier import state_of as mbarriers
+        th = ctx._thread_ids(ix)
+        cnt = th.size
+        dst = np.broadcast_to(np.asarray(gdst(ix), np.int64), (cnt,))
+        src = np.broadcast_to(np.asarray(gsrc(ix), np.int64), (cnt,))
+        size = np.broadcast_to(np.asarray(gsize(ix)).astype(np.int64), (cnt,))
+        bars = np.broadcast_to(np.asarray(gbar(ix), np.int64), (cnt,)) if gbar else None
+        masks = np.broadcast_to(np.asarray(gmask(ix)).astype(np.int64), (cnt,)) \
+            if gmask else None
+        for i in range(cnt):
+            t, n = int(th[i]), int(size[i])
+            if n <= 0 or n % _CHUNK:
+                raise ExecutionError(f"{ctx.location(t, inst)}: bulk copy size {n} is not "
+                                     "a positive multiple of 16 bytes")
+            sbuf, soff = _spans(ctx, "global" if src_space == "global" else "shared", t,
+                                ex, int(src[i]), n, inst, "ld")
+            data = sbuf[soff].copy()
+            st.bytes += n
+            if not to_shared:
+                dbuf, doff = _spans(ctx, "global", t, ex, int(dst[i]), n, inst, "st")
+                dbuf[doff] = data
+                ctx.memory.init_shadow[doff] = True
+                continue
+            targets = [(int(dst[i]), int(bars[i]))]
+            if multicast:
+                cl = ctx.cluster
+                m = int(masks[i])
+                if m >> cl.size:
+                    raise ExecutionError(f"{ctx.location(t, inst)}: ctaMask {m:#x} names "
+                                         f"CTAs outside the cluster of {cl.size}")
+                base_d, base_b = int(dst[i]) & (cl.UNIT - 1), int(bars[i]) & (cl.UNIT - 1)
+                targets = [(((r + 1) << 24) | base_d, ((r + 1) << 24) | base_b)
+                           for r in range(cl.size) if m >> r & 1]
+            ac = _state(ctx)
+            mb = mbarriers(ctx)
+            for d, b in targets:
+                _, doff = _spans(ctx, "shared", t, ex, d, n, inst, "st")
+                boff = ctx._locate("shared", np.array([t]), ex, np.array([b], np.int64), 8,
+                                   inst, "atom")[1]
+                mb.get(int(boff[0]), t, inst)  # a valid mbarrier
+                ac.check(doff[::_CHUNK], _CHUNK, np.full(n // _CHUNK, t), inst,
+                         "bulk copy write")
+                np.add.at(ac.pending, doff, 1)
+                ac.owner[doff] = t
+                ac.owner_line[doff] = inst.line
+                ac.any_pending = True
+                st.queue.setdefault(int(boff[0]), []).append((doff, data, t, inst))
+    return Op(inst, "alu", fn)

@@ -1,0 +1,275 @@
+"""cp.async.bulk (hardware.simt.tma): a producer warp feeding two consumer warps through
+a two-stage mbarrier ring, bulk stores to global memory, multicast into the CTAs of a
+cluster, races on pending bytes. Expected values are NumPy sums of the inputs."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from hardware.simt import GlobalMemory, load_ptx
+from hardware.simt.errors import DeadlockError, ExecutionError, UnsupportedPtxError
+
+PTXAS = shutil.which("ptxas")
+HEAD = """.version 8.6
+.target sm_90a
+.address_size 64
+"""
+
+
+def ptxas_ok(src: str) -> None:
+    if PTXAS is None:
+        return
+    r = subprocess.run([PTXAS, "-arch=sm_90a", "-", "-o", "/dev/null"], input=src,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+RING = HEAD + """.visible .entry ring(.param .u64 in, .param .u64 out, .param .u32 tiles)
+{
+    .reg .pred %p<8>;
+    .reg .b32 %r<40>;
+    .reg .b64 %rd<16>;
+    .shared .align 128 .b8 buf[512];
+    .shared .align 8 .b64 bars[4];       // full0, full1, empty0, empty1
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r30, [tiles];
+    mov.u32 %r1, %tid.x;
+    shr.u32 %r3, %r1, 5;
+    mov.u32 %r20, bars;
+    mov.u32 %r21, buf;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_init;
+    mbarrier.init.shared::cta.b64 [%r20], 1;
+    add.u32 %r22, %r20, 8;
+    mbarrier.init.shared::cta.b64 [%r22], 1;
+    add.u32 %r22, %r20, 16;
+    mbarrier.init.shared::cta.b64 [%r22], 64;
+    add.u32 %r22, %r20, 24;
+    mbarrier.init.shared::cta.b64 [%r22], 64;
+    fence.mbarrier_init.release.cluster;
+$L_init:
+    bar.sync 0;
+    mov.u32 %r10, 0;                      // tile
+    setp.ne.u32 %p2, %r3, 0;
+    @%p2 bra $L_consumer;
+    elect.sync %r4|%p3, 0xffffffff;
+    @!%p3 bra $L_end;
+$L_produce:
+    and.b32 %r11, %r10, 1;                // stage
+    shr.u32 %r12, %r10, 1;
+    and.b32 %r12, %r12, 1;
+    xor.b32 %r12, %r12, 1;                // parity of the empty phase to wait for
+    shl.b32 %r13, %r11, 3;
+    add.u32 %r14, %r20, %r13;             // full[s]
+    add.u32 %r15, %r14, 16;               // empty[s]
+$L_wait_empty:
+    mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r15], %r12;
+    @!%p4 bra $L_wait_empty;
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r14], 256;
+    shl.b32 %r16, %r11, 8;
+    add.u32 %r17, %r21, %r16;             // buf + s * 256
+    mul.wide.u32 %rd3, %r10, 256;
+    add.u64 %rd4, %rd1, %rd3;
+    cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r17], [%rd4], 256, [%r14];
+    add.u32 %r10, %r10, 1;
+    setp.lt.u32 %p5, %r10, %r30;
+    @%p5 bra $L_produce;
+    bra $L_end;
+$L_consumer:
+    sub.u32 %r5, %r1, 32;                 // column
+    mov.u32 %r6, 0;                       // sum
+$L_consume:
+    and.b32 %r11, %r10, 1;
+    shr.u32 %r12, %r10, 1;
+    and.b32 %r12, %r12, 1;
+    shl.b32 %r13, %r11, 3;
+    add.u32 %r14, %r20, %r13;
+    add.u32 %r15, %r14, 16;
+    {read_early}
+$L_wait_full:
+    mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r14], %r12;
+    @!%p4 bra $L_wait_full;
+    shl.b32 %r16, %r11, 8;
+    add.u32 %r17, %r21, %r16;
+    shl.b32 %r18, %r5, 2;
+    add.u32 %r19, %r17, %r18;
+    ld.shared.u32 %r7, [%r19];
+    add.u32 %r6, %r6, %r7;
+    mbarrier.arrive.shared::cta.b64 _, [%r15];
+    add.u32 %r10, %r10, 1;
+    setp.lt.u32 %p5, %r10, %r30;
+    @%p5 bra $L_consume;
+    mul.wide.u32 %rd5, %r5, 4;
+    add.u64 %rd6, %rd2, %rd5;
+    st.global.u32 [%rd6], %r6;
+$L_end:
+    ret;
+}
+"""
+
+
+def launch_ring(tiles: int, read_early: str = ""):
+    src = RING.replace("{read_early}", read_early)
+    ptxas_ok(src)
+    m = load_ptx(src)
+    mem = GlobalMemory()
+    x = np.random.default_rng(tiles).integers(0, 1 << 20, (tiles, 64)).astype(np.uint32)
+    a, out = mem.to_device(x), mem.calloc(4 * 64)
+    stats = m.launch("ring", 1, 96, [a, out, tiles], mem)
+    return x, mem.from_device(out, np.uint32, 64), stats
+
+
+@pytest.mark.parametrize("tiles", [1, 2, 7])
+def test_producer_warp_feeds_consumers_through_a_ring(tiles):
+    x, got, stats = launch_ring(tiles)
+    assert (got == x.sum(axis=0, dtype=np.uint32)).all()
+    assert not stats.warnings
+
+
+def test_reading_a_pending_stage_is_a_race():
+    early = """shl.b32 %r16, %r11, 8;
+    add.u32 %r17, %r21, %r16;
+    ld.shared.u32 %r7, [%r17];"""
+    with pytest.raises(ExecutionError, match="race: load of shared address 0x0"):
+        launch_ring(2, early)
+
+
+def test_bytes_never_expected_leave_the_ring_deadlocked():
+    src = RING.replace("{read_early}", "").replace(
+        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r14], 256;",
+        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r14], 512;")
+    m = load_ptx(src)
+    mem = GlobalMemory()
+    a, out = mem.to_device(np.zeros((3, 64), np.uint32)), mem.calloc(256)
+    with pytest.raises(DeadlockError, match="256 tx bytes outstanding"):
+        m.launch("ring", 1, 96, [a, out, 3], mem)
+
+
+STORE = HEAD + """.visible .entry k(.param .u64 in, .param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .shared .align 16 .b32 tile[64];
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.u64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    mul.lo.u32 %r2, %r2, 3;
+    shl.b32 %r3, %r1, 2;
+    mov.u32 %r4, tile;
+    add.u32 %r5, %r4, %r3;
+    st.shared.u32 [%r5], %r2;
+    fence.proxy.async.shared::cta;
+    bar.sync 0;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_end;
+    cp.async.bulk.global.shared::cta.bulk_group [%rd2+64], [%r4], 256;
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group.read 0;
+    cp.async.bulk.wait_group 0;
+    cp.async.bulk.prefetch.L2.global [%rd1], 256;
+$L_end:
+    ret;
+}
+"""
+
+
+def test_bulk_store_to_global():
+    ptxas_ok(STORE)
+    m = load_ptx(STORE)
+    mem = GlobalMemory()
+    x = np.arange(64, dtype=np.uint32) * 11 + 5
+    a, out = mem.to_device(x), mem.calloc(4 * 96)
+    m.launch("k", 1, 64, [a, out], mem)
+    got = mem.from_device(out, np.uint32, 96)
+    assert (got[16:80] == 3 * x).all() and (got[:16] == 0).all() and (got[80:] == 0).all()
+
+
+MULTICAST = HEAD + """.visible .entry k(.param .u64 in, .param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .reg .b16 %rs<2>;
+    .shared .align 16 .b32 tile[32];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %cluster_ctarank;
+    mov.u32 %r3, bar;
+    mov.u32 %r4, tile;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_init;
+    mbarrier.init.shared::cta.b64 [%r3], 1;
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r3], 128;
+$L_init:
+    barrier.cluster.arrive;
+    barrier.cluster.wait;
+    setp.ne.u32 %p2, %r2, 0;
+    or.pred %p3, %p1, %p2;
+    @%p3 bra $L_wait;
+    mov.u16 %rs1, {mask};
+    cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r4], [%rd1], 128, [%r3], %rs1;
+$L_wait:
+    mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r3], 0;
+    @!%p1 bra $L_wait;
+    shl.b32 %r5, %r1, 2;
+    add.u32 %r6, %r4, %r5;
+    ld.shared.u32 %r7, [%r6];
+    mov.u32 %r8, %ctaid.x;
+    mad.lo.u32 %r9, %r8, 32, %r1;
+    mul.wide.u32 %rd3, %r9, 4;
+    add.u64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r7;
+    barrier.cluster.arrive;
+    barrier.cluster.wait;
+    ret;
+}
+"""
+
+
+def test_multicast_into_every_cta_of_the_cluster():
+    src = MULTICAST.replace("{mask}", "15")
+    ptxas_ok(src)
+    m = load_ptx(src)
+    mem = GlobalMemory()
+    x = np.arange(32, dtype=np.uint32) * 7 + 1
+    a, out = mem.to_device(x), mem.calloc(4 * 32 * 8)
+    m.launch("k", 8, 32, [a, out], mem, cluster=4)
+    assert (mem.from_device(out, np.uint32, 256).reshape(8, 32) == x).all()
+
+
+def test_multicast_missing_a_cta_deadlocks_it():
+    m = load_ptx(MULTICAST.replace("{mask}", "13"))  # CTA rank 1 left out
+    mem = GlobalMemory()
+    a, out = mem.to_device(np.zeros(32, np.uint32)), mem.calloc(4 * 32 * 4)
+    with pytest.raises(DeadlockError, match="of block \\(1, 0, 0\\): phase 0 \\(parity 0\\), "
+                                            "0 of 1 arrivals pending, 128 tx bytes"):
+        m.launch("k", 4, 32, [a, out], mem, cluster=4)
+
+
+@pytest.mark.parametrize("inst, why", [
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 16;",
+     "cp.reduce.async.bulk"),
+    ("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
+     "[%rd1, {%r2}], [%r3];", "tensor"),
+])
+def test_refused_forms(inst, why):
+    src = HEAD + f""".visible .entry k()
+{{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    {inst}
+    ret;
+}}
+"""
+    with pytest.raises(UnsupportedPtxError, match=why):
+        load_ptx(src)
