@@ -21,7 +21,8 @@ Modules: :mod:`.parser` (PTX text), :mod:`.inline` (device-function calls, by
 inlining), :mod:`.cfg` (reconvergence points), :mod:`.instructions` (the opcode table;
 the compilers, one module per PTX ISA chapter, in :mod:`.isa`),
 :mod:`.rounding` (exact IEEE arithmetic), :mod:`.lowprec` (packed FP8/FP6/FP4/UE8M0 cvt),
-:mod:`.matrix` (mma, ldmatrix, wmma), :mod:`.async_copy` (cp.async groups),
+:mod:`.matrix` (mma, ldmatrix, wmma), :mod:`.wgmma` (warpgroup wgmma, sm_90a),
+:mod:`.async_copy` (cp.async groups),
 :mod:`.device_runtime` (device ``printf``, ``assert`` and ``trap``),
 :mod:`.sanitizer` (memcheck, racecheck, initcheck, synccheck: ``launch(sanitize=...)``),
 :mod:`.executor` (the wave: registers and memory spaces), :mod:`.scheduler` (SIMT
