@@ -11,28 +11,31 @@ of the grid a product is
 
 with EA_i (EB_j) the largest exponent of row i of A (column j of B) in the block: a'
 and b' are scaled once per block and row (column), r once per output and block, and
-each product costs one multiplication of float32 values, one multiplication by r, a
-conversion to int32 (which truncates toward zero, sign kept: the hardware's
-sign-magnitude truncation) and an int32 addition.
+each product costs one multiplication b'_k r, one by a'_k whose float32 result is
+converted to int32 (which truncates toward zero, sign kept: the hardware's
+sign-magnitude truncation), and an int32 addition.
 
 Exactness (checked by :func:`plan` before the kernel is used, otherwise the caller's
 float64 path runs):
 
-- the significands of a and b have at most 24 bits together, so a'_k b'_k is exact in
-  float32 (FP16, BF16, TF32 and FP8 operands: 22, 16, 22 and 8 bits) once a' and b' are
-  normal float32 values;
+- the significands of a and b have at most 24 bits together, so a'_k (b'_k r) is exact
+  in float32 (FP16, BF16, TF32 and FP8 operands: 22, 16, 22 and 8 bits) wherever it is
+  a normal float32 value;
 - every non-zero a' lies in [2^-sa, 2) and every b' in [2^(F - sb), 2^(F + 1)), sa (sb)
   the largest distance of a non-zero entry's exponent below its row's (column's) block
-  maximum; with sa + sb <= 100 the scaled operands and their products are normal float32
-  values and r <= 2^(sa + sb) is finite (eta >= e(a_k) + e(b_k) for every non-zero
-  product); a power-of-two r then scales exactly, except where the result is below
-  2^-126: there x_k < 1, and it truncates to 0 however it was rounded;
+  maximum; the kernel requires sa + sb <= 125 - F, so both are normal float32 values,
+  and r <= 2^(sa + sb) wherever a product is not zero (eta >= e(a_k) + e(b_k));
+  r is clamped to [2^-127 (taken as +0), 2^(125 - F)], so b' r < 2^126 is finite also
+  where a' is zero (0 * Inf would be NaN, not the zero product). A power-of-two r scales
+  b' exactly, except where b' r or a' b' r falls below 2^-126: there x_k < 1 (a' < 2),
+  and it truncates to 0 however it was rounded;
 - |x_k| < 2^(F + 2) (significands below 2 each, e(a_k) + e(b_k) <= eta), so a
   truncated product is at most 2^(F + 2) - 1 and m of them add exactly in int32 while
   m (2^(F + 2) - 1) <= 2^31 - 1 (n = 16 with F = 25: 2^31 - 16); longer blocks add in
-  groups of that size, the groups in int64;
-- the term of C, trunc(c 2^(F - eta)), is below 2^(F + 1) in float64, and the block's
-  sum below 2^53: exact.
+  groups of that size, the groups in float64;
+- the term of C, trunc(c 2^(F - eta)), is below 2^(F + 1) (exact in float32 where
+  c 2^(F - eta) is a normal value, below 1 otherwise), and the block's sum is below
+  2^53 in float64: exact.
 """
 from __future__ import annotations
 
@@ -96,7 +99,7 @@ def plan(a: np.ndarray, b: np.ndarray, n: int, F: int,
     tb = np.where(b != 0, exponents(b, None), 1 << 20).reshape(nb, n, N)
     sa = int((EA[:, :, None] - ta).max(initial=0))
     sb = int((EB[:, None, :] - tb).max(initial=0))
-    if sa + sb > 100:
+    if sa + sb > 125 - F:
         return None
     a3 = np.ldexp(a.reshape(m, nb, n), -EA[:, :, None]).astype(np.float32)
     b3 = np.ldexp(b.reshape(nb, n, N), (F - EB)[:, None, :]).astype(np.float32)
@@ -187,11 +190,11 @@ def _chain(p: Plan, rs: slice, blocks: range, d: np.ndarray, acc: AccumulatorFor
             np.maximum(eta, floor, out=eta)
         np.maximum(eta, -900, out=eta)   # no term at all: every term is zero
         # r = 2^(EA + EB - eta): +0 below 2^-126 (the scaled product is then below 1 and
-        # truncates to 0); at most 2^127 where every product is zero (U - eta <= 100
-        # where one is not)
+        # truncates to 0); at most 2^(125 - F), so that b' r < 2^126 stays finite also
+        # where a' is zero (where a product is not, EA + EB - eta <= sa + sb <= 125 - F)
         e = p.EA[rs, j][:, None] + p.EB[j][None, :] - eta
         np.maximum(e, -127, out=e)
-        np.minimum(e, 127, out=e)
+        np.minimum(e, 125 - F, out=e)
         np.multiply(p.b3[j][None], _pow2_32(e)[:, None, :], out=t)   # b' r
         # (b' r) a', converted to int32: truncation toward zero
         np.multiply(t, p.a3[rs, j, :, None], out=ti, casting="unsafe")

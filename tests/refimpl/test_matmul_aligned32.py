@@ -4,8 +4,9 @@ The plain version is ``BlockFMA.dot_reference``: the module docstring of
 refimpl.matmul.blockfma step by step in exact rational arithmetic, one dot product at a
 time, block after block. Every preset is run through ``matmul`` (which takes the kernel
 wherever its exactness conditions hold, the float64 path elsewhere) on random operands
-of the preset's input format: zeros, subnormals, the largest values, wide and narrow
-exponent ranges, K not a multiple of the block, with and without C.
+of the preset's input format: zeros (also whole rows and columns), subnormals, the
+largest values, wide and narrow exponent ranges, K not a multiple of the block, with and
+without C.
 """
 from __future__ import annotations
 
@@ -61,14 +62,18 @@ def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
 @given(data=st.data(), name=st.sampled_from(BLOCKFMA),
        m=st.integers(1, 3), n=st.integers(1, 3), blocks=st.integers(1, 3),
        extra=st.integers(-3, 3), spread=st.sampled_from([2, 8, 40]),
-       with_c=st.booleans(), fp16=st.booleans())
+       with_c=st.booleans(), fp16=st.booleans(), zero=st.sampled_from(["", "a", "b"]))
 def test_matmul_equals_the_plain_block_fma(data, name, m, n, blocks, extra, spread,
-                                            with_c, fp16):
+                                            with_c, fp16, zero):
     model = BlockFMA.preset(name)
     fmt = PRESETS[name].in_format
     k = max(1, blocks * model.n + extra)
     a = data.draw(values(fmt, (m, k), spread))
     b = data.draw(values(fmt, (k, n), spread))
+    if zero == "a":  # a row of zeros against non-zero columns (and the reverse)
+        a[-1] = 0
+    elif zero == "b":
+        b[:, -1] = 0
     out = "fp16" if fp16 else "fp32"
     c = None
     if with_c:
