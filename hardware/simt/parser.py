@@ -39,7 +39,7 @@ from .errors import PtxSyntaxError, UnsupportedPtxError
 from .types import PtxType, ptx_type
 
 __all__ = [
-    "Reg", "Imm", "FImm", "Sym", "Addr", "Vec", "Pair", "Sink", "Operand",
+    "Reg", "Imm", "FImm", "Sym", "Addr", "Vec", "Pair", "Sink", "TensorAddr", "Operand",
     "Instruction", "Param", "Variable", "KernelSource", "ModuleSource", "parse_ptx",
     "SPECIAL_REGISTERS",
 ]
@@ -86,6 +86,14 @@ class Addr:
 
 
 @dataclass(frozen=True)
+class TensorAddr:
+    """``[map, {c0, c1, ...}]``: a tensor map's address (a register or a symbol) and the
+    coordinates of a ``cp.async.bulk.tensor`` (PTX ISA 9.7.9.25.5.2)."""
+    base: Union[Reg, Sym]
+    coords: "Vec"
+
+
+@dataclass(frozen=True)
 class Vec:
     """``{a, b, ...}`` vector operand."""
     items: tuple
@@ -103,7 +111,7 @@ class Sink:
     """``_``: a destination whose value is discarded."""
 
 
-Operand = Union[Reg, Imm, FImm, Sym, Addr, Vec, Pair, Sink]
+Operand = Union[Reg, Imm, FImm, Sym, Addr, Vec, Pair, Sink, TensorAddr]
 
 #: special registers (PTX ISA chapter 10) that kernels may read
 SPECIAL_REGISTERS = frozenset(
@@ -399,6 +407,14 @@ def parse_operand(tok: str, line: int, text: str) -> Operand:
         return Sink()
     if t.startswith("[") and t.endswith("]"):
         inner = t[1:-1].replace(" ", "").replace("\t", "")
+        items = _split_top(inner)
+        if len(items) == 2 and items[1].startswith("{") and items[1].endswith("}"):
+            base = parse_operand(items[0], line, text)
+            coords = parse_operand(items[1], line, text)
+            if not isinstance(base, (Reg, Sym)) or base.__class__ is Reg and base.neg:
+                raise PtxSyntaxError(f"line {line}: a tensor address is [map, {{coords}}]: "
+                                     f"{t!r} in {text!r}")
+            return TensorAddr(base, coords)
         m = _ADDRESS.fullmatch(inner)
         if not m:
             raise UnsupportedPtxError(f"line {line}: unsupported address operand {t!r} "
@@ -1055,6 +1071,10 @@ def _check_modifiers(parts: tuple[str, ...], line: int, text: str) -> None:
         seen.add(p)
 
 
+#: the instructions whose scalar form takes a one-element vector operand as its register
+_ONE_ELEMENT_VECTOR_OPS = frozenset({"ld", "ldu", "st"})
+
+
 def _parse_instruction(s: str, line: int) -> Instruction:
     text = " ".join(s.split())
     guard = None
@@ -1081,4 +1101,11 @@ def _parse_instruction(s: str, line: int) -> Instruction:
             for o in toks)
     else:
         operands = tuple(parse_operand(o, line, text) for o in toks)
+        if parts[0] in _ONE_ELEMENT_VECTOR_OPS and not any(p in ("v2", "v4", "v8")
+                                                           for p in parts[1:]):
+            # a scalar ld/st may name its register as a one-element vector, { %r1 }
+            # (ptxas accepts it and Triton writes every scalar access so); it is that
+            # register. With .v2/.v4 the element count must still match.
+            operands = tuple(o.items[0] if isinstance(o, Vec) and len(o.items) == 1 else o
+                             for o in operands)
     return Instruction(line, text, opcode, parts, operands, guard)

@@ -391,3 +391,27 @@ def test_many_branches_to_one_label_load():
     # only way to the exit), the last one after the loop
     first = k.source.labels["$L_top"] + 1
     assert [k.reconvergence[pc] for pc in (first, first + n - 1)] == [first + 1, first + n]
+
+
+# ptxas -arch=sm_90 (CUDA 13) verdicts on these forms: a scalar ld/st may write its
+# register as a one-element vector (Triton writes every scalar access so); the element
+# count of a vector must match .v2/.v4 and none may be given without one
+@pytest.mark.parametrize("body, ok", [
+    ("ld.global.u32 { %r2 }, [%rd1];\n    add.u32 %r1, %r1, %r2;", True),
+    ("st.global.u32 [%rd1], { %r1 };\n    ld.global.u32 %r1, [%rd1];", True),
+    ("ld.global.v2.u32 { %r2 }, [%rd1];", False),
+    ("ld.global.u32 { %r2, %r3 }, [%rd1];", False),
+    ("st.global.u32 [%rd1], { %r1, %r2 };", False),
+    ("ld.global.u32 { %rd2 }, [%rd1];", True),
+])
+def test_one_element_vector_operands_of_scalar_ld_st(body, ok):
+    src = _kernel(body)
+    if not ok:
+        with pytest.raises((PtxSyntaxError, UnsupportedPtxError)):
+            load_ptx(src)
+        return
+    mem = GlobalMemory()
+    out = mem.to_device(np.array([41], np.int32))
+    load_ptx(src).launch("k", 1, 1, [out], mem)
+    got = int(mem.from_device(out, np.int32, 1)[0])
+    assert got == (42 if "add" in body else 1)
