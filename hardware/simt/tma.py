@@ -120,8 +120,8 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
     mods = set(parts[3:])
     if parts[0] != "cp" or parts[2] != "bulk":
         raise _fail(inst, "cp.reduce.async.bulk is not supported")
-    if "tensor" in mods or any(p.endswith("d") and p[:-1].isdigit() for p in mods):
-        raise _fail(inst, "cp.async.bulk.tensor (tensor maps) is not supported")
+    if "tensor" in mods:
+        return c_bulk_tensor(inst, ctx)
     if "cp_mask" in mods:
         raise _fail(inst, "cp.async.bulk with .cp_mask is not supported")
     st = state_of(ctx)
@@ -218,6 +218,211 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
                 mb.get(int(boff[0]), t, inst)  # a valid mbarrier
                 ac.check(doff[::_CHUNK], _CHUNK, np.full(n // _CHUNK, t), inst,
                          "bulk copy write")
+                np.add.at(ac.pending, doff, 1)
+                ac.owner[doff] = t
+                ac.owner_line[doff] = inst.line
+                ac.any_pending = True
+                st.queue.setdefault(int(boff[0]), []).append((doff, data, t, inst))
+    return Op(inst, "alu", fn)
+
+
+# ------------------------------------------------------------------ tensor copies
+_SWIZZLE_MASK = {"none": 0, "32B": 1, "64B": 3, "128B": 7}
+
+
+def swizzle(addr: np.ndarray, mode: str) -> np.ndarray:
+    """The shared address a byte at ``addr`` lands at under a swizzle mode: the 16-byte
+    chunk index (bits 4-6) XORed with bits 7-9 (128 B), 7-8 (64 B) or 7 (32 B)."""
+    m = _SWIZZLE_MASK[mode]
+    return addr ^ (((addr >> 7) & m) << 4)
+
+
+def _tensor_map(ctx: Any, base: Any, inst: Instruction) -> Any:
+    """f(ix, thread) -> TensorMap of the operand (a .param name, a .param address in a
+    register, or a global address in a register)."""
+    from .memory import GLOBAL_BASE
+    from .parser import Sym
+    from .tensormap import SIZE, TensorMapError, decode
+    if isinstance(base, Sym):
+        sp, off = ctx.symbol(base.name, inst)
+        if sp != "param":
+            if sp not in ("global", "const"):
+                raise _fail(inst, f"tensor map {base.name} is not a kernel parameter or a "
+                                  "global/const variable")
+            name = base.name
+            addr_of = lambda ix: np.int64(ctx.module_symbol(name))  # noqa: E731
+        else:
+            addr_of = lambda ix: np.int64(off)  # noqa: E731
+    else:
+        reg = ctx.register(base.name, inst)
+        if reg.dtype != np.uint64:
+            raise _fail(inst, "a tensor map address is a 64-bit register")
+        addr_of = lambda ix: reg[ix].view(np.int64)  # noqa: E731
+
+    def read(ix: Any, i: int, thread: int, ex: Any) -> Any:
+        a = addr_of(ix)
+        a = int(a[i]) if np.ndim(a) else int(a)
+        if a < GLOBAL_BASE:
+            raw = bytes(ctx.params[a:a + SIZE]) if a % 64 == 0 and a + SIZE <= len(
+                ctx.params) else b""
+            if len(raw) != SIZE:
+                raise ExecutionError(f"{ctx.location(thread, inst)}: tensor map at .param "
+                                     f"address {a:#x} is not a 64-byte aligned 128-byte "
+                                     "kernel parameter")
+        else:
+            if a % 64:
+                raise ExecutionError(f"{ctx.location(thread, inst)}: tensor map address "
+                                     f"{a:#x} is not 64-byte aligned")
+            _, off = _spans(ctx, "global", thread, ex, a, SIZE, inst, "ld")
+            raw = ctx.memory.buffer[off].tobytes()
+        try:
+            return decode(raw)
+        except TensorMapError as e:
+            raise ExecutionError(f"{ctx.location(thread, inst)}: {e}") from None
+    return read
+
+
+def _box_elements(tm: Any, coords: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(byte addresses, in-bounds mask) of the box's elements, dimension 0 fastest."""
+    grids = []
+    for i in range(tm.rank):
+        grids.append(coords[i] + tm.element_strides[i] * np.arange(tm.box_counts[i],
+                                                                 dtype=np.int64))
+    mesh = np.meshgrid(*grids[::-1], indexing="ij")  # slowest dimension first
+    idx = [m.reshape(-1) for m in mesh[::-1]]        # idx[i]: dimension i
+    inb = np.ones(idx[0].shape, dtype=bool)
+    addr = np.full(idx[0].shape, tm.address, dtype=np.int64)
+    for i in range(tm.rank):
+        inb &= (idx[i] >= 0) & (idx[i] < tm.dims[i])
+        step = tm.element_size if i == 0 else tm.strides[i - 1]
+        addr += idx[i] * step
+    return addr, inb
+
+
+def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
+    """cp.async.bulk.tensor.{1..5}d tile mode (PTX ISA 9.7.9.25.5.2): global ->
+    shared::cluster completing on an mbarrier (.multicast::cluster), and shared::cta ->
+    global with bulk groups. The box is read (or written) element by element through
+    the tensor map (:mod:`hardware.simt.tensormap`); out-of-bounds elements read as
+    zeros (a NaN fill is refused: its bits are not documented) and are not written;
+    in shared memory the box is dense, dimension 0 fastest, each byte placed at
+    :func:`swizzle` of its address. im2col modes and interleaved maps are refused."""
+    from .parser import TensorAddr
+    parts = inst.parts
+    mods = set(parts[3:])
+    dim = next((p for p in parts if len(p) == 2 and p[1] == "d" and p[0] in "12345"), None)
+    if dim is None:
+        raise _fail(inst, "cp.async.bulk.tensor needs .1d to .5d")
+    rank = int(dim[0])
+    if any(p.startswith("im2col") for p in mods):
+        raise _fail(inst, "cp.async.bulk.tensor im2col modes are not supported")
+    ops = list(inst.operands)
+    if "L2::cache_hint" in mods:
+        ops = ops[:-1]
+    k = parts.index(dim)
+    dst_space, src_space = (parts[k + 1], parts[k + 2]) if len(parts) > k + 2 else ("", "")
+    load = dst_space in ("shared::cluster", "shared::cta")
+    multicast = "multicast::cluster" in mods
+    if load:
+        if src_space != "global" or "mbarrier::complete_tx::bytes" not in mods:
+            raise _fail(inst, "a tensor load is .shared::cluster.global"
+                              ".mbarrier::complete_tx::bytes")
+        if len(ops) != (4 if multicast else 3):
+            raise _fail(inst, "expected [dst], [map, {coords}], [mbar]"
+                              f"{', ctaMask' if multicast else ''}")
+        tens = ops[1]
+    else:
+        if dst_space != "global" or src_space != "shared::cta" or "bulk_group" not in mods \
+                or multicast or len(ops) != 2:
+            raise _fail(inst, "a tensor store is .global.shared::cta.bulk_group "
+                              "[map, {coords}], [src]")
+        tens = ops[0]
+    if not isinstance(tens, TensorAddr):
+        raise _fail(inst, "expected a tensor operand [map, {coords}]")
+    if len(tens.coords.items) != rank:
+        raise _fail(inst, f".{dim} takes {rank} coordinates")
+    gcoords = [getter(c, TYPES["s32"], ctx, inst) for c in tens.coords.items]
+    gmap = _tensor_map(ctx, tens.base, inst)
+    gsh = _address(ops[0] if load else ops[1], ctx, inst, "shared")
+    gbar = _address(ops[2], ctx, inst, "shared") if load else None
+    gmask = getter(ops[3], TYPES["b16"], ctx, inst) if multicast else None
+    st = state_of(ctx)
+
+    def fn(ix: Any, ex: Any) -> None:
+        from .async_copy import _state
+        from .mbarrier import state_of as mbarriers
+        th = ctx._thread_ids(ix)
+        cnt = th.size
+        sh = np.broadcast_to(np.asarray(gsh(ix), np.int64), (cnt,))
+        cs = [np.broadcast_to(np.asarray(g(ix)).astype(np.int64), (cnt,)) for g in gcoords]
+        for i in range(cnt):
+            t = int(th[i])
+            tm = gmap(ix, i, t, ex)
+            if tm.rank != rank:
+                raise ExecutionError(f"{ctx.location(t, inst)}: a .{dim} copy with a "
+                                     f"rank-{tm.rank} tensor map")
+            if tm.interleave != "none":
+                raise ExecutionError(f"{ctx.location(t, inst)}: interleaved tensor maps "
+                                     "are not supported")
+            gaddr, inb = _box_elements(tm, [int(c[i]) for c in cs])
+            es = tm.element_size
+            nbytes = tm.box_bytes
+            s0 = int(sh[i])
+            if s0 % 128:
+                raise ExecutionError(f"{ctx.location(t, inst)}: shared address {s0:#x} of a "
+                                     "tensor copy is not 128-byte aligned")
+            unit = ctx.cluster.UNIT
+            low = s0 & (unit - 1)
+            chunks = low + _CHUNK * np.arange(nbytes // _CHUNK, dtype=np.int64)
+            sw = swizzle(chunks, tm.swizzle) + (s0 - low)
+            st.bytes += nbytes
+            if not load:
+                _, soff = ctx._locate("shared", np.full(sw.size, t), ex, sw, _CHUNK, inst,
+                                      "ld")
+                data = ctx.smem[(soff[:, None] + np.arange(_CHUNK)).reshape(-1)]
+                keep = np.flatnonzero(inb)
+                if keep.size:
+                    buf, goff = ctx._locate("global", np.full(keep.size, t), ex,
+                                            gaddr[keep], es, inst, "st")
+                    span = (goff[:, None] + np.arange(es)).reshape(-1)
+                    src = (keep[:, None] * es + np.arange(es)).reshape(-1)
+                    buf[span] = data[src]
+                    ctx.memory.init_shadow[span] = True
+                continue
+            data = np.zeros(nbytes, dtype=np.uint8)
+            keep = np.flatnonzero(inb)
+            if keep.size < inb.size and tm.oob_fill != "none":
+                raise ExecutionError(f"{ctx.location(t, inst)}: out-of-bounds elements with "
+                                     "oob_fill nan_request_zero_fma (the NaN's bits are not "
+                                     "documented)")
+            if keep.size:
+                buf, goff = ctx._locate("global", np.full(keep.size, t), ex, gaddr[keep],
+                                        es, inst, "ld")
+                data[(keep[:, None] * es + np.arange(es)).reshape(-1)] = \
+                    buf[(goff[:, None] + np.arange(es)).reshape(-1)]
+            targets = [s0]
+            bar = int(np.broadcast_to(np.asarray(gbar(ix), np.int64), (cnt,))[i])
+            bars = [bar]
+            if multicast:
+                cl = ctx.cluster
+                m = int(np.broadcast_to(np.asarray(gmask(ix)).astype(np.int64), (cnt,))[i])
+                if m >> cl.size:
+                    raise ExecutionError(f"{ctx.location(t, inst)}: ctaMask {m:#x} names "
+                                         f"CTAs outside the cluster of {cl.size}")
+                ranks = [r for r in range(cl.size) if m >> r & 1]
+                targets = [((r + 1) << 24) | low for r in ranks]
+                bars = [((r + 1) << 24) | (bar & (unit - 1)) for r in ranks]
+            ac = _state(ctx)
+            mb = mbarriers(ctx)
+            for d, b in zip(targets, bars):
+                dsw = swizzle(chunks, tm.swizzle) + (d - low)
+                _, coff = ctx._locate("shared", np.full(dsw.size, t), ex, dsw, _CHUNK, inst,
+                                      "st")
+                doff = (coff[:, None] + np.arange(_CHUNK)).reshape(-1)
+                boff = ctx._locate("shared", np.array([t]), ex, np.array([b], np.int64), 8,
+                                   inst, "atom")[1]
+                mb.get(int(boff[0]), t, inst)
+                ac.check(coff, _CHUNK, np.full(coff.size, t), inst, "tensor copy write")
                 np.add.at(ac.pending, doff, 1)
                 ac.owner[doff] = t
                 ac.owner_line[doff] = inst.line

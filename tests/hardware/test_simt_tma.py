@@ -259,17 +259,168 @@ def test_multicast_missing_a_cta_deadlocks_it():
 @pytest.mark.parametrize("inst, why", [
     ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 16;",
      "cp.reduce.async.bulk"),
-    ("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
-     "[%rd1, {%r2}], [%r3];", "tensor"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+     "[%r1], [%rd1, {%r2, %r2}], [%r3], {%rs1};", "im2col"),
 ])
 def test_refused_forms(inst, why):
     src = HEAD + f""".visible .entry k()
 {{
     .reg .b32 %r<4>;
     .reg .b64 %rd<4>;
+    .reg .b16 %rs<4>;
     {inst}
     ret;
 }}
 """
     with pytest.raises(UnsupportedPtxError, match=why):
         load_ptx(src)
+TENSOR = HEAD + """.visible .entry k(.param .align 64 .b8 map[128], .param .align 64 .b8 omap[128],
+                  .param .u64 out, .param .u32 c0, .param .u32 c1)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .shared .align 1024 .b8 tile[1024];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r5, [c0];
+    ld.param.u32 %r6, [c1];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, bar;
+    mov.u32 %r3, tile;
+    mov.b64 %rd5, map;
+    mov.b64 %rd6, omap;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_wait;
+    mbarrier.init.shared::cta.b64 [%r2], 1;
+    prefetch.tensormap [%rd5];
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 1024;
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [%rd5, {%r5, %r6}], [%r2];
+$L_wait:
+    bar.sync 0;
+$L_spin:
+    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2], 0;
+    @!%p2 bra $L_spin;
+    shl.b32 %r7, %r1, 2;
+    add.u32 %r8, %r3, %r7;
+    ld.shared.u32 %r9, [%r8];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r9;
+    bar.sync 0;
+    @%p1 bra $L_end;
+    cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd6, {%r5, %r6}], [%r3];
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group 0;
+$L_end:
+    ret;
+}
+"""
+
+
+def swizzled_placement(box: np.ndarray) -> np.ndarray:
+    """The 1024 bytes of a box of 128-byte rows placed with the 128 B swizzle: row r's
+    16-byte chunk c lands at chunk c ^ (r mod 8) of the row (tile 1024-byte aligned)."""
+    flat = box.reshape(-1).view(np.uint8)
+    out = np.zeros_like(flat)
+    for j in range(flat.size):
+        r, c, b = j // 128, (j % 128) // 16, j % 16
+        out[r * 128 + (c ^ (r % 8)) * 16 + b] = flat[j]
+    return out
+
+
+@pytest.mark.parametrize("c0, c1", [(0, 0), (48, 33), (-10, -3), (96, 40)])
+def test_tensor_tile_load_swizzled_with_out_of_bounds_and_store(c0, c1):
+    from hardware.simt.tensormap import encode_tiled
+    ptxas_ok(TENSOR)
+    m = load_ptx(TENSOR)
+    mem = GlobalMemory()
+    rows, cols, pitch = 37, 100, 128          # fp16, rows padded to 256 bytes
+    x = (np.arange(rows * pitch, dtype=np.uint32) * 2654435761 % 65521).astype(np.uint16)
+    x = x.reshape(rows, pitch)
+    a = mem.to_device(x)
+    y = mem.calloc(rows * pitch * 2)
+    out = mem.calloc(1024)
+    args = dict(dtype="float16", rank=2, global_dim=[cols, rows], global_strides=[256],
+                box_dim=[64, 8], element_strides=[1, 1], swizzle="128B")
+    tmap = encode_tiled(global_address=a, **args)
+    omap = encode_tiled(global_address=y, **args)
+    m.launch("k", 1, 256, [tmap, omap, out, c0 % (1 << 32), c1 % (1 << 32)], mem)
+    box = np.zeros((8, 64), np.uint16)
+    for r in range(8):
+        for c in range(64):
+            gr, gc = c1 + r, c0 + c
+            if 0 <= gr < rows and 0 <= gc < cols:
+                box[r, c] = x[gr, gc]
+    got = mem.from_device(out, np.uint8, 1024)
+    assert (got == swizzled_placement(box)).all()
+    back = mem.from_device(y, np.uint16, rows * pitch).reshape(rows, pitch)
+    want = np.zeros_like(back)
+    for r in range(8):
+        for c in range(64):
+            gr, gc = c1 + r, c0 + c
+            if 0 <= gr < rows and 0 <= gc < cols:
+                want[gr, gc] = x[gr, gc]
+    assert (back == want).all()
+
+
+TENSOR3 = HEAD + """.visible .entry k(.param .u64 map, .param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .shared .align 128 .b8 tile[1536];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd5, [map];
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, bar;
+    mov.u32 %r3, tile;
+    mov.u32 %r5, 16;
+    mov.u32 %r6, -1;
+    mov.u32 %r10, 1;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_wait;
+    mbarrier.init.shared::cta.b64 [%r2], 1;
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], {nbytes};
+    cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [%rd5, {%r5, %r6, %r10}], [%r2];
+$L_wait:
+    bar.sync 0;
+$L_spin:
+    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2], 0;
+    @!%p2 bra $L_spin;
+    shl.b32 %r7, %r1, 2;
+    add.u32 %r8, %r3, %r7;
+    ld.shared.u32 %r9, [%r8];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r9;
+    ret;
+}
+"""
+
+
+def test_tensor_3d_box_with_element_strides_map_in_global_memory():
+    """A 3-D fp32 box (dims 0..2 = 32 x 7 x 3 of a 40 x 9 x 4 tensor, traversal stride 2
+    along dimension 1: 4 rows) whose map lies in global memory."""
+    from hardware.simt.tensormap import encode_tiled
+    mem = GlobalMemory()
+    x = np.arange(4 * 9 * 48, dtype=np.float32).reshape(4, 9, 48) * 0.5 - 7
+    a = mem.to_device(x)
+    tmap = encode_tiled("float32", 3, a, [40, 9, 4], [48 * 4, 48 * 4 * 9], [32, 7, 3],
+                        [1, 2, 1])
+    mp = mem.to_device(tmap)
+    nbytes = 32 * 4 * 3 * 4
+    src = TENSOR3.replace("{nbytes}", str(nbytes))
+    ptxas_ok(src)
+    out = mem.calloc(nbytes)
+    load_ptx(src).launch("k", 1, nbytes // 4, [mp, out], mem)
+    got = mem.from_device(out, np.float32, nbytes // 4).reshape(3, 4, 32)
+    want = np.zeros((3, 4, 32), np.float32)
+    for z in range(3):
+        for r in range(4):
+            for c in range(32):
+                gz, gy, gx = 1 + z, -1 + 2 * r, 16 + c
+                if 0 <= gz < 4 and 0 <= gy < 9 and 0 <= gx < 40:
+                    want[z, r, c] = x[gz, gy, gx]
+    assert (got.view(np.uint32) == want.view(np.uint32)).all()

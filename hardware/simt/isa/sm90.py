@@ -1,6 +1,6 @@
 """Instructions of sm_90 kernels that need no state of their own (PTX ISA 9.0):
 ``elect.sync`` (9.7.13.x), ``setmaxnreg`` (9.7.18.x), ``griddepcontrol`` (9.7.13.x),
-``brkpt`` (9.7.19.1) and the packed 16-bit integer ``min``/``max`` (9.7.1.10-11,
+``brkpt`` (9.7.19.1), ``prefetch``/``prefetchu`` (cache hints: no effect) and the packed 16-bit integer ``min``/``max`` (9.7.1.10-11,
 ``.u16x2``/``.s16x2``, ``.relu`` for ``.s16x2``).
 
 - ``elect.sync d|p, membermask``: the leader is the lowest-numbered executing lane
@@ -206,5 +206,13 @@ def c_min_max_packed(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
-COMPILERS = {"elect": c_elect, "setmaxnreg": c_setmaxnreg, "griddepcontrol": c_griddepcontrol,
+def c_prefetch(inst: Instruction, ctx: Any) -> Op:
+    """prefetch{.space}.{L1,L2} [a], prefetch.tensormap [a], prefetchu.L1 [a]
+    (9.7.9.15): cache hints, no effect on values (the address is not accessed)."""
+    if len(inst.operands) != 1:
+        raise _unsupported(inst, f"{inst.parts[0]} takes one address")
+    return Op(inst, "alu", lambda ix, ex: None)
+
+
+COMPILERS = {"prefetch": c_prefetch, "prefetchu": c_prefetch, "elect": c_elect, "setmaxnreg": c_setmaxnreg, "griddepcontrol": c_griddepcontrol,
              "brkpt": c_brkpt, "min": c_min_max_packed, "max": c_min_max_packed}
