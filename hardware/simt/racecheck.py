@@ -64,6 +64,16 @@ threads' release/acquire clocks (sparse vector clocks, kept only for threads tha
 or synchronise through memory). A write of the value the word already holds from the
 last write, or several lanes of one instruction writing the value that lands, is
 harmless and not reported. Each pair of instructions is reported once per launch.
+
+Cost. Reads are checked against the last writes at once but enter the reader rows
+lazily: each warp-level read is logged (its columns, threads and time), and the log is
+entered, oldest first, only up to the last read whose columns meet those of a write
+(reads of other words never need it); a barrier of every block of the wave drops the
+logged shared reads (older than the barrier, none can race any more). The last-write
+time and the hull of the written columns of each shadow, and the time of the newest
+entered read, skip every gather of rows that hold nothing after the line; a plain word
+read of shared memory with no write since the barrier, or of global memory no write
+has touched, is logged by a short path.
 Approximations (they can only hide races, never invent them): a barrier with a thread
 count orders the whole block; exited threads count as having taken part in later
 barriers of their block; a barrier completes the acquire of what its threads' strong
