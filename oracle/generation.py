@@ -206,6 +206,7 @@ def definition_differences(entry: dict[str, Any], spec: CaseSpec, text: bool) ->
     (operation, parameters, variant, description, formats, tolerances, which outputs are
     reference arrays, text form); empty when they agree."""
     diffs = []
+    entry = {**entry, "params": fmt.current_params(entry["params"])}  # old names read
     for key, value in _definition(spec).items():
         if entry.get(key) != value:
             diffs.append(f"{key} is {entry.get(key)!r}, the definition says {value!r}")

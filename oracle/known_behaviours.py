@@ -97,7 +97,7 @@ def case_behaviours(operation: str, params: Mapping[str, Any],
     if got_scales is None:
         return []
     bs = int(params.get("block_size", 32))
-    fmt = params.get("fmt", params.get("elem"))
+    fmt = params.get("fmt")
     found = mx_codes_behaviours(inputs["x"], expected["scales"], got_scales,
                                 expected["codes"], got, fmt, bs)
     if not found:

@@ -6,10 +6,11 @@ The calling convention (the same for every operation):
 - ``fn(*inputs, **params)``: the case's input arrays positionally, in manifest order
   (``manifest.json`` lists them under ``inputs``, by name in alphabetical order: ``k, q,
   v`` for attention, ``random_bits, x`` for stochastic rounding; ``inputs="keywords"``
-  passes them by name instead), and its parameters as keywords in one
-  vocabulary: a format is always ``fmt`` (the manifests' ``format`` and ``elem``), and a
-  rounding mode is always its canonical name (``nearest_away`` for the manifests' E8M0
-  ``up``); every other parameter keeps its manifest name.
+  passes them by name instead), and its parameters as keywords, named as the manifest
+  names them: one vocabulary for every case type (a format is always ``fmt``, a
+  rounding mode always its canonical name, ``refimpl.rounding_modes``). A suite written
+  before that vocabulary (``format``/``elem`` for ``fmt``, E8M0's ``rounding: "up"`` for
+  ``nearest_away``) is read in it (:func:`oracle.suite.current_params`).
 - It returns a mapping ``{output name: array}``, a tuple of arrays in the order of the
   case's expected outputs (manifest order, alphabetical: ``codes, dequantized,
   scales``), or one array when the case has one expected output.
@@ -43,21 +44,14 @@ from oracle.variants import known, validate
 
 __all__ = ["run", "RunReport", "call_params", "PARAM_NAMES"]
 
-#: manifest parameter name -> the keyword the runner passes
-PARAM_NAMES = {"format": "fmt", "elem": "fmt"}
-#: manifest rounding names -> canonical rounding names
-ROUNDING_NAMES = {"up": "nearest_away"}
+#: parameter names of suites written before the one vocabulary -> the keyword passed
+PARAM_NAMES = S.OLD_PARAM_NAMES
 
 
 def call_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A case's parameters as the runner passes them (one vocabulary)."""
-    out: dict[str, Any] = {}
-    for name, value in params.items():
-        key = PARAM_NAMES.get(name, name)
-        if key == "rounding" and isinstance(value, str):
-            value = ROUNDING_NAMES.get(value, value)
-        out[key] = value
-    return out
+    """A case's parameters as the runner passes them: the manifest's, with the names of
+    suites written before translated (:func:`oracle.suite.current_params`)."""
+    return S.current_params(params)
 
 
 @dataclass

@@ -74,6 +74,36 @@ MAX_MANIFEST_BYTES = 64 * 2 ** 20
 MAX_JSON_DEPTH = 32
 
 
+#: parameter names of suites written before the parameters had one vocabulary: old
+#: name -> current name (a format is ``fmt`` in every case type). Read, never written.
+OLD_PARAM_NAMES = {"format": "fmt", "elem": "fmt"}
+#: rounding names of suites written before: old name -> canonical name
+#: (``refimpl.rounding_modes``; E8M0's ``up``, ties toward +Inf, is ``nearest_away`` for
+#: the unsigned format)
+OLD_ROUNDING_NAMES = {"up": "nearest_away"}
+
+
+def current_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A case's parameters in the current vocabulary: a suite written before it stored
+    ``format`` or ``elem`` for ``fmt`` and ``rounding: "up"`` for ``nearest_away``
+    (:data:`OLD_PARAM_NAMES`, :data:`OLD_ROUNDING_NAMES`); current parameters come back
+    unchanged (as a new dict).
+
+    Raises:
+        SuiteError: an old name beside its current one (``format`` and ``fmt``), which
+            cannot be read as one parameter.
+    """
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        key = OLD_PARAM_NAMES.get(name, name)
+        if key in out or (key != name and key in params):
+            raise SuiteError(f"params hold both {name!r} and {key!r} (one parameter)")
+        if key == "rounding" and isinstance(value, str):
+            value = OLD_ROUNDING_NAMES.get(value, value)
+        out[key] = value
+    return out
+
+
 def variant_pairs(variant: Any) -> list[tuple[str, str]]:
     """The (choice, option) pairs of a case's variant field: none for ``None``, one for
     ``{"choice", "option"}``, one per item for a list of such objects."""
@@ -613,6 +643,11 @@ def _validate_case(case: Any, i: int, seen: set[str],
                         f"{__version__}")
     if not isinstance(case["params"], dict):
         problems.append(f"{where}: params must be an object")
+    else:
+        for old_name, name in OLD_PARAM_NAMES.items():
+            if old_name in case["params"] and name in case["params"]:
+                problems.append(f"{where}: params hold both {old_name!r} (the name of "
+                                f"suites written before) and {name!r}")
     if not isinstance(case["description"], str):
         problems.append(f"{where}: description must be a string")
     v = case["variant"]
@@ -893,7 +928,7 @@ def load_case(root: Path, entry: Mapping[str, Any]) -> Case:
                       for name, a in entry["expected"].items()}
     except (ValueError, TypeError, KeyError) as exc:
         raise SuiteError(f"case {cid}: a tolerance cannot be applied ({exc})") from None
-    return Case(cid, entry["operation"], dict(entry["params"]), groups["inputs"],
+    return Case(cid, entry["operation"], current_params(entry["params"]), groups["inputs"],
                 groups["expected"], groups["reference"], tolerances, formats,
                 entry["variant"], entry.get("description", ""), files)
 

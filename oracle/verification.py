@@ -195,7 +195,8 @@ def _verify_case(root: Path, entry: dict[str, Any], reg: Registry, recompute: bo
             report.problems.append(Problem(cid, text["file"], str(exc)))
     if broken or not recompute:
         return
-    refused = limits.problems(entry["operation"], entry["params"], arrays["inputs"])
+    params = fmt.current_params(entry["params"])     # suites written before: old names
+    refused = limits.problems(entry["operation"], params, arrays["inputs"])
     if refused:
         for why in refused:
             report.problems.append(Problem(cid, "-", f"recomputation refused, outside the "
@@ -214,7 +215,7 @@ def _verify_case(root: Path, entry: dict[str, Any], reg: Registry, recompute: bo
     op = reg.operations[entry["operation"]]
     try:
         with np.errstate(all="ignore"):
-            got = op.compute(arrays["inputs"], dict(entry["params"]))
+            got = op.compute(arrays["inputs"], params)
     except Exception as exc:  # a report, never a traceback: the suite may be damaged
         report.problems.append(Problem(cid, "-", f"recomputation failed: "
                                        f"{type(exc).__name__}: {exc}"))

@@ -62,18 +62,19 @@ E8M0_ZERO = ("min", "nan")
 E8M0_NEGATIVE = ("nan", "magnitude")
 
 
-#: the suite's rounding parameter -> the API's name (the suite keeps its schema: E8M0's
-#: "up", ties toward +Inf, is ``rounding="nearest_away"`` for the unsigned format)
+#: the rounding parameter a case of the e8m0_tie option ``up`` stores: E8M0's ties
+#: toward +Inf are ``rounding="nearest_away"`` for the unsigned format (the canonical
+#: name, refimpl.rounding_modes; the case id and the variant option keep ``up``)
 CASE_ROUNDING = {"up": "nearest_away"}
 
 
 def _encode(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    kw: dict[str, Any] = {"rounding": CASE_ROUNDING.get(p["rounding"], p["rounding"]),
+    kw: dict[str, Any] = {"rounding": p["rounding"],
                           "saturate": p["saturate"],
                           "nan": p.get("nan")}
     if p["rounding"] == "stochastic":
         kw["random_bits"] = (inputs["random_bits"], int(p["random_bits"]))
-    codes = F.encode(inputs["x"], p["format"], **kw)
+    codes = F.encode(inputs["x"], p["fmt"], **kw)
     zero, negative = p.get("e8m0_zero", E8M0_ZERO[0]), p.get("e8m0_negative",
                                                                E8M0_NEGATIVE[0])
     if (zero, negative) != (E8M0_ZERO[0], E8M0_NEGATIVE[0]):
@@ -86,7 +87,7 @@ def _e8m0_conventions(x: np.ndarray, codes: np.ndarray, p: Mapping[str, Any],
     """E8M0 of zero (``e8m0_zero``) and of negative numbers (``e8m0_negative``) under
     the non-default options; ``refimpl.formats.encode`` gives the defaults (0x00 and
     0xFF)."""
-    return e8m0_conventions(x, codes, p["format"], zero=zero, negative=negative,
+    return e8m0_conventions(x, codes, p["fmt"], zero=zero, negative=negative,
                             rounding=kw["rounding"], saturate=kw["saturate"])
 
 
@@ -120,35 +121,35 @@ def e8m0_conventions(x: Any, codes: np.ndarray, fmt: Any, *, zero: str = E8M0_ZE
 
 
 def _decode(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    return {"values": F.decode(inputs["codes"], p["format"])}
+    return {"values": F.decode(inputs["codes"], p["fmt"])}
 
 
 def _round_to(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    return {"y": F.round_to(inputs["x"], p["format"],
-                            rounding=CASE_ROUNDING.get(p["rounding"], p["rounding"]),
+    return {"y": F.round_to(inputs["x"], p["fmt"],
+                            rounding=p["rounding"],
                             saturate=p["saturate"])}
 
 
 def _pack(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    return {"packed": F.pack(inputs["codes"], p["format"], p["order"], dense=p["dense"])}
+    return {"packed": F.pack(inputs["codes"], p["fmt"], p["order"], dense=p["dense"])}
 
 
 def _unpack(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    return {"codes": F.unpack(inputs["packed"], p["format"], p["count"], p["order"],
+    return {"codes": F.unpack(inputs["packed"], p["fmt"], p["count"], p["order"],
                               dense=p["dense"])}
 
 
 OPERATIONS = [
     Operation("formats.pack", _pack,
-              "packed = refimpl.formats.pack(codes, format, order, dense=)"),
+              "packed = refimpl.formats.pack(codes, fmt, order, dense=)"),
     Operation("formats.unpack", _unpack,
-              "codes = refimpl.formats.unpack(packed, format, count, order, dense=)"),
+              "codes = refimpl.formats.unpack(packed, fmt, count, order, dense=)"),
     Operation("formats.encode", _encode,
-              "codes = refimpl.formats.encode(x, format, rounding=, saturate=, nan=, "
+              "codes = refimpl.formats.encode(x, fmt, rounding=, saturate=, nan=, "
               "random_bits=(random_bits, N))"),
-    Operation("formats.decode", _decode, "values = refimpl.formats.decode(codes, format)"),
+    Operation("formats.decode", _decode, "values = refimpl.formats.decode(codes, fmt)"),
     Operation("formats.round_to", _round_to,
-              "y = refimpl.formats.round_to(x, format, rounding=, saturate=)"),
+              "y = refimpl.formats.round_to(x, fmt, rounding=, saturate=)"),
 ]
 
 _DT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
@@ -177,8 +178,8 @@ def _encode_case(fmt: str, rounding: str, saturate: bool, *, src: str = "f32",
                  nan: Any = None, variant: dict | None = None, build=None,
                  suffix: str = "") -> CaseSpec:
     sat = ".satfinite" if saturate else ""
-    params: dict[str, Any] = {"format": fmt, "rounding": rounding, "saturate": saturate,
-                              "nan": nan}
+    params: dict[str, Any] = {"fmt": fmt, "rounding": CASE_ROUNDING.get(rounding, rounding),
+                              "saturate": saturate, "nan": nan}
     return CaseSpec(
         id=f"formats.encode.{fmt}.{src}.{rounding}{sat}{suffix}",
         operation="formats.encode", params=params,
@@ -212,7 +213,7 @@ def _decode_case(fmt: str, level: int, exhaustive: bool) -> CaseSpec:
     kind = "every code" if exhaustive else "TestFloat-style sample of codes"
     return CaseSpec(
         id=f"formats.decode.{fmt}" + ("" if exhaustive else ".sample"),
-        operation="formats.decode", params={"format": fmt}, build=build,
+        operation="formats.decode", params={"fmt": fmt}, build=build,
         tolerance={"values": ExactNaNClass()}, formats={"codes": fmt}, level=level,
         text=("codes", "values"), description=f"decode {fmt}: {kind}")
 
@@ -271,7 +272,7 @@ def _round_to_case(fmt: str, level: int) -> CaseSpec:
     return CaseSpec(
         id=f"formats.round_to.{fmt}.f32.nearest_even",
         operation="formats.round_to",
-        params={"format": fmt, "rounding": "nearest_even", "saturate": False},
+        params={"fmt": fmt, "rounding": "nearest_even", "saturate": False},
         build=_encode_inputs(fmt, "f32", None, 256),
         tolerance={"y": ExactNaNClass()}, level=level, text=("x", "y"),
         description=f"float32 rounded to {fmt} and back (fake quantisation)")
@@ -299,7 +300,7 @@ def _pack_cases() -> list[CaseSpec]:
                                              >> np.uint8(8 - f.bits), every[:3]])}
 
         count = 2 * (1 << f.bits) + 3
-        params = {"format": fmt, "order": order, "dense": dense}
+        params = {"fmt": fmt, "order": order, "dense": dense}
         out.append(CaseSpec(f"formats.pack.{fmt}.{layout}", "formats.pack", params, build,
                             formats={"codes": fmt}, level=level, variant=variant,
                             description=f"pack {count} {fmt} codes, {layout}"))

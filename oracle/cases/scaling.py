@@ -52,14 +52,14 @@ TINY_AMAX_EXPONENTS = tuple(range(-137, -118))
 
 
 def _mx(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    q = Q.mx_quantize(inputs["x"], p["elem"], block_size=p["block_size"], axis=p["axis"],
+    q = Q.mx_quantize(inputs["x"], p["fmt"], block_size=p["block_size"], axis=p["axis"],
                       scale_rule=p["scale_rule"], inf_block=p["inf_block"])
     return {"codes": q.codes, "scales": q.scales, "dequantized": q.dequantize()}
 
 
 def _mx_matmul(inputs: Mapping[str, np.ndarray], p: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    a = Q.MXArray(inputs["a_codes"], inputs["a_scales"], p["elem"], p["block_size"], -1)
-    b = Q.MXArray(inputs["b_codes"], inputs["b_scales"], p["elem"], p["block_size"], 0)
+    a = Q.MXArray(inputs["a_codes"], inputs["a_scales"], p["fmt"], p["block_size"], -1)
+    b = Q.MXArray(inputs["b_codes"], inputs["b_scales"], p["fmt"], p["block_size"], 0)
     return {"c": Q.mx_matmul(a, b)}
 
 
@@ -113,11 +113,11 @@ OPERATIONS = [
     Operation("scaling.hadamard_transform", _hadamard,
               "y = refimpl.scaling.hadamard_transform(x, size=, inverse=) (TE's signs)"),
     Operation("scaling.mx_quantize", _mx,
-              "q = refimpl.scaling.mx_quantize(x, fmt=elem, block_size=, axis=, scale_rule=, "
+              "q = refimpl.scaling.mx_quantize(x, fmt=, block_size=, axis=, scale_rule=, "
               "inf_block=); codes, scales, dequantized = q.codes, q.scales, q.dequantize()"),
     Operation("scaling.mx_matmul", _mx_matmul,
-              "c = refimpl.scaling.mx_matmul(MXArray(a_codes, a_scales, axis=-1), "
-              "MXArray(b_codes, b_scales, axis=0))"),
+              "c = refimpl.scaling.mx_matmul(MXArray(a_codes, a_scales, fmt, block_size, -1), "
+              "MXArray(b_codes, b_scales, fmt, block_size, 0))"),
     Operation("scaling.nvfp4_quantize", _nvfp4,
               "q = refimpl.scaling.nvfp4_quantize(x, block=, scale_rule=, global_amax=, "
               "hadamard=)"),
@@ -202,7 +202,7 @@ def _mx_case(elem: str, rule: str, level: int, *, inf_block: str = "nan",
                else {"choice": "mx_scale_rule", "option": rule})
     return CaseSpec(
         f"scaling.mx.{elem}.{rule}{suffix}", "scaling.mx_quantize",
-        {"elem": elem, "block_size": 32, "axis": -1, "scale_rule": rule,
+        {"fmt": elem, "block_size": 32, "axis": -1, "scale_rule": rule,
          "inf_block": inf_block},
         _mx_input(elem, 32, 6, nonfinite, tiny), tolerance=MX_TOL, formats=formats,
         level=level, variant=variant,
@@ -259,7 +259,7 @@ def cases() -> list[CaseSpec]:
     for elem, level in (("e4m3", 1), ("e2m1", 1), ("e5m2", 2)):
         formats = {"a_codes": elem, "b_codes": elem, "a_scales": "e8m0", "b_scales": "e8m0"}
         out.append(CaseSpec(f"scaling.mx_matmul.{elem}.8x64x8", "scaling.mx_matmul",
-                            {"elem": elem, "block_size": 32}, _mx_matmul_input(elem, 8, 64, 8),
+                            {"fmt": elem, "block_size": 32}, _mx_matmul_input(elem, 8, 64, 8),
                             formats=formats, level=level,
                             description="MX dot products: exact products and sum, scales "
                                         "per block pair, one rounding to float32"))

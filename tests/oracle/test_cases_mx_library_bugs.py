@@ -118,7 +118,7 @@ def _results(suite_dir: Path, dest: Path, buggy: bool) -> int:
     n = 0
     for case in oracle.load(suite_dir):
         p = case.params
-        got = quantize(case.inputs["x"], p["elem"], p["scale_rule"], p["inf_block"], buggy)
+        got = quantize(case.inputs["x"], p["fmt"], p["scale_rule"], p["inf_block"], buggy)
         for name in case.expected:
             path = dest / case.files[name]
             path.parent.mkdir(parents=True, exist_ok=True)

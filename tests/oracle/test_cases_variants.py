@@ -65,7 +65,7 @@ def test_e8m0_negative_variant(option: str) -> None:
 
 def test_general_e8m0_cases_do_not_depend_on_zero_or_sign() -> None:
     for spec in registry().cases("full"):
-        if spec.operation == "formats.encode" and spec.params["format"] == "e8m0" \
+        if spec.operation == "formats.encode" and spec.params["fmt"] == "e8m0" \
                 and not ({"e8m0_zero", "e8m0_negative"} & set(_variants(spec))):
             x = spec.build(CaseRandom(1, spec.id))["x"]
             assert not (x == 0).any() and not ((x < 0) & np.isfinite(x)).any(), spec.id
@@ -74,13 +74,13 @@ def test_general_e8m0_cases_do_not_depend_on_zero_or_sign() -> None:
 
 def test_e8m0_options_are_refused_elsewhere() -> None:
     op = registry().operations["formats.encode"]
-    params = {"format": "e2m1", "rounding": "nearest_even", "saturate": False, "nan": None,
+    params = {"fmt": "e2m1", "rounding": "nearest_even", "saturate": False, "nan": None,
               "e8m0_zero": "nan"}
     with pytest.raises(ValueError, match="e8m0 only"):
         op.compute({"x": np.zeros(2, np.float32)}, params)
     with pytest.raises(ValueError, match="e8m0_negative"):
         op.compute({"x": np.zeros(2, np.float32)},
-                   {**params, "format": "e8m0", "e8m0_negative": "abs"})
+                   {**params, "fmt": "e8m0", "e8m0_negative": "abs"})
 
 
 # --- NaN into FP4/FP6: its sign -----------------------------------------------------

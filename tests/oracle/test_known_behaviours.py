@@ -63,7 +63,7 @@ def test_check_names_the_behaviour(tmp_path: Path) -> None:
     res = tmp_path / "res"
     for case in oracle.load(suite):
         p = case.params
-        got = quantize(case.inputs["x"], p["elem"], p["scale_rule"], p["inf_block"], True)
+        got = quantize(case.inputs["x"], p["fmt"], p["scale_rule"], p["inf_block"], True)
         for name in case.expected:
             path = res / case.files[name]
             path.parent.mkdir(parents=True, exist_ok=True)
