@@ -73,11 +73,14 @@ class Plan:
 
 
 def plan(a: np.ndarray, b: np.ndarray, n: int, F: int,
-         emin: tuple[Optional[int], Optional[int]]) -> Optional[Plan]:
+         emin: tuple[Optional[int], Optional[int]],
+         exps: Optional[tuple[np.ndarray, np.ndarray]] = None) -> Optional[Plan]:
     """Prepare finite float64 ``a`` (M, K) and ``b`` (K, N) (K a multiple of ``n`` or the
     final slice, padded here with zero products) for blocks of ``n`` products and F
     fraction bits, ``emin`` the operands' exponent floors; ``None`` where the module's
-    exactness conditions do not hold."""
+    exactness conditions do not hold. ``exps``: the operands' exponents when they are not
+    max(floor(log2 |x|), emin) (the block-scaled kinds: element and scale exponents
+    added), each at least floor(log2 |x|) of its non-zero entry."""
     group = (2**31 - 1) // (2**(F + 2) - 1)
     if group < 1 or significand_bits(a) + significand_bits(b) > 24:
         return None
@@ -88,8 +91,15 @@ def plan(a: np.ndarray, b: np.ndarray, n: int, F: int,
         a = np.concatenate([a, np.zeros((m, pad))], axis=1)
         b = np.concatenate([b, np.zeros((pad, b.shape[1]))], axis=0)
     N = b.shape[1]
-    ea = np.where(a != 0, exponents(a, emin[0]), _NONE16).astype(np.int16).reshape(m, nb, n)
-    eb = np.where(b != 0, exponents(b, emin[1]), _NONE16).astype(np.int16).reshape(nb, n, N)
+    if exps is None:
+        exps = exponents(a, emin[0]), exponents(b, emin[1])
+    elif pad:
+        exps = (np.concatenate([exps[0], np.zeros((m, pad), np.int64)], axis=1),
+                np.concatenate([exps[1], np.zeros((pad, N), np.int64)], axis=0))
+    if max(np.abs(e[x != 0]).max(initial=0) for e, x in zip(exps, (a, b))) > 4000:
+        return None  # beyond the int16 exponent arrays
+    ea = np.where(a != 0, exps[0], _NONE16).astype(np.int16).reshape(m, nb, n)
+    eb = np.where(b != 0, exps[1], _NONE16).astype(np.int16).reshape(nb, n, N)
     EA = ea.max(axis=2)
     EB = eb.max(axis=1)
     EA = np.where(EA < _NONE16 // 2, 0, EA).astype(np.int32)   # an all-zero row block

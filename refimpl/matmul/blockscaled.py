@@ -42,6 +42,7 @@ import numpy as np
 
 from refimpl import formats as F
 from refimpl.formats import get, round_to
+from refimpl.matmul import aligned32
 from refimpl.matmul.accumulation import preset_model
 from refimpl.matmul.alignment import (
     NO_EXPONENT, AccumulatorFormat, exponent_of, exponents, round_fraction, round_into,
@@ -152,6 +153,18 @@ class BlockScaledFMA:
         sa_full = np.abs(np.repeat(sa, bs, axis=1))       # (M, K)
         sb_full = np.abs(np.repeat(sb, bs, axis=0))       # (K, N)
         se = self._scale_emin
+        if (self.kind == "mxf8f6f4" and self.scale_format == "e8m0"
+                and all(np.isfinite(x).all() for x in (a, b, sa, sb))):
+            # the block FMA of n = k products of the scaled elements a sa, b sb (exact in
+            # float64: powers of two 2^-127..2^127 times elements of at most 4 bits), whose
+            # exponents e(x) + e(s) are at least floor(log2 |x s|) (E8M0: equal but for
+            # a subnormal element's floor), as aligned32.plan requires
+            a_s, b_s = a * sa_full, b * sb_full
+            exps = (exponents(a, emin[0]) + exponents(sa_full, se),
+                    exponents(b, emin[1]) + exponents(sb_full, se))
+            prepared = aligned32.plan(a_s, b_s, self.k, self.fraction_bits, (None, None), exps)
+            if prepared is not None:
+                return aligned32.run(prepared, d, _ACC, None).astype(np.float32)
         rows = max(1, (1 << 16) // max(1, n * self.k))
         with np.errstate(invalid="ignore", over="ignore"):
             for r0 in range(0, m, rows):
