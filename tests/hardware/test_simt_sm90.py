@@ -221,3 +221,19 @@ def test_ld_param_register_address_out_of_range():
     assert (mem.from_device(out, np.uint32, 32)[::2] == blob).all()
     with pytest.raises(MemoryAccessError, match="outside the 72 bytes of kernel parameters"):
         m.launch("k", 1, 32, [out, blob.tobytes()], mem)
+
+
+def test_globaltimer_counts_the_warps_instructions():
+    body = """    mov.u64 %rd4, %globaltimer;
+    mov.u32 %r2, %globaltimer_lo;
+    add.u32 %r3, %r2, 1;
+    add.u32 %r3, %r3, 1;
+    mov.u64 %rd5, %globaltimer;
+    sub.u64 %rd6, %rd5, %rd4;
+    cvt.u32.u64 %r4, %rd6;
+    st.global.v2.u32 [%rd3], {%r2, %r4};
+"""
+    out = run(kernel(body), 64, 64)
+    # 5 instructions of the prologue and the first read precede the second; the two
+    # 64-bit reads are 4 instructions apart
+    assert (out[:, 0] == 6).all() and (out[:, 1] == 4).all()

@@ -424,3 +424,25 @@ def test_tensor_3d_box_with_element_strides_map_in_global_memory():
                 if 0 <= gz < 4 and 0 <= gy < 9 and 0 <= gx < 40:
                     want[z, r, c] = x[gz, gy, gx]
     assert (got.view(np.uint32) == want.view(np.uint32)).all()
+
+
+def test_nvcc_memcpy_async_on_a_cuda_barrier():
+    """nvcc's PTX for cuda::memcpy_async on a block-scope cuda::barrier: cp.async.bulk,
+    expect_tx, arrivals with a count, try_wait on the state in a back-off loop timed by
+    %globaltimer (deterministic here)."""
+    import pathlib
+    src = (pathlib.Path(__file__).parent / "data" / "bulk_reverse.ptx").read_text()
+    m = load_ptx(src)
+    mem = GlobalMemory()
+    x = np.random.default_rng(1).standard_normal(3 * 256).astype(np.float32)
+    a, out = mem.to_device(x), mem.alloc(4 * 3 * 256)
+    stats = m.launch("bulk_reverse", 3, 256, [a, out], mem)
+    got = mem.from_device(out, np.float32, 3 * 256).reshape(3, 256)
+    assert (got == 2 * x.reshape(3, 256)[:, ::-1]).all() and not stats.warnings
+    # expecting the tile's bytes twice leaves 1024 bytes that never come
+    line = "\tmbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r8], %r10;\n"
+    assert line in src
+    twice = load_ptx(src.replace(line, line + line))
+    with pytest.raises(DeadlockError, match="0 of 256 arrivals pending, 1024 tx bytes "
+                                            "outstanding"):
+        twice.launch("bulk_reverse", 1, 256, [a, out], mem)

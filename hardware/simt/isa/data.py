@@ -7,8 +7,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-from ..parser import Addr, Instruction, Pair, Sym, Vec
+from ..parser import Addr, Instruction, Pair, Reg, Sym, Vec
 from ..types import TYPES
+from .sm90 import CLOCKS, c_clock
 from .operands import (Op, _AR32, _alu, _nops, _one_type, _rowvals, _u, _ubits,
                        _unsupported, getter, setter)
 
@@ -46,6 +47,8 @@ def c_mov(inst: Instruction, ctx: Any) -> Op:
     t = _one_type(inst)
     _nops(inst, 2)
     d, s = inst.operands
+    if isinstance(s, Reg) and s.name in CLOCKS:
+        return c_clock(inst, ctx)
     if isinstance(s, Vec) or isinstance(d, Vec):
         vec, packed, pack = (s, d, True) if isinstance(s, Vec) else (d, s, False)
         n = len(vec.items)

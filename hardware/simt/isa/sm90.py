@@ -206,6 +206,38 @@ def c_min_max_packed(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
+#: the timer special registers (PTX ISA 10, %globaltimer): read through :func:`c_clock`
+#: (%clock and %clock64 stay refused)
+CLOCKS = {"%globaltimer": 64, "%globaltimer_lo": 32, "%globaltimer_hi": 32}
+
+
+def c_clock(inst: Instruction, ctx: Any) -> Op:
+    """mov of %globaltimer{,_lo,_hi} (the nanosecond timer libcu++'s barrier waits
+    back off with): a deterministic timer, the number of instructions the executing
+    warp has executed so far in the launch (one "nanosecond" per instruction; not a
+    time), so that timed back-off and timeout loops behave as a function of the program
+    alone."""
+    name = inst.operands[1].name
+    bits = CLOCKS[name]
+    t = TYPES["u64" if bits == 64 else "u32"]
+    put = setter(inst.operands[0], t, ctx, inst)
+    pc = next(i for i, x in enumerate(ctx.kernel.source.instructions) if x is inst)
+
+    def fn(ix: Any, ex: Any) -> None:
+        sched = getattr(ctx, "scheduler", None)
+        if sched is None:
+            steps = np.zeros(ex.warps.shape, np.int64)
+        else:
+            # the warps' counts are brought up to date at the end of a straight-line
+            # run, which started at their recorded pc
+            steps = sched.steps[ex.warps] + (pc - sched.warp_pc[ex.warps])
+        v = np.broadcast_to(steps.astype(np.uint64)[:, None], ex.rows.shape)[ex.mask]
+        if name == "%globaltimer_hi":
+            v = v >> np.uint64(32)
+        put(ix, v.astype(t.dtype))
+    return Op(inst, "alu", fn)
+
+
 def c_prefetch(inst: Instruction, ctx: Any) -> Op:
     """prefetch{.space}.{L1,L2} [a], prefetch.tensormap [a], prefetchu.L1 [a]
     (9.7.9.15): cache hints, no effect on values (the address is not accessed)."""
