@@ -446,3 +446,31 @@ def test_nvcc_memcpy_async_on_a_cuda_barrier():
     with pytest.raises(DeadlockError, match="0 of 256 arrivals pending, 1024 tx bytes "
                                             "outstanding"):
         twice.launch("bulk_reverse", 1, 256, [a, out], mem)
+
+
+@pytest.mark.parametrize("swz", ["none", "128B"])
+def test_nvcc_tma_tile_with_a_grid_constant_tensor_map(swz):
+    """nvcc's PTX for cuda::ptx::cp_async_bulk_tensor with a __grid_constant__
+    CUtensorMap (cvta.param of the parameter's address) on a 3 x 3 grid of boxes."""
+    import pathlib
+    from hardware.simt.tensormap import encode_tiled
+    src = (pathlib.Path(__file__).parent / "data" / "tma_tile.ptx").read_text()
+    m = load_ptx(src)
+    mem = GlobalMemory()
+    rows, cols = 24, 192
+    x = (np.arange(rows * cols, dtype=np.uint32) * 40503 % 65521).astype(np.uint16)
+    x = x.reshape(rows, cols)
+    a = mem.to_device(x)
+    tmap = encode_tiled("float16", 2, a, [cols, rows], [cols * 2], [64, 8], [1, 1],
+                        swizzle=swz)
+    out = mem.alloc(2 * 512 * 9)
+    stats = m.launch("tma_tile", (3, 3), 128, [tmap, out], mem)
+    got = mem.from_device(out, np.uint8, 1024 * 9).reshape(3, 3, 1024)
+    boxes = x.reshape(3, 8, 3, 64).transpose(0, 2, 1, 3)
+    for by in range(3):
+        for bx in range(3):
+            box = np.ascontiguousarray(boxes[by, bx])
+            want = box.view(np.uint8).reshape(-1) if swz == "none" else \
+                swizzled_placement(box)
+            assert (got[by, bx] == want).all()
+    assert not stats.warnings

@@ -23,9 +23,16 @@ def c_cvta(inst: Instruction, ctx: Any) -> Op:
     to = "to" in inst.parts
     space = next((p for p in inst.parts if p in ("global", "shared", "local", "const",
                                                  "param")), None)
-    if space not in ("global", "shared", "local", "const"):
-        raise _unsupported(inst, f"cvta for .{space} is not supported")
-    base = ctx.window(space)
+    if space == "param" and not to:
+        # cvta.param (PTX ISA 9.7.9.18, sm_70+): the generic address of a kernel
+        # parameter is its .param address (its offset in the parameter buffer, below
+        # every global allocation): tensor-map operands take it
+        # (hardware.simt.tma); a generic ld/st of it is a fault
+        space, base = "param", 0
+    elif space not in ("global", "shared", "local", "const"):
+        raise _unsupported(inst, f"cvta{'.to' if to else ''} for .{space} is not supported")
+    else:
+        base = ctx.window(space)
     u = _u(t)
     src_t = TYPES[f"u{t.bits}"]
     get = getter(inst.operands[1], src_t, ctx, inst)
