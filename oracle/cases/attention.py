@@ -28,6 +28,11 @@ ALiBi with Sq != Sk or with padding: with padding, bottom_right aligns to each b
 entry's numbers of valid queries and keys), the option written into its parameters; and
 ``lse_of_empty_row`` (-inf here and in FA3/FlashInfer; FA2 writes +inf).
 
+Every case whose ``out`` is held to the FP16 naive computation has a BF16 twin (its id
+with ``.bf16`` appended, ``attention.flash_v3.bf16.32x32`` for the FA3 FP16 path): the
+same shapes and options, its own inputs, ``naive_dtype`` BF16, for kernels computing in
+BF16 (the case's ``params.naive_dtype`` says which precision a case is for).
+
 ``attention.attention.long_kv.bf16.d128`` is the size production kernels are tested at:
 head size 128, 1024 keys, a causal chunk of 128 queries, against the BF16 naive
 computation.
@@ -37,6 +42,7 @@ Flash-Decoding; flash-attention's tests (the 2x rule).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -323,6 +329,24 @@ def cases() -> list[CaseSpec]:
         tol=grads, ref=(), variant=ALIGN_VARIANT,
         desc="FlashAttention-2 backward schedule (K/V outer, dQ accumulated in query-tile "
              "order), causal, MQA")
+    return out + bf16_twins(out)
+
+
+def bf16_twins(specs: list[CaseSpec]) -> list[CaseSpec]:
+    """A BF16 version of every case held to the FP16 naive computation: same shapes and
+    options, ``naive_dtype="bf16"``, the id with ``.bf16`` appended (``.fp16.`` becomes
+    ``.bf16.``), its own inputs (the random stream is keyed by the id), in the default
+    suite even where the FP16 case is a smoke case."""
+    out = []
+    for spec in specs:
+        if spec.params.get("naive_dtype") != "fp16" or "naive" not in spec.reference:
+            continue
+        cid = (spec.id.replace(".fp16.", ".bf16.") if ".fp16." in spec.id
+               else spec.id + ".bf16")
+        desc = spec.description.replace("FP16/BF16 path", "BF16 path")
+        out.append(replace(spec, id=cid, params={**spec.params, "naive_dtype": "bf16"},
+                           level=max(spec.level, 1),
+                           description=f"{desc}; BF16 naive reference"))
     return out
 
 
