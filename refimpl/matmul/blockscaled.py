@@ -165,6 +165,9 @@ class BlockScaledFMA:
             prepared = aligned32.plan(a_s, b_s, self.k, self.fraction_bits, (None, None), exps)
             if prepared is not None:
                 return aligned32.run(prepared, d, _ACC, None).astype(np.float32)
+        if self.kind == "mxf4nvf4" and _e2m1_values(a) and _e2m1_values(b) and all(
+                np.isfinite(x).all() for x in (sa, sb)):
+            return self._fp4_run(a, sa, b, sb, d, se).astype(np.float32)
         rows = max(1, (1 << 16) // max(1, n * self.k))
         with np.errstate(invalid="ignore", over="ignore"):
             for r0 in range(0, m, rows):
@@ -176,6 +179,46 @@ class BlockScaledFMA:
                                      b[ks].T[None], sb_full[ks].T[None], emin, se)
                 d[r] = dr
         return d.astype(np.float32)
+
+    def _fp4_run(self, a, sa, b, sb, d, se) -> np.ndarray:
+        """``kind::mxf4nvf4`` with E2M1 elements and finite scales: the group sums of 16
+        products by a float64 matrix product, then each instruction's terms and C aligned
+        and truncated (as in :meth:`_block`).
+
+        The matrix product is exact in any summation order: E2M1 values are multiples of
+        1/2 at most 6 in magnitude, so every product is a multiple of 1/4 of magnitude at
+        most 36, and every partial sum of at most 16 of them a multiple of 1/4 below
+        2^10: representable in float64 (12 bits), so each multiplication, addition or
+        fused multiply-add the BLAS performs is exact."""
+        groups = self.k // 16
+        f = self.fraction_bits
+        for k0 in range(0, a.shape[1], self.k):
+            terms, exps = [], []
+            for g in range(groups):
+                ks = slice(k0 + 16 * g, k0 + 16 * g + 16)
+                s_a = np.abs(sa[:, ks.start // self.scale_block])[:, None]
+                s_b = np.abs(sb[ks.start // self.scale_block])[None, :]
+                t = (a[:, ks] @ b[ks, :]) * s_a * s_b   # exact: at most 12 + 4 + 4 bits
+                terms.append(t)
+                exps.append(np.where(t != 0, exponents(s_a, se) + exponents(s_b, se),
+                                     NO_EXPONENT))
+            cfin = np.isfinite(d)
+            cf = np.where(cfin, d, 0.0)
+            eta = np.where(cf != 0, exponents(cf, -126), NO_EXPONENT)
+            for e in exps:
+                eta = np.maximum(eta, e)
+            # the terms on the grid 2^(eta - F), as truncated_sum: integers below 2^(F + 12)
+            # (a group sum is below 2^10, the scales' significands below 2 each), five of
+            # them add exactly in float64
+            shift = np.where(eta < NO_EXPONENT // 2, 0, f - eta).astype(np.int32)
+            scale = np.ldexp(1.0, shift)
+            total = np.trunc(cf * scale)
+            for t in terms:
+                total += np.trunc(t * scale)
+            total = np.where(total == 0, 0.0, total)  # an exact zero sum is +0
+            out = round_into(total / scale, _ACC)
+            d = np.where(cfin, out, d)   # Inf or NaN C: the IEEE sum with finite terms
+        return d
 
     def _block(self, c, a, sa, b, sb, emin, se) -> np.ndarray:
         p = a * b * sa * sb  # exact: at most 4 + 4 + 4 + 4 significant bits in float64
@@ -201,6 +244,13 @@ class BlockScaledFMA:
         e = np.concatenate([np.broadcast_to(ec[..., None], e.shape[:-1] + (1,)), e], axis=-1)
         d = round_into(truncated_sum(terms, e, self.fraction_bits, None), _ACC)
         return np.where(finite, d, special)
+
+
+def _e2m1_values(x: np.ndarray) -> bool:
+    """Whether every entry of ``x`` is a finite E2M1 value (a multiple of 1/2 of
+    magnitude at most 6)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((np.abs(x) <= 6) & (x * 2 == np.trunc(x * 2))))
 
 
 def _values(x: Any, name: str) -> np.ndarray:
