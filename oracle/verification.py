@@ -28,6 +28,7 @@ from oracle import limits
 from oracle import suite as fmt
 from oracle._version import __version__
 from oracle.cases import Registry, registry as default_registry
+from oracle.extension_dtypes import opaque_npy
 from oracle.known_behaviours import case_behaviours
 from oracle.schema import schema_problems
 from oracle.text_arrays import parse_array_text
@@ -262,8 +263,10 @@ RESULTS_LAYOUT = (
     "in the suite: <case id>/<output>.npy (e.g. formats.encode.e4m3.f32.nearest_even/"
     "codes.npy), with the expected dtype and shape, or <case id>/<output>.txt in the "
     "text layout generate --text writes (docs/suite-format.md). Low-precision outputs are the "
-    "format's unsigned integer codes: save them with x.view(np.uint8) (np.save of an "
-    "ml_dtypes array writes raw void bytes, which are refused). Plain files only: links, "
+    "format's unsigned integer codes (x.view(np.uint8)); a file np.save wrote from an "
+    "ml_dtypes array (descriptor '<V1', '<f1' or '<V2': the element size, no format name) "
+    "is read as the codes of the output's format when the output is codes of that width, "
+    "refused otherwise. Plain files only: links, "
     "FIFOs and folders in their place are refused, never followed.")
 
 
@@ -280,12 +283,16 @@ def _sign_differences(c: Comparison, got: np.ndarray, expected: np.ndarray,
         return c.mismatch & (a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e))
 
 
-def _read_result(results: Path, rel: str, expected: np.ndarray) -> np.ndarray:
+def _read_result(results: Path, rel: str, expected: np.ndarray,
+                 fmt_name: str | None = None) -> np.ndarray:
     """A result file under the path policy: ``<case id>/<output>.npy``, or when that is
     missing the same path ending in ``.txt`` in the text layout of
     :mod:`oracle.text_arrays`; its size is bounded by the expected array's (at most 16
     bytes an element plus a header, 17 characters an element in text) before it is
-    read."""
+    read. A ``.npy`` of opaque 1- or 2-byte elements (``np.save`` of an ml_dtypes array,
+    :func:`oracle.extension_dtypes.opaque_npy`) is read as the codes of ``fmt_name``
+    when the expected output is codes of that width; otherwise it is a SuiteError
+    saying why."""
     limit = 16 * max(1, expected.size) + 2 ** 16
     try:
         data = fmt.read_checked(results, rel, limit=min(limit, fmt.MAX_ARRAY_BYTES))
@@ -302,7 +309,32 @@ def _read_result(results: Path, rel: str, expected: np.ndarray) -> np.ndarray:
             return parse_array_text(data, f"result {trel}")[0]
         except ValueError as exc:
             raise fmt.SuiteError(str(exc)) from None
+    try:
+        opaque = opaque_npy(data, f"result {rel}")
+    except ValueError as exc:
+        raise fmt.SuiteError(str(exc)) from None
+    if opaque is not None:
+        return _opaque_codes(rel, *opaque, expected, fmt_name)
     return fmt.parse_array(data, f"result {rel}")
+
+
+def _opaque_codes(rel: str, descr: str, codes: np.ndarray, expected: np.ndarray,
+                  fmt_name: str | None) -> np.ndarray:
+    """The codes of an opaque-element ``.npy`` when the output is codes of that width."""
+    width = codes.dtype.itemsize
+    what = (f"result {rel} holds {width}-byte elements of no NumPy type (descriptor "
+            f"{descr!r}, as np.save of an ml_dtypes array writes)")
+    if fmt_name is None:
+        raise fmt.SuiteError(
+            f"{what}; this output is {expected.dtype.name} values, not codes of a format: "
+            f"save them as {expected.dtype.name} (e.g. np.save(path, "
+            f"x.astype(np.{expected.dtype.name})))")
+    if expected.dtype.kind != "u" or expected.dtype.itemsize != width:
+        raise fmt.SuiteError(
+            f"{what}; this output is {fmt_name} codes of {expected.dtype.itemsize} "
+            f"byte(s) ({expected.dtype.name}): an array of another format's type? save "
+            f"{fmt_name} codes (e.g. np.save(path, x.view(np.{expected.dtype.name})))")
+    return codes
 
 
 def check(root: str | Path, results: str | Path, *, only: str | None = None,
@@ -366,7 +398,7 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
         for name, expected in case.expected.items():
             rel = case.files[name]
             try:
-                got = _read_result(results, rel, expected)
+                got = _read_result(results, rel, expected, case.formats.get(name))
             except fmt.MissingFile:
                 report.missing.append(rel)
                 if strict or allow_missing is None:
@@ -441,7 +473,8 @@ def _other_result(results: Path, case: fmt.Case, name: str) -> np.ndarray | None
     if name not in case.expected:
         return None
     try:
-        return _read_result(results, case.files[name], case.expected[name])
+        return _read_result(results, case.files[name], case.expected[name],
+                            case.formats.get(name))
     except fmt.SuiteError:
         return None
 
