@@ -118,3 +118,61 @@ def test_significand_bits():
     assert aligned32.significand_bits(np.zeros(3)) == 0
     assert aligned32.significand_bits(np.array([1 + 2.0**-23])) == 24
     assert aligned32.significand_bits(np.array([1 + 2.0**-30])) == 25
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), name=st.sampled_from(["B200-MXF8F6F4", "B200-MXF4", "B200-NVF4"]),
+       m=st.integers(1, 3), n=st.integers(1, 3), blocks=st.integers(1, 2),
+       scale_range=st.sampled_from([3, 127]), with_c=st.booleans(),
+       zero=st.sampled_from(["", "a", "b"]))
+def test_block_scaled_equals_the_plain_model(data, name, m, n, blocks, scale_range, with_c,
+                                             zero):
+    # the fast paths of block_scaled_matmul (the aligned32 kernel for mxf8f6f4 with E8M0
+    # scales, float64 group sums for mxf4nvf4) against BlockScaledFMA.dot_reference
+    from refimpl.matmul import block_scaled_matmul
+    model = PRESETS[name].model()
+    fmt = "e2m1" if model.kind == "mxf4nvf4" else data.draw(st.sampled_from(["e4m3", "e5m2"]))
+    k = blocks * model.k
+    nb = k // model.scale_block
+    a = data.draw(values(fmt, (m, k), 6)).astype(np.float64)
+    b = data.draw(values(fmt, (k, n), 6)).astype(np.float64)
+    if zero == "a":
+        a[-1] = 0
+    elif zero == "b":
+        b[:, -1] = 0
+    if model.scale_format == "e8m0":
+        ints = st.integers(-scale_range, scale_range)
+        sa = np.ldexp(1.0, np.array(data.draw(st.lists(ints, min_size=m * nb,
+                                                        max_size=m * nb)))).reshape(m, nb)
+        sb = np.ldexp(1.0, np.array(data.draw(st.lists(ints, min_size=nb * n,
+                                                        max_size=nb * n)))).reshape(nb, n)
+    else:
+        sa = np.abs(data.draw(values("e4m3", (m, nb), 6))).astype(np.float64)
+        sb = np.abs(data.draw(values("e4m3", (nb, n), 6))).astype(np.float64)
+    c = data.draw(values("fp32", (m, n), 20)) if with_c else None
+    got = block_scaled_matmul(a, sa, b, sb, c, accumulate=name, in_format=fmt)
+    emin = F.get(fmt).emin
+    want = np.empty((m, n), np.float32)
+    for i in range(m):
+        for j in range(n):
+            cij = 0.0 if c is None else float(c[i, j])
+            want[i, j] = np.float32(model.dot_reference(a[i], sa[i], b[:, j], sb[:, j], cij,
+                                                        (emin, emin)))
+    assert same_bits(got, want)
+
+
+def test_block_scaled_subnormal_elements_have_the_format_exponent():
+    # E4M3 elements 2^-9 (subnormal: exponent -6, not -9) times 1: the grid is
+    # 2^(-6 - 25), so c = -2^-10 (1 + 2^-23) loses its last bit, 2^-33, and the sum
+    # 2^-4 - 2^-10 is exact; with exponent -9 the bit would stay and the sum, rounded
+    # toward zero, would be one unit (2^-28) lower
+    from refimpl.matmul import block_scaled_matmul
+    model = PRESETS["B200-MXF8F6F4"].model()
+    a = np.full((1, 32), 2.0**-9)
+    b = np.ones((32, 1))
+    c = np.array([[-2.0**-10 * (1 + 2.0**-23)]], np.float32)
+    got = block_scaled_matmul(a, np.ones((1, 1)), b, np.ones((1, 1)), c,
+                              accumulate="B200-MXF8F6F4", in_format="e4m3")
+    want = model.dot_reference(a[0], np.ones(1), b[:, 0], np.ones(1), float(c[0, 0]),
+                               (-6, -6))
+    assert got[0, 0] == np.float32(want) == np.float32(2.0**-4 - 2.0**-10)
