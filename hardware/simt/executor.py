@@ -186,6 +186,9 @@ class Wave:
         self._sparse: set[int] = set()
         #: (offsets, (lowest, highest)) of the last access located, for the tools
         self.off_bounds: tuple | None = None
+        #: (offsets, offsets of the instruction's previous access, shift) when the
+        #: last access located repeated that one shifted by a constant (the memo)
+        self.off_shift: tuple | None = None
         self._views: dict[tuple, np.ndarray] = {}
         self.module_addrs: dict[str, int] = {}
         self.gpu = cfg.gpu if cfg else None
@@ -593,6 +596,7 @@ class Wave:
         bank width for shared-memory banks, whose wavefronts only depend on which lanes
         share a word or a bank)."""
         self._repeat = False
+        self.off_shift = None
         memo = self._memo.get(id(inst))
         if memo is not None and addr.size:
             m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi, m_kind, m_width, m_ob = memo
@@ -614,7 +618,11 @@ class Wave:
                     buf = self.memory.buffer if space in ("global", "const") else (
                         self.smem if space == "shared" else self.lmem)
                     if d0:
+                        old_off = m_off
                         m_off = m_off + d0
+                        if self.access_tools:
+                            # these offsets are the last ones of the instruction + d0
+                            self.off_shift = (m_off, old_off, d0)
                         if m_ob is not None:
                             m_ob = (m_ob[0] + d0, m_ob[1] + d0)
                         self._memo[id(inst)] = (ix, addr.copy(), space, m_deltas, m_off,

@@ -141,14 +141,17 @@ class _Shadow:
         self.reuse = reuse  # logged columns live in one buffer (reused between launches)
         self.used = 0  # pages given a place
         # reads not yet entered in the reader rows, oldest first: [columns, threads,
-        # time, line, lowest column, highest column, shift] (the bounds None until
-        # needed; the columns are ``columns >> shift``: byte offsets kept as they are);
+        # time, line, lowest column, highest column, shift, delta] (the bounds None
+        # until needed; the columns are ``(columns >> shift) + delta``: byte offsets
+        # kept as they are, or an earlier read's columns shifted);
         # with ``reuse`` the columns are a slice of ``buf`` (one buffer reused, so that
         # logging allocates nothing)
         self.log: list[list] = []
         self.buf = np.empty(0, dtype=_LOG_DTYPE)
         self.fill = 0
         self.logged = 0  # columns in the log
+        # per instruction: (its last offsets array, columns, shift, delta) logged for it
+        self.last_cols: dict[int, tuple] = {}
         # time of the last write and the hull of the columns ever written
         self.wtime = -1
         self.pwtime = -1  # the last plain (not strong) write
@@ -174,13 +177,15 @@ class _Shadow:
     def bounds(self, e: list) -> tuple[int, int]:
         """Lowest and highest column of a logged read."""
         if e[4] is None:
-            e[4], e[5] = int(e[0].min()) >> e[6], int(e[0].max()) >> e[6]
+            e[4] = (int(e[0].min()) >> e[6]) + e[7]
+            e[5] = (int(e[0].max()) >> e[6]) + e[7]
         return e[4], e[5]
 
     def clear_log(self) -> None:
         self.log.clear()
         self.fill = 0
         self.logged = 0
+        self.last_cols.clear()  # their buffer slices are reused from now on
 
     def index(self, off: np.ndarray) -> np.ndarray:
         if not self.lazy:
@@ -300,18 +305,14 @@ class RaceCheck:
             if now >= self.tinfo.size:
                 self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
             self.tinfo[now] = info
-            if offsets.size <= _SMALL:
-                pos, shift = offsets, 2  # a small access: its byte offsets kept
-            else:
-                pos, shift = sh.reserve(offsets.size), 0
-                np.right_shift(offsets, 2, out=pos, casting="unsafe")
+            pos, shift, delta = self._columns(sh, wave, inst, offsets)
             ob = wave.off_bounds
             lo = hi = None
             if ob is not None and ob[0] is offsets:
                 lo, hi = ob[1][0] >> 2, ob[1][1] >> 2
             sh.log.append([pos, ws.tid24 if full else ws.tid24[threads], now,
-                           ws.bar_all << _TBITS, lo, hi, shift])
-            sh.logged += pos.size
+                           ws.bar_all << _TBITS, lo, hi, shift, delta])
+            sh.logged += offsets.size
             if sh.logged > _LOG_MAX:
                 self._flush_reads(sh)
             return
@@ -326,11 +327,10 @@ class RaceCheck:
                     if now >= self.tinfo.size:
                         self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
                     self.tinfo[now] = info
-                    pos = sh.reserve(offsets.size)
-                    np.right_shift(offsets, 2, out=pos, casting="unsafe")
+                    pos, shift, delta = self._columns(sh, wave, inst, offsets)
                     sh.log.append([pos, ws.tid24 if full else ws.tid24[threads], now, 0,
-                                   lo, hi, 0])
-                    sh.logged += pos.size
+                                   lo, hi, shift, delta])
+                    sh.logged += offsets.size
                     if sh.logged > _LOG_MAX:
                         self._flush_reads(sh)
                     return
@@ -406,7 +406,7 @@ class RaceCheck:
                                     inst, info, width)
             # the read itself is logged; the shadow's reader rows take it when a write
             # may need it (_flush_reads), a barrier of every block drops it
-            sh.log.append([pos, thr, now, line, lo, hi, 0])
+            sh.log.append([pos, thr, now, line, lo, hi, 0, 0])
             sh.logged += pos.size
             if sh.logged > _LOG_MAX:
                 self._flush_reads(sh)  # memory held by the log stays bounded
@@ -453,6 +453,33 @@ class RaceCheck:
         if strong:
             self._strong(wave, kind, space, threads, offsets, ws.gid[threads], acq, rel, cta)
 
+    @staticmethod
+    def _columns(sh: _Shadow, wave: Any, inst: Any, offsets: np.ndarray
+                 ) -> tuple[np.ndarray, int, int]:
+        """(columns, shift, delta) of a plain word read to be logged in ``sh``, the
+        columns being ``(columns >> shift) + delta``: those of the instruction's last
+        logged read when the wave says these offsets are its offsets again or shifted
+        by a multiple of 4 (no copy), else the offsets themselves (small accesses) or
+        their words in the log's buffer."""
+        key = id(inst)
+        prev = sh.last_cols.get(key)
+        if prev is not None:
+            if prev[0] is offsets:
+                return prev[1], prev[2], prev[3]
+            sft = wave.off_shift
+            if sft is not None and sft[0] is offsets and sft[1] is prev[0] and not sft[2] & 3:
+                r = (prev[1], prev[2], prev[3] + (sft[2] >> 2))
+                sh.last_cols[key] = (offsets,) + r
+                return r
+        if offsets.size <= _SMALL:
+            r = (offsets, 2, 0)  # a small access: its byte offsets kept
+        else:
+            pos = sh.reserve(offsets.size)
+            np.right_shift(offsets, 2, out=pos)
+            r = (pos, 0, 0)
+        sh.last_cols[key] = (offsets,) + r
+        return r
+
     def _global_words(self, wave: Any) -> _Shadow:
         """The shadow of global memory for accesses of 4 bytes and more."""
         if self.global_shadow is None:
@@ -484,9 +511,11 @@ class RaceCheck:
         S = sh.S
         r1, r2 = S[_R1], S[_R2]
         sh.rtime = log[upto - 1][2]
-        for pos, thr, now, line, _, _, shift in log[:upto]:
+        for pos, thr, now, line, _, _, shift, delta in log[:upto]:
             if shift:
                 pos = pos >> shift
+            if delta:
+                pos = pos + delta
             entry = (now << _TBITS) | thr
             o1 = r1[pos]
             m = o1 >= line

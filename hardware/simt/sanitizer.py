@@ -51,7 +51,9 @@ and the wave and the scheduler call its methods, each a single call at the point
   thread's access in the space's byte buffer (``memory.buffer``, ``wave.smem``,
   ``wave.lmem``), ``width`` bytes per thread (a tool whose class says ``wants_access =
   False`` is not called; ``wave.off_bounds``, when its first item is ``offsets``
-  itself, gives their lowest and highest value);
+  itself, gives their lowest and highest value; ``wave.off_shift``, when its first item is
+  ``offsets``, is ``(offsets, previous, d)``: they are the offsets array ``previous``
+  that the same instruction passed last time, plus ``d``);
 - ``end_wave(wave)`` after the wave ran; ``end_launch()`` after the last wave.
 Barrier and collective hooks are called by :mod:`hardware.simt.scheduler` and
 :mod:`hardware.simt.isa.sync` on the tool objects in ``wave.tools`` (a dict from tool

@@ -413,3 +413,88 @@ def test_gallery_warp_handshake_is_clean_in_two_warps():
     stats = gallery.load("spinlock").launch("warp_handshake", 1, 64, [flags, out], mem)
     assert stats.warnings == []
     np.testing.assert_array_equal(mem.from_device(out, np.int32, 32), [8] * 16 + [7] * 16)
+
+
+def _loop_read_ptx(space: str, barrier: bool) -> str:
+    """Every thread reads word ``32 * j + lane`` (shared, after a barrier; one block of
+    two warps) or ``64 * j + tid`` (global; blocks of 64) for j = 0..3 in one loop (one
+    instruction, its addresses shifted each time), then warp 1 (shared) or block 1
+    (global) stores to the words read at j = 3, after a barrier or not."""
+    if space == "shared":
+        setup = """
+    mov.u32 %r9, s;
+    shl.b32 %r3, %r1, 2;
+    add.u32 %r4, %r9, %r3;
+    st.shared.u32 [%r4], %r1;
+    st.shared.u32 [%r4+256], %r1;
+    bar.sync 0;
+    shl.b32 %r3, %r2, 2;
+    add.u32 %r4, %r9, %r3;"""
+        load = "ld.shared.u32 %r6, [%r4];\n    add.u32 %r4, %r4, 128;"
+        who = "shr.u32 %r8, %r1, 5;"
+        store = "st.shared.u32 [%r4+-128], %r7;"
+    else:
+        setup = """
+    mul.wide.u32 %rd3, %r2, 4;
+    add.u64 %rd4, %rd1, %rd3;"""
+        load = "ld.global.u32 %r6, [%rd4];\n    add.u64 %rd4, %rd4, 256;"
+        who = "mov.u32 %r8, %ctaid.x;"
+        store = "st.global.u32 [%rd4+-256], %r7;"
+    lane = "and.b32 %r2, %r1, 31;" if space == "shared" else "mov.u32 %r2, %r1;"
+    return f"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry loop_read(.param .u64 a)
+{{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<3>;
+    .shared .align 4 .b32 s[128];
+    ld.param.u64 %rd1, [a];
+    mov.u32 %r1, %tid.x;
+    {lane}{setup}
+    mov.u32 %r5, 0;
+    mov.u32 %r7, 0;
+LOOP:
+    {load}
+    add.u32 %r7, %r7, %r6;
+    add.u32 %r5, %r5, 1;
+    setp.lt.u32 %p1, %r5, 4;
+    @%p1 bra LOOP;
+    {"bar.sync 0;" if barrier else ""}
+    {who}
+    setp.ne.u32 %p2, %r8, 1;
+    @%p2 bra DONE;
+    {store}
+DONE:
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("scheduling", MODES)
+@pytest.mark.parametrize("space", ["shared", "global"])
+def test_a_race_with_a_later_iteration_of_a_read_loop(space, scheduling):
+    # the loop's reads are logged from one instruction whose addresses shift each time;
+    # the store meets only the words of the last iteration
+    a = np.arange(256, dtype=np.int32)
+    mem = GlobalMemory()
+    pa = mem.to_device(a)
+    grid, block = (1, 64) if space == "shared" else (2, 64)
+    with pytest.raises(RaceError) as e:
+        load_ptx(_loop_read_ptx(space, False)).launch("loop_read", grid, block, [pa], mem,
+                                                      scheduling=scheduling)
+    rep = e.value.report
+    assert "write-after-read" in rep.what and rep.access.space == space
+    assert (rep.access.kind, rep.other.kind) == ("write", "read")
+    if space == "shared":
+        assert rep.access.thread[0] // 32 == 1 and rep.other.thread[0] // 32 == 0
+        assert rep.access.address == rep.other.address == 384 + 4 * (rep.access.thread[0] % 32)
+    else:
+        assert rep.access.block == (1, 0, 0) and rep.other.block == (0, 0, 0)
+        assert rep.access.address == rep.other.address == pa + 4 * (192 + rep.access.thread[0])
+    if space == "shared":  # a barrier orders the block's reads before the store
+        stats = load_ptx(_loop_read_ptx(space, True)).launch("loop_read", grid, block, [pa],
+                                                             mem, scheduling=scheduling)
+        assert stats.warnings == []
