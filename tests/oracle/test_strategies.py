@@ -299,3 +299,19 @@ def test_the_profiles_ship_with_the_package(monkeypatch) -> None:
         assert set(PROFILES) == {"ci", "dev", "thorough"}
     finally:
         settings.load_profile(before)
+
+
+def test_the_test_suite_runs_under_the_shipped_profiles() -> None:
+    """tests/conftest.py registers the shipped profiles; ``ci`` keeps the settings the
+    suite's own profile had: derandomised, no deadline, no database, the reproduction
+    blob printed, 50 examples, the slow-reference and large-data health checks off."""
+    from hypothesis import HealthCheck, settings
+
+    ci = settings.get_profile("ci")
+    assert ci.derandomize is True and ci.deadline is None and ci.database is None
+    assert ci.print_blob is True and ci.max_examples == 50
+    assert set(ci.suppress_health_check) == {HealthCheck.too_slow,
+                                             HealthCheck.data_too_large}
+    dev = settings.get_profile("dev")
+    assert dev.deadline is None and dev.max_examples == 50
+    assert settings.get_profile("thorough").max_examples == 2000
