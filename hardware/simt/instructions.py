@@ -70,7 +70,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import async_copy, cluster, matrix, mbarrier, wgmma
+from . import async_copy, cluster, matrix, mbarrier, tma, wgmma
 from .device_runtime import c_call, c_trap
 from .errors import PtxError
 from .isa.control import c_bra, c_exit, c_selp, c_setp
@@ -83,7 +83,7 @@ from .isa.integer import (c_abs_neg, c_add_sub, c_bfe, c_bfi, c_bfind, c_bitcoun
                           c_carry, c_div, c_dot, c_lop3, c_mad, c_min_max, c_mul, c_rem, c_sad,
                           c_shf, c_shift)
 from .isa.operands import Op, _unsupported, getter, setter  # noqa: F401
-from .isa import sm90
+from .isa import sm90, sm100
 from .isa.sync import c_activemask, c_atom, c_bar, c_match, c_noop, c_redux, c_vote
 from .parser import Instruction
 
@@ -118,7 +118,9 @@ def _register_extensions() -> None:
     _TABLE.update(mbarrier.COMPILERS)
     _TABLE.update(cluster.COMPILERS)
     _TABLE.update(sm90.COMPILERS)
+    _TABLE["tensormap"] = tma.c_tensormap
     _TABLE["cp"] = async_copy.c_cp
+    sm100.extend(_TABLE)  # sm_100 forms of add/sub/mul/fma/min/max/redux
 
 
 _register_extensions()

@@ -1051,7 +1051,7 @@ _SINGLE_MODIFIERS = frozenset(
 _SPACES = frozenset("global shared local param const generic".split())
 _ONE_SPACE = frozenset("ld st ldu atom red prefetch".split())
 #: a part shaped like a type (``.b97``, ``.u7``) whose width no PTX type has
-_BAD_WIDTH = re.compile(r"[bsuf](?!(?:1|2|4|6|8|16|32|64|128)$)[0-9]+")
+_BAD_WIDTH = re.compile(r"[bsuf](?!(?:1|2|4|6|8|16|32|64|128)$)(?!1024$)[0-9]+")  # .b1024: tensormap
 
 
 def _check_modifiers(parts: tuple[str, ...], line: int, text: str) -> None:

@@ -429,3 +429,82 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
                 ac.any_pending = True
                 st.queue.setdefault(int(boff[0]), []).append((doff, data, t, inst))
     return Op(inst, "alu", fn)
+
+
+# ------------------------------------------------------------------ tensormap.*
+def c_tensormap(inst: Instruction, ctx: Any) -> Op:
+    """tensormap.replace.tile.{global_address,global_dim}{.global,.shared::cta}.b1024.type
+    [addr], {ord,} new_val (PTX ISA 9.7.9.28) on the 128 bytes of
+    :mod:`hardware.simt.tensormap`: the global address (16-byte aligned) or the size of
+    dimension ``ord``; and tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic
+    .release.gpu.sync.aligned [dst], [src], 128, which copies a map from shared to global
+    memory (the proxy fence needs nothing more here). The other fields (rank, box_dim,
+    global_stride, element_stride, elemtype, interleave_layout, swizzle_mode,
+    swizzle_atomicity, fill_mode) are refused: the encodings of their new values are not
+    modelled."""
+    import struct
+    from .tensormap import MAGIC, SIZE
+    parts = inst.parts
+    if parts[1] == "cp_fenceproxy":
+        if "global" not in parts or "shared::cta" not in parts or len(inst.operands) != 3 \
+                or not isinstance(inst.operands[2], Imm) or inst.operands[2].value != SIZE:
+            raise _fail(inst, "tensormap.cp_fenceproxy.global.shared::cta... [dst], [src], 128")
+        gd = _address(inst.operands[0], ctx, inst, "global")
+        gs = _address(inst.operands[1], ctx, inst, "shared")
+
+        def copy(ix: Any, ex: Any) -> None:
+            th = ctx._thread_ids(ix)
+            d = np.broadcast_to(np.asarray(gd(ix), np.int64), th.shape)
+            s = np.broadcast_to(np.asarray(gs(ix), np.int64), th.shape)
+            for i in range(th.size):
+                t = int(th[i])
+                _, soff = _spans(ctx, "shared", t, ex, int(s[i]), SIZE, inst, "ld")
+                buf, doff = _spans(ctx, "global", t, ex, int(d[i]), SIZE, inst, "st")
+                buf[doff] = ctx.smem[soff]
+                ctx.memory.init_shadow[doff] = True
+        return Op(inst, "alu", copy)
+    if parts[1] != "replace" or len(parts) < 6 or parts[2] != "tile":
+        raise _fail(inst, "tensormap.replace.tile.field... or tensormap.cp_fenceproxy")
+    field = parts[3]
+    if field not in ("global_address", "global_dim"):
+        raise _fail(inst, f"tensormap.replace of .{field} is not supported (the encoding "
+                          "of its new value is not modelled)")
+    space = "shared" if "shared::cta" in parts else "global" if "global" in parts else None
+    if space is None:
+        raise _fail(inst, "tensormap.replace needs .global or .shared::cta")
+    ops = inst.operands
+    want = 2 if field == "global_address" else 3
+    if len(ops) != want:
+        raise _fail(inst, f"tensormap.replace.tile.{field} takes [addr], "
+                          f"{'' if want == 2 else 'ord, '}new_val")
+    ga = _address(ops[0], ctx, inst, space)
+    if field == "global_dim":
+        if not isinstance(ops[1], Imm) or not 0 <= ops[1].value <= 4:
+            raise _fail(inst, "ord is a constant 0..4")
+        ordinal = ops[1].value
+    gv = getter(ops[-1], TYPES["u64" if field == "global_address" else "u32"], ctx, inst)
+
+    def replace(ix: Any, ex: Any) -> None:
+        th = ctx._thread_ids(ix)
+        a = np.broadcast_to(np.asarray(ga(ix), np.int64), th.shape)
+        v = np.broadcast_to(np.asarray(gv(ix)).astype(np.int64), th.shape)
+        for i in range(th.size):
+            t = int(th[i])
+            buf, off = _spans(ctx, space, t, ex, int(a[i]), SIZE, inst, "st")
+            raw = bytearray(buf[off].tobytes())
+            if struct.unpack_from("<I", raw, 8)[0] != MAGIC:
+                raise ExecutionError(f"{ctx.location(t, inst)}: tensormap.replace on bytes "
+                                     "that are not a tensor map")
+            val = int(v[i]) & ((1 << 64) - 1)
+            if field == "global_address":
+                if val % 16:
+                    raise ExecutionError(f"{ctx.location(t, inst)}: global address "
+                                         f"{val:#x} is not 16-byte aligned")
+                struct.pack_into("<Q", raw, 0, val)
+            else:
+                if ordinal >= raw[12] or not 1 <= val:
+                    raise ExecutionError(f"{ctx.location(t, inst)}: global_dim {ordinal} = "
+                                         f"{val} (rank {raw[12]}, sizes from 1)")
+                struct.pack_into("<I", raw, 20 + 4 * ordinal, val)
+            buf[off] = np.frombuffer(bytes(raw), np.uint8)
+    return Op(inst, "alu", replace)

@@ -474,3 +474,91 @@ def test_nvcc_tma_tile_with_a_grid_constant_tensor_map(swz):
                 swizzled_placement(box)
             assert (got[by, bx] == want).all()
     assert not stats.warnings
+
+
+REPLACE = HEAD + """.visible .entry k(.param .u64 map, .param .u64 scratch, .param .u64 other,
+                  .param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<12>;
+    .shared .align 128 .b8 desc[128];
+    .shared .align 128 .b8 tile[512];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [map];
+    ld.param.u64 %rd2, [scratch];
+    ld.param.u64 %rd3, [other];
+    ld.param.u64 %rd4, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, bar;
+    mov.u32 %r3, tile;
+    mov.u32 %r4, desc;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_wait;
+    // copy the map into shared memory, point it at the other tensor with 5 rows,
+    // publish it in global memory and load a box through it
+    mov.u32 %r10, 0;
+$L_copy:
+    cvt.u64.u32 %rd5, %r10;
+    add.u64 %rd6, %rd1, %rd5;
+    ld.global.v4.u32 {%r11, %r12, %r13, %r14}, [%rd6];
+    add.u32 %r15, %r4, %r10;
+    st.shared.v4.u32 [%r15], {%r11, %r12, %r13, %r14};
+    add.u32 %r10, %r10, 16;
+    setp.lt.u32 %p2, %r10, 128;
+    @%p2 bra $L_copy;
+    mov.u32 %r16, 5;
+    tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%r4], %rd3;
+    tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%r4], 1, %r16;
+    tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd2], [%r4], 128;
+    fence.proxy.tensormap::generic.acquire.gpu [%rd2], 128;
+    mbarrier.init.shared::cta.b64 [%r2], 1;
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 512;
+    mov.u32 %r17, 0;
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [%rd2, {%r17, %r17}], [%r2];
+$L_wait:
+    bar.sync 0;
+$L_spin:
+    mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r2], 0;
+    @!%p3 bra $L_spin;
+    shl.b32 %r5, %r1, 2;
+    add.u32 %r6, %r3, %r5;
+    ld.shared.u32 %r7, [%r6];
+    mul.wide.u32 %rd7, %r1, 4;
+    add.u64 %rd8, %rd4, %rd7;
+    st.global.u32 [%rd8], %r7;
+    ret;
+}
+"""
+
+
+def test_tensormap_replace_and_publish_on_the_device():
+    from hardware.simt.tensormap import encode_tiled
+    ptxas_ok(REPLACE)
+    m = load_ptx(REPLACE)
+    mem = GlobalMemory()
+    x = np.arange(16 * 16, dtype=np.uint32).reshape(16, 16)
+    y = np.arange(16 * 16, dtype=np.uint32).reshape(16, 16) * 3 + 1000
+    a, b = mem.to_device(x), mem.to_device(y)
+    tmap = encode_tiled("uint32", 2, a, [16, 16], [64], [16, 8], [1, 1])
+    mp, scratch, out = mem.to_device(tmap), mem.calloc(128), mem.calloc(512)
+    m.launch("k", 1, 128, [mp, scratch, b, out], mem)
+    got = mem.from_device(out, np.uint32, 128).reshape(8, 16)
+    want = np.zeros((8, 16), np.uint32)
+    want[:5] = y[:5]
+    assert (got == want).all()
+    assert (mem.from_device(mp, np.uint8, 128) == tmap).all()  # the original is unchanged
+
+
+def test_tensormap_replace_of_unmodelled_fields_is_refused():
+    src = HEAD + """.visible .entry k()
+{
+    .reg .b32 %r<4>;
+    mov.u32 %r1, 0;
+    tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%r1], 0, %r1;
+    ret;
+}
+"""
+    ptxas_ok(src)
+    with pytest.raises(UnsupportedPtxError, match="box_dim is not supported"):
+        load_ptx(src)
