@@ -161,9 +161,11 @@ RULES: dict[str, tuple[Rule, ...]] = {
             _r(_HALF, "T T", "9.7.4")),
     "min": (_r(_ARITH_INT, "T T T", "9.7.1"),
             _r(_FLOAT, "T T T", "9.7.3"),
+            _r(("f32",), "T T T T", "9.7.3"),  # three inputs (sm_100, PTX ISA 8.8)
             _r(_HALF, "T T T", "9.7.4")),
     "max": (_r(_ARITH_INT, "T T T", "9.7.1"),
             _r(_FLOAT, "T T T", "9.7.3"),
+            _r(("f32",), "T T T T", "9.7.3"),  # three inputs (sm_100, PTX ISA 8.8)
             _r(_HALF, "T T T", "9.7.4")),
     "popc": (_r(("b32", "b64"), "u32 T", "9.7.1"),),
     "clz": (_r(("b32", "b64"), "u32 T", "9.7.1"),),
@@ -480,10 +482,12 @@ def _check_table(chk: _Checker, inst: Instruction) -> None:
     forms = [r for r in rules if not r.when or mods & r.when]
     if not forms:
         return
-    for rule in forms:
-        if t.name in rule.types:
-            _check_rule(chk, inst, rule, t)
-            return
+    match = [r for r in forms if t.name in r.types]
+    if match:
+        # a type with forms of several operand counts (min/max.f32): the one that fits
+        fit = [r for r in match if len(r.operands) == len(inst.operands)]
+        _check_rule(chk, inst, (fit or match)[0], t)
+        return
     allowed = sorted({x for r in forms for x in r.types})
     raise _err(inst, f"{inst.parts[0]} does not take type .{t.name} (it takes "
                      f"{', '.join('.' + x for x in allowed)})", forms[0].section)
