@@ -242,6 +242,10 @@ def test_round_trip_bound(rule, x):
     x = x[~np.isnan(x).any(axis=1)]
     if x.size == 0 or not np.abs(x).max() > 0:
         return
+    if rule == "te" and 448.0 * 6 / float(np.abs(x).max()) > float(np.finfo(np.float32).max):
+        # S_enc = 2688 / amax overflows float32 and is clamped to FLT_MAX (the rule's
+        # documented choice): the bound below assumes S_enc = 2688 / amax
+        return
     q = nvfp4_quantize(x, scale_rule=rule)
     dq = q.dequantize(np.float64)
     S = float(q.global_scale) if rule == "te" else 1.0 / float(q.global_scale)
