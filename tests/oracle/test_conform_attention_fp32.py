@@ -15,9 +15,16 @@ U = 2.0 ** -24
 
 
 def _visible(sq: int, sk: int, opts: dict) -> np.ndarray:
-    off = sk - sq if opts.get("causal_alignment", "bottom_right") == "bottom_right" else 0
-    i, j = np.arange(sq)[:, None] + off, np.arange(sk)[None, :]
-    vis = np.ones((sq, sk), bool)
+    """(B or 1, Sq, Sk) visibility; bottom-right alignment counts each batch entry's
+    valid keys and queries (right padding, flash-attention's variable-length rule)."""
+    kp, qp = opts.get("key_padding_mask"), opts.get("query_padding_mask")
+    nk = np.full(1, sk) if kp is None else kp.sum(-1)
+    nq = np.full(1, sq) if qp is None else qp.sum(-1)
+    bottom = opts.get("causal_alignment", "bottom_right") == "bottom_right"
+    off = (nk - nq) if bottom else np.zeros_like(nk - nq)
+    i = np.arange(sq)[None, :, None] + off[:, None, None]
+    j = np.arange(sk)[None, None, :]
+    vis = np.ones((off.size, sq, sk), bool)
     if opts.get("causal"):
         vis &= j <= i
     if opts.get("window") is not None:
@@ -30,9 +37,11 @@ def sdpa32(q, k, v, round_p: bool = False, **opts):
     g = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     s = np.einsum("bhid,bhjd->bhij", q, k) * np.float32(1 / np.sqrt(q.shape[-1]))
-    vis = _visible(*s.shape[-2:], opts)[None, None]
+    vis = _visible(*s.shape[-2:], opts)[:, None]
     if opts.get("key_padding_mask") is not None:
         vis = vis & opts["key_padding_mask"][:, None, None, :]
+    if opts.get("query_padding_mask") is not None:
+        vis = vis & opts["query_padding_mask"][:, None, :, None]
     s = np.where(vis, s, -np.inf).astype(np.float32)
     m = s.max(-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0).astype(np.float32)
