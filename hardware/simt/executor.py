@@ -196,6 +196,7 @@ class Wave:
         self.mbarriers: Any = None  # mbarrier objects (hardware.simt.mbarrier)
         self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
         self._all_ids: np.ndarray | None = None
+        self._slice_ids: dict[tuple, np.ndarray] = {}
         self.attach(None)
 
     def attach(self, session: Session | None) -> None:
@@ -351,7 +352,13 @@ class Wave:
         if ids is None or ids.size != self.T:
             ids = self._all_ids = np.arange(self.T)
             ids.flags.writeable = False
-        return ids[ix]
+            self._slice_ids = {}
+        key = (ix.start, ix.stop, ix.step)
+        sel = self._slice_ids.get(key)
+        if sel is None:
+            # one array per slice (a view, read-only): the tools key their memos on it
+            sel = self._slice_ids[key] = ids[ix]
+        return sel
 
     # ------------------------------------------------------------ error reporting
     def _where(self, thread: int, inst: Instruction | None) -> str:

@@ -75,6 +75,7 @@ class GlobalMemory:
         self._top = 0                          # bytes of _buf in use
         self._arrays: tuple | None = None      # numpy copies of the tables
         self._modules: dict[int, tuple[object, dict[str, int]]] = {}
+        self._full: dict[int, bool] = {}       # allocation -> all its bytes written (memo)
 
     # ------------------------------------------------------------------ allocation
     def alloc(self, nbytes: int, name: str | None = None) -> int:
@@ -295,6 +296,16 @@ class GlobalMemory:
         if not self.holds(lo, end):
             return False
         k = (lo - GLOBAL_BASE) >> _SLOT_SHIFT
+        full = self._full.get(k)
+        if full:
+            return True
+        if full is None:
+            # looked at in full once: an allocation every byte of which was written stays
+            # so while it lives (nothing un-writes a byte; slots are never reused)
+            b = self._boff[k]
+            full = self._full[k] = bool(self._init[b: b + self._size[k]].all())
+            if full:
+                return True
         off = self._boff[k] + lo - (GLOBAL_BASE + k * SLOT_BYTES)
         return bool(self._init[off: off + end - lo].all())
 

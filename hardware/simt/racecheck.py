@@ -162,7 +162,18 @@ class _Shadow:
             self.table = np.full(0, -1, dtype=np.int64)
             self.S = np.full((_ROWS, 0), -1, dtype=np.int64)
         else:
-            self.S = np.full((_ROWS, max(size, 1)), -1, dtype=np.int64)
+            self._S: np.ndarray | None = None  # made when first needed (a read-only
+            self._size = max(size, 1)          # kernel may log reads and never look)
+
+    @property
+    def S(self) -> np.ndarray:
+        if self._S is None:
+            self._S = np.full((_ROWS, self._size), -1, dtype=np.int64)
+        return self._S
+
+    @S.setter
+    def S(self, value: np.ndarray) -> None:
+        self._S = value
 
     def reserve(self, n: int) -> np.ndarray:
         """Room for the columns of a read of ``n`` columns to be logged (``reuse``)."""
@@ -221,6 +232,8 @@ class _WaveState:
                           dtype=np.int64)
         self.gid = blin[wave.thread_block] * tpbp + wave.thread_linear
         self.tid24 = self.gid & _TMASK
+        self.tid24.flags.writeable = False
+        self._tids: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.bar = np.full(wave.T, -1, dtype=np.int64)
         self.wsync = np.full(wave.T, -1, dtype=np.int64)
         self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False, reuse=True)
@@ -230,6 +243,21 @@ class _WaveState:
         if buf is not None:
             self.shared.buf = buf
         self.bar_all = -1  # the common value of ``bar`` when every block has the same
+
+    def tids(self, threads: np.ndarray) -> np.ndarray:
+        """``tid24[threads]`` (read-only), kept per index array: a warp passes the same
+        array (the wave's cached slice of its slots) at each access."""
+        m = self._tids.get(id(threads))
+        if m is not None and m[0] is threads:
+            return m[1]
+        if threads.size == self.tid24.size:
+            return self.tid24
+        t = self.tid24[threads]
+        t.flags.writeable = False
+        if len(self._tids) > 4096:
+            self._tids.clear()
+        self._tids[id(threads)] = (threads, t)
+        return t
 
 
 class RaceCheck:
@@ -310,7 +338,7 @@ class RaceCheck:
             lo = hi = None
             if ob is not None and ob[0] is offsets:
                 lo, hi = ob[1][0] >> 2, ob[1][1] >> 2
-            sh.log.append([pos, ws.tid24 if full else ws.tid24[threads], now,
+            sh.log.append([pos, ws.tids(threads), now,
                            ws.bar_all << _TBITS, lo, hi, shift, delta])
             sh.logged += offsets.size
             if sh.logged > _LOG_MAX:
@@ -328,7 +356,7 @@ class RaceCheck:
                         self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
                     self.tinfo[now] = info
                     pos, shift, delta = self._columns(sh, wave, inst, offsets)
-                    sh.log.append([pos, ws.tid24 if full else ws.tid24[threads], now, 0,
+                    sh.log.append([pos, ws.tids(threads), now, 0,
                                    lo, hi, shift, delta])
                     sh.logged += offsets.size
                     if sh.logged > _LOG_MAX:
@@ -352,7 +380,7 @@ class RaceCheck:
                 word = offsets >> 2
                 if nw > 1:
                     word = (word[:, None] + _AR[nw]).ravel()
-            thr = ws.tid24 if full else ws.tid24[threads]
+            thr = ws.tids(threads)
             slots = threads
             if nw > 1:
                 thr = np.repeat(thr, nw)
@@ -368,7 +396,7 @@ class RaceCheck:
                 sh = self.global_bytes
             else:
                 sh = ws.shared_bytes
-            thr = ws.tid24 if full else ws.tid24[threads]
+            thr = ws.tids(threads)
             slots = threads
             word = offsets
             if width == 2:
