@@ -2,9 +2,10 @@
 
 Figures: wall time of one launch (best of 3) and warp instructions per second for
 - the shared-memory tiled matmul of the gallery (64x64 matrices, 16x16 tiles: 16 blocks
-  of 256 threads), the issue's reference workload (numba's CUDA simulator takes about
-  7 s for the equivalent Python kernel on the project's machine, so 300x faster means
-  under about 23 ms);
+  of 256 threads), compared with the same kernel in numba's CUDA simulator, timed in the
+  same run when numba is importable (optional, never a dependency; by the interpreter
+  named by the environment variable ``ORACLE_BENCH_PEER_PYTHON``, default this one); the
+  goal is 300x faster; without numba the line says it was not measured;
 - the divergence-heavy kernel ``divergent_loop`` (data-dependent trip counts and
   nested branches: warps split and regroup constantly);
 - the naive matmul and the histogram (shared and global atomics) for context;
@@ -18,6 +19,10 @@ Figures: wall time of one launch (best of 3) and warp instructions per second fo
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 from tabulate import tabulate
@@ -26,7 +31,30 @@ from hardware.simt import GlobalMemory, gallery
 
 from ._timing import best_of_interleaved
 
-NUMBA_SIMULATOR_SECONDS = 7.0  # the issue's figure for the 64x64 tiled matmul
+_PEER = Path(__file__).with_name("_numba_peer.py")
+
+
+def numba_simulator_seconds(repeat: int = 1, timeout: float = 300.0) -> tuple[float | None, str]:
+    """(seconds, note): the best of ``repeat`` launches of the 64x64 tiled matmul in
+    numba's CUDA simulator, run now in a child process, or (None, why not)."""
+    exe = os.environ.get("ORACLE_BENCH_PEER_PYTHON") or sys.executable
+    try:
+        r = subprocess.run([exe, str(_PEER), str(repeat)], capture_output=True, text=True,
+                           timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"numba's CUDA simulator not measured ({type(e).__name__}: {e})"
+    if r.returncode == 3:
+        return None, (f"numba's CUDA simulator not measured: numba is not importable by "
+                      f"{exe} (optional; ORACLE_BENCH_PEER_PYTHON names an interpreter "
+                      "that has it)")
+    try:
+        secs, err = (float(x) for x in r.stdout.split())
+    except ValueError:
+        return None, ("numba's CUDA simulator not measured: the child failed: "
+                      + (r.stderr.strip().splitlines() or ["no output"])[-1])
+    if not err < 1e-3:
+        return None, f"numba's CUDA simulator not measured: its product is wrong (error {err})"
+    return secs, "numba's CUDA simulator measured now"
 
 
 def _matmul(kernel: str, n: int):
@@ -119,7 +147,13 @@ def run(args: argparse.Namespace) -> int:
           f"synccheck) against sanitize=False: {min(costs):.2f}x to {max(costs):.2f}x "
           f"(geometric mean {float(np.exp(np.mean(np.log(costs)))):.2f}x)")
     t_mm = float(rows[0][3]) / 1e3
-    print(f"\ntiled matmul: {NUMBA_SIMULATOR_SECONDS / t_mm:,.0f}x faster than the "
-          f"~{NUMBA_SIMULATOR_SECONDS:.0f} s of numba's CUDA simulator (goal: 300x, "
-          f"i.e. < {NUMBA_SIMULATOR_SECONDS / 300 * 1e3:.1f} ms)")
+    if quick:
+        print("\ntiled matmul against numba's CUDA simulator: not measured with --quick")
+        return 0
+    peer, note = numba_simulator_seconds()
+    if peer is None:
+        print(f"\ntiled matmul: {note}")
+    else:
+        print(f"\ntiled matmul: {peer / t_mm:,.0f}x faster than numba's CUDA simulator "
+              f"({peer:.2f} s for the same kernel, {note}; goal: 300x)")
     return 0
