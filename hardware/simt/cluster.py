@@ -45,6 +45,7 @@ import numpy as np
 
 from .errors import ExecutionError, LaunchError, MemoryAccessError
 from .isa.operands import Op, _unsupported, getter, setter
+from .launch_config import dim3
 from .memory import SHARED_WINDOW, WINDOW_SIZE
 from .parser import Instruction
 from .types import TYPES
@@ -67,7 +68,6 @@ def launch_cluster(kernel: Any, grid: tuple[int, int, int], cluster: Any,
                    non_portable: bool) -> tuple[tuple[int, int, int], bool]:
     """The cluster shape of a launch and whether it is explicit (see the module
     docstring); LaunchError for a shape the launch cannot have."""
-    from .module import _dim3
     d = kernel.source.directives
     req = d.get("reqnctapercluster")
     req = (tuple(req) + (1, 1))[:3] if req else None
@@ -79,7 +79,7 @@ def launch_cluster(kernel: Any, grid: tuple[int, int, int], cluster: Any,
             return (1, 1, 1), False
         shape = req
     else:
-        shape = _dim3(cluster, "cluster")
+        shape = dim3(cluster, "cluster")
         if req is not None and shape != req:
             raise LaunchError(f"cluster {shape} differs from the cluster kernel {kernel.name} "
                               f"requires (.reqnctapercluster {', '.join(map(str, req))})")

@@ -15,8 +15,9 @@ from .. import specs
 from .cfg import reconvergence_points
 from .cluster import block_ids as _cluster_block_ids, launch_cluster
 from .errors import LaunchBudgetError, LaunchError, PtxSyntaxError, UnsupportedPtxError
-from .executor import LaunchConfig, Wave
+from .executor import Wave
 from .inline import inline_calls
+from .launch_config import LaunchConfig, dim3 as _dim3, is_int as _is_int
 from .memory import GlobalMemory
 from .ptx_rules import check_module
 from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, parse_ptx
@@ -206,26 +207,6 @@ def known_gpus() -> tuple[str, ...]:
     names |= {p.gpu for p in presets.PRESETS.values() if not p.gpu.startswith("MI")}
     names |= {a.split("-", 1)[0] for a in presets.ALIASES if not a.startswith("MI")}
     return tuple(sorted(names))
-
-
-def _is_int(v: Any) -> bool:
-    """A Python or NumPy integer, not a bool (a count is never True, 2.0 or "2")."""
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def _dim3(v: Any, what: str) -> tuple[int, int, int]:
-    """``v`` (an int or a tuple/list of 1-3 ints, as ``dim3``) as (x, y, z)."""
-    items = (v,) if _is_int(v) else v
-    if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iu":
-        items = tuple(v.tolist())
-    if not isinstance(items, (tuple, list)) or not 1 <= len(items) <= 3:
-        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {v!r}")
-    for i, x in enumerate(items):
-        if not _is_int(x):
-            raise LaunchError(f"{what}[{i}] must be an int, got {type(x).__name__} {x!r}")
-        if x < 1:
-            raise LaunchError(f"{what}[{i}] must be positive, got {x}")
-    return tuple(int(x) for x in items) + (1,) * (3 - len(items))  # type: ignore[return-value]
 
 
 class Module:

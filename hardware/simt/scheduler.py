@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from .access import Exec
 from .errors import DeadlockError, StepLimitError
-from .executor import Exec, Wave
+from .executor import Wave
 from .instructions import Op
 from . import racecheck as _racecheck  # noqa: F401 (registers the tool)
 from .synccheck import deadlock_detail
