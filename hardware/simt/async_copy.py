@@ -137,10 +137,6 @@ def c_cp(inst: Instruction, ctx: Any) -> Op:
     """cp.async, cp.async.commit_group, cp.async.wait_group N, cp.async.wait_all (see the
     module docstring)."""
     parts = inst.parts
-    if len(parts) > 2 and parts[2] == "bulk" or parts[0] == "cp" and len(parts) > 1 and \
-            parts[1] == "reduce":
-        from .tma import c_bulk  # cp.async.bulk (hardware.simt.tma)
-        return c_bulk(inst, ctx)
     if len(parts) < 2 or parts[1] != "async":
         raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: only cp.async is "
                                   "supported")

@@ -111,6 +111,15 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
 }
 
 
+def _c_cp(inst: Instruction, ctx: Any) -> Op:
+    """cp.async (hardware.simt.async_copy); cp.async.bulk{.tensor} and cp.reduce.async.bulk
+    (hardware.simt.tma)."""
+    parts = inst.parts
+    if len(parts) > 2 and parts[2] == "bulk" or len(parts) > 1 and parts[1] == "reduce":
+        return tma.c_bulk(inst, ctx)
+    return async_copy.c_cp(inst, ctx)
+
+
 def _register_extensions() -> None:
     """The warp-matrix instructions and cp.async live in their own modules."""
     _TABLE.update(matrix.COMPILERS)
@@ -119,7 +128,7 @@ def _register_extensions() -> None:
     _TABLE.update(cluster.COMPILERS)
     _TABLE.update(sm90.COMPILERS)
     _TABLE["tensormap"] = tma.c_tensormap
-    _TABLE["cp"] = async_copy.c_cp
+    _TABLE["cp"] = _c_cp
     sm100.extend(_TABLE)  # sm_100 forms of add/sub/mul/fma/min/max/redux
 
 

@@ -76,7 +76,6 @@ from .isa.data import _address
 from .isa.operands import Op, _unsupported, getter, setter
 from .memory import SHARED_WINDOW, WINDOW_SIZE
 from .parser import Imm, Instruction, Sink
-from .tma import flush_for
 from .types import TYPES
 
 __all__ = ["MBarriers", "WaitOp", "COMPILERS", "MAX_COUNT", "encode", "state_token"]
@@ -267,6 +266,16 @@ class MBarriers:
             "that can never complete (no other thread can run, and none performed an "
             "mbarrier operation or exited since the waiters last timed out):\n" + "\n".join(lines)
             + extra)
+
+
+def _complete_bulk_copies(ctx: Any, offsets: np.ndarray) -> None:
+    """Before a wait tests the barriers at shared ``offsets``: complete the bulk copies
+    (:mod:`hardware.simt.tma`) queued on them, if the wave has any."""
+    st = getattr(ctx, "bulk_copies", None)
+    if st is None or not st.queue:
+        return
+    for off in np.unique(offsets).tolist():
+        st.flush(int(off))
 
 
 def state_of(ctx: Any) -> MBarriers:
@@ -485,7 +494,7 @@ def _c_wait(inst: Instruction, ctx: Any, st: MBarriers, mods: set, space: str) -
 
     def probe(ix: Any, ex: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         off, th = loc(ix, ex)
-        flush_for(ctx, off)  # bulk copies signalling these barriers complete now
+        _complete_bulk_copies(ctx, off)  # bulk copies signalling these barriers land now
         want = np.broadcast_to(np.asarray(gw(ix)).astype(np.uint64), off.shape)
         ok = np.array([st.complete(o, int(w), parity, t, inst)
                        for o, w, t in zip(off.tolist(), want.tolist(), th.tolist())], bool)

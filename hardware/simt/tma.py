@@ -90,15 +90,6 @@ def state_of(ctx: Any) -> BulkCopies:
     return st
 
 
-def flush_for(ctx: Any, offsets: np.ndarray) -> None:
-    """Called by mbarrier waits before they test: complete the copies of ``offsets``."""
-    st = getattr(ctx, "bulk_copies", None)
-    if st is None or not st.queue:
-        return
-    for off in np.unique(offsets).tolist():
-        st.flush(int(off))
-
-
 def _fail(inst: Instruction, why: str) -> UnsupportedPtxError:
     return UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {why}")
 
