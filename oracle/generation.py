@@ -256,6 +256,11 @@ def sources_hash() -> str:
 # each worker rebuilds the same case list from the registry (spawned workers, default
 # registry) or inherits it (forked workers, any registry)
 _WORK: dict[str, Any] = {}
+#: with ``jobs > 1``, cases are built in the calling process for this many seconds before
+#: worker processes are started for the rest: a worker costs about a second to start
+#: (it imports the oracle anew), so a suite built within this time (the default suite
+#: takes about one second) never pays for workers
+SERIAL_SECONDS = 3.0
 
 
 def _init_worker(suite: str, only: str | None, shard: tuple[int, int] | None, seed: int,
@@ -795,12 +800,19 @@ def _generate_into(out: Path, reg: Registry, cases: list[CaseSpec], suite: str,
 
     _WORK.update(cases=cases, registry=reg, seed=seed, text=text)
     try:
-        if jobs == 1 or len(cases) <= 1:
-            for i, spec in enumerate(cases):
-                _, entries[i], files = _work(i)
-                _write(out, files)
-                report(i + 1, spec.id)
-        else:
+        # cases are built here first; worker processes are started only for what is
+        # left after SERIAL_SECONDS (each worker imports the oracle anew, about a second:
+        # a suite that is built in a few seconds is faster in this process alone)
+        t0 = time.perf_counter()
+        start = 0
+        for i, spec in enumerate(cases):
+            if jobs > 1 and time.perf_counter() - t0 > SERIAL_SECONDS:
+                break
+            _, entries[i], files = _work(i)
+            _write(out, files)
+            report(i + 1, spec.id)
+            start = i + 1
+        if start < len(cases):
             # spawn for the default registry (no fork of a threaded BLAS process); a
             # custom registry can only reach the workers by fork
             if default:
@@ -811,13 +823,13 @@ def _generate_into(out: Path, reg: Registry, cases: list[CaseSpec], suite: str,
                 raise ValueError("--jobs > 1 with a custom registry needs the fork start "
                                  "method")
             # never more workers than cases: each would be a whole Python process
-            with ProcessPoolExecutor(max_workers=min(jobs, len(cases)), mp_context=ctx,
+            with ProcessPoolExecutor(max_workers=min(jobs, len(cases) - start), mp_context=ctx,
                                      initializer=_init_worker,
                                      initargs=(suite, only, shard, seed, text,
                                                dict(variants or {}))) as pool:
-                futures = [pool.submit(_work, i) for i in range(len(cases))]
+                futures = [pool.submit(_work, i) for i in range(start, len(cases))]
                 try:
-                    for done, fut in enumerate(as_completed(futures), 1):
+                    for done, fut in enumerate(as_completed(futures), start + 1):
                         i, entries[i], files = fut.result()
                         _write(out, files)
                         report(done, cases[i].id)

@@ -42,7 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
                         help="seed of the case inputs' random streams (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="worker processes (does not change the bytes written)")
+                        help="worker processes (does not change the bytes written); cases are built "
+                             "in this process for the first few seconds and workers start "
+                             "only for what is left (each costs about a second to start), "
+                             "so it pays only for suites that take longer than that (the "
+                             "built-in suites are built in a few seconds and start no "
+                             "worker) and never slows a quick suite down")
     parser.add_argument("--shard", metavar="I/N",
                         help="write only the I-th of N contiguous slices of the cases")
     parser.add_argument("--text", action="store_true",

@@ -239,7 +239,9 @@ def test_check_wrong_dtype_is_reported(smoke: Path, tmp_path: Path, capsys) -> N
 
 
 @pytest.mark.slow
-def test_reproducible_jobs_and_blas_threads(smoke: Path, tmp_path: Path) -> None:
+def test_reproducible_jobs_and_blas_threads(smoke: Path, tmp_path: Path, monkeypatch) -> None:
+    import oracle.generation as gen
+    monkeypatch.setattr(gen, "SERIAL_SECONDS", 0.0)   # every case to the workers
     # --jobs 2 in-process
     assert main(["generate", "--out", str(tmp_path / "j2"), "--suite", "smoke",
                  "--jobs", "2", "--quiet"]) == 0

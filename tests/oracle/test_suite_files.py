@@ -115,10 +115,32 @@ def test_suites_nest_and_only_selects() -> None:
     assert [c.id for c in select(DEMO, "full", "fp16.normal")] == ["demo.to_fp16.normal"]
 
 
-def test_reproducible_across_runs_and_jobs(tmp_path: Path) -> None:
+def test_reproducible_across_runs_and_jobs(tmp_path: Path, monkeypatch) -> None:
+    import oracle.generation as gen
     _gen(tmp_path / "a")
+    monkeypatch.setattr(gen, "SERIAL_SECONDS", 0.0)   # every case to the workers
     _gen(tmp_path / "b", jobs=2)
     _gen(tmp_path / "a")              # regenerating over a suite replaces it
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+    # a budget that runs out part way: the first cases here, the rest in workers
+    clock = iter(range(10**6))
+    monkeypatch.setattr(gen, "SERIAL_SECONDS", 1.5)
+    monkeypatch.setattr(gen.time, "perf_counter", lambda: float(next(clock)))
+    _gen(tmp_path / "c", jobs=2)
+    assert _tree(tmp_path / "c") == _tree(tmp_path / "a")
+
+
+def test_jobs_start_no_worker_for_a_quick_suite(tmp_path: Path, monkeypatch) -> None:
+    """Workers cost about a second each to start: a suite built within SERIAL_SECONDS is
+    built in this process, so --jobs N is never slower than one job on it."""
+    import oracle.generation as gen
+
+    def no_pool(*a, **k):
+        raise AssertionError("a worker process was started for a quick suite")
+    monkeypatch.setattr(gen, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(gen, "SERIAL_SECONDS", 60.0)
+    _gen(tmp_path / "b", jobs=2)
+    _gen(tmp_path / "a")
     assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
 
 
