@@ -55,25 +55,13 @@ from oracle.conformance.report import ConformanceError, ConformanceReport, Failu
 from oracle.conformance.scaling import (
     check_mx_quantize, check_nvfp4_quantize, nonfinite_blocks,
 )
+from oracle.conformance.targets import CHECKS
 from oracle.conformance.tensors import check_attention, check_matmul, check_softmax
 
 __all__ = ["ConformanceError", "ConformanceReport", "Failure", "check_encoder",
            "check_decoder", "check_round_to", "check_mx_quantize", "check_nvfp4_quantize",
            "check_matmul", "check_attention", "check_softmax", "CHECKS", "resolve_callable",
            "nonfinite_blocks", "SEARCH_ROUNDS", "conform", "CONTRACTS"]
-
-
-#: ``python -m oracle conform TARGET``: target -> check
-CHECKS: dict[str, Callable[..., ConformanceReport]] = {
-    "formats.encode": check_encoder,
-    "formats.decode": check_decoder,
-    "formats.round_to": check_round_to,
-    "scaling.mx_quantize": check_mx_quantize,
-    "scaling.nvfp4_quantize": check_nvfp4_quantize,
-    "matmul.matmul": check_matmul,
-    "attention.attention": check_attention,
-    "softmax.softmax": check_softmax,
-}
 
 
 def resolve_callable(spec: str) -> Callable:

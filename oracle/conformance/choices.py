@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 from oracle.cases.formats import E8M0_NEGATIVE, E8M0_ZERO, NAN_OPTIONS
 from oracle.conformance.report import ConformanceError, ConformanceReport
+from oracle.conformance.targets import CHECKS
 from refimpl.attention import ALIGNMENTS
 from refimpl.formats import get
 from refimpl.scaling import INF_BLOCK_POLICIES, NVFP4_RULES
@@ -182,8 +183,6 @@ def conform(target: str, fn: Callable, *args: Any, variant: Mapping[str, str] | 
         ValueError: an unknown target, choice or option, or an option that contradicts a
             keyword given.
     """
-    from oracle.conformance import CHECKS
-
     if target not in CHECKS:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(CHECKS)}")
     check = CHECKS[target]
