@@ -39,6 +39,7 @@ from .errors import ExecutionError, UnsupportedPtxError
 from .isa.data import _address
 from .isa.operands import Op, getter
 from .parser import Imm, Instruction, Reg
+from .proxycheck import generic_landed
 from .types import TYPES
 
 __all__ = ["AsyncCopies", "c_cp"]
@@ -69,7 +70,8 @@ class AsyncCopies:
         self.owner[span] = np.repeat(threads, size)
         self.owner_line[span] = inst.line
         self.queue.append({"threads": threads.copy(), "group": self.committed[threads].copy(),
-                           "dst": dst.copy(), "data": data.copy()})
+                           "dst": dst.copy(), "data": data.copy(),
+                           "inst": np.full(threads.shape, id(inst), np.int64)})
         self.any_pending = True
 
     def commit(self, threads: np.ndarray) -> None:
@@ -90,6 +92,9 @@ class AsyncCopies:
                 span = rec["dst"][done][:, None] + np.arange(size)
                 smem[span] = rec["data"][done]
                 np.add.at(self.pending, span.reshape(-1), -1)
+                if self.wave.tools:  # generic-proxy writes (hardware.simt.proxycheck)
+                    generic_landed(self.wave, rec["threads"][done], rec["dst"][done],
+                                   size, rec["inst"][done])
                 if done.all():
                     continue
                 rec = {k: v[~done] for k, v in rec.items()}

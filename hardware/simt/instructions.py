@@ -36,9 +36,10 @@ Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
   tf32; m16n8k32 e4m3/e5m2; m16n8k16/k32 s8/u8), ldmatrix/stmatrix .m8n8.b16,
   movmatrix, wmma.load/store/mma (m16n16k16, m32n8k16, m8n32k16, m16n16k8);
 - control: bra (.uni), ret, exit, bar.sync / barrier.sync (id, thread count),
-  bar.arrive (named barriers), membar/fence (no effect: execution is sequentially
-  consistent; fence.proxy.async, fence.mbarrier_init and fence.acq_rel.cluster
-  included);
+  bar.arrive (named barriers), membar/fence (no effect on values: execution is
+  sequentially consistent; fence.proxy.async, fence.mbarrier_init and
+  fence.acq_rel.cluster included; racecheck orders accesses by them, and by
+  fence.proxy.async a generic write before an async-proxy read, :mod:`.proxycheck`);
 - sm_90 asynchronous programming: mbarrier (:mod:`.mbarrier`), clusters with
   barrier.cluster, mapa, getctarank and .shared::cluster accesses (:mod:`.cluster`),
   cp.async.bulk and cp.async.bulk.tensor with tensor maps (:mod:`.tma`,

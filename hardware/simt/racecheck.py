@@ -88,6 +88,7 @@ from typing import Any
 import numpy as np
 
 from .sanitizer import Access, Report, register_tool
+from .proxycheck import ProxyShadow, covers_shared, has_async_readers
 from .memory import GLOBAL_BASE, SLOT_BYTES
 
 __all__ = ["RaceCheck", "strength"]
@@ -283,6 +284,10 @@ class RaceCheck:
         self.kinds: dict[tuple, tuple] = {}  # (instruction, kind) -> strength and info
         self.tinfo = np.zeros(1024, dtype=np.int64)  # instruction info per time
         self.global_bytes: _Shadow | None = None
+        #: generic writes and proxy fences (:mod:`hardware.simt.proxycheck`), for
+        #: kernels that read shared memory through the async proxy
+        self.proxy: ProxyShadow | None = None
+        self.async_readers = False
 
     # ------------------------------------------------------------ session hooks
     def begin_wave(self, wave: Any) -> None:
@@ -290,9 +295,11 @@ class RaceCheck:
             self.insts = list(wave.kernel.source.instructions)
             self.pc = {id(i): k for k, i in enumerate(self.insts)}
             self.tpbp = wave.cfg.warps_per_block * 32
+            self.async_readers = has_async_readers(self.insts)
         if self.memory is None:
             self.memory = wave.memory
         self.ws = _WaveState(wave, self.tpbp)
+        self.proxy = ProxyShadow(self, wave) if self.async_readers else None
         self.stags = {}
 
     def end_wave(self, wave: Any) -> None:
@@ -301,6 +308,7 @@ class RaceCheck:
         if self.global_shadow is not None:
             wave.racecheck_global_log_buffer = self.global_shadow.buf
         self.ws = None
+        self.proxy = None
 
     def end_launch(self) -> None:
         pass
@@ -317,6 +325,8 @@ class RaceCheck:
             return
         self.now += 1
         now = self.now
+        if self.proxy is not None and kind != "ld" and space == "shared":
+            self.proxy.write(threads, offsets, width, now, self.pc.get(id(inst), 0))
         c = self.kinds.get((id(inst), kind))
         if c is None:
             strong, acq, rel, cta = strength(inst, kind)
@@ -831,6 +841,8 @@ class RaceCheck:
                 self._join(self.vc, g, p)
             self.snap[g] = (self._release_tag(g, int(ws.bar[s])),
                             g // self.tpbp if cta else None)
+        if self.proxy is not None and covers_shared(inst):
+            self.proxy.fence(threads, self.now)
 
     def barrier_release(self, wave: Any, blocks: np.ndarray) -> None:
         """A barrier of each of ``blocks`` (indices of the wave's blocks) completed."""

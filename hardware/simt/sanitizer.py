@@ -7,7 +7,10 @@
   each static ``.shared`` variable, of the dynamic shared region and of each ``.local``
   variable), to freed memory, and misaligned accesses;
 - ``racecheck``: two accesses from different threads to the same bytes, at least one a
-  write, not ordered by a barrier, an atomic or a fence-and-flag pattern;
+  write, not ordered by a barrier, an atomic or a fence-and-flag pattern; and a
+  generic-proxy write of shared memory read by the async proxy (bulk and tensor
+  stores, wgmma operands) without a ``fence.proxy.async`` between them
+  (:mod:`hardware.simt.proxycheck`);
 - ``initcheck``: reads of shared, local and device memory never written (device memory
   from :meth:`GlobalMemory.alloc` is unwritten until the host writes it, with
   ``to_device``/``write``/``memset``, or a kernel stores to it);

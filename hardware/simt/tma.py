@@ -45,6 +45,7 @@ from .errors import ExecutionError, UnsupportedPtxError
 from .isa.data import _address
 from .isa.operands import Op, getter
 from .parser import Imm, Instruction, Reg
+from .proxycheck import async_read
 from .types import TYPES
 
 __all__ = ["BulkCopies", "c_bulk"]
@@ -74,9 +75,11 @@ class BulkCopies:
         from .mbarrier import state_of
         ac = _state(self.wave)
         mb = state_of(self.wave)
+        from .proxycheck import async_landed
         for dst, data, thread, inst in recs:
             self.wave.smem[dst] = data
             self.wave.sinit[dst] = True
+            async_landed(self.wave, dst)
             np.add.at(ac.pending, dst, -1)
             mb.tx(mbar, -int(dst.size), thread, inst)
         ac.any_pending = bool(ac.queue) or bool(self.queue) or bool((ac.pending > 0).any())
@@ -184,6 +187,8 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
             sbuf, soff = _spans(ctx, "global" if src_space == "global" else "shared", t,
                                 ex, int(src[i]), n, inst, "ld")
             data = sbuf[soff].copy()
+            if src_space != "global":
+                async_read(ctx, t, soff[::_CHUNK], _CHUNK, inst, "bulk copy")
             st.bytes += n
             if not to_shared:
                 dbuf, doff = _spans(ctx, "global", t, ex, int(dst[i]), n, inst, "st")
@@ -371,6 +376,7 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
                 _, soff = ctx._locate("shared", np.full(sw.size, t), ex, sw, _CHUNK, inst,
                                       "ld")
                 data = ctx.smem[(soff[:, None] + np.arange(_CHUNK)).reshape(-1)]
+                async_read(ctx, t, soff, _CHUNK, inst, "tensor store")
                 keep = np.flatnonzero(inb)
                 if keep.size:
                     buf, goff = ctx._locate("global", np.full(keep.size, t), ex,

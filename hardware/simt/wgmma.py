@@ -95,6 +95,7 @@ from . import matrix
 from .errors import ExecutionError, LaunchError, UnsupportedPtxError
 from .isa.operands import Op, getter, setter
 from .parser import Addr, Imm, Instruction, Pair, Reg, Vec
+from .proxycheck import async_read
 from .types import TYPES
 
 __all__ = ["COMPILERS", "Descriptor", "chunk_addresses", "decode_descriptor",
@@ -767,6 +768,9 @@ def _smem_operand(ctx: Any, st: WgmmaState, inst: Instruction, ex: Any, order: n
         six = th[:, :cnt].reshape(-1)
         got = ctx.load("shared", six, sub, addr[:, c0:c0 + cnt].reshape(-1),
                        np.dtype(np.uint8), 16, inst)
+        if ctx.tools:
+            async_read(ctx, six, (ctx.sbase[th[:, 0]][:, None] + addr[:, c0:c0 + cnt])
+                       .reshape(-1), 16, inst, "wgmma.mma_async operand read")
         data[:, c0:c0 + cnt] = got.reshape(nwg, cnt, 16)
     st.reads.append({"first": th[:, 0].copy(), "group": st.committed[th[:, 0]].copy(),
                      "off": ctx.sbase[th[:, 0]][:, None] + addr, "data": data,

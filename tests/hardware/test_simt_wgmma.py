@@ -150,6 +150,7 @@ mov.u32 %r1, smem;
 shl.b32 %r2, %r0, 2;
 add.u32 %r3, %r1, %r2;
 {copy}
+fence.proxy.async.shared::cta;
 bar.sync 0;
 mul.wide.u32 %rd12, %r0, {4 * nd};
 add.u64 %rd13, %rd3, %rd12;
