@@ -11,7 +11,7 @@ Entries are SXM/OAM boards unless the name says otherwise. Use :func:`get` by na
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -280,16 +280,10 @@ _H100 = GPUSpec(
          "sfu_ops_per_clk_per_sm": _PG_THR + "; consistent with " + _FA3}),
 )
 
-_H200 = GPUSpec(
-    name="H200", vendor="NVIDIA", architecture="Hopper", compute_capability="9.0",
-    year=2024, form_factor="SXM",
-    dense_tflops={"fp64": 67.0, "tf32": 494.5, "fp16": 989.0, "bf16": 989.0,
-                  "fp8": 1979.0, "int8": 1979.0},
-    vector_fp32_tflops=67.0,
+#: the GH100 of the H100 SXM5 (the same SMs, clocks and tensor peaks) with 141 GB of HBM3e
+_H200 = replace(
+    _H100, name="H200", year=2024, form_factor="SXM",
     memory_bandwidth_gbs=4800.0, memory_gb=141.0,
-    sm_count=132, smem_per_sm_kib=228, l1_smem_per_sm_kib=256, regfile_per_sm_kib=256,
-    l2_mib=50.0, warp_size=32, boost_clock_mhz=1830.0, sfu_ops_per_clk_per_sm=16,
-    fp32_cores_per_sm=128, tensor_cores_per_sm=4,
     sources=_src(
         {"fp32_cores_per_sm": _H100_WP, "tensor_cores_per_sm": _H100_WP,
          "year": _H200_DS, "memory_bandwidth_gbs": _H200_DS, "memory_gb": _H200_DS,

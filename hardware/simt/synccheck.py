@@ -139,10 +139,11 @@ class SyncCheck:
             owed.pop(int(warps[i]), None)
 
     # ------------------------------------------------------------ warp barriers
-    def warp_sync(self, wave: Any, ex: Any, inst: Any, masks: np.ndarray) -> np.ndarray:
-        """``bar.warp.sync`` with member masks ``masks`` (G, 32; executing lanes). Returns
-        the (G, 32) lanes whose warp barrier completed (for racecheck)."""
-        done = np.zeros(ex.rows.shape, dtype=bool)
+    def _agreed_masks(self, wave: Any, ex: Any, inst: Any, masks: np.ndarray, what: str,
+                      plural: str) -> Any:
+        """Per warp executing ``inst`` whose lanes give one mask naming them all: (row,
+        warp, first lane, executing lanes, mask, named lanes); a warp whose lanes give
+        different masks, or a mask that leaves out one of them, is a hazard instead."""
         for i in range(ex.warps.shape[0]):
             ex_l = ex.mask[i]
             if not ex_l.any():
@@ -151,17 +152,25 @@ class SyncCheck:
             vals = masks[i][ex_l]
             lane0 = int(np.argmax(ex_l))
             if (vals != vals[0]).any():
-                self._emit(wave, w, lane0, inst, "warp barrier mask mismatch",
-                           f"the executing lanes {lanes_text(ex_l)} give different masks "
+                self._emit(wave, w, lane0, inst, f"{what} mismatch",
+                           f"the executing lanes {lanes_text(ex_l)} give different {plural} "
                            f"({', '.join(sorted({f'{int(v):#010x}' for v in vals}))})")
                 continue
             mask = int(vals[0])
             named = ((mask >> np.arange(32)) & 1).astype(bool)
             if (ex_l & ~named).any():
-                self._emit(wave, w, lane0, inst, "warp barrier mask lacks an executing lane",
+                self._emit(wave, w, lane0, inst, f"{what} lacks an executing lane",
                            f"mask {mask:#010x} does not name lanes "
                            f"{lanes_text(ex_l & ~named)}, which execute it")
                 continue
+            yield i, w, lane0, ex_l, mask, named
+
+    def warp_sync(self, wave: Any, ex: Any, inst: Any, masks: np.ndarray) -> np.ndarray:
+        """``bar.warp.sync`` with member masks ``masks`` (G, 32; executing lanes). Returns
+        the (G, 32) lanes whose warp barrier completed (for racecheck)."""
+        done = np.zeros(ex.rows.shape, dtype=bool)
+        for i, w, lane0, ex_l, mask, named in self._agreed_masks(
+                wave, ex, inst, masks, "warp barrier mask", "masks"):
             live = self._live(wave, w)
             pend = self.pending.get(w)
             if pend is not None:
@@ -197,25 +206,8 @@ class SyncCheck:
         """A ``*.sync`` warp collective with member masks ``masks`` (G, 32)."""
         if ex.mask.all() and (masks == 0xFFFFFFFF).all():
             return  # every lane of every warp executes it with the full mask
-        for i in range(ex.warps.shape[0]):
-            ex_l = ex.mask[i]
-            if not ex_l.any():
-                continue
-            w = int(ex.warps[i])
-            vals = masks[i][ex_l]
-            lane0 = int(np.argmax(ex_l))
-            if (vals != vals[0]).any():
-                self._emit(wave, w, lane0, inst, "member mask mismatch",
-                           f"the executing lanes {lanes_text(ex_l)} give different member "
-                           f"masks ({', '.join(sorted({f'{int(v):#010x}' for v in vals}))})")
-                continue
-            mask = int(vals[0])
-            named = ((mask >> np.arange(32)) & 1).astype(bool)
-            if (ex_l & ~named).any():
-                self._emit(wave, w, lane0, inst, "member mask lacks an executing lane",
-                           f"mask {mask:#010x} does not name lanes "
-                           f"{lanes_text(ex_l & ~named)}, which execute it")
-                continue
+        for _, w, lane0, ex_l, mask, named in self._agreed_masks(
+                wave, ex, inst, masks, "member mask", "member masks"):
             missing = named & self._live(wave, w) & ~ex_l
             if missing.any():
                 self._emit(wave, w, lane0, inst, "member mask names lanes that do not "

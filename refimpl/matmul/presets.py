@@ -117,6 +117,25 @@ def _add(name, gpu, arch, fmt, instr, make, sources, evidence, note):
                         note))
 
 
+def _add_16bit(gpu, arch, instr, n16, f, floor, sources, note, **kw):
+    """The FP16, BF16 and TF32 presets of ``gpu``: blocks of ``n16`` products (TF32,
+    whose instructions have half the k, ``n16 // 2``), ``f`` fraction bits, RZ;
+    ``note`` is formatted with the block size ``n``."""
+    for fmt, n in (("FP16", n16), ("BF16", n16), ("TF32", n16 // 2)):
+        _add(f"{gpu}-{fmt}", gpu, arch, fmt, instr,
+             _bfma(f"{gpu}-{fmt}", n, f, _EMIN[fmt], floor, **kw), sources, "measured",
+             note.format(n=n))
+
+
+def _add_e8m13(name, gpu, arch, fmt, instr, n, floor, sources, note, **kw):
+    """An FP8 preset ``name`` with an E8M13 accumulator: blocks of ``n`` products, F = 13
+    and C truncated to 13 fraction bits, RZ."""
+    _add(name, gpu, arch, fmt, instr,
+         _bfma(name, n, 13, _EMIN[fmt], floor, output_fraction_bits=13, **kw), sources,
+         "measured", note)
+
+
+
 # ---------------------------------------------------------------- NVIDIA Volta, Turing
 _add("V100-FP16", "V100", "Volta", "FP16", "mma.m8n8k4 / wmma",
      _bfma("V100-FP16", 4, 23, -14, None), ("FHMP21", "KM25", "MMASim"), "measured",
@@ -127,55 +146,46 @@ _add("T4-FP16", "T4", "Turing", "FP16", "mma.m16n8k8",
      "probed T4 with 4-term inputs only")
 
 # ---------------------------------------------------------------- NVIDIA Ampere
-for _fmt, _n in (("FP16", 8), ("BF16", 8), ("TF32", 4)):
-    _add(f"A100-{_fmt}", "A100", "Ampere", _fmt, "mma.m16n8k16 (TF32: m16n8k8) / wmma",
-         _bfma(f"A100-{_fmt}", _n, 24, _EMIN[_fmt], -132), ("KM25", "FHMP21", "MMASim"),
-         "measured", f"n = {_n} (half of the instruction's k), F = 24, floor -132, RZ")
+_add_16bit("A100", "Ampere", "mma.m16n8k16 (TF32: m16n8k8) / wmma", 8, 24, -132,
+           ("KM25", "FHMP21", "MMASim"),
+           "n = {n} (half of the instruction's k), F = 24, floor -132, RZ")
 
 # ---------------------------------------------------------------- NVIDIA Ada
-for _fmt, _n in (("FP16", 8), ("BF16", 8), ("TF32", 4)):
-    _add(f"L40S-{_fmt}", "L40S", "Ada Lovelace", _fmt, "mma.m16n8k16 (TF32: m16n8k8)",
-         _bfma(f"L40S-{_fmt}", _n, 24, _EMIN[_fmt], -132), ("KM25", "MMASim"), "measured",
-         f"n = {_n}, F = 24, RZ; alignment floor -132 inferred from A100")
+_add_16bit("L40S", "Ada Lovelace", "mma.m16n8k16 (TF32: m16n8k8)", 8, 24, -132,
+           ("KM25", "MMASim"), "n = {n}, F = 24, RZ; alignment floor -132 inferred from A100")
 for _fmt in ("E4M3", "E5M2"):
-    _add(f"L40S-{_fmt}", "L40S", "Ada Lovelace", _fmt, "mma.m16n8k32",
-         _bfma(f"L40S-{_fmt}", 16, 13, _EMIN[_fmt], -132, output_fraction_bits=13),
-         ("KM25", "MMASim", "KM25data"), "measured",
-         "n = 16 (half of k = 32), F = 13 and an E8M13 accumulator (C truncated to 13 "
-         "fraction bits too), RZ; FP16 output RNE (two blocks, each rounded into FP16); "
-         "bit-exact on the 5000 published L40S (FP32) and Ada RTX 1000 (FP32, FP16) "
-         "outputs of each format; floor -132 inferred from A100")
+    _add_e8m13(f"L40S-{_fmt}", "L40S", "Ada Lovelace", _fmt, "mma.m16n8k32", 16, -132,
+               ("KM25", "MMASim", "KM25data"),
+               "n = 16 (half of k = 32), F = 13 and an E8M13 accumulator (C truncated to 13 "
+               "fraction bits too), RZ; FP16 output RNE (two blocks, each rounded into FP16); "
+               "bit-exact on the 5000 published L40S (FP32) and Ada RTX 1000 (FP32, FP16) "
+               "outputs of each format; floor -132 inferred from A100")
 
 # ---------------------------------------------------------------- NVIDIA Hopper
-for _fmt, _n in (("FP16", 16), ("BF16", 16), ("TF32", 8)):
-    _add(f"H100-{_fmt}", "H100", "Hopper", _fmt, "mma.m16n8k16 / wgmma.mma_async",
-         _bfma(f"H100-{_fmt}", _n, 25, _EMIN[_fmt], -133), ("KM25", "MMASim"), "measured",
-         f"n = {_n}, F = 25 (2 extra alignment bits), floor -133, RZ")
+_add_16bit("H100", "Hopper", "mma.m16n8k16 / wgmma.mma_async", 16, 25, -133,
+           ("KM25", "MMASim"), "n = {n}, F = 25 (2 extra alignment bits), floor -133, RZ")
 for _fmt in ("E4M3", "E5M2"):
-    _add(f"H100-{_fmt}", "H100", "Hopper", _fmt, "wgmma.mma_async (FP8)",
-         _bfma(f"H100-{_fmt}", 32, 13, _EMIN[_fmt], -133, output_fraction_bits=13),
-         ("KM25", "MMASim", "DSV3"), "measured",
-         "n = 32, F = 13 and an E8M13 accumulator, RZ; FP16 output RNE; input exponent "
-         f"floor {_EMIN[_fmt]} (the format's minimum)")
-    _add(f"H100-{_fmt}-MMA", "H100", "Hopper", _fmt, "mma.sync.m16n8k32 (FP8)",
-         _bfma(f"H100-{_fmt}-MMA", 32, 13, _EMIN[_fmt], -133, output_fraction_bits=13,
-               fp16_model=_interleaved(_EMIN[_fmt], None)),
-         ("KM25", "KM25data"), "measured",
-         "FP32 accumulator: n = 32, F = 13 and an E8M13 accumulator, RZ ([KM25]'s H100TC.m; "
-         "bit-exact on the 5000 published H100 and H200 outputs, which were taken with "
-         "C = 0), C inside and truncated to 13 bits inferred (H100TC.m; no published "
-         "output has C); FP16 accumulator: two interleaved halves of 16 (k = 0, 1 mod 4, "
-         "then 2, 3 mod 4), each rounded to nearest even into FP16, then C added with one "
-         "FP16 round to nearest (bit-exact on the 5000 published H100 and H200 outputs "
-         "with C; any F >= 18 fits them, F = 25 inferred from the FP16 datapath; no "
-         "alignment floor measured)")
+    _add_e8m13(f"H100-{_fmt}", "H100", "Hopper", _fmt, "wgmma.mma_async (FP8)", 32, -133,
+               ("KM25", "MMASim", "DSV3"),
+               "n = 32, F = 13 and an E8M13 accumulator, RZ; FP16 output RNE; input exponent "
+               f"floor {_EMIN[_fmt]} (the format's minimum)")
+    _add_e8m13(f"H100-{_fmt}-MMA", "H100", "Hopper", _fmt, "mma.sync.m16n8k32 (FP8)", 32,
+               -133, ("KM25", "KM25data"),
+               "FP32 accumulator: n = 32, F = 13 and an E8M13 accumulator, RZ ([KM25]'s H100TC.m; "
+               "bit-exact on the 5000 published H100 and H200 outputs, which were taken with "
+               "C = 0), C inside and truncated to 13 bits inferred (H100TC.m; no published "
+               "output has C); FP16 accumulator: two interleaved halves of 16 (k = 0, 1 mod 4, "
+               "then 2, 3 mod 4), each rounded to nearest even into FP16, then C added with one "
+               "FP16 round to nearest (bit-exact on the 5000 published H100 and H200 outputs "
+               "with C; any F >= 18 fits them, F = 25 inferred from the FP16 datapath; no "
+               "alignment floor measured)",
+               fp16_model=_interleaved(_EMIN[_fmt], None))
 
 # ---------------------------------------------------------------- NVIDIA Blackwell
-for _fmt, _n in (("FP16", 16), ("BF16", 16), ("TF32", 8)):
-    _add(f"B200-{_fmt}", "B200", "Blackwell", _fmt, "mma.m16n8k16 / tcgen05.mma",
-         _bfma(f"B200-{_fmt}", _n, 25, _EMIN[_fmt], -133, align_floor_fp16=-15),
-         ("KM25", "MMASim"), "measured",
-         f"n = {_n}, F = 25, floor -133 (FP16 output: -15), RZ; FP16 output RNE")
+_add_16bit("B200", "Blackwell", "mma.m16n8k16 / tcgen05.mma", 16, 25, -133,
+           ("KM25", "MMASim"),
+           "n = {n}, F = 25, floor -133 (FP16 output: -15), RZ; FP16 output RNE",
+           align_floor_fp16=-15)
 for _fmt in ("E4M3", "E5M2"):
     _add(f"B200-{_fmt}", "B200", "Blackwell", _fmt, "mma.sync.m16n8k32 (FP8)",
          _bfma(f"B200-{_fmt}", 32, 25, _EMIN[_fmt], -133, c_placement="after",
