@@ -503,6 +503,9 @@ def _c_wait(inst: Instruction, ctx: Any, st: MBarriers, mods: set, space: str) -
     def wait(ix: Any, ex: Any) -> None:
         ok, off, th, _ = probe(ix, ex)
         st.waits += int(ex.mask.any(axis=1).sum())
+        if ctx.stats is not None:
+            ctx.stats.mbarrier_waits += int(ok.size)
+            ctx.stats.mbarrier_waits_completed += int(ok.sum())
         put(ix, ok)
         if ok.any():
             sel = np.flatnonzero(ok)

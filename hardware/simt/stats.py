@@ -62,6 +62,22 @@ class LaunchStats:
     wgmma_instructions: int = 0
     #: their multiply-adds counted as 2 flops each (2 x 64 x N x K per instruction)
     wgmma_flops: int = 0
+    #: bytes of the boxes cp.async.bulk.tensor loaded through each tensor map, by the
+    #: map's address (:mod:`hardware.simt.tma`; a map passed as a kernel parameter: its
+    #: .param address, the offset in the parameter buffer; a map in global or const
+    #: memory: its global address); a box counts once, multicast or not, its
+    #: out-of-bounds (zero-filled) elements included
+    tma_load_bytes: dict[int, int] = field(default_factory=dict)
+    #: bytes of the boxes cp.async.bulk.tensor stored through each map, by its address
+    #: (out-of-bounds elements, which are not written, included)
+    tma_store_bytes: dict[int, int] = field(default_factory=dict)
+    #: bytes copied by cp.async.bulk (the non-tensor form), each copy once
+    bulk_copy_bytes: int = 0
+    #: mbarrier.test_wait/try_wait executed, one per thread (:mod:`hardware.simt.mbarrier`;
+    #: a warp suspended on a wait has not executed it yet), and how many of them found
+    #: their phase completed (returned true)
+    mbarrier_waits: int = 0
+    mbarrier_waits_completed: int = 0
     #: undefined behaviour observed (e.g. a shuffle reading an inactive lane)
     warnings: list[str] = field(default_factory=list)
     #: device ``printf`` output, each call's text per thread in thread order, calls in
@@ -74,6 +90,11 @@ class LaunchStats:
         if self.warp_instructions == 0:
             return 0.0
         return self.thread_instructions / (32 * self.warp_instructions)
+
+    @property
+    def tma_bytes(self) -> int:
+        """Bytes of every cp.async.bulk.tensor box, loads and stores, over all maps."""
+        return sum(self.tma_load_bytes.values()) + sum(self.tma_store_bytes.values())
 
     @property
     def shared_wavefronts(self) -> int:
@@ -110,6 +131,14 @@ class LaunchStats:
             rows.append(row)
         hdr = ["line", "warp instr", "thread instr", "SIMD eff"] + (["PTX"] if lines else [])
         text = head + "\n\n" + mt + "\n\n" + tabulate(rows, headers=hdr)
+        if self.wgmma_instructions or self.tma_bytes or self.bulk_copy_bytes or \
+                self.mbarrier_waits:
+            text += (f"\n\nwgmma {self.wgmma_instructions} ({self.wgmma_flops} flops), "
+                     f"TMA bytes {self.tma_bytes} (per map: loads "
+                     f"{_by_map(self.tma_load_bytes)}, stores "
+                     f"{_by_map(self.tma_store_bytes)}), bulk copy bytes "
+                     f"{self.bulk_copy_bytes}, mbarrier waits {self.mbarrier_waits} "
+                     f"({self.mbarrier_waits_completed} completed)")
         if self.warnings:
             text += "\n\nwarnings:\n" + "\n".join(self.warnings[:10])
         return text
@@ -140,6 +169,10 @@ class LaunchStats:
             "simd_efficiency": self.simd_efficiency,
             "divergent_branches": self.divergent_branches,
         }
+
+
+def _by_map(d: dict[int, int]) -> str:
+    return "{" + ", ".join(f"{k:#x}: {v}" for k, v in sorted(d.items())) + "}"
 
 
 _BANK_CACHE: dict[tuple[int, bytes], hwmem.BankReport] = {}

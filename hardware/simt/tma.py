@@ -190,6 +190,8 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
             if src_space != "global":
                 async_read(ctx, t, soff[::_CHUNK], _CHUNK, inst, "bulk copy")
             st.bytes += n
+            if ctx.stats is not None:
+                ctx.stats.bulk_copy_bytes += n
             if not to_shared:
                 dbuf, doff = _spans(ctx, "global", t, ex, int(dst[i]), n, inst, "st")
                 dbuf[doff] = data
@@ -272,9 +274,10 @@ def _tensor_map(ctx: Any, base: Any, inst: Instruction) -> Any:
             _, off = _spans(ctx, "global", thread, ex, a, SIZE, inst, "ld")
             raw = ctx.memory.buffer[off].tobytes()
         try:
-            return decode(raw)
+            tm = decode(raw)
         except TensorMapError as e:
             raise ExecutionError(f"{ctx.location(thread, inst)}: {e}") from None
+        return tm, a
     return read
 
 
@@ -353,7 +356,7 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
         cs = [np.broadcast_to(np.asarray(g(ix)).astype(np.int64), (cnt,)) for g in gcoords]
         for i in range(cnt):
             t = int(th[i])
-            tm = gmap(ix, i, t, ex)
+            tm, map_addr = gmap(ix, i, t, ex)
             if tm.rank != rank:
                 raise ExecutionError(f"{ctx.location(t, inst)}: a .{dim} copy with a "
                                      f"rank-{tm.rank} tensor map")
@@ -372,6 +375,9 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
             chunks = low + _CHUNK * np.arange(nbytes // _CHUNK, dtype=np.int64)
             sw = swizzle(chunks, tm.swizzle) + (s0 - low)
             st.bytes += nbytes
+            if ctx.stats is not None:
+                per = ctx.stats.tma_load_bytes if load else ctx.stats.tma_store_bytes
+                per[map_addr] = per.get(map_addr, 0) + nbytes
             if not load:
                 _, soff = ctx._locate("shared", np.full(sw.size, t), ex, sw, _CHUNK, inst,
                                       "ld")
