@@ -10,14 +10,15 @@ tests inspect its axes, labels and artists) and writes ``path`` when one is give
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Sequence
+import sys
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from hardware import roofline as rl, specs
 
 __all__ = ["MATPLOTLIB_HINT", "draw_timeline", "draw_roofline", "draw_kv_memory",
-           "ROOFLINE_KERNELS"]
+           "ROOFLINE_KERNELS", "write_figure"]
 
 #: the message when matplotlib is missing
 MATPLOTLIB_HINT = ("plotting needs matplotlib, an optional extra: "
@@ -42,6 +43,20 @@ def _figure(width: float, height: float) -> Any:
 def _save(fig: Any, path: str | os.PathLike | None) -> None:
     if path is not None:
         fig.savefig(os.fspath(path), bbox_inches="tight")
+
+
+def write_figure(draw: Callable[..., Any], what: Any, path: str | os.PathLike,
+                 **options: Any) -> int:
+    """The exit status of a CLI command drawing ``draw(what, path, **options)``: 0 after
+    printing "wrote PATH", 2 after printing the reason to stderr when matplotlib is
+    missing."""
+    try:
+        draw(what, path, **options)
+    except ImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0
 
 
 # ------------------------------------------------------------------ the timeline

@@ -8,7 +8,6 @@ matplotlib (``pip install '.[plot]'``).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from tabulate import tabulate
 
@@ -70,11 +69,6 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is None:
         return 0
 
-    try:
-        plots.draw_kv_memory(results, args.plot, memory_slots=args.memory_slots,
-                             title=f"KV-cache memory over time: {what}")
-    except ImportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {args.plot}")
-    return 0
+    return plots.write_figure(plots.draw_kv_memory, results, args.plot,
+                              memory_slots=args.memory_slots,
+                              title=f"KV-cache memory over time: {what}")

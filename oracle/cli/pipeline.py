@@ -21,7 +21,6 @@ fa3) with matplotlib (optional extra ``pip install '.[plot]'``).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from tabulate import tabulate
 
@@ -142,16 +141,10 @@ def _plot(args: argparse.Namespace) -> int:
                     dtype=args.dtype)
     t = r.block
     end = max(ev.end for ev in t.events if ev.j < args.plot_blocks)
-    try:
-        plots.draw_timeline(t, args.plot, end=end, title=(
-            f"{args.plot_kernel} on one {args.gpu} SM (calibrated): {args.dtype}, "
-            f"d = {args.head_dim}, tile {t.block[0]} x {t.block[1]}; whole GPU "
-            f"{r.tflops:.0f} TFLOP/s ({r.utilization:.0%} of peak) at N = {args.seq_len}"))
-    except ImportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {args.plot}")
-    return 0
+    return plots.write_figure(plots.draw_timeline, t, args.plot, end=end, title=(
+        f"{args.plot_kernel} on one {args.gpu} SM (calibrated): {args.dtype}, "
+        f"d = {args.head_dim}, tile {t.block[0]} x {t.block[1]}; whole GPU "
+        f"{r.tflops:.0f} TFLOP/s ({r.utilization:.0%} of peak) at N = {args.seq_len}"))
 
 
 def _check_size(args: argparse.Namespace) -> None:

@@ -13,7 +13,6 @@ prefill GEMM) and the calibrated FA3 model's H100 figure; it needs matplotlib
 from __future__ import annotations
 
 import argparse
-import sys
 
 from tabulate import tabulate
 
@@ -121,15 +120,9 @@ def _plot(args: argparse.Namespace) -> int:
     n, d = 8192, 128
     fa3 = pl.simulate("fa3", seq_len=n, head_dim=d, batch=16384 // n, heads=2048 // d)
     intensity = 4.0 * n * n * d / (4 * n * d * 2)
-    try:
-        plots.draw_roofline(names, args.plot, modelled=[
-            (f"FA3 model on H100 (N = {n}, d = {d}): {fa3.tflops:.0f} TFLOP/s", intensity,
-             fa3.tflops * 1e12)])
-    except ImportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {args.plot}")
-    return 0
+    return plots.write_figure(plots.draw_roofline, names, args.plot, modelled=[
+        (f"FA3 model on H100 (N = {n}, d = {d}): {fa3.tflops:.0f} TFLOP/s", intensity,
+         fa3.tflops * 1e12)])
 
 
 def run(args: argparse.Namespace) -> int:
