@@ -43,6 +43,16 @@ def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict",
     WarpScheduler(wave, max_steps, barrier_mode, scheduling).run()
 
 
+def _guarded(op: Op, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The lanes of ``mask`` (G, 32; threads ``rows``) whose guard predicate lets ``op``
+    execute (all of them for an unguarded op)."""
+    guard = op.guard
+    if guard is None:
+        return mask
+    gr = guard[rows]
+    return mask & (~gr if op.guard_neg else gr)
+
+
 class _Group:
     """The warps that run together in one scheduling step, from pc ``start``:
     ``warps`` (G,), their active ``mask`` and thread ``rows`` (G, 32), ``ix`` the
@@ -225,8 +235,7 @@ class WarpScheduler:
                 # only the lanes whose guard holds execute
                 ix2 = np.flatnonzero(sel) if isinstance(ix, slice) else ix[sel]
                 rows, m = g.rows, g.mask
-                gr = guard[rows]
-                ex2 = Exec(g.warps, rows, m & (~gr if op.guard_neg else gr), m)
+                ex2 = Exec(g.warps, rows, _guarded(op, rows, m), m)
                 wave.cur = ex2
                 op.fn(ix2, ex2)
                 wave.cur = ex
@@ -262,12 +271,7 @@ class WarpScheduler:
         if pc - g.start >= g.budget:
             _step_limit(self.wave, op, self.max_steps, warps, self.steps)
         self.steps[warps] += 1
-        guard = op.guard
-        if guard is not None:
-            gr = guard[g.rows]
-            taken = m & (~gr if op.guard_neg else gr)
-        else:
-            taken = m
+        taken = _guarded(op, g.rows, m)
         if op.kind == "bra":
             self._branch(g, op, pc, taken)
         elif op.kind == "exit":
@@ -455,12 +459,7 @@ class WarpScheduler:
         divergent path to run) execute it; the others are suspended before it (see
         :mod:`hardware.simt.mbarrier`)."""
         warps, m = g.warps, g.mask
-        guard = op.guard
-        if guard is not None:
-            gr = guard[g.rows]
-            taken = m & (~gr if op.guard_neg else gr)
-        else:
-            taken = m
+        taken = _guarded(op, g.rows, m)
         ready = np.ones(m.shape, dtype=bool)
         probe = None
         if taken.any():

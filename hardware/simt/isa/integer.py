@@ -13,8 +13,8 @@ from ..parser import Imm, Instruction
 from ..types import PtxType, TYPES
 from .floating import _div_approx_f32, c_fma
 from .operands import (Op, _alu, _as_array, _finish_float, _float_binary, _ftz32, _idiv,
-                       _mode, _mul_hi, _nops, _one_type, _u, _ubits, _unsupported, getter,
-                       setter)
+                       _mode, _mul_hi, _nops, _one_type, _u, _ubits, _unsupported,
+                       float_min_max, getter, setter)
 
 
 def c_add_sub(inst: Instruction, ctx: Any) -> Op:
@@ -253,18 +253,8 @@ def c_min_max(inst: Instruction, ctx: Any) -> Op:
                          dtype=_u(t)).view(t.dtype)[()]
 
         def fminmax(a: Any, b: Any) -> Any:
-            a = np.asarray(a, t.dtype)
-            b = np.asarray(b, t.dtype)
-            # order -0 below +0 by comparing (value, signbit)
-            if is_min:
-                pick_a = (a < b) | ((a == b) & np.signbit(a))
-            else:
-                pick_a = (a > b) | ((a == b) & ~np.signbit(a))
-            r = np.where(pick_a, a, b)
-            r = np.where(np.isnan(a), b, np.where(np.isnan(b), a, r))
-            # .NaN: the canonical NaN when either input is NaN, else when both are
-            either = (np.isnan(a) | np.isnan(b)) if nan_mode else (np.isnan(a) & np.isnan(b))
-            r = np.where(either, canon, r)
+            r = float_min_max(np.asarray(a, t.dtype), np.asarray(b, t.dtype), is_min,
+                              nan_mode, canon)
             return r.astype(t.dtype)
         return _alu(inst, ctx, t, _finish_float(inst, t, fminmax), 2)
     f = np.minimum if is_min else np.maximum

@@ -219,6 +219,22 @@ def _canonical_nan32(r: Any) -> Any:
     return r
 
 
+def float_min_max(a: np.ndarray, b: np.ndarray, is_min: bool, nan_mode: bool,
+                  canon: Any) -> np.ndarray:
+    """Two-input float min/max, PTX ISA 9.7.3.11-12: IEEE 754-2019 minimumNumber /
+    maximumNumber (a NaN operand is ignored, -0 orders below +0); ``canon`` (the canonical
+    NaN of the type) when both are NaN, or with ``.NaN`` (``nan_mode``) when either is."""
+    # order -0 below +0 by comparing (value, signbit)
+    if is_min:
+        pick_a = (a < b) | ((a == b) & np.signbit(a))
+    else:
+        pick_a = (a > b) | ((a == b) & ~np.signbit(a))
+    r = np.where(pick_a, a, b)
+    r = np.where(np.isnan(a), b, np.where(np.isnan(b), a, r))
+    either = (np.isnan(a) | np.isnan(b)) if nan_mode else (np.isnan(a) & np.isnan(b))
+    return np.where(either, canon, r)
+
+
 def _finish_float(inst: Instruction, t: PtxType, fn: Callable) -> Callable:
     """Wrap a float computation with the .ftz and .sat modifiers (inputs and output)
     and, for f32, the canonical NaN."""

@@ -38,8 +38,8 @@ from .. import rounding
 from ..errors import PtxTypeError
 from ..parser import Instruction
 from ..types import TYPES
-from .operands import (Op, _canonical_nan32, _ftz32, _mode, _rowvals, _unsupported, getter,
-                       setter)
+from .operands import (Op, _canonical_nan32, _ftz32, _mode, _unsupported,
+                       float_min_max, getter, setter)
 
 __all__ = ["extend"]
 
@@ -153,14 +153,7 @@ def _f32x2(inst: Instruction, ctx: Any) -> Op:
 
 def _pick(a: np.ndarray, b: np.ndarray, is_min: bool, nan_mode: bool) -> np.ndarray:
     """Two-input min/max on float32 arrays per PTX ISA 9.7.3.11-12 (NaN -> canonical)."""
-    if is_min:
-        pick_a = (a < b) | ((a == b) & np.signbit(a))
-    else:
-        pick_a = (a > b) | ((a == b) & ~np.signbit(a))
-    r = np.where(pick_a, a, b)
-    r = np.where(np.isnan(a), b, np.where(np.isnan(b), a, r))
-    nan = (np.isnan(a) | np.isnan(b)) if nan_mode else (np.isnan(a) & np.isnan(b))
-    return np.where(nan, _CANON.view(np.float32), r).astype(np.float32)
+    return float_min_max(a, b, is_min, nan_mode, _CANON.view(np.float32)).astype(np.float32)
 
 
 def _minmax_f32(inst: Instruction, ctx: Any) -> Op:
@@ -216,7 +209,7 @@ def _minmax_f32(inst: Instruction, ctx: Any) -> Op:
 
 
 def _redux_f32(inst: Instruction, ctx: Any) -> Op:
-    from .sync import _collective_check
+    from .sync import redux_operands
     arch = _arch(ctx)
     if arch and arch != "sm_100a":
         raise _error(inst, f"redux.f32 is not supported on .target {arch} (sm_100a; "
@@ -233,14 +226,10 @@ def _redux_f32(inst: Instruction, ctx: Any) -> Op:
     is_min = ops[0] == "min"
     absm = "abs" in mods
     nan_mode = "NaN" in mods
-    f32 = TYPES["f32"]
-    ga = getter(inst.operands[1], f32, ctx, inst)
-    gm = getter(inst.operands[2], TYPES["u32"], ctx, inst)
-    put = setter(inst.operands[0], f32, ctx, inst)
+    values, put = redux_operands(inst, ctx, TYPES["f32"], np.float32)
 
     def fn(ix: Any, ex: Any) -> None:
-        _collective_check(ctx, gm, inst, ix, ex)
-        v = _rowvals(ga, ix, ex, np.float32)
+        v = values(ix, ex)
         if absm:
             v = np.abs(v)
         # lanes outside the executing set act as NaN: ignored without .NaN

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..parser import Imm, Instruction, Pair
-from ..types import TYPES
+from ..types import PtxType, TYPES
 from .data import _address, _space
 from .half import _half_arith
 from .operands import (Op, _AR32, _nops, _one_type, _rowvals, _u, _unsupported, getter,
@@ -212,19 +212,29 @@ def c_activemask(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
+def redux_operands(inst: Instruction, ctx: Any, t: PtxType, dtype: Any) -> tuple[Any, Any]:
+    """(values, put) of ``redux.sync d, a, membermask``: ``values(ix, ex)`` checks the
+    member mask and gives the (G, 32) values of ``a`` as ``dtype``, ``put`` writes ``d``."""
+    ga = getter(inst.operands[1], t, ctx, inst)
+    gm = getter(inst.operands[2], TYPES["u32"], ctx, inst)
+    put = setter(inst.operands[0], t, ctx, inst)
+
+    def values(ix: Any, ex: Any) -> np.ndarray:
+        _collective_check(ctx, gm, inst, ix, ex)
+        return _rowvals(ga, ix, ex, dtype)
+    return values, put
+
+
 def c_redux(inst: Instruction, ctx: Any) -> Op:
     """redux.sync.op.type d, a, membermask (9.7.13.10, sm_80): integer warp reduction."""
     t = _one_type(inst)
     op = next((p for p in inst.parts if p in ("add", "min", "max", "and", "or", "xor")), None)
     if op is None or len(inst.operands) != 3 or t.kind == "f":
         raise _unsupported(inst, "malformed or unsupported redux.sync")
-    ga = getter(inst.operands[1], t, ctx, inst)
-    gm = getter(inst.operands[2], TYPES["u32"], ctx, inst)
-    put = setter(inst.operands[0], t, ctx, inst)
+    values, put = redux_operands(inst, ctx, t, t.dtype)
 
     def fn(ix: Any, ex: Any) -> None:
-        _collective_check(ctx, gm, inst, ix, ex)
-        v = _rowvals(ga, ix, ex, t.dtype)
+        v = values(ix, ex)
         if op == "add":
             r = np.where(ex.mask, v.astype(_u(t)), 0).astype(_u(t)).sum(axis=1, dtype=_u(t)).view(t.dtype)
         elif op in ("min", "max"):
