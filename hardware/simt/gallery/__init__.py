@@ -23,6 +23,8 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | fp8_dequant | dequant_e4m3 (cvt.rn.f16x2.e4m3x2), dequant_e5m2, quant_e4m3, sm_90 |
 | cp_async_gemm | cp_async_gemm (double-buffered, commit/wait_group), cp_async_zero_fill (src-size), cp_async_race (a read before the wait), sm_80 |
 | wgmma_gemm | wgmma_gemm_f16 (128-byte swizzled K-major A and N-major B tiles, descriptors built in the kernel, wgmma.mma_async m64n64k16 f16 -> f32), wgmma_gemm_s8 (A fragments from registers, m64n64k32 s8 .satfinite), sm_90a |
+| tma_wgmma_gemm | tma_wgmma_gemm_f16 (a producer warp's cp.async.bulk.tensor loads of 128-byte-swizzled tiles into a two-stage ring of full/empty mbarriers, one consumer warpgroup's wgmma.mma_async m64n64k16 f16 -> f32 on each stage), sm_90a |
+| cluster_multicast | cluster_multicast_matvec (a cluster of 4 CTAs: each loads a quarter of a 64 x 64 tile with cp.async.bulk.tensor .multicast::cluster into all four, then the CTAs' partial products are summed through distributed shared memory, mapa), sm_90a |
 | printf | printf_formats (device printf: every conversion, with flags, widths, precisions and length modifiers, shared with printf_host.c, whose glibc output is printf_host.txt), assert_positive (a device-side assert) |
 | noinline, noinline_G | noinline_calls (__noinline__ device functions: nested, looping, void), built with -lineinfo and with -G |
 | reduction_G | the reduction kernels built with -G (debug: unoptimised, generic loads, DWARF sections) |
@@ -62,6 +64,10 @@ BUILD.update({"mma_gemm": ("mma_gemm", "sm_80", ()), "wmma": ("wmma", "sm_80", (
 #: warpgroup (wgmma) kernels: sm_90a
 NAMES += ("wgmma_gemm",)
 BUILD["wgmma_gemm"] = ("wgmma_gemm", "sm_90a", ())
+#: the tensor memory accelerator with mbarrier pipelines and clusters: sm_90a
+NAMES += ("tma_wgmma_gemm", "cluster_multicast")
+BUILD["tma_wgmma_gemm"] = ("tma_wgmma_gemm", "sm_90a", ())
+BUILD["cluster_multicast"] = ("cluster_multicast", "sm_90a", ())
 #: the interpreter's speed workloads (``python -m oracle bench simt``)
 NAMES += ("flash_attention",)
 BUILD["flash_attention"] = ("flash_attention", "sm_90", ())
