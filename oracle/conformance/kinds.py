@@ -55,12 +55,9 @@ def input_classes(f, x: np.ndarray) -> list[str]:
             pass
     out = []
     for v, m, t in zip(x, a, tie):
-        if np.isnan(v):
-            out.append("NaN input")
-        elif np.isinf(v):
-            out.append("infinite input")
-        elif v == 0:
-            out.append("zero input")
+        special = _special_class(v, ("NaN input", "infinite input", "zero input"))
+        if special is not None:
+            out.append(special)
         elif m > f.max:
             out.append("above the largest finite value")
         else:
@@ -72,17 +69,17 @@ def input_classes(f, x: np.ndarray) -> list[str]:
 def code_classes(f, codes: np.ndarray) -> list[str]:
     """The class of each code of ``f`` (a decoder's input)."""
     v = np.asarray(decode(np.asarray(codes).astype(f.code_dtype), f), np.float64)
-    out = []
-    for x in v:
-        if np.isnan(x):
-            out.append("NaN code")
-        elif np.isinf(x):
-            out.append("infinity code")
-        elif x == 0:
-            out.append("zero code")
-        else:
-            out.append("subnormal code" if abs(x) < f.min_normal else "normal code")
-    return out
+    return [_special_class(x, ("NaN code", "infinity code", "zero code"))
+            or ("subnormal code" if abs(x) < f.min_normal else "normal code") for x in v]
+
+
+def _special_class(v: float, names: tuple[str, str, str]) -> str | None:
+    """``names`` (NaN, infinite, zero) for those values, None for any other."""
+    if np.isnan(v):
+        return names[0]
+    if np.isinf(v):
+        return names[1]
+    return names[2] if v == 0 else None
 
 
 def values64(a: np.ndarray, out_fmt: str | None) -> np.ndarray:

@@ -73,6 +73,15 @@ class Collector:
         c[0] += failed
         c[1] += compared
 
+    def seen(self, kind: str, count: bool) -> bool:
+        """Whether a failure of ``kind`` was found before (then counted once more when
+        ``count``: a sweep's failures are counted, the random search's are not)."""
+        if kind not in self.kinds:
+            return False
+        if count:
+            self.kinds[kind].count += 1
+        return True
+
     def add(self, f: Failure) -> None:
         if f.kind in self.kinds:
             self.kinds[f.kind].count += f.count

@@ -91,9 +91,7 @@ def _compare_dequantized(col: Collector, title: str, x: np.ndarray, block_size: 
                 abs(int(g[r, c].view(np.int32)) - int(want[r, c].view(np.int32))) == 1:
             what = "one float32 step off"
         kind = f"dequantized {what} ({_block_class(block)})"
-        if kind in col.kinds:
-            if count:
-                col.kinds[kind].count += 1
+        if col.seen(kind, count):
             continue
         text = (f"  input    row {r}, {_block_text(block)}\n"
                 f"  value    [{r}, {c}]: expected {e:.9g} "
@@ -147,9 +145,7 @@ def _compare_blocks(col: Collector, title: str, x: np.ndarray, block_size: int,
             behaviour = (known or {}).get((r, blk)) if per > 1 else None
             if behaviour:
                 kind += f", as {KNOWN_BEHAVIOURS[behaviour].library} does ({behaviour})"
-            if kind in col.kinds:
-                if count:
-                    col.kinds[kind].count += 1
+            if col.seen(kind, count):
                 continue
             text = (f"  input    row {r}, {_block_text(block)}\n"
                     f"  {name[:-1]:8} [{r}, {c}]: expected 0x{int(w[r, c]):02X}, "

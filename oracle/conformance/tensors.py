@@ -53,9 +53,7 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
             kind = ("non-finite element differs"
                     if not (np.isfinite(c[i, j]) and np.isfinite(got[i, j]))
                     else "outside the acceptance interval of float32 accumulation")
-            if kind in col.kinds:
-                if count:
-                    col.kinds[kind].count += 1
+            if col.seen(kind, count):
                 continue
             f = Failure(kind, phase,
                         f"  element  [{i}, {j}] of a {a.shape} x {b.shape} product "
@@ -231,9 +229,7 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
         if opts.get("key_padding_mask") is not None:
             named.append("key padding")
         kind = f"out beyond the bound ({', '.join(named) or 'no masks'})"
-        if kind in col.kinds:
-            if count:
-                col.kinds[kind].count += 1
+        if col.seen(kind, count):
             return None
         idx = tuple(int(v) for v in np.argwhere(c.mismatch)[0])
         f = Failure(kind, phase,
@@ -302,9 +298,7 @@ def check_softmax(fn: Callable, *, max_examples: int = 30, **_: Any) -> Conforma
             what = ("NaN where a number is expected" if np.isnan(g) else
                     "beyond the ulp bound")
             kind = f"y {what} ({where})"
-            if kind in col.kinds:
-                if count:
-                    col.kinds[kind].count += 1
+            if col.seen(kind, count):
                 continue
             f = Failure(kind, phase,
                         f"  input    row {r} of {x.shape}, L = {x.shape[1]}, "
