@@ -67,9 +67,9 @@ def has_async_readers(insts: list) -> bool:
         p = i.parts
         if p[0] == "wgmma" and "mma_async" in p:
             return True
-        if p[0] in ("tcgen05",):
+        if p[0] == "tcgen05":  # its mma and cp read shared memory by descriptor
             return True
-        if p[0] in ("cp", "red") and len(p) > 2 and p[1] == "async" and p[2] == "bulk":
+        if p[0] == "cp" and len(p) > 2 and p[1] == "async" and p[2] == "bulk":
             return True
     return False
 
