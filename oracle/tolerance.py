@@ -40,7 +40,7 @@ import numpy as np
 from tabulate import tabulate
 
 from refimpl.deprecation import REMOVED_IN, deprecated_names, renamed_arguments
-from refimpl.formats import decode, get
+from refimpl.formats import FormatLike, decode, get
 from refimpl.validation import as_float, as_float64, check_int, check_positive_int
 
 #: an array field given inline, or the name of another output of the same case
@@ -313,9 +313,10 @@ class Tolerance:
 
     # -- comparison ----------------------------------------------------------------
     @renamed_arguments({"format": "fmt"})
-    def compare(self, actual: Any, expected: Any, *, fmt: str | None = None) -> Comparison:
-        """Compare ``actual`` with ``expected``; ``fmt`` names the low-precision format
-        when both hold unsigned codes."""
+    def compare(self, actual: Any, expected: Any, *, fmt: FormatLike | None = None
+                ) -> Comparison:
+        """Compare ``actual`` with ``expected``; ``fmt`` (a Format or its name) is the
+        low-precision format when both hold unsigned codes."""
         # values are compared, not byte orders: a big-endian '>f4' result holds the
         # same float32 values as the little-endian one a suite stores
         actual = _native(np.asarray(actual))
@@ -338,6 +339,8 @@ class Tolerance:
                         f"{self.kind} tolerance field {f.name!r} has shape {np.shape(v)},"
                         f" expected {expected.shape}"))
         try:
+            if isinstance(fmt, str) and "u" in (actual.dtype.kind, expected.dtype.kind):
+                fmt = get(fmt)  # codes to read: the name is resolved once, here
             return self._compare(actual, expected, fmt)
         except ValueError as exc:  # values no comparison can use exactly (2**53 + 1)
             return Comparison(False, self, problem=str(exc))

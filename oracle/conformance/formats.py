@@ -62,7 +62,7 @@ def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
     # deferred: oracle.strategies imports hypothesis, only when a check runs
     from oracle.strategies import floats_near
 
-    return run_check(t, x, expect, actual, f.name, floats_near(f, dtype=dt, nan=with_nan),
+    return run_check(t, x, expect, actual, f, floats_near(f, dtype=dt, nan=with_nan),
                 max_examples, lambda a: input_classes(f, a))
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from oracle.tolerance import format_value, steps_apart
-from refimpl.formats import decode, get, round_to
+from refimpl.formats import Format, decode, get, round_to
 
 
 def describe_input(v: Any) -> str:
@@ -17,7 +17,7 @@ def describe_input(v: Any) -> str:
     return format_value(np.asarray(v).reshape(1)[0], None)
 
 
-def example_text(x: Any, expected: Any, got: Any, out_fmt: str | None) -> str:
+def example_text(x: Any, expected: Any, got: Any, out_fmt: Format | None) -> str:
     """The input, expected and got lines of a counterexample."""
     return (f"  input    {describe_input(x)}\n"
             f"  expected {format_value(np.asarray(expected).reshape(1)[0], out_fmt)}\n"
@@ -82,14 +82,14 @@ def _special_class(v: float, names: tuple[str, str, str]) -> str | None:
     return names[2] if v == 0 else None
 
 
-def values64(a: np.ndarray, out_fmt: str | None) -> np.ndarray:
+def values64(a: np.ndarray, out_fmt: Format | None) -> np.ndarray:
     """Values as float64 (codes of ``out_fmt`` decoded first)."""
     if out_fmt is not None and a.dtype.kind == "u":
         return np.asarray(decode(a, get(out_fmt)), np.float64)
     return a.astype(np.float64)
 
 
-def failure_kinds(x: np.ndarray, want: np.ndarray, got: np.ndarray, out_fmt: str | None,
+def failure_kinds(x: np.ndarray, want: np.ndarray, got: np.ndarray, out_fmt: Format | None,
            where: Callable[[np.ndarray], list[str]]) -> list[str]:
     """The kind of each failing element: what differs and where its input lies."""
     e, g = values64(want, out_fmt), values64(got, out_fmt)

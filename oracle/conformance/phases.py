@@ -14,6 +14,7 @@ from oracle.conformance.report import (
 )
 from oracle.extension_dtypes import as_codes_of
 from oracle.tolerance import ExactNaNClass
+from refimpl.formats import Format
 from refimpl.validation import check_int
 
 #: hypothesis searches run after the sweep, each continuing past the kinds found so far
@@ -120,7 +121,7 @@ class Target:
 
 
 def run_check(t: Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.ndarray],
-         actual: Callable[[np.ndarray], np.ndarray], out_fmt: str | None,
+         actual: Callable[[np.ndarray], np.ndarray], out_fmt: Format | None,
          strategy: Any, max_examples: int,
          where: Callable[[np.ndarray], list[str]]) -> ConformanceReport:
     """Sweep, then hypothesis; every kind of failure found, each with its simplest
