@@ -41,16 +41,15 @@ from .isa.operands import Op, getter
 from .parser import Imm, Instruction, Reg
 from .proxycheck import generic_landed
 from .types import TYPES
+from .wave_state import WaveState
 
 __all__ = ["AsyncCopies", "c_cp"]
 
 
-class AsyncCopies:
+class AsyncCopies(WaveState):
     """The queued copies and the pending shared-memory bytes of one wave."""
 
-    def __init__(self, wave: Any) -> None:
-        self.wave = wave
-        self.reset()
+    ATTR = "async_copies"
 
     def reset(self) -> None:
         w = self.wave
@@ -126,12 +125,7 @@ class AsyncCopies:
             "has been completed by cp.async.wait_group/wait_all of the issuing thread")
 
 
-def _state(ctx: Any) -> AsyncCopies:
-    st = getattr(ctx, "async_copies", None)
-    if st is None:
-        st = AsyncCopies(ctx)
-        ctx.async_copies = st
-    return st
+_state = AsyncCopies.of
 
 
 def _threads(ctx: Any, ix: Any) -> np.ndarray:

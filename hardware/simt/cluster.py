@@ -46,7 +46,7 @@ import numpy as np
 from .errors import ExecutionError, LaunchError, MemoryAccessError
 from .isa.operands import Op, _unsupported, getter, setter
 from .launch_config import dim3
-from .memory import SHARED_WINDOW, WINDOW_SIZE
+from .memory import SHARED_WINDOW, generic_to_shared
 from .parser import Instruction
 from .types import TYPES
 
@@ -286,12 +286,7 @@ def c_mapa(inst: Instruction, ctx: Any) -> Op:
         cl = _cluster(ctx)
         th = ctx._thread_ids(ix)
         if generic:
-            bad = (a < SHARED_WINDOW) | (a >= SHARED_WINDOW + WINDOW_SIZE)
-            if bad.any():
-                k = int(np.argmax(bad))
-                raise ExecutionError(f"{ctx.location(int(th[k]), inst)}: mapa of "
-                                     f"{int(a[k]):#x}, not a shared-memory address")
-            a = a - SHARED_WINDOW
+            a = generic_to_shared(ctx, a, th, inst, "mapa of {:#x}, not a shared-memory address")
         if (r >= cl.size).any():
             k = int(np.argmax(r >= cl.size))
             raise ExecutionError(f"{ctx.location(int(th[k]), inst)}: mapa to CTA rank "

@@ -74,9 +74,10 @@ import numpy as np
 from .errors import DeadlockError, ExecutionError, PtxTypeError
 from .isa.data import _address
 from .isa.operands import Op, _unsupported, getter, setter
-from .memory import SHARED_WINDOW, WINDOW_SIZE
+from .memory import generic_to_shared
 from .parser import Imm, Instruction, Sink
 from .types import TYPES
+from .wave_state import WaveState
 
 __all__ = ["MBarriers", "WaitOp", "COMPILERS", "MAX_COUNT", "encode", "state_token"]
 
@@ -107,12 +108,10 @@ class _Barrier:
         self.word = encode(count, count, 0, 0)
 
 
-class MBarriers:
+class MBarriers(WaveState):
     """The mbarrier objects of one wave, by byte offset in the wave's shared memory."""
 
-    def __init__(self, wave: Any) -> None:
-        self.wave = wave
-        self.reset()
+    ATTR = "mbarriers"
 
     def reset(self) -> None:
         self.objects: dict[int, _Barrier] = {}
@@ -278,12 +277,7 @@ def _complete_bulk_copies(ctx: Any, offsets: np.ndarray) -> None:
         st.flush(int(off))
 
 
-def state_of(ctx: Any) -> MBarriers:
-    st = getattr(ctx, "mbarriers", None)
-    if st is None:
-        st = MBarriers(ctx)
-        ctx.mbarriers = st
-    return st
+state_of = MBarriers.of
 
 
 class WaitOp(Op):
@@ -326,12 +320,8 @@ def _locator(inst: Instruction, ctx: Any, op: Any, space: str, remote_ok: bool) 
         a = np.broadcast_to(np.asarray(get(ix), np.int64), (cnt,))
         th = ctx._thread_ids(ix)
         if space == "generic":
-            bad = (a < SHARED_WINDOW) | (a >= SHARED_WINDOW + WINDOW_SIZE)
-            if bad.any():
-                k = int(np.argmax(bad))
-                raise ExecutionError(f"{ctx.location(int(th[k]), inst)}: mbarrier address "
-                                     f"{int(a[k]):#x} is not a shared-memory address")
-            a = a - SHARED_WINDOW
+            a = generic_to_shared(ctx, a, th, inst,
+                                  "mbarrier address {:#x} is not a shared-memory address")
         cl = getattr(ctx, "cluster", None)
         if not remote_ok and cl is not None and a.size and int(a.max()) >= cl.UNIT:
             own = cl.own_address(ix, a)

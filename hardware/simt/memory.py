@@ -28,9 +28,11 @@ Global addresses are their own generic addresses, so ``cvta.global`` is the iden
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from .errors import HostMemoryError
+from .errors import ExecutionError, HostMemoryError
 
 __all__ = ["GlobalMemory", "GLOBAL_BASE", "SHARED_WINDOW", "LOCAL_WINDOW", "WINDOW_SIZE",
            "SLOT_BYTES", "MAX_BYTES", "MAX_ALLOCATIONS"]
@@ -347,3 +349,16 @@ class GlobalMemory:
         """(address, nbytes) of every live allocation, in order."""
         return [(GLOBAL_BASE + k * SLOT_BYTES, s) for k, s in enumerate(self._size)
                 if self._live[k]]
+
+
+def generic_to_shared(ctx: Any, a: np.ndarray, threads: np.ndarray, inst: Any,
+                      what: str) -> np.ndarray:
+    """Generic addresses ``a`` of ``threads`` as .shared addresses (PTX ISA 6.4.1: the
+    shared window); ExecutionError naming the thread for one outside the window,
+    ``what`` formatted with the address (``"mapa of {:#x}, not ..."``)."""
+    bad = (a < SHARED_WINDOW) | (a >= SHARED_WINDOW + WINDOW_SIZE)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ExecutionError(f"{ctx.location(int(threads[k]), inst)}: "
+                             + what.format(int(a[k])))
+    return a - SHARED_WINDOW

@@ -47,24 +47,34 @@ from .isa.operands import Op, getter
 from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
 from .types import TYPES
+from .wave_state import WaveState
 
 __all__ = ["BulkCopies", "c_bulk"]
 
 _CHUNK = 16
 
 
-class BulkCopies:
+class BulkCopies(WaveState):
     """The bulk copies of one wave waiting for their mbarrier, and the bulk groups."""
 
-    def __init__(self, wave: Any) -> None:
-        self.wave = wave
-        self.reset()
+    ATTR = "bulk_copies"
 
     def reset(self) -> None:
         #: mbarrier offset -> [(dst offsets (n,), data (n,) uint8, thread, inst)]
         self.queue: dict[int, list] = {}
         self.committed = np.zeros(self.wave.T, dtype=np.int64)
         self.bytes = 0
+
+    def enqueue(self, ac: Any, mbar: int, dst: np.ndarray, data: np.ndarray, thread: int,
+                inst: Instruction) -> None:
+        """Queue a copy of ``data`` to wave shared offsets ``dst`` on the mbarrier at
+        ``mbar``; its bytes are pending (a race for any other access, ``ac``: the
+        wave's :class:`~hardware.simt.async_copy.AsyncCopies`) until it lands."""
+        np.add.at(ac.pending, dst, 1)
+        ac.owner[dst] = thread
+        ac.owner_line[dst] = inst.line
+        ac.any_pending = True
+        self.queue.setdefault(mbar, []).append((dst, data, thread, inst))
 
     def flush(self, mbar: int) -> None:
         """Complete the copies that signal the mbarrier at wave shared offset ``mbar``."""
@@ -85,12 +95,7 @@ class BulkCopies:
         ac.any_pending = bool(ac.queue) or bool(self.queue) or bool((ac.pending > 0).any())
 
 
-def state_of(ctx: Any) -> BulkCopies:
-    st = getattr(ctx, "bulk_copies", None)
-    if st is None or st.wave is not ctx:
-        st = BulkCopies(ctx)
-        ctx.bulk_copies = st
-    return st
+state_of = BulkCopies.of
 
 
 def _fail(inst: Instruction, why: str) -> UnsupportedPtxError:
@@ -216,11 +221,7 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
                 mb.get(int(boff[0]), t, inst)  # a valid mbarrier
                 ac.check(doff[::_CHUNK], _CHUNK, np.full(n // _CHUNK, t), inst,
                          "bulk copy write")
-                np.add.at(ac.pending, doff, 1)
-                ac.owner[doff] = t
-                ac.owner_line[doff] = inst.line
-                ac.any_pending = True
-                st.queue.setdefault(int(boff[0]), []).append((doff, data, t, inst))
+                st.enqueue(ac, int(boff[0]), doff, data, t, inst)
     return Op(inst, "alu", fn)
 
 
@@ -426,11 +427,7 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
                                    inst, "atom")[1]
                 mb.get(int(boff[0]), t, inst)
                 ac.check(coff, _CHUNK, np.full(coff.size, t), inst, "tensor copy write")
-                np.add.at(ac.pending, doff, 1)
-                ac.owner[doff] = t
-                ac.owner_line[doff] = inst.line
-                ac.any_pending = True
-                st.queue.setdefault(int(boff[0]), []).append((doff, data, t, inst))
+                st.enqueue(ac, int(boff[0]), doff, data, t, inst)
     return Op(inst, "alu", fn)
 
 
