@@ -157,11 +157,14 @@ class Traffic:
 
 @dataclass(frozen=True)
 class TrainingTraffic:
+    """The traffic of a training step: the forward pass and the backward pass."""
+
     forward: Traffic
     backward: Traffic
 
     @property
     def accesses(self) -> int:
+        """Tensor accesses of both passes."""
         return self.forward.accesses + self.backward.accesses
 
 
