@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oracle import generation
+from oracle import generation, suite_writer
 from oracle.cases import Area, CaseSpec, Operation, Registry
 from oracle.cli import main
 from oracle.generation import SuiteWriteError, generate
@@ -56,8 +56,8 @@ def _tree(root: Path) -> dict[str, bytes]:
 def swap(request, monkeypatch) -> str:
     """Both swap implementations: Linux renameat2 and the portable fallback."""
     if request.param == "portable":
-        monkeypatch.setattr(generation, "_renameat2", lambda src, dst, flags: False)
-    elif generation._renameat2_call() is None:
+        monkeypatch.setattr(suite_writer, "_renameat2", lambda src, dst, flags: False)
+    elif suite_writer._renameat2_call() is None:
         pytest.skip("renameat2 is not available here")
     return request.param
 
@@ -104,7 +104,7 @@ def test_a_file_or_empty_folder_created_meanwhile_is_kept(tmp_path: Path, monkey
 
 
 def _replace_by_mine(out: Path) -> None:
-    generation._remove_tree(out)
+    suite_writer._remove_tree(out)
     _mine(out)
 
 
@@ -117,7 +117,7 @@ def test_a_suite_changed_meanwhile_is_kept(tmp_path: Path, monkeypatch, swap: st
     _gen(other)
     if change == "replaced by another suite":
         # the same bytes but another folder: not the one that was checked
-        action = lambda: (generation._remove_tree(out), other.rename(out))  # noqa: E731
+        action = lambda: (suite_writer._remove_tree(out), other.rename(out))  # noqa: E731
     elif change == "a file added":
         action = lambda: (out / "demo.double.c0" / "notes.txt").write_text("mine")  # noqa
     else:
@@ -152,7 +152,7 @@ def test_a_suite_removed_meanwhile_is_replaced(tmp_path: Path, monkeypatch,
     out = tmp_path / "g"
     _gen(out)
     before = _tree(out)
-    _meanwhile(monkeypatch, lambda: generation._remove_tree(out))
+    _meanwhile(monkeypatch, lambda: suite_writer._remove_tree(out))
     _gen(out)
     assert _tree(out) == before       # nothing of anyone's lost: the new suite is there
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]
@@ -187,19 +187,19 @@ def test_renameat2_primitives(tmp_path: Path) -> None:
     b.mkdir()
     (b / "1").write_text("b")
     f.write_text("f")
-    assert generation._renameat2_call() is not None
-    if not generation._exchange(a, b):
+    assert suite_writer._renameat2_call() is not None
+    if not suite_writer._exchange(a, b):
         pytest.skip("this filesystem has no RENAME_EXCHANGE (the portable swap is used)")
     assert (a / "1").read_text() == "b" and (b / "1").read_text() == "a"
     for dst in (b, f, tmp_path / "empty"):
         if dst.name == "empty":
             dst.mkdir()
-        assert not generation._rename_noreplace(a, dst)
+        assert not suite_writer._rename_noreplace(a, dst)
         assert (a / "1").read_text() == "b"
-    assert generation._rename_noreplace(a, tmp_path / "new")
+    assert suite_writer._rename_noreplace(a, tmp_path / "new")
     assert (tmp_path / "new" / "1").read_text() == "b" and not a.exists()
     with pytest.raises(FileNotFoundError):
-        generation._exchange(a, b)
+        suite_writer._exchange(a, b)
 
 
 # --- a full disk, a quota, a read-only filesystem: a message, the old suite kept ------
@@ -265,7 +265,7 @@ def test_a_full_disk_at_the_manifest_of_a_merge(tmp_path: Path, monkeypatch) -> 
 def test_an_unwritable_stage_directory_is_a_message(tmp_path: Path, monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(tmp_path))
-    monkeypatch.setattr(generation.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(suite_writer.tempfile, "mkdtemp", refuse)
     with pytest.raises(SuiteWriteError, match="Read-only file system"):
         _gen(tmp_path / "g")
     assert list(tmp_path.iterdir()) == []
@@ -291,14 +291,14 @@ def test_modes_follow_the_umask(tmp_path: Path, mask: int, folder: int, file: in
 def test_umask_is_read_without_changing_it() -> None:
     old = os.umask(0o037)
     try:
-        assert generation._umask() == 0o037
+        assert suite_writer._umask() == 0o037
         assert os.umask(0o037) == 0o037
     finally:
         os.umask(old)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux")
-                    or platform.machine() not in generation._SYS_RENAMEAT2,
+                    or platform.machine() not in suite_writer._SYS_RENAMEAT2,
                     reason="the raw system call is numbered for Linux machines")
 def test_the_raw_system_call_serves_a_libc_without_renameat2(tmp_path: Path,
                                                              monkeypatch) -> None:
@@ -313,37 +313,37 @@ def test_the_raw_system_call_serves_a_libc_without_renameat2(tmp_path: Path,
                 raise AttributeError(name)
             return getattr(self._lib, name)
     monkeypatch.setattr(ctypes, "CDLL", NoWrapper)
-    generation._renameat2_call.cache_clear()
+    suite_writer._renameat2_call.cache_clear()
     try:
-        call = generation._renameat2_call()
+        call = suite_writer._renameat2_call()
         assert call is not None and not isinstance(call, ctypes._CFuncPtr)
         (tmp_path / "a").mkdir()
         (tmp_path / "b").mkdir()
         with pytest.raises(FileExistsError):      # the kernel's answer, no fallback
-            generation._renameat2(tmp_path / "a", tmp_path / "b",
-                                  generation._RENAME_NOREPLACE)
-        assert generation._renameat2(tmp_path / "a", tmp_path / "c",
-                                     generation._RENAME_NOREPLACE)
+            suite_writer._renameat2(tmp_path / "a", tmp_path / "b",
+                                  suite_writer._RENAME_NOREPLACE)
+        assert suite_writer._renameat2(tmp_path / "a", tmp_path / "c",
+                                     suite_writer._RENAME_NOREPLACE)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "c"]
     finally:
         monkeypatch.undo()
-        generation._renameat2_call.cache_clear()
+        suite_writer._renameat2_call.cache_clear()
 
 
 def test_a_failed_swap_back_keeps_their_folder_where_it_is_named(tmp_path: Path,
                                                                  monkeypatch) -> None:
-    if generation._renameat2_call() is None:
+    if suite_writer._renameat2_call() is None:
         pytest.skip("renameat2 is not available here")
     out = tmp_path / "g"
     _gen(out)
-    real, calls = generation._exchange, []
+    real, calls = suite_writer._exchange, []
 
     def exchange(a, b):
         calls.append((a, b))
         if len(calls) == 2:                 # the swap back
             raise OSError(errno.EIO, "simulated failure")
         return real(a, b)
-    monkeypatch.setattr(generation, "_exchange", exchange)
+    monkeypatch.setattr(suite_writer, "_exchange", exchange)
     _meanwhile(monkeypatch, lambda: _replace_by_mine(out))
     with pytest.raises(SuiteWriteError) as info:
         _gen(out)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import oracle
-from oracle import generation
+from oracle import generation, suite_writer
 from oracle import suite as fmt
 from oracle.cases import Area, CaseSpec, Operation, Registry
 from oracle.cli import main
@@ -246,7 +246,7 @@ def test_a_removal_refused_once_is_retried_after_chmod(golden: Path, monkeypatch
 @pytest.mark.parametrize("atomic", [True, False], ids=["renameat2", "portable"])
 def test_failed_swap_keeps_the_old_suite(golden: Path, monkeypatch, atomic: bool) -> None:
     before = _tree(golden)
-    real_rename, real_renameat2 = os.rename, generation._renameat2
+    real_rename, real_renameat2 = os.rename, suite_writer._renameat2
     failed = []
 
     def renameat2(src, dst, flags):
@@ -262,7 +262,7 @@ def test_failed_swap_keeps_the_old_suite(golden: Path, monkeypatch, atomic: bool
             failed.append(1)
             raise OSError(errno.EIO, "simulated failure")
         return real_rename(src, dst)
-    monkeypatch.setattr(generation, "_renameat2", renameat2)
+    monkeypatch.setattr(suite_writer, "_renameat2", renameat2)
     monkeypatch.setattr(os, "rename", rename)
     with pytest.raises(generation.SuiteWriteError, match="simulated"):
         _gen(golden)
