@@ -28,6 +28,10 @@ __all__ = ["KnownBehaviour", "KNOWN_BEHAVIOURS", "mx_codes_behaviours", "describ
 
 @dataclass(frozen=True)
 class KnownBehaviour:
+    """A documented way a public library departs from the reference: ``name`` (the key
+    of :data:`KNOWN_BEHAVIOURS`), the ``library`` and the ``operation`` and ``output``
+    it concerns, and a one-sentence ``summary``."""
+
     name: str
     library: str
     operation: str

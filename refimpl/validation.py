@@ -34,6 +34,7 @@ __all__ = [
     "check_bool",
     "check_int",
     "check_positive_int",
+    "check_positive_ints",
     "check_index",
     "check_axis",
     "as_float_array",
@@ -107,6 +108,12 @@ def check_int(name: str, value: object, *, minimum: Optional[int] = None,
 def check_positive_int(name: str, value: object) -> int:
     """``value`` as a plain int >= 1 (see :func:`check_int`)."""
     return check_int(name, value, minimum=1)
+
+
+def check_positive_ints(**values: object) -> tuple[int, ...]:
+    """Each keyword's value as a plain int >= 1 (:func:`check_positive_int`, in the
+    order given, the first bad one named): ``n, d = check_positive_ints(n=n, d=d)``."""
+    return tuple(check_positive_int(name, v) for name, v in values.items())
 
 
 def check_count(name: str, value: object, *, minimum: int = 0,

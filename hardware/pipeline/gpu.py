@@ -30,7 +30,7 @@ from hardware.pipeline.config import (DTYPE_BYTES, HBM_LATENCY_CYCLES, L2_LATENC
                                       Schedule, UnitCosts)
 from hardware.pipeline.schedule import simulate_block
 from hardware.pipeline.timeline import Timeline
-from refimpl.validation import check_bool, check_positive_int
+from refimpl.validation import check_bool, check_positive_int, check_positive_ints
 
 __all__ = [
     "Calibration",
@@ -497,11 +497,8 @@ def simulate(schedule: str | Kernel = "fa3", *, gpu: specs.GPUSpec | str = "H100
     if not isinstance(calibration, Calibration):
         raise TypeError(f"calibration must be a Calibration, got "
                         f"{type(calibration).__name__}")
-    seq_len = check_positive_int("seq_len", seq_len)
-    head_dim = check_positive_int("head_dim", head_dim)
-    batch = check_positive_int("batch", batch)
-    heads = check_positive_int("heads", heads)
-    stages = check_positive_int("stages", stages)
+    seq_len, head_dim, batch, heads, stages = check_positive_ints(
+        seq_len=seq_len, head_dim=head_dim, batch=batch, heads=heads, stages=stages)
     causal = check_bool("causal", causal)
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")

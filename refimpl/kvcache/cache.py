@@ -38,7 +38,7 @@ from refimpl.kvcache.pool import BlockPool, OutOfBlocksError
 from refimpl.kvcache.prefix import (ROOT_HASH, ExtraKey, block_hash, check_extra_keys,
                                     check_token_ids, hash_blocks)
 from refimpl.validation import (as_float, check_array_bytes, check_bool, check_count,
-                                check_index, check_int, check_positive_int)
+                                check_index, check_int, check_positive_ints)
 
 LAYOUTS = ("NHD", "HND")
 
@@ -111,10 +111,9 @@ class PagedKVCache:
     def __init__(self, num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
                  dtype: np.dtype | type = np.float32, layout: str = "NHD",
                  enable_prefix_caching: bool = False) -> None:
-        num_blocks = check_positive_int("num_blocks", num_blocks)
-        block_size = check_positive_int("block_size", block_size)
-        num_kv_heads = check_positive_int("num_kv_heads", num_kv_heads)
-        head_dim = check_positive_int("head_dim", head_dim)
+        num_blocks, block_size, num_kv_heads, head_dim = check_positive_ints(
+            num_blocks=num_blocks, block_size=block_size, num_kv_heads=num_kv_heads,
+            head_dim=head_dim)
         enable_prefix_caching = check_bool("enable_prefix_caching", enable_prefix_caching)
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
