@@ -73,7 +73,8 @@ def figure_shape(seq_len: int, head_dim: int) -> tuple[int, int]:
     return 16384 // seq_len, 2048 // head_dim
 
 
-#: (kernel, dtype, head_dim, causal) -> speeds at SEQ_LENS (None: no bar)
+#: (kernel, dtype, head_dim, causal) -> speeds at SEQ_LENS (None: no bar); the rows are
+#: alike on purpose: the published bars, one curve each
 _FIGURES: Mapping[tuple[str, str, int, bool], tuple[float | None, ...]] = {
     ("standard", "fp16", 64, False): (52, 63, 67, 72, 73, None),
     ("standard", "fp16", 64, True): (16, 18, 18, 18, 18, None),

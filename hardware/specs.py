@@ -199,6 +199,8 @@ def _src(common: dict[str, str], **extra: str) -> dict[str, str]:
     return out
 
 
+# The catalogue: one GPUSpec per GPU with every figure and its source. The entries are
+# alike in shape on purpose (a table of data, one row per GPU).
 _V100 = GPUSpec(
     name="V100", vendor="NVIDIA", architecture="Volta", compute_capability="7.0",
     year=2017, form_factor="SXM2",

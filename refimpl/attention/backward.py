@@ -154,6 +154,8 @@ def attention_backward(
     return AttentionGradients(prob.restore(dq), prob.restore(dk), prob.restore(dv))
 
 
+# attention_backward()'s operands, repeated on purpose: the schedule takes the
+# reference's arguments.
 @mask_keywords
 def flash_v2_backward(
     q: ArrayLike,

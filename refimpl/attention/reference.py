@@ -422,6 +422,8 @@ def attention(
     return prob.restore(out)
 
 
+# attention()'s operands and options, repeated on purpose: every schedule takes the
+# reference's arguments (also flash_v2, split_kv).
 @mask_keywords
 def standard_attention(
     q: ArrayLike,

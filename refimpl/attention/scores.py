@@ -84,6 +84,8 @@ def scores(
                                softcap_grad=softcap_grad)
 
 
+# scores()'s options, repeated on purpose: the same steps on a product formed
+# elsewhere.
 def scores_from_product(
     problem: Problem,
     qk: np.ndarray,

@@ -117,6 +117,8 @@ def merge_attention_states(
     return out.astype(np.float32), lse.astype(np.float32)
 
 
+# flash_v2()'s arguments plus num_splits, repeated on purpose (the same schedule per
+# key range).
 @mask_keywords
 def split_kv(
     q: ArrayLike,

@@ -39,6 +39,8 @@ def magnitude_code(fmt: Format, value: Fraction) -> int:
     return (field << m) | (int(n) - (1 << m))
 
 
+# encode()'s keyword options (and the stochastic rounding bits), repeated on purpose:
+# the definition takes the options of the vectorised encoder it checks.
 def encode_exact(
     x: Real,
     fmt: FormatLike,

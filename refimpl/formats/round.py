@@ -11,6 +11,8 @@ from .registry import FP32, FormatLike, get
 from .rounding import RandomBits
 
 
+# encode()'s keyword options, repeated on purpose: each public function states the
+# options it takes (also reference.encode_exact).
 def round_to(
     x: Any,
     fmt: FormatLike,

@@ -145,6 +145,9 @@ _add("T4-FP16", "T4", "Turing", "FP16", "mma.m16n8k8",
      "n = 8 (one m16n8k8), F = 24 [MMASim]; no alignment floor measured; [FHMP21] "
      "probed T4 with 4-term inputs only")
 
+# One block per GPU generation below, alike in shape on purpose: each states its
+# measured block size, fraction bits, floor, sources and evidence.
+
 # ---------------------------------------------------------------- NVIDIA Ampere
 _add_16bit("A100", "Ampere", "mma.m16n8k16 (TF32: m16n8k8) / wmma", 8, 24, -132,
            ("KM25", "FHMP21", "MMASim"),
