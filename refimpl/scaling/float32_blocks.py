@@ -43,6 +43,13 @@ def _chunk(bs: int, n: int) -> int:
     return min(max(1, CHUNK // bs) * bs, n)
 
 
+def _chunks(n: int, bs: int) -> tuple[int, list[tuple[int, int]]]:
+    """The chunk length (:func:`_chunk`) and the (start, stop) of each chunk of ``n``
+    elements in blocks of ``bs`` (none when ``n`` is 0)."""
+    chunk = _chunk(bs, n)
+    return chunk, [(s, min(s + chunk, n)) for s in range(0, n, chunk)] if n else []
+
+
 def block_max_bits(bits: np.ndarray, bs: int) -> np.ndarray:
     """Per block of ``bs`` consecutive elements, the largest ``bits << 1`` (uint32).
 
@@ -52,13 +59,10 @@ def block_max_bits(bits: np.ndarray, bs: int) -> np.ndarray:
     """
     n = bits.size
     out = np.empty(n // bs, dtype=_U32)
-    if n == 0:
-        return out
-    chunk = _chunk(bs, n)
+    chunk, spans = _chunks(n, bs)
     tmp = np.empty(chunk, dtype=_U32)
     starts = np.arange(0, chunk, bs, dtype=np.intp)
-    for s in range(0, n, chunk):
-        e = min(s + chunk, n)
+    for s, e in spans:
         t = tmp[: e - s]
         np.left_shift(bits[s:e], _U32(1), out=t)
         # reduceat over the flat chunk: one call, no per-row loop of a 2-D reduction
@@ -99,17 +103,14 @@ def encode_blocks(
     """
     n = x.size
     out = np.empty(n, dtype=np.uint8)
-    if n == 0:
-        return out
-    chunk = _chunk(bs, n)
+    chunk, spans = _chunks(n, bs)
     scaled = np.empty(chunk, dtype=np.float32)
     idx = np.empty(chunk, dtype=_U32)
     low = _U32((1 << k) - 1)
     ks = _U32(k)
     op = np.divide if divide else np.multiply
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for s in range(0, n, chunk):
-            e = min(s + chunk, n)
+        for s, e in spans:
             c = e - s
             sc = scaled[:c]
             # the divisor repeated per element: one flat pass (a broadcast over rows of
@@ -148,9 +149,7 @@ def decode_fields(
     """
     n = codes.size
     out = np.empty(n, dtype=np.float32)
-    if n == 0:
-        return out
-    chunk = _chunk(bs, n)
+    chunk, spans = _chunks(n, bs)
     placed = np.empty(chunk, dtype=np.int32)
     up = 32 - bits
     down = (32 - bits) - (23 - man_bits)
@@ -159,8 +158,7 @@ def decode_fields(
     mags = np.empty(chunk, dtype=np.uint8) if special_mag < 256 else None
     vbits = values.view(np.int32)
     with np.errstate(over="ignore", invalid="ignore"):
-        for s in range(0, n, chunk):
-            e = min(s + chunk, n)
+        for s, e in spans:
             c = codes[s:e]
             p = placed[: e - s]
             np.copyto(p, c)
@@ -182,13 +180,10 @@ def decode_int8(codes: np.ndarray, mult: np.ndarray, bs: int) -> np.ndarray:
     the integer converts to float32 exactly, and one multiply rounds the product once."""
     n = codes.size
     out = np.empty(n, dtype=np.float32)
-    if n == 0:
-        return out
-    chunk = _chunk(bs, n)
+    chunk, spans = _chunks(n, bs)
     signed = codes.view(np.int8)
     with np.errstate(over="ignore", invalid="ignore"):
-        for s in range(0, n, chunk):
-            e = min(s + chunk, n)
+        for s, e in spans:
             o = out[s:e]
             np.copyto(o, signed[s:e])
             np.multiply(o, np.repeat(mult[s // bs:e // bs], bs), out=o)
