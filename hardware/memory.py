@@ -272,6 +272,15 @@ def _access_bytes(access_bytes: object) -> int:
     return w
 
 
+def _plain_lanes(addresses: Sequence[int], access_bytes: object,
+                 active: Sequence[bool] | None) -> tuple[int, list[int], list[bool]]:
+    """The access width and each lane's address and activity as Python values, for the
+    plain (reference) versions of the memory models."""
+    w = _access_bytes(access_bytes)
+    addrs = [int(x) for x in addresses]
+    return w, addrs, [True] * len(addrs) if active is None else [bool(x) for x in active]
+
+
 # --------------------------------------------------------------------------- coalescing
 
 
@@ -413,9 +422,7 @@ def coalesce_reference(
     line_bytes: int = 128,
 ) -> CoalesceReport:
     """Plain version of :func:`coalesce`: enumerate every byte, collect sets."""
-    w = _access_bytes(access_bytes)
-    addrs = [int(x) for x in addresses]
-    act = [True] * len(addrs) if active is None else [bool(x) for x in active]
+    w, addrs, act = _plain_lanes(addresses, access_bytes, active)
     touched: set[int] = set()
     n_active = 0
     for addr, on in zip(addrs, act):
@@ -516,9 +523,7 @@ def bank_conflicts_reference(
     bank_bytes: int = 4,
 ) -> BankReport:
     """Plain version of :func:`bank_conflicts`: a dict of word sets per (phase, bank)."""
-    w = _access_bytes(access_bytes)
-    addrs = [int(x) for x in addresses]
-    act = [True] * len(addrs) if active is None else [bool(x) for x in active]
+    w, addrs, act = _plain_lanes(addresses, access_bytes, active)
     per_phase = _lanes_per_phase(w, banks, bank_bytes)
     served: dict[int, dict[int, set[int]]] = {}
     for lane, (addr, on) in enumerate(zip(addrs, act)):
