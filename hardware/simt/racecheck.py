@@ -64,6 +64,8 @@ threads' release/acquire clocks (sparse vector clocks, kept only for threads tha
 or synchronise through memory). A write of the value the word already holds from the
 last write, or several lanes of one instruction writing the value that lands, is
 harmless and not reported. Each pair of instructions is reported once per launch.
+The shadow, its read log and the per-wave thread state are in
+:mod:`hardware.simt.racecheck_shadow`; the checks and the clocks are here.
 
 Cost. Reads are checked against the last writes at once but enter the reader rows
 lazily: each warp-level read is logged (its columns, threads and time), and the log is
@@ -90,28 +92,11 @@ import numpy as np
 from .sanitizer import Access, Report, register_tool
 from .proxycheck import ProxyShadow, covers_shared, has_async_readers
 from .memory import GLOBAL_BASE, SLOT_BYTES
+from .racecheck_shadow import (_DIRECT_BYTE_SHADOW, _DIRECT_BYTES, _LOG_MAX, _R1, _R2,
+                               _TBITS, _TMASK, _W, _Shadow, _WaveState)
 
 __all__ = ["RaceCheck", "strength"]
 
-_PAGE_BITS = 12
-#: global memory up to this size gets a shadow column per word at once (else pages)
-_DIRECT_BYTES = 1 << 26
-_PAGE = 1 << _PAGE_BITS
-#: global memory up to this size gets a byte shadow column per byte at once (else pages)
-_DIRECT_BYTE_SHADOW = 1 << 20
-#: the dtype of logged columns
-_LOG_DTYPE = np.int64
-#: accesses of at most this many lanes are logged by keeping their offsets array
-_SMALL = 8192
-#: logged reads (columns) a shadow holds before it enters them all in its rows
-_LOG_MAX = 1 << 22
-#: rows of a shadow (one column per 4-byte word, or per byte for 1- and 2-byte
-#: accesses): the last write, the last read, the last read by another thread; each an
-#: entry time << 24 | thread (-1: none), the time naming the instruction (``tinfo``)
-_W, _R1, _R2 = 0, 1, 2
-_ROWS = 3
-_TBITS = 24
-_TMASK = (1 << _TBITS) - 1
 #: instruction info per time: instruction index << 8 | strong << 1 | atomic
 _STRONG, _ATOMIC = 2, 1
 _PC_SHIFT = 8
@@ -130,135 +115,6 @@ def strength(inst: Any, kind: str) -> tuple[bool, bool, bool, bool]:
     acq = bool(parts & {"acquire", "acq_rel"})
     rel = bool(parts & {"release", "acq_rel"})
     return strong, acq, rel, "cta" in parts
-
-
-class _Shadow:
-    """The access history of the bytes of one buffer: a (9, N) int64 array, rows as
-    :data:`_W`/:data:`_R1`/:data:`_R2`. ``lazy``: pages of 4096 words are given a place
-    when first touched (global memory); otherwise every word has one."""
-
-    def __init__(self, size: int, lazy: bool, reuse: bool = False) -> None:
-        self.lazy = lazy
-        self.reuse = reuse  # logged columns live in one buffer (reused between launches)
-        self.used = 0  # pages given a place
-        # reads not yet entered in the reader rows, oldest first: [columns, threads,
-        # time, line, lowest column, highest column, shift, delta] (the bounds None
-        # until needed; the columns are ``(columns >> shift) + delta``: byte offsets
-        # kept as they are, or an earlier read's columns shifted);
-        # with ``reuse`` the columns are a slice of ``buf`` (one buffer reused, so that
-        # logging allocates nothing)
-        self.log: list[list] = []
-        self.buf = np.empty(0, dtype=_LOG_DTYPE)
-        self.fill = 0
-        self.logged = 0  # columns in the log
-        # per instruction: (its last offsets array, columns, shift, delta) logged for it
-        self.last_cols: dict[int, tuple] = {}
-        # time of the last write and the hull of the columns ever written
-        self.wtime = -1
-        self.pwtime = -1  # the last plain (not strong) write
-        self.wlo, self.whi = 0, -1
-        # time of the newest read entered in the reader rows
-        self.rtime = -1
-        if lazy:
-            self.table = np.full(0, -1, dtype=np.int64)
-            self.S = np.full((_ROWS, 0), -1, dtype=np.int64)
-        else:
-            self._S: np.ndarray | None = None  # made when first needed (a read-only
-            self._size = max(size, 1)          # kernel may log reads and never look)
-
-    @property
-    def S(self) -> np.ndarray:
-        if self._S is None:
-            self._S = np.full((_ROWS, self._size), -1, dtype=np.int64)
-        return self._S
-
-    @S.setter
-    def S(self, value: np.ndarray) -> None:
-        self._S = value
-
-    def reserve(self, n: int) -> np.ndarray:
-        """Room for the columns of a read of ``n`` columns to be logged (``reuse``)."""
-        a = self.fill
-        if a + n > self.buf.size:
-            # a larger buffer; the logged columns keep their views of the old one
-            self.buf = np.empty(max(32 * n, 2 * self.buf.size), dtype=_LOG_DTYPE)
-            a = 0
-        self.fill = a + n
-        return self.buf[a:a + n]
-
-    def bounds(self, e: list) -> tuple[int, int]:
-        """Lowest and highest column of a logged read."""
-        if e[4] is None:
-            e[4] = (int(e[0].min()) >> e[6]) + e[7]
-            e[5] = (int(e[0].max()) >> e[6]) + e[7]
-        return e[4], e[5]
-
-    def clear_log(self) -> None:
-        self.log.clear()
-        self.fill = 0
-        self.logged = 0
-        self.last_cols.clear()  # their buffer slices are reused from now on
-
-    def index(self, off: np.ndarray) -> np.ndarray:
-        if not self.lazy:
-            return off
-        page = off >> _PAGE_BITS
-        top = int(page.max()) + 1
-        if top > self.table.size:
-            t = np.full(max(top, 2 * self.table.size), -1, dtype=np.int64)
-            t[: self.table.size] = self.table
-            self.table = t
-        slot = self.table[page]
-        if (slot < 0).any():
-            new = np.unique(page[slot < 0])
-            n0 = self.used
-            self.used += new.size
-            self.table[new] = np.arange(n0, self.used)
-            have = self.S.shape[1] // _PAGE
-            if self.used > have:  # grow geometrically: pages are added often
-                more = max(self.used, 2 * have) - have
-                self.S = np.concatenate(
-                    [self.S, np.full((_ROWS, more * _PAGE), -1, dtype=np.int64)], axis=1)
-            slot = self.table[page]
-        return (slot << _PAGE_BITS) | (off & (_PAGE - 1))
-
-
-class _WaveState:
-    """Per wave: thread slot -> launch-wide thread id, block, and the times of the last
-    barrier of its block and of its last completed warp barrier."""
-
-    def __init__(self, wave: Any, tpbp: int) -> None:
-        gx, gy, _ = wave.cfg.grid
-        blin = np.asarray([x + y * gx + z * gx * gy for x, y, z in wave.block_ids],
-                          dtype=np.int64)
-        self.gid = blin[wave.thread_block] * tpbp + wave.thread_linear
-        self.tid24 = self.gid & _TMASK
-        self.tid24.flags.writeable = False
-        self._tids: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self.bar = np.full(wave.T, -1, dtype=np.int64)
-        self.wsync = np.full(wave.T, -1, dtype=np.int64)
-        self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False, reuse=True)
-        self.shared_bytes = _Shadow(0, lazy=True, reuse=True)
-        # the read log's buffer of the wave's last launch (fresh memory costs page faults)
-        buf = getattr(wave, "racecheck_log_buffer", None)
-        if buf is not None:
-            self.shared.buf = buf
-        self.bar_all = -1  # the common value of ``bar`` when every block has the same
-
-    def tids(self, threads: np.ndarray) -> np.ndarray:
-        """``tid24[threads]`` (read-only), kept per index array: a warp passes the same
-        array (the wave's cached slice of its slots) at each access."""
-        m = self._tids.get(id(threads))
-        if m is not None and m[0] is threads:
-            return m[1]
-        if threads.size == self.tid24.size:
-            return self.tid24
-        t = self.tid24[threads]
-        t.flags.writeable = False
-        if len(self._tids) > 4096:
-            self._tids.clear()
-        self._tids[id(threads)] = (threads, t)
-        return t
 
 
 class RaceCheck:
@@ -343,7 +199,7 @@ class RaceCheck:
             if now >= self.tinfo.size:
                 self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
             self.tinfo[now] = info
-            pos, shift, delta = self._columns(sh, wave, inst, offsets)
+            pos, shift, delta = sh.columns(wave, inst, offsets)
             ob = wave.off_bounds
             lo = hi = None
             if ob is not None and ob[0] is offsets:
@@ -352,7 +208,7 @@ class RaceCheck:
                            ws.bar_all << _TBITS, lo, hi, shift, delta])
             sh.logged += offsets.size
             if sh.logged > _LOG_MAX:
-                self._flush_reads(sh)
+                sh.flush_reads()
             return
         if kind == "ld" and width == 4 and space == "global" and not strong and not (
                 sh := self._global_words(wave)).lazy:
@@ -365,12 +221,12 @@ class RaceCheck:
                     if now >= self.tinfo.size:
                         self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
                     self.tinfo[now] = info
-                    pos, shift, delta = self._columns(sh, wave, inst, offsets)
+                    pos, shift, delta = sh.columns(wave, inst, offsets)
                     sh.log.append([pos, ws.tids(threads), now, 0,
                                    lo, hi, shift, delta])
                     sh.logged += offsets.size
                     if sh.logged > _LOG_MAX:
-                        self._flush_reads(sh)
+                        sh.flush_reads()
                     return
         if width >= 4:
             if space == "global":
@@ -443,17 +299,17 @@ class RaceCheck:
                         self._check(wave, wk[None], ("w",), thr, slots, word, kind, space,
                                     inst, info, width)
             # the read itself is logged; the shadow's reader rows take it when a write
-            # may need it (_flush_reads), a barrier of every block drops it
+            # may need it (_Shadow.flush_reads), a barrier of every block drops it
             sh.log.append([pos, thr, now, line, lo, hi, 0, 0])
             sh.logged += pos.size
             if sh.logged > _LOG_MAX:
-                self._flush_reads(sh)  # memory held by the log stays bounded
+                sh.flush_reads()  # memory held by the log stays bounded
         else:
             entry = (now << _TBITS) | thr
             if lo is None:
                 lo, hi = int(pos.min()), int(pos.max())
             if sh.log:
-                self._flush_reads(sh, lo, hi)
+                sh.flush_reads(lo, hi)
             lmin = line if isinstance(line, int) else int(line.min())
             # rows with no entry at or after the line cannot race (nor need clearing)
             # (a strong access races with plain writes only)
@@ -491,33 +347,6 @@ class RaceCheck:
         if strong:
             self._strong(wave, kind, space, threads, offsets, ws.gid[threads], acq, rel, cta)
 
-    @staticmethod
-    def _columns(sh: _Shadow, wave: Any, inst: Any, offsets: np.ndarray
-                 ) -> tuple[np.ndarray, int, int]:
-        """(columns, shift, delta) of a plain word read to be logged in ``sh``, the
-        columns being ``(columns >> shift) + delta``: those of the instruction's last
-        logged read when the wave says these offsets are its offsets again or shifted
-        by a multiple of 4 (no copy), else the offsets themselves (small accesses) or
-        their words in the log's buffer."""
-        key = id(inst)
-        prev = sh.last_cols.get(key)
-        if prev is not None:
-            if prev[0] is offsets:
-                return prev[1], prev[2], prev[3]
-            sft = wave.off_shift
-            if sft is not None and sft[0] is offsets and sft[1] is prev[0] and not sft[2] & 3:
-                r = (prev[1], prev[2], prev[3] + (sft[2] >> 2))
-                sh.last_cols[key] = (offsets,) + r
-                return r
-        if offsets.size <= _SMALL:
-            r = (offsets, 2, 0)  # a small access: its byte offsets kept
-        else:
-            pos = sh.reserve(offsets.size)
-            np.right_shift(offsets, 2, out=pos)
-            r = (pos, 0, 0)
-        sh.last_cols[key] = (offsets,) + r
-        return r
-
     def _global_words(self, wave: Any) -> _Shadow:
         """The shadow of global memory for accesses of 4 bytes and more."""
         if self.global_shadow is None:
@@ -528,46 +357,6 @@ class RaceCheck:
             if buf is not None:
                 self.global_shadow.buf = buf
         return self.global_shadow
-
-    @staticmethod
-    def _flush_reads(sh: "_Shadow", lo: int | None = None, hi: int | None = None) -> None:
-        """Enter the logged reads into the reader rows of ``sh``: all of them, or (given
-        the column range ``lo``..``hi`` of a write) the oldest ones up to the last that
-        touches the range (so the rows always take reads in time order)."""
-        log = sh.log
-        if lo is None:
-            upto = len(log)
-        else:
-            upto = 0
-            for k in range(len(log) - 1, -1, -1):
-                elo, ehi = sh.bounds(log[k])
-                if elo <= hi and ehi >= lo:
-                    upto = k + 1
-                    break
-        if not upto:
-            return
-        S = sh.S
-        r1, r2 = S[_R1], S[_R2]
-        sh.rtime = log[upto - 1][2]
-        for pos, thr, now, line, _, _, shift, delta in log[:upto]:
-            if shift:
-                pos = pos >> shift
-            if delta:
-                pos = pos + delta
-            entry = (now << _TBITS) | thr
-            o1 = r1[pos]
-            m = o1 >= line
-            if m.any():
-                m &= (o1 & _TMASK) != thr  # a recent reader by another thread is kept
-            r1[pos] = entry
-            r2[pos[::-1]] = entry[::-1]  # the first of several readers in one instruction
-            if m.any():
-                r2[pos[m]] = o1[m]
-        if upto == len(log):
-            sh.clear_log()
-        else:
-            sh.logged -= sum(e[0].size for e in log[:upto])
-            del log[:upto]
 
     def _info(self, times: np.ndarray) -> np.ndarray:
         """The instruction info of the accesses at ``times``."""
@@ -859,8 +648,8 @@ class RaceCheck:
             ws.bar_all = self.now
         else:
             # the logged reads were checked against the lines before this barrier
-            self._flush_reads(ws.shared)
-            self._flush_reads(ws.shared_bytes)
+            ws.shared.flush_reads()
+            ws.shared_bytes.flush_reads()
             ws.bar[np.isin(wave.thread_block, blocks)] = self.now
             ws.bar_all = None
         if not self.vc and not self.pending:
