@@ -157,7 +157,13 @@ class Traffic:
 
 @dataclass(frozen=True)
 class TrainingTraffic:
-    """The traffic of a training step: the forward pass and the backward pass."""
+    """The traffic of a training step: the forward pass and the backward pass.
+
+    Attributes:
+        forward: the fused forward's traffic (it writes the saved intermediates).
+        backward: the fused backward's traffic (it reads the outputs' gradients and what
+            it needs, writes the inputs' gradients, and names what it recomputes).
+    """
 
     forward: Traffic
     backward: Traffic

@@ -634,7 +634,13 @@ def padded_leading_dim(cols: int, elem_bytes: int = 4, *, segment_bytes: int = 3
 
 @dataclass(frozen=True)
 class Traversal:
-    """Sectors per request of the two thread-to-matrix mappings (:func:`traversal`)."""
+    """Sectors per request of the two thread-to-matrix mappings
+    (:func:`traversal_sectors`).
+
+    Attributes:
+        thread_per_row: the sweep with lane ``t`` on row ``t`` (strided: a sector a lane).
+        thread_per_column: the sweep with lane ``t`` on column ``t`` (coalesced).
+    """
 
     thread_per_row: CoalesceReport
     thread_per_column: CoalesceReport

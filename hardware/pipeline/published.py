@@ -14,7 +14,12 @@ __all__ = ["SweepRow", "sweep"]
 
 @dataclass(frozen=True)
 class SweepRow:
-    """One published figure next to the model's."""
+    """One published figure next to the model's.
+
+    Attributes:
+        measurement: the published figure (its problem, kernel and source).
+        modelled: the model's speed on that problem, TFLOP/s.
+    """
 
     measurement: Measurement
     modelled: float
