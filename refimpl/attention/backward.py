@@ -102,12 +102,8 @@ def _group_rows(x: np.ndarray, hkv: int) -> np.ndarray:
 
 @mask_keywords
 def attention_backward(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    o: ArrayLike,
-    do: ArrayLike,
-    lse: ArrayLike,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike,
+    o: ArrayLike, do: ArrayLike, lse: ArrayLike,
     *,
     precision: str = "exact",
     mask: Optional[MaskOptions] = None,
@@ -158,12 +154,8 @@ def attention_backward(
 # reference's arguments.
 @mask_keywords
 def flash_v2_backward(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    o: ArrayLike,
-    do: ArrayLike,
-    lse: ArrayLike,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike,
+    o: ArrayLike, do: ArrayLike, lse: ArrayLike,
     *,
     block: tuple[int, int] = DEFAULT_BLOCK,
     mask: Optional[MaskOptions] = None,

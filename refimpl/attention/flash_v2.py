@@ -606,9 +606,7 @@ class _FastContext:
 
 @mask_keywords
 def flash_v2(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike,
     *,
     block: tuple[int, int] = DEFAULT_BLOCK,
     mask: Optional[MaskOptions] = None,

@@ -351,9 +351,7 @@ def _fold_last_into(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
 
 @mask_keywords
 def attention(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike,
     *,
     mask: Optional[MaskOptions] = None,
     return_lse: bool = False,
@@ -426,9 +424,7 @@ def attention(
 # reference's arguments (also flash_v2, split_kv).
 @mask_keywords
 def standard_attention(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike,
     *,
     mask: Optional[MaskOptions] = None,
     return_lse: bool = False,
@@ -473,9 +469,7 @@ def standard_attention(
 
 @mask_keywords
 def naive_attention(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike,
     *,
     dtype: str = "fp16",
     mask: Optional[MaskOptions] = None,

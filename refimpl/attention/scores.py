@@ -50,11 +50,8 @@ PRECISIONS = ("exact", "float64")
 
 
 def scores(
-    problem: Problem,
-    q_tile: np.ndarray,
-    k_tile: np.ndarray,
-    rows: np.ndarray,
-    cols: np.ndarray,
+    problem: Problem, q_tile: np.ndarray, k_tile: np.ndarray,
+    rows: np.ndarray, cols: np.ndarray,
     *,
     precision: str = "exact",
     softcap_grad: bool = False,
@@ -87,10 +84,8 @@ def scores(
 # scores()'s options, repeated on purpose: the same steps on a product formed
 # elsewhere.
 def scores_from_product(
-    problem: Problem,
-    qk: np.ndarray,
-    rows: np.ndarray,
-    cols: np.ndarray,
+    problem: Problem, qk: np.ndarray,
+    rows: np.ndarray, cols: np.ndarray,
     *,
     precision: str = "exact",
     softcap_grad: bool = False,

@@ -121,9 +121,7 @@ def merge_attention_states(
 # key range).
 @mask_keywords
 def split_kv(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike,
     *,
     num_splits: int,
     block: tuple[int, int] = DEFAULT_BLOCK,
