@@ -265,13 +265,10 @@ def _nan_error(fmt: Format, flat_index: int, shape: Tuple[int, ...]) -> ValueErr
 
 
 def encode(
-    x: Any,
-    fmt: FormatLike,
+    x: Any, fmt: FormatLike,
     *,
-    rounding: str = "nearest_even",
-    saturate: bool = False,
-    nan: Optional[Union[str, int]] = None,
-    random_bits: RandomBits = None,
+    rounding: str = "nearest_even", saturate: bool = False,
+    nan: Optional[Union[str, int]] = None, random_bits: RandomBits = None,
 ) -> np.ndarray:
     """Round ``x`` once, from its own precision, to codes of ``fmt``.
 

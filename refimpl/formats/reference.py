@@ -42,14 +42,10 @@ def magnitude_code(fmt: Format, value: Fraction) -> int:
 # encode()'s keyword options (and the stochastic rounding bits), repeated on purpose:
 # the definition takes the options of the vectorised encoder it checks.
 def encode_exact(
-    x: Real,
-    fmt: FormatLike,
+    x: Real, fmt: FormatLike,
     *,
-    rounding: str = "nearest_even",
-    saturate: bool = False,
-    nan: Optional[Union[str, int]] = None,
-    random_bits: Optional[int] = None,
-    nbits: int = 0,
+    rounding: str = "nearest_even", saturate: bool = False,
+    nan: Optional[Union[str, int]] = None, random_bits: Optional[int] = None, nbits: int = 0,
 ) -> int:
     """The code of one real ``x`` (float, int or Fraction; a float keeps the sign of
     zero and may be NaN/Inf), by the definitions.

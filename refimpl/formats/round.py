@@ -14,13 +14,10 @@ from .rounding import RandomBits
 # encode()'s keyword options, repeated on purpose: each public function states the
 # options it takes (also reference.encode_exact).
 def round_to(
-    x: Any,
-    fmt: FormatLike,
+    x: Any, fmt: FormatLike,
     *,
-    rounding: str = "nearest_even",
-    saturate: bool = False,
-    nan: Optional[Union[str, int]] = None,
-    random_bits: RandomBits = None,
+    rounding: str = "nearest_even", saturate: bool = False,
+    nan: Optional[Union[str, int]] = None, random_bits: RandomBits = None,
 ) -> np.ndarray:
     """``decode(encode(x, fmt, **options), fmt)``: ``x`` rounded once to ``fmt``.
 
