@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from refimpl.validation import check_positive_int
+from refimpl.validation import check_positive_int, check_positive_ints
 
 __all__ = [
     "CoalesceReport",
@@ -369,8 +369,7 @@ def coalesce(
             segment or line size.
     """
     w = _access_bytes(access_bytes)
-    seg = check_positive_int("segment_bytes", segment_bytes)
-    line = check_positive_int("line_bytes", line_bytes)
+    seg, line = check_positive_ints(segment_bytes=segment_bytes, line_bytes=line_bytes)
     s = _active_sorted(addresses, active)
     n = int(s.shape[0])
     if n == 0:
@@ -405,8 +404,7 @@ def coalesce_warps(
     vectorised pass.
     """
     w = _access_bytes(access_bytes)
-    seg = check_positive_int("segment_bytes", segment_bytes)
-    line = check_positive_int("line_bytes", line_bytes)
+    seg, line = check_positive_ints(segment_bytes=segment_bytes, line_bytes=line_bytes)
     a, m = _lanes(addresses, active, 2)
     if a.shape[0] == 0 or a.shape[1] == 0:
         return CoalesceReport(0, 0, 0, 0, 0, 0, seg, line)
@@ -480,8 +478,7 @@ def bank_conflicts(
         BankReport with ``requests`` 0 or 1.
     """
     w = _access_bytes(access_bytes)
-    nb = check_positive_int("banks", banks)
-    bb = check_positive_int("bank_bytes", bank_bytes)
+    nb, bb = check_positive_ints(banks=banks, bank_bytes=bank_bytes)
     a, m = _lanes(addresses, active, 1)
     if not m.any():
         return BankReport(0, 0, 0)
@@ -566,15 +563,9 @@ class TileLoad:
 
 
 def tile_load_segments(
-    tile_rows: int,
-    tile_cols: int,
-    leading_dim: int,
-    elem_bytes: int = 4,
+    tile_rows: int, tile_cols: int, leading_dim: int, elem_bytes: int = 4,
     *,
-    base_address: int = 0,
-    row0: int = 0,
-    col0: int = 0,
-    segment_bytes: int = 32,
+    base_address: int = 0, row0: int = 0, col0: int = 0, segment_bytes: int = 32,
 ) -> TileLoad:
     """Segments to load a ``tile_rows x tile_cols`` tile of a row-major matrix.
 
@@ -587,10 +578,8 @@ def tile_load_segments(
     segments and a tile row straddles one more segment, up to doubling the count.
     :func:`padded_leading_dim` gives the fix.
     """
-    for name, v in (("tile_rows", tile_rows), ("tile_cols", tile_cols),
-                    ("leading_dim", leading_dim), ("elem_bytes", elem_bytes),
-                    ("segment_bytes", segment_bytes)):
-        check_positive_int(name, v)
+    check_positive_ints(tile_rows=tile_rows, tile_cols=tile_cols, leading_dim=leading_dim,
+                        elem_bytes=elem_bytes, segment_bytes=segment_bytes)
     if tile_cols + col0 > leading_dim:
         raise ValueError(
             f"tile columns {col0}..{col0 + tile_cols - 1} exceed leading_dim {leading_dim}"
@@ -621,9 +610,7 @@ def padded_leading_dim(cols: int, elem_bytes: int = 4, *, segment_bytes: int = 3
     (``cudaMalloc`` returns 256-byte-aligned memory) and the tile's first column a
     multiple of ``segment_bytes / elem_bytes``; padding cannot fix a misaligned base.
     """
-    check_positive_int("cols", cols)
-    check_positive_int("elem_bytes", elem_bytes)
-    check_positive_int("segment_bytes", segment_bytes)
+    check_positive_ints(cols=cols, elem_bytes=elem_bytes, segment_bytes=segment_bytes)
     # pitch must be a multiple of lcm(elem_bytes, segment_bytes) bytes
     step = math.lcm(elem_bytes, segment_bytes) // elem_bytes
     return -(-cols // step) * step
@@ -652,13 +639,9 @@ class Traversal:
 
 
 def traversal_sectors(
-    rows: int,
-    cols: int,
-    elem_bytes: int = 4,
+    rows: int, cols: int, elem_bytes: int = 4,
     *,
-    warp_size: int = 32,
-    base_address: int = 0,
-    segment_bytes: int = 32,
+    warp_size: int = 32, base_address: int = 0, segment_bytes: int = 32,
 ) -> Traversal:
     """Global traffic of a warp sweeping a row-major ``rows x cols`` matrix two ways.
 
@@ -670,9 +653,7 @@ def traversal_sectors(
     ``warp_size`` rows (columns) are swept, one
     load instruction per step.
     """
-    for name, v in (("rows", rows), ("cols", cols), ("elem_bytes", elem_bytes),
-                    ("warp_size", warp_size)):
-        check_positive_int(name, v)
+    check_positive_ints(rows=rows, cols=cols, elem_bytes=elem_bytes, warp_size=warp_size)
     w = _access_bytes(elem_bytes)
     lanes = np.arange(warp_size, dtype=np.int64)
     # thread per row: step k over columns, lane t on row t
