@@ -242,42 +242,39 @@ class MemoryCounters:
         for name, v in deltas:
             setattr(s, name, getattr(s, name) + v)
 
-    def global_access(self, kind: str, addrs: np.ndarray, mask: np.ndarray,
-                      width: int) -> tuple[tuple[str, int], ...]:
+    def _count(self, kind: str, addrs: np.ndarray, mask: np.ndarray, width: int,
+               space: str, cache: dict, analyse: Any, figures: Any,
+               names: tuple[str, str, str]) -> tuple[tuple[str, int], ...]:
+        """Add ``figures(report)`` of each distinct pattern, times its warps, to the
+        counters ``<space>_<load|store>_<name>``; returns the increments."""
         pats = _patterns(addrs, mask)
         if pats is None:
             return ()
-        req = sec = nbytes = 0
+        totals = [0, 0, 0]
         for row, c in zip(*pats):
-            rep = _report(_SECTOR_CACHE, hwmem.coalesce, row, width)
-            req += rep.requests * int(c)
-            sec += rep.sectors * int(c)
-            nbytes += rep.bytes_requested * int(c)
-        if kind == "ld":
-            d = (("global_load_requests", req), ("global_load_sectors", sec),
-                 ("global_load_bytes", nbytes))
-        else:
-            d = (("global_store_requests", req), ("global_store_sectors", sec),
-                 ("global_store_bytes", nbytes))
+            rep = _report(cache, analyse, row, width)
+            for i, v in enumerate(figures(rep)):
+                totals[i] += v * int(c)
+        way = "load" if kind == "ld" else "store"
+        d = tuple((f"{space}_{way}_{n}", t) for n, t in zip(names, totals))
         self.apply(d)
         return d
 
+    def global_access(self, kind: str, addrs: np.ndarray, mask: np.ndarray,
+                      width: int) -> tuple[tuple[str, int], ...]:
+        """Requests, sectors and bytes of warp-level global loads (``kind`` "ld") or
+        stores, by :func:`hardware.memory.coalesce`."""
+        return self._count(kind, addrs, mask, width, "global", _SECTOR_CACHE,
+                           hwmem.coalesce,
+                           lambda r: (r.requests, r.sectors, r.bytes_requested),
+                           ("requests", "sectors", "bytes"))
+
     def shared_access(self, kind: str, addrs: np.ndarray, mask: np.ndarray,
                       width: int) -> tuple[tuple[str, int], ...]:
-        pats = _patterns(addrs, mask)
-        if pats is None:
-            return ()
-        req = waves = conflicts = 0
-        for row, c in zip(*pats):
-            rep = _report(_BANK_CACHE, hwmem.bank_conflicts, row, width)
-            req += int(c)
-            waves += rep.wavefronts * int(c)
-            conflicts += rep.conflicts * int(c)
-        if kind == "ld":
-            d = (("shared_load_requests", req), ("shared_load_wavefronts", waves),
-                 ("shared_load_bank_conflicts", conflicts))
-        else:
-            d = (("shared_store_requests", req), ("shared_store_wavefronts", waves),
-                 ("shared_store_bank_conflicts", conflicts))
-        self.apply(d)
-        return d
+        """Requests (one per warp with an active lane), wavefronts and bank conflicts
+        of warp-level shared loads (``kind`` "ld") or stores, by
+        :func:`hardware.memory.bank_conflicts`."""
+        return self._count(kind, addrs, mask, width, "shared", _BANK_CACHE,
+                           hwmem.bank_conflicts,
+                           lambda r: (1, r.wavefronts, r.conflicts),
+                           ("requests", "wavefronts", "bank_conflicts"))
