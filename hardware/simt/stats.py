@@ -38,10 +38,6 @@ class LaunchStats:
     divergent_branches: int = 0
     max_stack_depth: int = 1
     barriers: int = 0
-    #: PTX source line -> warp instructions issued from it
-    line_warp_instructions: dict[int, int] = field(default_factory=dict)
-    #: PTX source line -> thread instructions issued from it
-    line_thread_instructions: dict[int, int] = field(default_factory=dict)
     global_load_requests: int = 0
     global_load_sectors: int = 0
     global_store_requests: int = 0
@@ -78,6 +74,10 @@ class LaunchStats:
     #: their phase completed (returned true)
     mbarrier_waits: int = 0
     mbarrier_waits_completed: int = 0
+    #: PTX source line -> warp instructions issued from it
+    line_warp_instructions: dict[int, int] = field(default_factory=dict)
+    #: PTX source line -> thread instructions issued from it
+    line_thread_instructions: dict[int, int] = field(default_factory=dict)
     #: undefined behaviour observed (e.g. a shuffle reading an inactive lane)
     warnings: list[str] = field(default_factory=list)
     #: device ``printf`` output, each call's text per thread in thread order, calls in
