@@ -15,6 +15,7 @@ __all__ = [
     "HostMemoryError",
     "DeadlockError",
     "StepLimitError",
+    "LivelockError",
     "LaunchBudgetError",
     "ExecutionError",
     "DeviceAssertionError",
@@ -89,6 +90,11 @@ class DeadlockError(ExecutionError):
 
 class StepLimitError(ExecutionError):
     """The launch executed more warp instructions than ``max_steps``."""
+
+
+class LivelockError(StepLimitError):
+    """No warp of a wave changed anything between two checkpoints of the progress
+    detection (:mod:`hardware.simt.progress`): names the spinning warps and lines."""
 
 
 class LaunchBudgetError(StepLimitError):

@@ -37,8 +37,9 @@ pre-Volta reconvergence, with Volta's forward progress):
   can run gives way to them until every runnable warp has given way. A spin lock thus
   completes (the holder of the lock gets to release it), and code that loops fewer
   than 64 times in a row behaves as under the plain stack. ``scheduling="lockstep"``
-  is the pre-Volta model alone, under which such a kernel livelocks until
-  ``max_steps``.
+  is the pre-Volta model alone, under which such a kernel livelocks (reported as a
+  LivelockError by :mod:`hardware.simt.progress`, or stopped at an explicit
+  ``max_steps``).
 - Registers, shared and local memory start at zero (on a GPU they start undefined);
   initcheck reports reading shared or local memory before it was written.
 - **Sanitizer** (:mod:`hardware.simt.sanitizer`, ``launch(sanitize=...)``): every access

@@ -30,7 +30,7 @@ __all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "DEFAULT_MAX_INS
            "DEFAULT_GPU", "known_gpus"]
 
 #: default bound on the instructions one warp may execute in a launch
-DEFAULT_MAX_STEPS = 200_000
+DEFAULT_MAX_STEPS = None  # no per-warp bound: progress detection (hardware.simt.progress)
 #: default bound on the warp instructions a whole launch may execute (at the
 #: interpreter's 0.3-2 M warp instructions per second, one to six minutes)
 DEFAULT_MAX_INSTRUCTIONS = 100_000_000
@@ -250,7 +250,7 @@ class Module:
 
     def launch(self, name: str, grid: Any, block: Any, args: Sequence[Any],
                memory: GlobalMemory, dynamic_shared: int = 0,
-               max_steps: int = DEFAULT_MAX_STEPS,
+               max_steps: int | None = DEFAULT_MAX_STEPS,
                barrier_mode: str = "strict", gpu: str = DEFAULT_GPU,
                scheduling: str | None = None, sanitize: Any = None,
                max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
@@ -267,6 +267,11 @@ class Module:
             max_steps: bound on the instructions each warp executes (a spinning warp
                 is stopped after that many of its own instructions, however many
                 other warps run); exceeding it raises StepLimitError naming the warp.
+                Default None: no per-warp bound; a wave whose warps stop changing
+                anything (registers, shared, local and global memory, barriers) stops
+                the launch with LivelockError naming the spinning warps
+                (:mod:`hardware.simt.progress`), so no correct kernel is stopped for
+                running long.
             barrier_mode: "strict" (default): ``bar.sync`` waits until every thread of
                 the block has itself arrived, so a barrier in divergent code or after
                 an early ``return`` is a DeadlockError (undefined in CUDA). "warp": a
@@ -293,9 +298,8 @@ class Module:
                 (default ``DEFAULT_MAX_INSTRUCTIONS`` = 10^8; None: no bound). A grid
                 whose warps alone exceed it (each warp executes at least one
                 instruction) is refused before anything runs; otherwise the count is
-                checked after each wave of blocks (a wave holds at most
-                ``MAX_THREADS_PER_WAVE`` threads and each of its warps at most
-                ``max_steps`` instructions). Exceeding it raises LaunchBudgetError.
+                checked while each wave of blocks runs (a wave holds at most
+                ``MAX_THREADS_PER_WAVE`` threads) and after it. Exceeding it raises LaunchBudgetError.
             time_limit: bound in seconds on the launch's wall time, checked after
                 each wave (default None: none, so that whether a launch completes
                 never depends on the machine); exceeding it raises LaunchBudgetError.
@@ -338,8 +342,9 @@ class Module:
         if dynamic_shared > MAX_SHARED_BYTES:
             raise LaunchError(f"dynamic_shared = {dynamic_shared} bytes exceeds the "
                               f"{MAX_SHARED_BYTES >> 10} KiB of shared memory a block may have")
-        if not _is_int(max_steps) or not 1 <= max_steps < 1 << 62:
-            raise LaunchError(f"max_steps must be a positive int below 2**62, got {max_steps!r}")
+        if max_steps is not None and (not _is_int(max_steps) or not 1 <= max_steps < 1 << 62):
+            raise LaunchError(f"max_steps must be None or a positive int below 2**62, got "
+                              f"{max_steps!r}")
         budget = _check_budget(max_instructions, time_limit)
         if barrier_mode not in BARRIER_MODES:
             raise LaunchError(f"barrier_mode must be one of {BARRIER_MODES}, got {barrier_mode!r}")
@@ -384,7 +389,9 @@ class Module:
                 wave = k.wave(cfg, blocks, memory, params, stats)
                 wave.attach(session)
                 session.begin_wave(wave)
-                run_wave(wave, int(max_steps), barrier_mode, scheduling)
+                before, span = stats.warp_instructions, f"blocks {start}-{stop - 1}"
+                run_wave(wave, None if max_steps is None else int(max_steps), barrier_mode,
+                         scheduling, lambda n, b=before, w=span: budget.during(k.name, b + n, w))
                 session.end_wave(wave)
                 budget.check(k.name, stats, start + len(blocks), nblocks)
         session.end_launch()
@@ -414,6 +421,21 @@ class _Budget:
                 f"{warps_per_block}), each executing at least one instruction, more than "
                 f"max_instructions={self.max_instructions} warp instructions for the whole "
                 "launch; pass a larger max_instructions (or None) to run it")
+
+    def during(self, kernel: str, count: int, blocks: str) -> None:
+        """While a wave runs (``count`` warp instructions of the launch so far): raise
+        LaunchBudgetError if a bound is exceeded."""
+        where = f"kernel {kernel} stopped in the wave of {blocks} after {count} warp instructions"
+        if self.max_instructions is not None and count > self.max_instructions:
+            raise LaunchBudgetError(
+                f"{where}: more than max_instructions={self.max_instructions} for the "
+                "launch (a runaway loop?); pass a larger max_instructions (or None) if the "
+                "kernel needs more")
+        elapsed = time.monotonic() - self.start
+        if self.time_limit is not None and elapsed > self.time_limit:
+            raise LaunchBudgetError(
+                f"{where}, {elapsed:.1f} s: more than time_limit={self.time_limit} s; pass a "
+                "larger time_limit (or None) if the launch needs longer")
 
     def check(self, kernel: str, stats: LaunchStats, done: int, nblocks: int) -> None:
         """After a wave: raise LaunchBudgetError if a bound is exceeded and blocks remain."""

@@ -18,6 +18,7 @@ from .access import Exec
 from .errors import DeadlockError, StepLimitError
 from .executor import Wave
 from .instructions import Op
+from .progress import LOOK_EVERY, ProgressWatch
 from . import racecheck as _racecheck  # noqa: F401 (registers the tool)
 from .synccheck import deadlock_detail
 
@@ -34,13 +35,17 @@ RUNNING, WAITING, DONE, SUSPENDED = 0, 1, 2, 3
 _NO_PC = 1 << 60  # the pc of a warp that cannot run now
 
 
-def run_wave(wave: Wave, max_steps: int, barrier_mode: str = "strict",
-             scheduling: str = "independent") -> None:
+def run_wave(wave: Wave, max_steps: int | None, barrier_mode: str = "strict",
+             scheduling: str = "independent", budget: Any = None) -> None:
     """Execute every warp of ``wave`` to completion; a warp that executes more than
-    ``max_steps`` instructions stops the launch (StepLimitError naming it).
+    ``max_steps`` instructions stops the launch (StepLimitError naming it). With
+    ``max_steps`` None no warp is bounded: a wave that stops making progress stops the
+    launch instead (LivelockError, :mod:`hardware.simt.progress`). ``budget``, when
+    given, is called now and then with the wave's warp instructions so far and raises
+    to stop the launch (the launch-wide bounds of :meth:`hardware.simt.Module.launch`).
     ``barrier_mode`` and ``scheduling`` are described in
     :meth:`hardware.simt.Module.launch` and :mod:`hardware.simt.executor`."""
-    WarpScheduler(wave, max_steps, barrier_mode, scheduling).run()
+    WarpScheduler(wave, max_steps, barrier_mode, scheduling, budget).run()
 
 
 def _guarded(op: Op, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -74,10 +79,13 @@ class WarpScheduler:
     WAITING at a barrier, DONE) and its executed ``steps``; per block the threads
     ``arrived`` at each barrier and the threads that ``exited``."""
 
-    def __init__(self, wave: Wave, max_steps: int, barrier_mode: str = "strict",
-                 scheduling: str = "independent") -> None:
+    DONE = DONE
+
+    def __init__(self, wave: Wave, max_steps: int | None, barrier_mode: str = "strict",
+                 scheduling: str = "independent", budget: Any = None) -> None:
         self.wave = wave
-        self.max_steps = max_steps
+        # no per-warp bound: progress detection (self.watch) stops a livelock instead
+        self.max_steps = max_steps if max_steps is not None else 1 << 62
         self.independent = scheduling == "independent"
         self.exited_threads_arrive = barrier_mode == "warp"
         self.ops = ops = wave.ops
@@ -131,17 +139,26 @@ class WarpScheduler:
         wave.scheduler = self
         self.race = wave.tools.get("racecheck")
         self.sync = wave.tools.get("synccheck")
+        self.watch = ProgressWatch(self, max_steps is None, budget) \
+            if max_steps is None or budget is not None else None
 
     # ------------------------------------------------------------------ the main loop
     def run(self) -> None:
         """Run scheduling steps until no warp can run; then record the statistics."""
+        watch = self.watch
+        look = LOOK_EVERY if watch is not None else -1
         while True:
             group = self._next_group()
             if group is None:
                 break
             while True:
                 pc = self._run_straight_line(group)
-                if not self._end_run(group, pc):
+                more = self._end_run(group, pc)
+                look -= 1
+                if look == 0:
+                    look = LOOK_EVERY
+                    watch.look()
+                if not more:
                     break
         self._record_statistics()
 

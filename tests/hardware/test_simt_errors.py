@@ -397,18 +397,17 @@ $L_done:
     assert st.thread_instructions == 32 * st.warp_instructions
 
 
-@pytest.mark.slow
-def test_default_step_limit_is_reached_quickly():
-    """A single spinning warp reaches the default limit in seconds (it took about 30
-    minutes when the limit counted 50 M instructions)."""
+def test_a_spinning_warp_stops_quickly_by_default():
+    """A single warp spinning forever stops in seconds with the default settings (no
+    per-warp bound: the progress detection sees nothing change)."""
     import time
-    from hardware.simt import DEFAULT_MAX_STEPS
-    assert DEFAULT_MAX_STEPS <= 200_000
+    from hardware.simt import DEFAULT_MAX_STEPS, LivelockError
+    assert DEFAULT_MAX_STEPS is None
     src = kernel("""$L_top:
     bra.uni $L_top;
     ret;""")
     t0 = time.perf_counter()
-    with pytest.raises(StepLimitError):
+    with pytest.raises(LivelockError, match="warp 0 of block"):
         load_ptx(src).launch("k", 1, 32, [0], GlobalMemory())
     assert time.perf_counter() - t0 < 60
 

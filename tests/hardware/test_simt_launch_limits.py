@@ -86,7 +86,7 @@ def test_time_limit_stops_between_waves(mod):
     (dict(time_limit=0), "time_limit must be a positive number"),
     (dict(time_limit=float("nan")), "time_limit must be a positive number"),
     (dict(time_limit="1"), "time_limit must be a positive number"),
-    (dict(max_steps=2**70), "max_steps must be a positive int below 2"),
+    (dict(max_steps=2**70), "max_steps must be None or a positive int below 2"),
     (dict(dynamic_shared=10**18), "dynamic_shared = 1000000000000000000 bytes exceeds"),
     (dict(dynamic_shared=1.0), "dynamic_shared must be a non-negative int"),
 ])

@@ -28,6 +28,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | printf | printf_formats (device printf: every conversion, with flags, widths, precisions and length modifiers, shared with printf_host.c, whose glibc output is printf_host.txt), assert_positive (a device-side assert) |
 | noinline, noinline_G | noinline_calls (__noinline__ device functions: nested, looping, void), built with -lineinfo and with -G |
 | reduction_G | the reduction kernels built with -G (debug: unoptimised, generic loads, DWARF sections) |
+| spinlock_G, flash_attention_G | the spin-lock and FlashAttention-2 kernels built with -G |
 | spinlock | spinlock_order (a global spin lock taken by every thread in turn), flag_handoff (warp 1 waits for a flag warp 0 sets), warp_handshake (the two halves of a warp wait for each other): all need independent thread scheduling |
 | flash_attention | flash_attention_fwd (FlashAttention-2 forward, d = 64: 8 warps own 64 query rows, K/V tiles of 32 rows in shared memory, online softmax with exp2f, shuffles for the row max and sum), block_sum_2warps (a grid-stride sum with a 64-thread block) |
 | edge_cases | float_to_int_edges (NaN/out-of-range cvt), narrow_divmod (s8/s16 loads, C div/rem of negatives), sub_warp_shuffles (width < 32), divergent_ballot, continue_break, cas_loops (atomicCAS, atomicInc/Dec), early_return_sync, float_atomic_add (global vs shared), double_math (tanh, rsqrt: rcp/rsqrt.approx.f64 seeds), device_calls (.func calls: double sin/cos slow path, a __noinline__ function), call_forms (nested, void, struct-returning, argument-less calls), int8_dot (dp4a, dp2a) |
@@ -71,6 +72,11 @@ BUILD["cluster_multicast"] = ("cluster_multicast", "sm_90a", ())
 #: the interpreter's speed workloads (``python -m oracle bench simt``)
 NAMES += ("flash_attention",)
 BUILD["flash_attention"] = ("flash_attention", "sm_90", ())
+#: debug (-G) builds of the spin lock and FlashAttention-2 kernels: unoptimised loops
+#: that run many more instructions per warp (no default step limit may stop them)
+NAMES += ("spinlock_G", "flash_attention_G")
+BUILD["spinlock_G"] = ("spinlock", "sm_90", ("-G",))
+BUILD["flash_attention_G"] = ("flash_attention", "sm_90", ("-G",))
 
 
 def directory() -> Path:
