@@ -59,8 +59,10 @@ CONTRACTS: dict[str, Contract] = {c.target: c for c in (
     Contract(
         "scaling.mx_quantize", "fn(x) -> (codes, scales)",
         "x: float32 of shape (rows, n * 32), blocks of 32 along the last axis",
-        "codes: (rows, n * 32) element codes of FORMAT (unpacked); scales: (rows, n) E8M0 "
-        "scale codes (uint8, or ml_dtypes float8_e8m0fnu)",
+        "codes: (rows, n * 32) element codes of FORMAT, one per byte (FP4 packed two per "
+        "byte, low nibble first: refimpl.formats.unpack(packed.ravel(), FORMAT, "
+        "x.size).reshape(x.shape)); scales: (rows, n) E8M0 scale codes (uint8, or "
+        "ml_dtypes float8_e8m0fnu)",
         "import torch\n"
         "from torchao.prototype.mx_formats.mx_tensor import to_mx\n"
         "def mx(x):\n"
@@ -75,9 +77,17 @@ CONTRACTS: dict[str, Contract] = {c.target: c for c in (
         "rules (decode x = e * s / S_enc), the decode scale p for torchao "
         "(x = e * (p * s), the scale rounded to float32 first); optionally a fourth, "
         "dequantized (float32, x's shape), compared bitwise",
+        "import torch\n"
+        "from torchao.prototype.mx_formats.nvfp4_tensor import (\n"
+        "    NVFP4Tensor, per_tensor_amax_to_scale)\n"
+        "from refimpl.formats import unpack\n"
         "def nvfp4(x):\n"
-        "    q = my_lib.nvfp4(x)\n"
-        "    return q.codes, q.scales, q.global_scale",
+        "    t = torch.from_numpy(x)\n"
+        "    p = per_tensor_amax_to_scale(t.abs().max())\n"
+        "    q = NVFP4Tensor.to_nvfp4(t, per_tensor_scale=p)\n"
+        "    codes = unpack(q.qdata.view(torch.uint8).numpy().ravel(), 'e2m1', x.size)\n"
+        "    return (codes.reshape(x.shape), q.scale.view(torch.uint8).numpy(),\n"
+        "            q.per_tensor_scale.numpy(), q.dequantize(torch.float32).numpy())",
         "python -m oracle conform scaling.nvfp4_quantize --impl mymod:nvfp4 "
         "--scale-rule torchao"),
     Contract(
