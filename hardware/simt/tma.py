@@ -18,7 +18,9 @@ deterministic):
 - **Into shared memory** (completion through an mbarrier, :mod:`hardware.simt.mbarrier`):
   the source is read when the copy is issued; the destination bytes are *pending* until
   the copy completes, and any access to a pending byte is a race error (as for
-  ``cp.async``, :mod:`hardware.simt.async_copy`). A copy completes when a thread first
+  ``cp.async``, :mod:`hardware.simt.async_copy`), and a copy over the shared-memory
+  operand of a ``wgmma.mma_async`` must be ordered after the wait that completes it
+  (racecheck, :mod:`hardware.simt.wgmma_reads`). A copy completes when a thread first
   tests the phase of its mbarrier (``test_wait``/``try_wait``): its bytes land, then the
   barrier's tx-count drops by ``size`` (complete-tx). ``.multicast::cluster`` writes the
   same bytes at the same offset in every CTA of ``ctaMask`` (bit i: CTA rank i of the
@@ -48,6 +50,7 @@ from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
 from .types import TYPES
 from .wave_state import WaveState
+from .wgmma import async_write
 
 __all__ = ["BulkCopies", "c_bulk"]
 
@@ -70,6 +73,8 @@ class BulkCopies(WaveState):
         """Queue a copy of ``data`` to wave shared offsets ``dst`` on the mbarrier at
         ``mbar``; its bytes are pending (a race for any other access, ``ac``: the
         wave's :class:`~hardware.simt.async_copy.AsyncCopies`) until it lands."""
+        async_write(self.wave, thread, dst, inst,
+                    "a tensor copy" if "tensor" in inst.parts else "a bulk copy")
         np.add.at(ac.pending, dst, 1)
         ac.owner[dst] = thread
         ac.owner_line[dst] = inst.line

@@ -54,7 +54,11 @@ thread's first ``wgmma.mma_async`` without a ``wgmma.fence`` before it, is refus
 ISA requires the fence there. Writing a shared-memory operand of a ``wgmma.mma_async``
 before the wait that completes it is a race too: the wait compares the operand's bytes
 with those read at issue and reports a change (the address, the wgmma's line and a
-thread of the warpgroup; a write of the bytes already there goes unseen).
+thread of the warpgroup; a write of the bytes already there goes unseen). An
+asynchronous copy into an operand's bytes (a TMA load refilling a pipeline stage) must
+be ordered after that wait, whenever it lands: with racecheck on, a copy issued by a
+thread that has not acquired a release made by the warpgroup after its wait is a race
+(:mod:`hardware.simt.wgmma_reads`).
 
 Statistics: :class:`~hardware.simt.stats.LaunchStats` counts ``wgmma_instructions``
 (one per warpgroup and ``wgmma.mma_async``) and ``wgmma_flops`` (2 x 64 x N x K each).
@@ -75,11 +79,13 @@ from .isa.operands import Op, getter, setter
 from .parser import Addr, Imm, Instruction, Pair, Reg, Vec
 from .proxycheck import async_read
 from .types import TYPES
+from .wgmma_reads import OperandReads
 from .wgmma_layout import (INPUTS, N_VALUES, Descriptor, a_register_layout, accumulator_layout,
                            chunk_addresses, decode_descriptor, fragment_matrix, swizzle)
 
 __all__ = ["COMPILERS", "Descriptor", "chunk_addresses", "decode_descriptor",
-           "accumulator_layout", "swizzle", "watch", "wgmma_preset", "N_VALUES"]
+           "accumulator_layout", "async_write", "swizzle", "watch", "wgmma_preset",
+           "N_VALUES"]
 
 
 def _unsupported(inst: Instruction, why: str) -> UnsupportedPtxError:
@@ -188,6 +194,8 @@ class WgmmaState:
         self.dirty = {r: np.zeros(t, bool) for r in regs}
         self.keys = {r: np.full(t, -1, np.int64) for r in regs}   # shape and position
         self.any_pending = False
+        #: the operand reads for racecheck's ordering of asynchronous writes after them
+        self.operands = OperandReads(ctx)
         #: the shared-memory operands of wgmmas not yet completed, as read at issue
         self.reads: list[dict] = []
 
@@ -229,6 +237,15 @@ class WgmmaState:
             f"{self.ctx.location(t, inst)}: race: {what} register {name}, {role} of the "
             f"wgmma.mma_async on line {int(self.line[name][t])}, before a "
             "wgmma.wait_group that completes its wgmma-group")
+
+
+def async_write(ctx: Any, slot: int, offsets: np.ndarray, inst: Instruction,
+                what: str) -> None:
+    """Hook of the asynchronous copies into shared memory: thread ``slot`` issues a
+    write of wave shared ``offsets`` (:mod:`hardware.simt.wgmma_reads`)."""
+    st = getattr(ctx, "wgmma_state", None)
+    if st is not None and st.stats is ctx.stats:
+        st.operands.write(slot, offsets, inst, what)
 
 
 def _is_move(inst: Instruction) -> bool:
@@ -390,6 +407,7 @@ def c_wgmma(inst: Instruction, ctx: Any) -> Op:
             st.committed[th] += 1
         else:
             st.completed[th] = np.maximum(st.completed[th], st.committed[th] - keep)
+            st.operands.complete(st.completed)
             if st.reads:
                 st.check_reads(inst)
     return Op(inst, "alu", fn)
@@ -647,6 +665,8 @@ def _smem_operand(ctx: Any, st: WgmmaState, inst: Instruction, ex: Any, order: n
     st.reads.append({"first": th[:, 0].copy(), "group": st.committed[th[:, 0]].copy(),
                      "off": ctx.sbase[th[:, 0]][:, None] + addr, "data": data,
                      "line": inst.line})
+    st.operands.issue(th, ctx.sbase[th[:, 0]][:, None] + addr, st.committed[th[:, 0]],
+                      inst.line)
     elem = data.reshape(nwg, nch, 16 // eb, eb).copy().view(f"<u{eb}")[..., 0]
     kk = spec["k"]
     if not mn_major:                      # (rows, K/T chunks, T) -> (rows, K)

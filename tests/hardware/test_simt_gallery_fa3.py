@@ -23,10 +23,14 @@ References:
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
-from hardware.simt import GlobalMemory, gallery
+from hardware.simt import GlobalMemory, gallery, load_ptx
+from hardware.simt.errors import DeadlockError, ExecutionError
+from hardware.simt.sanitizer import TOOL_ERRORS
 from hardware.simt.tensormap import encode_tiled
 from refimpl import formats
 from refimpl import matmul as mm
@@ -40,7 +44,7 @@ LOG2E = np.float32(1.4426950408889634)
 
 
 def launch(q: np.ndarray, k: np.ndarray, v: np.ndarray, fp8: bool, c: np.float32,
-           gpu: str = "H100"):
+           gpu: str = "H100", module=None):
     """q (H, Sq, 64), k and v (H, Sk, 64): float16 arrays, or e4m3 codes (uint8)."""
     h, sq, _ = q.shape
     sk = k.shape[1]
@@ -56,7 +60,7 @@ def launch(q: np.ndarray, k: np.ndarray, v: np.ndarray, fp8: bool, c: np.float32
     else:
         mv = encode_tiled(dt, 2, pv, [D, h * sk], [D * eb], [64, 64], [1, 1], swizzle=sw)
     name = "fa3_forward_e4m3" if fp8 else "fa3_forward_f16"
-    st = gallery.load("fa3_forward").launch(
+    st = (module or gallery.load("fa3_forward")).launch(
         name, (sq // 128, h), 384, [mq, mk, mv, po, sq, sk, float(c)], mem,
         dynamic_shared=6 * 64 * 64 * eb + 1024, gpu=gpu)
     return mem.from_device(po, np.float16, (h, sq, D)), st
@@ -251,3 +255,52 @@ def test_fa3_forward_h200():
     a, _ = launch(q, k, v, False, c, gpu="H100")
     b, _ = launch(q, k, v, False, c, gpu="H200")
     assert np.array_equal(a.view(np.uint16), b.view(np.uint16))
+
+
+# ------------------------------------------------------------------ broken variants
+
+
+def run_variant(ptx: str, fp8: bool = False):
+    q, k, v = inputs(1, 128, 256, fp8, seed=11)
+    c = np.float32(np.float32(scale(fp8)) * LOG2E)
+    return launch(q, k, v, fp8, c, module=load_ptx(ptx))
+
+
+#: the loop's "wgmma.wait_group 0" and the vempty arrival after it
+_RELEASE = re.compile(r"(\twgmma.wait_group.sync.aligned 0;\n\t// end inline asm\n)"
+                      r"((?:\t(?:mov|add)\S*\s.*\n)*\t// begin inline asm\n"
+                      r"\tmbarrier.arrive.shared::cta.b64 _, \[%r\d+\];\n)")
+
+
+@pytest.mark.parametrize("fp8", [False, True], ids=["f16", "e4m3"])
+def test_fa3_stage_released_before_the_wgmma_wait_is_a_race(fp8):
+    """The V stage handed back to the producer before the wgmma.wait_group that
+    completes the PV GEMM reading it: the producer's next TMA load into the stage is not
+    ordered after the wgmma's operand read (the result is the same: the interpreter
+    computes the product at issue; racecheck reports the hazard)."""
+    src = gallery.source("fa3_forward")
+    entry = src.index(".entry fa3_forward_e4m3") if fp8 else 0
+    m = [x for x in _RELEASE.finditer(src) if x.start() > entry][1]   # in the loop
+    bad = (src[:m.start()] + m.group(2) + "\t// end inline asm\n\t// begin inline asm\n"
+           "\twgmma.wait_group.sync.aligned 0;\n" + src[m.end():])
+    with pytest.raises(TOOL_ERRORS["racecheck"],
+                       match="tensor copy over a wgmma.mma_async operand") as e:
+        run_variant(bad, fp8)
+    assert "wgmma.mma_async" in e.value.report.other.text
+    assert "cp.async.bulk.tensor" in e.value.report.access.text
+
+
+def test_fa3_softmax_before_its_gemm_completes_is_a_race():
+    """wait_group 2 instead of 1: the softmax reads S while its wgmma is in flight."""
+    src = gallery.source("fa3_forward").replace("wgmma.wait_group.sync.aligned 1;",
+                                                "wgmma.wait_group.sync.aligned 2;")
+    with pytest.raises(ExecutionError, match="race: read of register .* the accumulator"):
+        run_variant(src)
+
+
+def test_fa3_missing_ping_pong_arrival_is_a_deadlock():
+    """Without warpgroup 1's bar.arrive on barrier 2, warpgroup 2 waits forever; the
+    producer then waits for stages never released."""
+    src = gallery.source("fa3_forward").replace("bar.arrive 2, 256;", "")
+    with pytest.raises(DeadlockError, match="also wait at bar.sync"):
+        run_variant(src)

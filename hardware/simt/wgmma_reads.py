@@ -1,0 +1,123 @@
+"""racecheck of asynchronous writes over the shared-memory operands of
+``wgmma.mma_async`` (PTX ISA 9.0, sections 9.7.15.4 "Asynchronous Warpgroup Level Matrix
+Multiply-Accumulate Operations" and 8 "Memory Consistency Model").
+
+A ``wgmma.mma_async`` reads its descriptor operands asynchronously, from its issue until
+the ``wgmma.wait_group`` of the issuing warpgroup that completes its wgmma-group. An
+asynchronous copy into those bytes (``cp.async.bulk``, ``cp.async.bulk.tensor``, which
+may land at any time after they are issued) must therefore be ordered after that wait:
+the issuing thread is a thread of the warpgroup past its wait, or it acquired (an
+mbarrier wait, a flag: racecheck's release/acquire clocks) a release that a thread of
+the warpgroup made after its wait. The pattern this catches is a pipeline stage handed
+back to the producer (``mbarrier.arrive`` on the "empty" barrier) before the
+``wgmma.wait_group`` that completes the GEMM reading it: the interpreter computes the
+product at issue, so the result would not show it.
+
+Design: per warpgroup and 16-byte chunk of the wave's shared memory the last operand
+read (a record: the warpgroup's 128 thread slots, its wgmma-group, the wgmma's line and
+per thread the racecheck time of the wait that completed it); a copy checked as ordered
+clears the chunks it writes. Enabled with racecheck only (its clocks); a write of a
+chunk whose reading wgmma is not complete in any thread is a race whatever the clocks.
+Generic stores (``st.shared``) are not checked here (racecheck sees the operand read at
+issue; the wait compares the operand's bytes).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .sanitizer import Report
+
+__all__ = ["OperandReads"]
+
+
+class OperandReads:
+    """The operand reads of one wave's wgmma.mma_async (see the module docstring)."""
+
+    def __init__(self, wave: Any) -> None:
+        self.wave = wave
+        self.race = wave.tools.get("racecheck") if wave.tools else None
+        self.recs: list[dict] = []
+        self.open: list[int] = []                 # records not completed by every thread
+        self.chunks: dict[int, np.ndarray] = {}   # warpgroup -> record id per chunk
+
+    def issue(self, threads: np.ndarray, offsets: np.ndarray, groups: np.ndarray,
+              line: int) -> None:
+        """Warpgroup j (thread slots ``threads[j]``, wgmma-group ``groups[j]``) read the
+        16-byte chunks at wave shared ``offsets[j]``."""
+        if self.race is None:
+            return
+        n = self.wave.smem.size // 16 + 1
+        for j in range(threads.shape[0]):
+            rid = len(self.recs)
+            self.recs.append({"slots": threads[j].copy(), "group": int(groups[j]),
+                              "done": np.full(threads.shape[1], -1, np.int64),
+                              "line": line})
+            self.open.append(rid)
+            key = int(threads[j, 0])
+            arr = self.chunks.get(key)
+            if arr is None:
+                arr = self.chunks[key] = np.full(n, -1, np.int64)
+            arr[np.asarray(offsets[j], np.int64) >> 4] = rid
+
+    def complete(self, completed: np.ndarray) -> None:
+        """A wgmma.wait_group: ``completed`` (per wave thread slot) groups are done."""
+        if self.race is None or not self.open:
+            return
+        self.race.now += 1
+        now, keep = self.race.now, []
+        for rid in self.open:
+            rec = self.recs[rid]
+            new = (completed[rec["slots"]] > rec["group"]) & (rec["done"] < 0)
+            rec["done"][new] = now
+            if (rec["done"] < 0).any():
+                keep.append(rid)
+        self.open = keep
+
+    def write(self, slot: int, offsets: np.ndarray, inst: Any, what: str) -> None:
+        """Thread ``slot`` issues an asynchronous write of wave shared ``offsets``."""
+        if self.race is None or not self.chunks:
+            return
+        ch = np.unique(np.asarray(offsets, np.int64) >> 4)
+        for arr in self.chunks.values():
+            rids = arr[ch]
+            for rid in np.unique(rids[rids >= 0]).tolist():
+                if not self._ordered(slot, self.recs[rid]):
+                    self._report(slot, self.recs[rid], int(ch[np.flatnonzero(
+                        rids == rid)[0]]) * 16, inst, what)
+            arr[ch] = -1
+
+    def _ordered(self, slot: int, rec: dict) -> bool:
+        done = rec["done"] >= 0
+        if not done.any():
+            return False
+        slots, times = rec["slots"][done], rec["done"][done]
+        if slot in slots.tolist():
+            return True
+        race = self.race
+        gid = race.ws.gid
+        me = int(gid[slot])
+        return any(race._acquired(me, int(gid[s]), int(t))
+                   for s, t in zip(slots.tolist(), times.tolist()))
+
+    def _report(self, slot: int, rec: dict, off: int, inst: Any, what: str) -> None:
+        wave, race = self.wave, self.race
+        key = (rec["line"], inst.line, "wgmma-war")
+        if key in race.seen:
+            return
+        race.seen.add(key)
+        reader = int(rec["slots"][0])
+        winst = next((i for i in race.insts if i.line == rec["line"]), inst)
+        acc = wave.access_record(slot, inst, "st", "shared", off - int(wave.sbase[slot]), 16)
+        other = wave.access_record(reader, winst, "ld", "shared",
+                                   off - int(wave.sbase[reader]), 16)
+        state = ("is complete in no thread of the warpgroup" if not (rec["done"] >= 0).any()
+                 else "was completed by wgmma.wait_group in threads whose later release the "
+                      "writing thread has not acquired")
+        race._emit(Report(
+            "racecheck", wave.kernel.name,
+            f"write-after-read race: {what} over a wgmma.mma_async operand", acc, other,
+            f"the wgmma reads its shared-memory operands until the wgmma.wait_group that "
+            f"completes its group, and that wait {state} (e.g. a pipeline stage released "
+            "before the wait)"), False)
