@@ -111,7 +111,9 @@ def case_behaviours(operation: str, params: Mapping[str, Any],
         explained[r, b * bs:(b + 1) * bs] = True
     bad = np.asarray(got).astype(np.int64) != np.asarray(expected["codes"]).astype(np.int64)
     if (bad & ~explained).any():
-        return [f"{describe(n)} (in {len(found)} blocks; other elements differ too)"
+        blocks = f"{len(found)} block" + ("s" if len(found) != 1 else "")
+        return [f"{describe(n)} (in {blocks}; other elements differ too)"
                 for n in sorted({n for *_, n in found})]
-    return [describe(n) + f" (all {len(found)} failing blocks)"
+    return [describe(n) + (f" (all {len(found)} failing blocks)" if len(found) != 1
+                           else " (the one failing block)")
             for n in sorted({n for *_, n in found})]

@@ -40,7 +40,8 @@ import numpy as np
 from oracle import suite as S
 from oracle.extension_dtypes import as_codes_of
 from oracle.cases import registry as default_registry
-from oracle.variants import known, validate
+from oracle.known_behaviours import case_behaviours
+from oracle.variants import failure_hint, known, validate
 
 __all__ = ["run", "RunReport", "call_params", "PARAM_NAMES"]
 
@@ -163,9 +164,10 @@ def run(suite: str | os.PathLike | S.Suite, impls: Mapping[str, Callable], *,
                              f"{', '.join(sorted(ops))}")
         if not callable(fn):
             raise TypeError(f"impls[{op!r}] is not callable ({type(fn).__name__})")
+    options = known((c.variant for c in s.cases),
+                    (x.variant for x in default_registry().all_cases))
     if variants:
-        validate(variants, known((c.variant for c in s.cases),
-                                 (x.variant for x in default_registry().all_cases)))
+        validate(variants, options)
     chosen = s.select(only, ids=ids)
     if not chosen:
         raise ValueError("the selection (--only/--id) matches no case of the suite")
@@ -211,8 +213,12 @@ def run(suite: str | os.PathLike | S.Suite, impls: Mapping[str, Callable], *,
             report.compared += 1
             if c.ok:
                 report.passed += 1
-            else:
-                report.failures.append((case.id, f"{name}: {c.summary()}"))
+                continue
+            notes = case_behaviours(case.operation, params, case.inputs, case.expected,
+                                    name, outs[name], outs.get)
+            hint = None if notes else failure_hint(case.variant, variants, options)
+            report.failures.append((case.id, "; ".join(
+                [f"{name}: {c.summary()}", *notes] + ([hint] if hint else []))))
         if out_dir is not None:
             for name, a in outs.items():
                 if name in case.expected:

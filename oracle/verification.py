@@ -37,7 +37,7 @@ from oracle.generation import (
 )
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import Comparison, ExactTolerance, as_values, failure_rows
-from oracle.variants import known, validate
+from oracle.variants import failure_hint, known, validate
 from refimpl.validation import check_bool
 
 
@@ -318,6 +318,15 @@ def _read_result(results: Path, rel: str, expected: np.ndarray,
     return fmt.parse_array(data, f"result {rel}")
 
 
+def _read_name(results: Path, rel: str) -> str:
+    """The result file read for ``rel``: the ``.npy``, or the ``.txt`` when only it
+    exists (so that a problem names the file a harness wrote)."""
+    trel = rel[:-4] + ".txt"
+    if rel.endswith(".npy") and not (results / rel).exists() and (results / trel).exists():
+        return trel
+    return rel
+
+
 def _opaque_codes(rel: str, descr: str, codes: np.ndarray, expected: np.ndarray,
                   fmt_name: str | None) -> np.ndarray:
     """The codes of an opaque-element ``.npy`` when the output is codes of that width."""
@@ -380,9 +389,10 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     results = Path(results)
     if not results.is_dir():
         raise FileNotFoundError(f"--results {results}: not a directory")
+    options = known((c.variant for c in suite.cases),
+                    (s.variant for s in default_registry().all_cases))
     if variants:
-        validate(variants, known((c.variant for c in suite.cases),
-                                 (s.variant for s in default_registry().all_cases)))
+        validate(variants, options)
     report = CheckReport(allow_missing=allow_missing)
     chosen = suite.select(only, ids=ids)
     if not suite.cases:
@@ -402,7 +412,8 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
             except fmt.MissingFile:
                 report.missing.append(rel)
                 if strict or allow_missing is None:
-                    report.problems.append(Problem(case.id, rel, "result file is missing"))
+                    report.problems.append(Problem(case.id, rel, (
+                        "result file is missing (neither .npy nor .txt)")))
                 continue
             except fmt.SuiteError as exc:
                 report.checked += 1
@@ -433,15 +444,17 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
                 continue
             signs = _sign_differences(c, got, expected, fmt_name)
             n_signs = int(np.count_nonzero(signs)) if signs is not None else 0
-            message = f"{name}: {c.summary()}"
-            for text in case_behaviours(case.operation, case.params, case.inputs,
-                                        case.expected, name, got,
-                                        lambda other: _other_result(results, case, other)):
-                message += f"; {text}"
+            notes = case_behaviours(case.operation, case.params, case.inputs,
+                                    case.expected, name, got,
+                                    lambda other: _other_result(results, case, other))
+            message = "; ".join([f"{name}: {c.summary()}", *notes])
             if n_signs:
                 message += (f"; {n_signs} of them sign differences of zero "
                             "(+0 vs -0)")
-            report.problems.append(Problem(case.id, rel, message))
+            hint = None if notes else failure_hint(case.variant, variants, options)
+            if hint:
+                message += f"; {hint}"
+            report.problems.append(Problem(case.id, _read_name(results, rel), message))
             rows = failure_rows(c, got, expected, fmt=fmt_name, inputs=case.inputs,
                                 input_formats=case.formats, limit=rows_per_output)
             if not rows:
@@ -449,7 +462,9 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
             index = np.argwhere(c.mismatch)[:rows_per_output] if c.mismatch is not None \
                 else []
             for k, r in enumerate(rows):
-                error = f"{r[4]} {c.error_label}" if r[0] != "-" else r[4]
+                label = c.error_label.replace("steps", "step") if str(r[4]) == "1" \
+                    else c.error_label
+                error = f"{r[4]} {label}" if r[0] != "-" else r[4]
                 if signs is not None and k < len(index) and signs[tuple(index[k])]:
                     e_neg = bool(np.signbit(_as_float(expected, fmt_name)[tuple(index[k])]))
                     error = ("sign: -0 vs +0" if e_neg else "sign: +0 vs -0") + \

@@ -71,3 +71,20 @@ def test_check_names_the_behaviour(tmp_path: Path) -> None:
     report = check(suite, res)
     codes = [p for p in report.problems if p.file.endswith("codes.npy")]
     assert codes and all(NAME in p.message and "all" in p.message for p in codes)
+
+
+def test_run_names_the_behaviour(tmp_path: Path) -> None:
+    """``run`` names a known behaviour as ``check`` does, and then gives no variant
+    hint (the behaviour, not another scale rule, explains the difference)."""
+    import oracle
+
+    suite = tmp_path / "golden"
+    generate(suite, only="scaling.mx.e2m1.floor*", progress=None)
+
+    def mx(x, *, fmt, scale_rule, inf_block, **params):
+        q = quantize(x, fmt, scale_rule, inf_block, True)
+        return {"codes": q["codes"], "scales": q["scales"]}
+
+    r = oracle.run(suite, {"scaling.mx_quantize": mx}, allow_missing="no dequantized")
+    codes = [m for _, m in r.failures if m.startswith("codes:")]
+    assert codes and all(NAME in m and "this case follows" not in m for m in codes)

@@ -218,7 +218,7 @@ def test_check_golden_passes_and_perturbed_fails(smoke: Path, tmp_path: Path,
     out = capsys.readouterr().out
     assert "formats.encode.e4m3.f32.nearest_even" in out and f"[{i}]" in out
     assert "0x38 (1)" in out and "0x39 (1.125)" in out and "x=1 [0x3F800000]" in out
-    assert "1 steps apart" in out
+    assert "1 step apart" in out and "1 steps" not in out
     # a float output off by one float32 ulp
     p = res / "formats.decode.e4m3" / "values.npy"
     vals = np.load(p)
