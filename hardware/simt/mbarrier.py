@@ -49,8 +49,9 @@ warp with another divergent path pending is not suspended (the wait returns fals
 independent thread scheduling lets the other path run). When nothing can run and no
 mbarrier operation happened since the previous such timeout, no wait can ever complete:
 the launch stops with a :class:`~hardware.simt.errors.DeadlockError` naming each
-barrier (block, address, phase, arrivals and tx bytes outstanding) and the threads that
-wait for it.
+barrier (block, address, phase, arrivals and tx bytes outstanding, or a negative
+tx-count: copies that completed more bytes than expect_tx announced) and the threads
+that wait for it.
 
 Errors (:class:`~hardware.simt.errors.ExecutionError`, naming the thread and line): an
 operation on an object that is not valid (never initialised, invalidated, or
@@ -507,7 +508,9 @@ def _c_wait(inst: Instruction, ctx: Any, st: MBarriers, mods: set, space: str) -
         b = st.objects.get(off)
         state = ("not valid" if b is None else
                  f"phase {b.phase} (parity {b.phase & 1}), {b.pending} of {b.expected} "
-                 f"arrivals pending, {b.tx} tx bytes outstanding")
+                 "arrivals pending, " + (f"{b.tx} tx bytes outstanding" if b.tx >= 0 else
+                                          f"tx-count {b.tx} (copies completed {-b.tx} bytes "
+                                          "more than expect_tx announced)"))
         return f"{st._describe(off)}: {state}"
     op.describe = describe
     op.wanted = (lambda v: f"parity {v & 1}") if parity else (

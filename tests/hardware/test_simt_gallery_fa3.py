@@ -304,3 +304,16 @@ def test_fa3_missing_ping_pong_arrival_is_a_deadlock():
     src = gallery.source("fa3_forward").replace("bar.arrive 2, 256;", "")
     with pytest.raises(DeadlockError, match="also wait at bar.sync"):
         run_variant(src)
+
+
+@pytest.mark.parametrize("announced, outstanding", [
+    (16400, "16 tx bytes outstanding"),
+    (16368, r"tx-count -16 \(copies completed 16 bytes more than expect_tx announced\)")])
+def test_fa3_wrong_expect_tx_is_a_deadlock(announced, outstanding):
+    """The Q barrier's expect_tx off by 16 bytes (the box is 16384): its phase never
+    completes, and the deadlock names the barrier's tx-count."""
+    src = gallery.source("fa3_forward")
+    bad, n = re.subn(r"(mov.u32 \t%r\d+, )16384;", rf"\g<1>{announced};", src, count=1)
+    assert n == 1
+    with pytest.raises(DeadlockError, match=outstanding):
+        run_variant(bad)
