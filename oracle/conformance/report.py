@@ -82,6 +82,13 @@ class Collector:
             self.kinds[kind].count += 1
         return True
 
+    def keep(self, f: Failure, count: bool) -> Failure:
+        """``f``, a failure of a kind not seen before, recorded when ``count`` (a sweep's
+        failure; the random search's are reported by hypothesis once shrunk)."""
+        if count:
+            self.add(f)
+        return f
+
     def add(self, f: Failure) -> None:
         if f.kind in self.kinds:
             self.kinds[f.kind].count += f.count

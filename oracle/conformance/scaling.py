@@ -97,9 +97,8 @@ def _compare_dequantized(col: Collector, title: str, x: np.ndarray, block_size: 
                 f"  value    [{r}, {c}]: expected {e:.9g} "
                 f"[0x{int(want[r, c].view(np.uint32)):08X}], got {a:.9g} "
                 f"[0x{int(g[r, c].view(np.uint32)):08X}] (input {float(x[r, c]):.9g})")
-        f = Failure(kind, phase, text, block, want[r, c], g[r, c], int(count))
-        if count:
-            col.add(f)
+        f = col.keep(Failure(kind, phase, text, block, want[r, c], g[r, c], int(count)),
+                     count)
         first_new = first_new or f
     return first_new
 
@@ -153,11 +152,9 @@ def _compare_blocks(col: Collector, title: str, x: np.ndarray, block_size: int,
                     + (f" (element value {float(x[r, c]):.9g})" if per == 1 and
                        name == "codes" else "")
                     + (f"\n  {describe(behaviour)}" if behaviour else ""))
-            f = Failure(kind, phase, text, block, w[r, c], g[r, c], int(count))
-            if count:
-                col.add(f)
-            if first_new is None:
-                first_new = f
+            f = col.keep(Failure(kind, phase, text, block, w[r, c], g[r, c], int(count)),
+                         count)
+            first_new = first_new or f
     return first_new
 
 

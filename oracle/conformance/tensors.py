@@ -55,14 +55,12 @@ def check_matmul(fn: Callable, in_format: Any = "bf16", *, max_examples: int = 3
                     else "outside the acceptance interval of float32 accumulation")
             if col.seen(kind, count):
                 continue
-            f = Failure(kind, phase,
-                        f"  element  [{i}, {j}] of a {a.shape} x {b.shape} product "
-                        f"(K = {a.shape[1]})\n"
-                        f"  expected {float(c[i, j]):.9g} in [{float(lo[i, j]):.9g}, "
-                        f"{float(hi[i, j]):.9g}]\n  got      {float(got[i, j]):.9g}",
-                        (a, b), c[i, j], got[i, j], int(count))
-            if count:
-                col.add(f)
+            text = (f"  element  [{i}, {j}] of a {a.shape} x {b.shape} product "
+                    f"(K = {a.shape[1]})\n"
+                    f"  expected {float(c[i, j]):.9g} in [{float(lo[i, j]):.9g}, "
+                    f"{float(hi[i, j]):.9g}]\n  got      {float(got[i, j]):.9g}")
+            f = col.keep(Failure(kind, phase, text, (a, b), c[i, j], got[i, j],
+                                 int(count)), count)
             first_new = first_new or f
         return first_new
 
@@ -232,13 +230,10 @@ def check_attention(fn: Callable, *, dtype: str = "fp16", masks: bool = False,
         if col.seen(kind, count):
             return None
         idx = tuple(int(v) for v in np.argwhere(c.mismatch)[0])
-        f = Failure(kind, phase,
-                    f"  inputs   q {x['q'].shape}, k {x['k'].shape}\n  {c.summary()}\n"
-                    f"  element  {list(idx)}: expected {float(want[idx]):.9g}, "
-                    f"got {float(got[idx]):.9g}", x, want, got, int(count))
-        if count:
-            col.add(f)
-        return f
+        text = (f"  inputs   q {x['q'].shape}, k {x['k'].shape}\n  {c.summary()}\n"
+                f"  element  {list(idx)}: expected {float(want[idx]):.9g}, "
+                f"got {float(got[idx]):.9g}")
+        return col.keep(Failure(kind, phase, text, x, want, got, int(count)), count)
 
     sweep = _attention_sweep(masks, aligns, window)
     col.placed = len(sweep)
@@ -300,14 +295,12 @@ def check_softmax(fn: Callable, *, max_examples: int = 30, **_: Any) -> Conforma
             kind = f"y {what} ({where})"
             if col.seen(kind, count):
                 continue
-            f = Failure(kind, phase,
-                        f"  input    row {r} of {x.shape}, L = {x.shape[1]}, "
-                        f"rule n = {tol.n:g}\n"
-                        f"  element  [{r}, {j}] (x = {float(x[r, j]):.9g}): expected "
-                        f"{e:.9g}, got {g:.9g} ({float(c.error[r, j]):.3g} ulps)",
-                        x, want[r, j], got[r, j], int(count))
-            if count:
-                col.add(f)
+            text = (f"  input    row {r} of {x.shape}, L = {x.shape[1]}, "
+                    f"rule n = {tol.n:g}\n"
+                    f"  element  [{r}, {j}] (x = {float(x[r, j]):.9g}): expected "
+                    f"{e:.9g}, got {g:.9g} ({float(c.error[r, j]):.3g} ulps)")
+            f = col.keep(Failure(kind, phase, text, x, want[r, j], got[r, j], int(count)),
+                         count)
             first_new = first_new or f
         return first_new
 

@@ -513,3 +513,16 @@ def test_attention_restrictions(capsys) -> None:
     with pytest.raises(ConformanceError, match="2.0x-naive-bf16"):
         check_attention(lambda q, k, v: _np_sdpa(q, k, v) * np.float32(1.05),
                         dtype="bf16", max_examples=0)
+
+
+def test_the_collector_keeps_a_new_kind_only_from_the_sweep() -> None:
+    """Collector.keep (the one place the targets record a new kind of failure): a
+    sweep's failure is recorded and counted by later sightings; the random search's is
+    returned for hypothesis to shrink but not recorded."""
+    from oracle.conformance.report import Collector, Failure
+
+    col = Collector("t", "formats.encode")
+    f = col.keep(Failure("k", "sweep", "text", count=1), True)
+    assert col.kinds == {"k": f} and col.seen("k", True) and f.count == 2
+    g = col.keep(Failure("other", "hypothesis", "text"), False)
+    assert g.kind == "other" and "other" not in col.kinds
