@@ -38,9 +38,11 @@ class OperandReads:
     def __init__(self, wave: Any) -> None:
         self.wave = wave
         self.race = wave.tools.get("racecheck") if wave.tools else None
-        self.recs: list[dict] = []
+        self.recs: dict[int, dict] = {}
+        self.next = 0
         self.open: list[int] = []                 # records not completed by every thread
         self.chunks: dict[int, np.ndarray] = {}   # warpgroup -> record id per chunk
+        self.refs: dict[int, int] = {}            # record id -> chunks naming it
 
     def issue(self, threads: np.ndarray, offsets: np.ndarray, groups: np.ndarray,
               line: int) -> None:
@@ -50,16 +52,28 @@ class OperandReads:
             return
         n = self.wave.smem.size // 16 + 1
         for j in range(threads.shape[0]):
-            rid = len(self.recs)
-            self.recs.append({"slots": threads[j].copy(), "group": int(groups[j]),
+            rid = self.next
+            self.next += 1
+            self.recs[rid] = {"slots": threads[j].copy(), "group": int(groups[j]),
                               "done": np.full(threads.shape[1], -1, np.int64),
-                              "line": line})
+                              "line": line}
             self.open.append(rid)
             key = int(threads[j, 0])
             arr = self.chunks.get(key)
             if arr is None:
                 arr = self.chunks[key] = np.full(n, -1, np.int64)
-            arr[np.asarray(offsets[j], np.int64) >> 4] = rid
+            ch = np.unique(np.asarray(offsets[j], np.int64) >> 4)
+            self._forget(arr[ch])
+            arr[ch] = rid
+            self.refs[rid] = ch.size
+
+    def _forget(self, rids: np.ndarray) -> None:
+        """Chunks naming records ``rids`` are overwritten: drop records left unnamed."""
+        old, cnt = np.unique(rids[rids >= 0], return_counts=True)
+        for rid, c in zip(old.tolist(), cnt.tolist()):
+            self.refs[rid] -= c
+            if self.refs[rid] <= 0 and (self.recs[rid]["done"] >= 0).all():
+                del self.refs[rid], self.recs[rid]
 
     def complete(self, completed: np.ndarray) -> None:
         """A wgmma.wait_group: ``completed`` (per wave thread slot) groups are done."""
@@ -73,6 +87,8 @@ class OperandReads:
             rec["done"][new] = now
             if (rec["done"] < 0).any():
                 keep.append(rid)
+            elif self.refs[rid] <= 0:
+                del self.refs[rid], self.recs[rid]
         self.open = keep
 
     def write(self, slot: int, offsets: np.ndarray, inst: Any, what: str) -> None:
@@ -86,6 +102,7 @@ class OperandReads:
                 if not self._ordered(slot, self.recs[rid]):
                     self._report(slot, self.recs[rid], int(ch[np.flatnonzero(
                         rids == rid)[0]]) * 16, inst, what)
+            self._forget(rids)
             arr[ch] = -1
 
     def _ordered(self, slot: int, rec: dict) -> bool:
