@@ -180,6 +180,22 @@ class Wave(WaveMemory):
         self.access_tools = [t for t in self.tools.values()
                              if getattr(t, "wants_access", True)]
 
+    def rebase(self, block_ids: list[tuple[int, int, int]]) -> None:
+        """Run this compiled wave for other blocks of the same launch shape (as many as
+        before): the block and cluster special registers are rewritten in place, so the
+        compiled instructions, which hold the register arrays, read the new values."""
+        if len(block_ids) != len(self.block_ids):
+            raise ValueError(f"rebase needs {len(self.block_ids)} blocks, got {len(block_ids)}")
+        self.block_ids = block_ids
+        nb = len(block_ids)
+        bids = np.asarray(block_ids, dtype=np.int64).reshape(nb, 3)
+        blk = self.thread_block
+        new = {"%ctaid.x": bids[blk, 0], "%ctaid.y": bids[blk, 1], "%ctaid.z": bids[blk, 2]}
+        new.update(self.cluster.registers(bids, blk))
+        T = self.T
+        for k, v in new.items():
+            self.regs[k][:] = np.broadcast_to(np.asarray(v, dtype=np.int64), (T,)).astype(np.uint32)
+
     def reset(self, memory: GlobalMemory, params: bytes, stats: LaunchStats) -> None:
         """Prepare a compiled wave for another launch with the same blocks: registers,
         shared and local memory start at zero again (a deterministic choice: on a GPU

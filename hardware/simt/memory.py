@@ -28,6 +28,8 @@ Global addresses are their own generic addresses, so ``cvta.global`` is the iden
 """
 from __future__ import annotations
 
+import bisect
+
 from typing import Any
 
 import numpy as np
@@ -310,6 +312,13 @@ class GlobalMemory:
                 return True
         off = self._boff[k] + lo - (GLOBAL_BASE + k * SLOT_BYTES)
         return bool(self._init[off: off + end - lo].all())
+
+    def address_of(self, offset: int) -> int:
+        """The device address of byte ``offset`` of :attr:`buffer` (inside an allocation)."""
+        k = bisect.bisect_right(self._boff, int(offset)) - 1
+        if k < 0 or offset - self._boff[k] >= self._size[k]:
+            raise ValueError(f"buffer offset {offset} is in no allocation")
+        return GLOBAL_BASE + k * SLOT_BYTES + int(offset) - self._boff[k]
 
     def _label(self, k: int) -> str:
         s = GLOBAL_BASE + k * SLOT_BYTES

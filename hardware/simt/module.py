@@ -14,6 +14,7 @@ from refimpl.matmul import presets
 from .. import specs
 from .cfg import reconvergence_points
 from .cluster import block_ids as _cluster_block_ids, launch_cluster
+from .workers import run_chunks, run_task
 from .errors import LaunchBudgetError, LaunchError, PtxSyntaxError, UnsupportedPtxError
 from .executor import Wave
 from .inline import inline_calls
@@ -117,7 +118,9 @@ class Kernel:
              stats: LaunchStats) -> Wave:
         """A compiled wave for ``blocks`` (reused across launches of the same shape:
         compiling every instruction costs as much as running a small kernel)."""
-        key = (cfg.grid, cfg.block, cfg.dynamic_shared, blocks[0], len(blocks), cfg.gpu,
+        # one compiled wave per launch shape: the waves of a grid differ only in their
+        # block ids, which Wave.rebase rewrites (a grid of many waves compiles once)
+        key = (cfg.grid, cfg.block, cfg.dynamic_shared, len(blocks), cfg.gpu,
                cfg.cluster, cfg.explicit_cluster)
         w = self._waves.get(key)
         if w is None:
@@ -127,6 +130,8 @@ class Kernel:
             self._waves[key] = w
         else:
             w.reset(memory, params, stats)
+            if w.block_ids != blocks:
+                w.rebase(blocks)
         w.module_addrs = memory.module_variables(self.module_key, self.module_globals)
         return w
 
@@ -255,7 +260,8 @@ class Module:
                scheduling: str | None = None, sanitize: Any = None,
                max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
                time_limit: float | None = None, cluster: Any = None,
-               non_portable_cluster: bool = False) -> LaunchStats:
+               non_portable_cluster: bool = False, workers: Any = None,
+               _block_range: tuple[int, int] | None = None) -> LaunchStats:
         """Run kernel ``name`` on a ``grid`` of ``block``-sized thread blocks.
 
         Args:
@@ -308,6 +314,13 @@ class Module:
                 ``.reqnctapercluster``, else no clusters); the grid must be a multiple
                 of it, at most 8 CTAs (16 with ``non_portable_cluster=True``); the
                 CTAs of a cluster run together (see :mod:`hardware.simt.cluster`).
+            workers: None (default): the waves of blocks run in this process; an int N
+                or a ``concurrent.futures.Executor``: they run in N worker processes (or
+                as the executor's tasks), each on a copy of ``memory``, merged in block
+                order into the same bytes and LaunchStats. Passing it declares that no
+                block reads what a block of another worker wrote; global atomics are
+                refused and two workers changing one byte is an error
+                (:mod:`hardware.simt.workers`).
 
         Returns:
             LaunchStats (see :mod:`hardware.simt.stats`).
@@ -377,10 +390,20 @@ class Module:
             per_wave = max(csize, per_wave // csize * csize)
         nblocks = g[0] * g[1] * g[2]
         budget.refuse_grid(k.name, nblocks, cfg.warps_per_block)
+        if workers is not None and _block_range is None:
+            options = dict(dynamic_shared=dynamic_shared, max_steps=max_steps,
+                           barrier_mode=barrier_mode, gpu=gpu, scheduling=scheduling,
+                           sanitize=sanitize, max_instructions=max_instructions,
+                           time_limit=time_limit, cluster=cluster,
+                           non_portable_cluster=non_portable_cluster)
+            waves = [(s, min(s + per_wave, nblocks)) for s in range(0, nblocks, per_wave)]
+            return run_chunks(_worker_task, self, k, name, grid, block, args, memory, options, workers,
+                              waves, stats, budget.max_instructions)
+        lo, hi = _block_range if _block_range is not None else (0, nblocks)
         with np.errstate(all="ignore"):
-            for start in range(0, nblocks, per_wave):
+            for start in range(lo, hi, per_wave):
                 # the blocks of one wave, made when it runs (a grid is never listed whole)
-                stop = min(start + per_wave, nblocks)
+                stop = min(start + per_wave, hi)
                 if csize > 1:
                     blocks = _cluster_block_ids(g, cshape, start, stop)
                 else:
@@ -470,6 +493,11 @@ def _check_budget(max_instructions: Any, time_limit: Any) -> _Budget:
                    None if time_limit is None else float(time_limit))
 
 
+def _worker_task(*args: Any) -> tuple:
+    """A task of ``launch(..., workers=...)`` (:func:`hardware.simt.workers.run_task`)."""
+    return run_task(load_ptx, *args)
+
+
 def load_ptx(text: str) -> Module:
     """Parse and validate PTX text (as ``nvcc -ptx`` emits it for sm_80/sm_90).
 
@@ -484,5 +512,6 @@ def load_ptx(text: str) -> Module:
         raise UnsupportedPtxError(f".target {src.target}: supported targets are "
                                   f"{', '.join(_SUPPORTED_TARGETS)}")
     module = Module(src)
+    module.text = text if isinstance(text, str) else None  # for workers (a task's PTX)
     check_module(src)  # after compiling: constructs the interpreter lacks say so first
     return module
