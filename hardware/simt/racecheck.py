@@ -92,8 +92,8 @@ import numpy as np
 from .sanitizer import Access, Report, register_tool
 from .proxycheck import ProxyShadow, covers_shared, has_async_readers
 from .memory import GLOBAL_BASE, SLOT_BYTES
-from .racecheck_shadow import (_DIRECT_BYTE_SHADOW, _DIRECT_BYTES, _LOG_MAX, _R1, _R2,
-                               _TBITS, _TMASK, _W, _Shadow, _WaveState)
+from .racecheck_shadow import (_DIRECT_BYTE_SHADOW, _DIRECT_BYTES, _R1, _R2, _TBITS, _TMASK,
+                               _W, _Shadow, _WaveState)
 
 __all__ = ["RaceCheck", "strength"]
 
@@ -196,19 +196,14 @@ class RaceCheck:
                 ws.bar_all is not None) and (sh := ws.shared).wtime < ws.bar_all:
             # the common case in short: a plain word read of shared memory with no write
             # since the barrier of every block: nothing to check, the read is logged
-            if now >= self.tinfo.size:
-                self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
-            self.tinfo[now] = info
+            self._stamp(now, info)
             pos, shift, delta = sh.columns(wave, inst, offsets)
             ob = wave.off_bounds
             lo = hi = None
             if ob is not None and ob[0] is offsets:
                 lo, hi = ob[1][0] >> 2, ob[1][1] >> 2
-            sh.log.append([pos, ws.tids(threads), now,
-                           ws.bar_all << _TBITS, lo, hi, shift, delta])
-            sh.logged += offsets.size
-            if sh.logged > _LOG_MAX:
-                sh.flush_reads()
+            sh.log_read([pos, ws.tids(threads), now,
+                         ws.bar_all << _TBITS, lo, hi, shift, delta], offsets.size)
             return
         if kind == "ld" and width == 4 and space == "global" and not strong and not (
                 sh := self._global_words(wave)).lazy:
@@ -218,15 +213,10 @@ class RaceCheck:
                 if sh.wtime < 0 or lo > sh.whi or hi < sh.wlo:
                     # a plain word read of global memory no write has touched yet:
                     # nothing to check, the read is logged
-                    if now >= self.tinfo.size:
-                        self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
-                    self.tinfo[now] = info
+                    self._stamp(now, info)
                     pos, shift, delta = sh.columns(wave, inst, offsets)
-                    sh.log.append([pos, ws.tids(threads), now, 0,
-                                   lo, hi, shift, delta])
-                    sh.logged += offsets.size
-                    if sh.logged > _LOG_MAX:
-                        sh.flush_reads()
+                    sh.log_read([pos, ws.tids(threads), now, 0, lo, hi, shift, delta],
+                                offsets.size)
                     return
         if width >= 4:
             if space == "global":
@@ -269,9 +259,7 @@ class RaceCheck:
                 word = (offsets[:, None] + _AR[2]).ravel()
                 thr = np.repeat(thr, 2)
                 slots = np.repeat(threads, 2)
-        if now >= self.tinfo.size:
-            self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
-        self.tinfo[now] = info
+        self._stamp(now, info)
         pos = sh.index(word)
         S = sh.S
         # entries older than this line cannot race (shared memory: the block's last
@@ -300,10 +288,7 @@ class RaceCheck:
                                     inst, info, width)
             # the read itself is logged; the shadow's reader rows take it when a write
             # may need it (_Shadow.flush_reads), a barrier of every block drops it
-            sh.log.append([pos, thr, now, line, lo, hi, 0, 0])
-            sh.logged += pos.size
-            if sh.logged > _LOG_MAX:
-                sh.flush_reads()  # memory held by the log stays bounded
+            sh.log_read([pos, thr, now, line, lo, hi, 0, 0], pos.size)
         else:
             entry = (now << _TBITS) | thr
             if lo is None:
@@ -357,6 +342,12 @@ class RaceCheck:
             if buf is not None:
                 self.global_shadow.buf = buf
         return self.global_shadow
+
+    def _stamp(self, now: int, info: int) -> None:
+        """Record the instruction info of the access at time ``now``."""
+        if now >= self.tinfo.size:
+            self.tinfo = np.concatenate([self.tinfo, np.zeros_like(self.tinfo)])
+        self.tinfo[now] = info
 
     def _info(self, times: np.ndarray) -> np.ndarray:
         """The instruction info of the accesses at ``times``."""
@@ -418,6 +409,15 @@ class RaceCheck:
             ps = cs - (ct - pt)
             ok = same_warp & (ws.wsync[np.where(same_warp, ps, 0)] > ptime) & (
                 ws.wsync[cs] > ptime)
+            if ok.all():
+                return
+            if ok.any():
+                # ordered by a __syncwarp of both threads since: no hazard (dropped here,
+                # not one by one below)
+                keep = ~ok
+                r, c, ptime, pinfo, mixed = r[keep], c[keep], ptime[keep], pinfo[keep], mixed[keep]
+                pt, ct, cs, same_warp = pt[keep], ct[keep], cs[keep], same_warp[keep]
+            ok = np.zeros(r.size, dtype=bool)
         else:
             ok = np.zeros(r.size, dtype=bool)
         gid = ws.gid
