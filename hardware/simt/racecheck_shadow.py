@@ -86,6 +86,15 @@ class _Shadow:
         self.fill = a + n
         return self.buf[a:a + n]
 
+    def log_read(self, e: list, n: int) -> None:
+        """Log a read (an entry of :attr:`log`) of ``n`` columns; past :data:`_LOG_MAX`
+        logged columns, enter them all in the reader rows (the log's memory stays
+        bounded)."""
+        self.log.append(e)
+        self.logged += n
+        if self.logged > _LOG_MAX:
+            self.flush_reads()
+
     def bounds(self, e: list) -> tuple[int, int]:
         """Lowest and highest column of a logged read."""
         if e[4] is None:
