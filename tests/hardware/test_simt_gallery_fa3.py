@@ -44,25 +44,29 @@ LOG2E = np.float32(1.4426950408889634)
 
 
 def launch(q: np.ndarray, k: np.ndarray, v: np.ndarray, fp8: bool, c: np.float32,
-           gpu: str = "H100", module=None):
-    """q (H, Sq, 64), k and v (H, Sk, 64): float16 arrays, or e4m3 codes (uint8)."""
+           gpu: str = "H100", module=None, vtrans: bool = False):
+    """q (H, Sq, 64), k and v (H, Sk, 64): float16 arrays, or e4m3 codes (uint8);
+    ``vtrans``: the e4m3 kernel that transposes V itself (V passed as it is)."""
     h, sq, _ = q.shape
     sk = k.shape[1]
     mem = GlobalMemory()
-    vin = np.ascontiguousarray(v.transpose(0, 2, 1)) if fp8 else v
+    vin = np.ascontiguousarray(v.transpose(0, 2, 1)) if fp8 and not vtrans else v
     pq, pk, pv = mem.to_device(q), mem.to_device(k), mem.to_device(vin)
     po = mem.calloc(h * sq * D * 2)
     dt, sw, eb = ("uint8", "64B", 1) if fp8 else ("float16", "128B", 2)
     mq = encode_tiled(dt, 2, pq, [D, h * sq], [D * eb], [64, 128], [1, 1], swizzle=sw)
     mk = encode_tiled(dt, 2, pk, [D, h * sk], [D * eb], [64, 64], [1, 1], swizzle=sw)
-    if fp8:       # V^T: (H * 64) rows of Sk keys
+    if vtrans:    # V as it is, unswizzled: the producer warpgroup transposes it
+        mv = encode_tiled(dt, 2, pv, [D, h * sk], [D], [64, 64], [1, 1])
+    elif fp8:     # V^T: (H * 64) rows of Sk keys
         mv = encode_tiled(dt, 2, pv, [sk, h * D], [sk * eb], [64, 64], [1, 1], swizzle=sw)
     else:
         mv = encode_tiled(dt, 2, pv, [D, h * sk], [D * eb], [64, 64], [1, 1], swizzle=sw)
-    name = "fa3_forward_e4m3" if fp8 else "fa3_forward_f16"
+    name = ("fa3_forward_e4m3_vtrans" if vtrans else "fa3_forward_e4m3" if fp8 else
+            "fa3_forward_f16")
     st = (module or gallery.load("fa3_forward")).launch(
         name, (sq // 128, h), 384, [mq, mk, mv, po, sq, sk, float(c)], mem,
-        dynamic_shared=6 * 64 * 64 * eb + 1024, gpu=gpu)
+        dynamic_shared=(8 if vtrans else 6) * 64 * 64 * eb + 1024, gpu=gpu)
     return mem.from_device(po, np.float16, (h, sq, D)), st
 
 
@@ -221,6 +225,43 @@ def test_fa3_forward_bit_exact(fp8, h, sq, sk):
     check_counts(st, h, sq, sk, fp8)
 
 
+@pytest.mark.parametrize("h, sq, sk", [(1, 128, 64), (2, 128, 256)])
+def test_fa3_forward_e4m3_in_kernel_transpose(h, sq, sk):
+    """fa3_forward_e4m3_vtrans: V loaded as it is and transposed by the producer
+    warpgroup (generic loads and 16-byte stores into the 64-byte-swizzled K-major tile,
+    fence.proxy.async, an mbarrier arrival of its 128 threads): the model's bits, the
+    same as the kernel fed V^T."""
+    q, k, v = inputs(h, sq, sk, True, seed=h + sk)
+    c = np.float32(np.float32(scale(True)) * LOG2E)
+    got, st = launch(q, k, v, True, c, vtrans=True)
+    assert np.array_equal(got.view(np.uint16), model(q, k, v, c, True).view(np.uint16))
+    ctas, nkv = (sq // 128) * h, sk // 64
+    assert st.wgmma_instructions == ctas * 2 * nkv * 2 * 2
+    assert st.tma_load_bytes == {0: ctas * 128 * 64, 128: ctas * nkv * 4096,
+                                 256: ctas * nkv * 4096}
+    # the consumers as before; thread 0 on the K empty barriers; the producer's 128
+    # threads on every raw V tile and on the V^T empty barrier of every reused stage.
+    # Polls that return false (lanes of a warp waiting on divergent paths, which are
+    # not suspended) come on top
+    done = ctas * (256 * (1 + 2 * nkv) + max(0, nkv - 2) + 128 * nkv +
+                   128 * max(0, nkv - 2))
+    assert st.mbarrier_waits_completed == done <= st.mbarrier_waits
+    assert not st.warnings
+
+
+def test_fa3_transpose_without_the_proxy_fence_is_a_race():
+    """The producer's V^T stores read by the consumers' wgmma (the async proxy) with no
+    fence.proxy.async after them: a generic-to-async race."""
+    src = gallery.source("fa3_forward")
+    entry = src.index(".entry fa3_forward_e4m3_vtrans")
+    fences = [m.start() for m in re.finditer(r"fence\.proxy\.async\.shared::cta;", src)
+              if m.start() > entry]
+    assert len(fences) == 2                # before the raw TMA load, after the transpose
+    bad = src[:fences[1]] + src[fences[1]:].replace("fence.proxy.async.shared::cta;", "", 1)
+    with pytest.raises(TOOL_ERRORS["racecheck"], match="generic and the async proxy"):
+        run_variant(bad, fp8=True, vtrans=True)
+
+
 def test_fa3_forward_f16_within_reference_bounds():
     q, k, v = inputs(1, 128, 256, False, seed=3)
     c = np.float32(np.float32(scale(False)) * LOG2E)
@@ -260,10 +301,10 @@ def test_fa3_forward_h200():
 # ------------------------------------------------------------------ broken variants
 
 
-def run_variant(ptx: str, fp8: bool = False):
+def run_variant(ptx: str, fp8: bool = False, vtrans: bool = False):
     q, k, v = inputs(1, 128, 256, fp8, seed=11)
     c = np.float32(np.float32(scale(fp8)) * LOG2E)
-    return launch(q, k, v, fp8, c, module=load_ptx(ptx))
+    return launch(q, k, v, fp8, c, module=load_ptx(ptx), vtrans=vtrans)
 
 
 #: the loop's "wgmma.wait_group 0" and the vempty arrival after it

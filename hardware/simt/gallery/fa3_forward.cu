@@ -27,6 +27,11 @@
 //   is not the FP8 A-fragment layout (columns 4t..4t+3 and 16 + 4t..); four quad
 //   shuffles per row and 32 keys move the bytes into place. p is shifted by 8 binades,
 //   2^(s c - m c + 8), so that small probabilities stay normal in e4m3 (as FA3 does).
+// fa3_forward_e4m3_vtrans: the same with V (H x Sk x 64) as it is: the producer
+//   warpgroup (setmaxnreg.dec 40; consumers inc 232) loads each raw V tile unswizzled
+//   and transposes it into the V^T tile (generic loads and stores, fence.proxy.async
+//   before the consumers' wgmma reads it, an mbarrier arrival of its 128 threads), as
+//   FA3's FP8 forward transposes V in the producer warpgroup.
 // O (H x Sq x 64) is written as f16, O = (sum_j P_j V_j) / l with the row sum l of the
 // unrounded p, each thread's partial sums combined across the quad at the end.
 // nvcc -arch=sm_90a -ptx fa3_forward.cu -o fa3_forward.ptx
@@ -261,34 +266,60 @@ template <> __device__ __forceinline__ void to_a<true>(const float *s, uint32_t 
         }
 }
 
-template <bool FP8>
+// the producer warpgroup's in-kernel transpose of one raw V tile (64 keys x 64 d e4m3,
+// row-major, unswizzled) into V^T's K-major 64-byte-swizzled tile (rows d, 64 keys):
+// thread t gathers 32 keys of column d = t / 2 and stores them as two 16-byte chunks
+__device__ __forceinline__ void transpose_v(const char *raw, char *vt, int t)
+{
+    int d = t / 2, k0 = 32 * (t % 2);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+        uint32_t w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const unsigned char *col = reinterpret_cast<const unsigned char *>(raw) +
+                                       (k0 + 16 * c + 4 * i) * 64 + d;
+            w[i] = col[0] | (col[64] << 8) | (col[128] << 16) | ((uint32_t)col[192] << 24);
+        }
+        int a = d * 64 + k0 + 16 * c;
+        a ^= ((a >> 7) & 3) << 4;              // the 64-byte swizzle
+        *reinterpret_cast<uint4 *>(vt + a) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
+// FP8: Q, K and V^T tiles; VT: V comes row-major and the producer warpgroup transposes it
+template <bool FP8, bool VT>
 __device__ __forceinline__ void fa3_forward(const CUtensorMap &mapQ, const CUtensorMap &mapK,
                                             const CUtensorMap &mapV, __half *O, int Sq,
                                             int Sk, float c)
 {
     constexpr int TILE = Tiles<FP8>::TILE;
-    // the tiles (Q, then the K and V rings) in dynamic shared memory from its first
-    // 1024-byte boundary (the 128-byte swizzle's repeat): launch with 6 TILE + 1024 bytes
+    // the tiles (Q, then the K and V rings, and with VT the raw V ring) in dynamic shared
+    // memory from its first 1024-byte boundary (the 128-byte swizzle's repeat): launch
+    // with (VT ? 8 : 6) TILE + 1024 bytes
     extern __shared__ char dyn[];
     char *Qs = dyn + ((1024 - smem(dyn) % 1024) % 1024);
     char (*Ks)[TILE] = reinterpret_cast<char (*)[TILE]>(Qs + 2 * TILE);
     char (*Vs)[TILE] = reinterpret_cast<char (*)[TILE]>(Qs + 4 * TILE);
+    char (*Vraw)[TILE] = reinterpret_cast<char (*)[TILE]>(Qs + 6 * TILE);
     __shared__ __align__(8) uint64_t qfull, kfull[STAGES], kempty[STAGES], vfull[STAGES],
-        vempty[STAGES];
+        vempty[STAGES], vraw[STAGES];
     int t = threadIdx.x, wg = t / 128, head = blockIdx.y, nkv = Sk / 64;
     int q0 = head * Sq + blockIdx.x * 128;
     if (t == 0) {
         mbar_init(&qfull, 1);
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&kfull[s], 1);
-            mbar_init(&vfull[s], 1);
+            mbar_init(&vfull[s], VT ? 128 : 1);    // VT: the producer warpgroup's arrivals
             mbar_init(&kempty[s], 256);
             mbar_init(&vempty[s], 256);
+            if (VT)
+                mbar_init(&vraw[s], 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    if (wg == 0) {                                         // producer
+    if (wg == 0 && !VT) {                                  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
         if (t == 0) {
             mbar_expect(&qfull, 2 * TILE);
@@ -310,8 +341,41 @@ __device__ __forceinline__ void fa3_forward(const CUtensorMap &mapQ, const CUten
         }
         return;
     }
+    if (wg == 0) {                 // producer with the transpose: every thread works
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        for (int j = 0; j < nkv; ++j) {
+            int s = j % STAGES;
+            if (t == 0) {
+                if (j == 0) {
+                    mbar_expect(&qfull, 2 * TILE);
+                    tma_load(Qs, &mapQ, 0, q0, &qfull);
+                }
+                if (j >= STAGES)
+                    mbar_wait(&kempty[s], (j / STAGES - 1) & 1);
+                mbar_expect(&kfull[s], TILE);
+                tma_load(Ks[s], &mapK, 0, head * Sk + 64 * j, &kfull[s]);
+                // the warpgroup's generic reads of this raw stage (block j - 2) passed
+                // barrier 3: order them before the async proxy's write
+                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                mbar_expect(&vraw[s], TILE);
+                tma_load(Vraw[s], &mapV, 0, head * Sk + 64 * j, &vraw[s]);
+            }
+            mbar_wait(&vraw[s], (j / STAGES) & 1);
+            if (j >= STAGES)
+                mbar_wait(&vempty[s], (j / STAGES - 1) & 1);
+            transpose_v(Vraw[s], Vs[s], t);
+            // the generic writes of V^T before the consumers' wgmma reads them
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            mbar_arrive(&vfull[s]);
+            asm volatile("bar.sync 3, 128;" ::: "memory");
+        }
+        return;
+    }
     mbar_wait(&qfull, 0);          // after the producer's dec: the pool has room
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+    if (VT)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    else
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
     const char *q = Qs + (wg - 1) * TILE;
     int me = wg, other = 3 - wg;   // named barriers 1 and 2
     float s[32], o[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
@@ -390,7 +454,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) fa3_forward_f16(
     const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
     const __grid_constant__ CUtensorMap mapV, __half *O, int Sq, int Sk, float c)
 {
-    fa3_forward<false>(mapQ, mapK, mapV, O, Sq, Sk, c);
+    fa3_forward<false, false>(mapQ, mapK, mapV, O, Sq, Sk, c);
 }
 
 // mapQ, mapK as for f16 with e4m3 elements; mapV: V^T as {Sk, 64 H} (keys contiguous)
@@ -400,5 +464,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) fa3_forward_e4m3(
     const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
     const __grid_constant__ CUtensorMap mapV, __half *O, int Sq, int Sk, float c)
 {
-    fa3_forward<true>(mapQ, mapK, mapV, O, Sq, Sk, c);
+    fa3_forward<true, false>(mapQ, mapK, mapV, O, Sq, Sk, c);
+}
+
+// mapQ, mapK as for fa3_forward_e4m3; mapV: V (not transposed) as {64, H Sk} with 64 x 64
+// boxes, CU_TENSOR_MAP_SWIZZLE_NONE: the producer warpgroup transposes each tile into
+// the 64-byte-swizzled K-major layout (FA3's in-kernel transpose of V for FP8)
+extern "C" __global__ void __launch_bounds__(384, 1) fa3_forward_e4m3_vtrans(
+    const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
+    const __grid_constant__ CUtensorMap mapV, __half *O, int Sq, int Sk, float c)
+{
+    fa3_forward<true, true>(mapQ, mapK, mapV, O, Sq, Sk, c);
 }
