@@ -13,6 +13,11 @@ exactly what the behaviour produces.
   scale as a float32 number, and float32 flushes 2^-127 to 2^-126 there), so the
   elements of blocks with amax in about [2^-136, 2^-119] are quantised as if the scale
   were 2^-126: half their size.
+- ``torchao_nvfp4_reciprocal_overflow`` (``scaling.nvfp4_quantize``, rule ``torchao``,
+  codes): torchao (0.18) multiplies the elements by ``(1 / p) / s`` in float32 instead
+  of dividing them by ``p * s``; for a tensor whose amax is tiny (``p`` below about
+  2^-128) that factor overflows to Inf, so the block's zero elements become NaN (E2M1
+  0x3 or 0xB) and the others +-6 (0x7, 0xF).
 """
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ import numpy as np
 
 from refimpl import formats as F
 
-__all__ = ["KnownBehaviour", "KNOWN_BEHAVIOURS", "mx_codes_behaviours", "describe"]
+__all__ = ["KnownBehaviour", "KNOWN_BEHAVIOURS", "mx_codes_behaviours",
+           "nvfp4_codes_behaviours", "describe"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,12 @@ KNOWN_BEHAVIOURS: dict[str, KnownBehaviour] = {b.name: b for b in (
         "a block whose scale code is 0x00 (2^-127) is quantised as if its scale were "
         "2^-126 (elements divided by max(scale, 2^-126)), so its elements are half their "
         "size"),
+    KnownBehaviour(
+        "torchao_nvfp4_reciprocal_overflow", "torchao (NVFP4Tensor.to_nvfp4)",
+        "scaling.nvfp4_quantize", "codes",
+        "the elements are multiplied by (1 / p) / s in float32, which overflows to Inf "
+        "for a tensor with a tiny amax: zero elements become NaN (E2M1 0x3 or 0xB), the "
+        "others +-6"),
 )}
 
 
@@ -87,23 +99,57 @@ def mx_codes_behaviours(x: np.ndarray, want_scales: np.ndarray, got_scales: np.n
     return out
 
 
+def nvfp4_codes_behaviours(x: np.ndarray, p: Any, want_scales: np.ndarray,
+                           got_scales: np.ndarray, want_codes: np.ndarray,
+                           got_codes: np.ndarray) -> list[tuple[int, int, str]]:
+    """(row, block, behaviour name) for each 1x16 block of torchao-rule NVFP4 output
+    (``p`` the per-tensor decode scale) whose codes differ and are exactly what torchao
+    gives when ``(1 / p) / s`` overflows float32. Blocks whose scale codes differ are
+    not considered."""
+    out = []
+    x = np.asarray(x, np.float32)
+    wc, gc = np.asarray(want_codes, np.int64), np.asarray(got_codes, np.int64)
+    ws, gs = np.asarray(want_scales, np.int64), np.asarray(got_scales, np.int64)
+    if x.ndim != 2 or wc.shape != gc.shape or wc.shape != x.shape or ws.shape != gs.shape \
+            or ws.shape != (x.shape[0], x.shape[1] // 16):
+        return out
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        inv_p = np.float32(1) / np.float32(p)
+        factor = inv_p / F.decode(ws.astype(np.uint8), "e4m3")       # float32
+    for r, b in zip(*np.nonzero((ws == gs) & np.isinf(factor))):
+        sl = slice(b * 16, (b + 1) * 16)
+        if np.array_equal(wc[r, sl], gc[r, sl]):
+            continue
+        v, g = x[r, sl], gc[r, sl]
+        ok = np.where(v == 0, (g == 0x3) | (g == 0xB), g == np.where(v > 0, 0x7, 0xF))
+        if ok.all():
+            out.append((int(r), int(b), "torchao_nvfp4_reciprocal_overflow"))
+    return out
+
+
 def case_behaviours(operation: str, params: Mapping[str, Any],
                     inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
                     output: str, got: np.ndarray,
                     results: Callable[[str], np.ndarray | None]) -> list[str]:
     """The known behaviours that explain every failing element of ``output`` of a golden
     case (``results(name)`` reads another output of the implementation, or None)."""
-    if operation != "scaling.mx_quantize" or output != "codes":
-        return []
-    if params.get("axis", -1) not in (-1, 1) or np.asarray(inputs["x"]).ndim != 2:
+    if output != "codes" or np.asarray(inputs.get("x")).ndim != 2:
         return []
     got_scales = results("scales")
     if got_scales is None:
         return []
-    bs = int(params.get("block_size", 32))
-    fmt = params.get("fmt")
-    found = mx_codes_behaviours(inputs["x"], expected["scales"], got_scales,
-                                expected["codes"], got, fmt, bs)
+    if operation == "scaling.mx_quantize" and params.get("axis", -1) in (-1, 1):
+        bs = int(params.get("block_size", 32))
+        found = mx_codes_behaviours(inputs["x"], expected["scales"], got_scales,
+                                    expected["codes"], got, params.get("fmt"), bs)
+    elif operation == "scaling.nvfp4_quantize" and params.get("scale_rule") == "torchao" \
+            and list(params.get("block", ())) == [1, 16] and "global_scale" in expected:
+        bs = 16
+        found = nvfp4_codes_behaviours(inputs["x"], expected["global_scale"],
+                                       expected["scales"], got_scales, expected["codes"],
+                                       got)
+    else:
+        return []
     if not found:
         return []
     explained = np.zeros(np.shape(got), dtype=bool)
