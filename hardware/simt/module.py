@@ -448,29 +448,23 @@ class _Budget:
     def during(self, kernel: str, count: int, blocks: str) -> None:
         """While a wave runs (``count`` warp instructions of the launch so far): raise
         LaunchBudgetError if a bound is exceeded."""
-        where = f"kernel {kernel} stopped in the wave of {blocks} after {count} warp instructions"
-        if self.max_instructions is not None and count > self.max_instructions:
-            raise LaunchBudgetError(
-                f"{where}: more than max_instructions={self.max_instructions} for the "
-                "launch (a runaway loop?); pass a larger max_instructions (or None) if the "
-                "kernel needs more")
-        elapsed = time.monotonic() - self.start
-        if self.time_limit is not None and elapsed > self.time_limit:
-            raise LaunchBudgetError(
-                f"{where}, {elapsed:.1f} s: more than time_limit={self.time_limit} s; pass a "
-                "larger time_limit (or None) if the launch needs longer")
+        self._bounds(f"kernel {kernel} stopped in the wave of {blocks} after {count} warp "
+                     "instructions", count, " (a runaway loop?)")
 
     def check(self, kernel: str, stats: LaunchStats, done: int, nblocks: int) -> None:
         """After a wave: raise LaunchBudgetError if a bound is exceeded and blocks remain."""
         if done >= nblocks:
             return
         count = stats.warp_instructions
-        where = (f"kernel {kernel} stopped after {done} of {nblocks} blocks and {count} "
-                 "warp instructions")
+        self._bounds(f"kernel {kernel} stopped after {done} of {nblocks} blocks and {count} "
+                     "warp instructions", count, "")
+
+    def _bounds(self, where: str, count: int, hint: str) -> None:
         if self.max_instructions is not None and count > self.max_instructions:
             raise LaunchBudgetError(
                 f"{where}: more than max_instructions={self.max_instructions} for the "
-                "launch; pass a larger max_instructions (or None) if the kernel needs more")
+                f"launch{hint}; pass a larger max_instructions (or None) if the kernel "
+                "needs more")
         elapsed = time.monotonic() - self.start
         if self.time_limit is not None and elapsed > self.time_limit:
             raise LaunchBudgetError(

@@ -65,11 +65,26 @@ def significand_bits(x: np.ndarray) -> int:
 
 
 class Plan:
-    """The operands of one (M, K) x (K, N) product prepared for :func:`run`."""
+    """The operands of one (M, K) x (K, N) product, or of a batch of G of them, prepared
+    for :func:`run`: A-side arrays per row (G * M rows, batch-major), B-side arrays per
+    batch entry (leading axis G); ``row_batch`` the batch entry of each row (None for a
+    single product)."""
 
-    def __init__(self, a3, b3, ea3, eb3, EA, EB, n, F, groups):
+    def __init__(self, a3, b3, ea3, eb3, EA, EB, n, F, groups, row_batch=None, shape=None):
         self.a3, self.b3, self.ea3, self.eb3 = a3, b3, ea3, eb3
         self.EA, self.EB, self.n, self.F, self.groups = EA, EB, n, F, groups
+        self.row_batch, self.shape = row_batch, shape
+
+    def b_side(self, rs: slice, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """b' (R or 1, n, N), its exponents (R or 1, n, N) and EB (R or 1, N) of block ``j``
+        for the rows ``rs``."""
+        if self.row_batch is None:
+            return self.b3[0, j][None], self.eb3[0, j][None], self.EB[0, j][None, :]
+        rb = self.row_batch[rs]
+        if rb[0] == rb[-1]:  # the rows of one batch entry: broadcast, no gather
+            g = int(rb[0])
+            return self.b3[g, j][None], self.eb3[g, j][None], self.EB[g, j][None, :]
+        return self.b3[rb, j], self.eb3[rb, j], self.EB[rb, j]
 
 
 def plan(a: np.ndarray, b: np.ndarray, n: int, F: int,
@@ -78,43 +93,51 @@ def plan(a: np.ndarray, b: np.ndarray, n: int, F: int,
     """Prepare finite float64 ``a`` (M, K) and ``b`` (K, N) (K a multiple of ``n`` or the
     final slice, padded here with zero products) for blocks of ``n`` products and F
     fraction bits, ``emin`` the operands' exponent floors; ``None`` where the module's
-    exactness conditions do not hold. ``exps``: the operands' exponents when they are not
-    max(floor(log2 |x|), emin) (the block-scaled kinds: element and scale exponents
-    added), each at least floor(log2 |x|) of its non-zero entry."""
+    exactness conditions do not hold. ``a`` (G, M, K) and ``b`` (G, K, N): a batch of G
+    independent products (the exactness conditions then hold for the whole batch).
+    ``exps``: the operands' exponents when they are not max(floor(log2 |x|), emin) (the
+    block-scaled kinds: element and scale exponents added), each at least
+    floor(log2 |x|) of its non-zero entry."""
     group = (2**31 - 1) // (2**(F + 2) - 1)
     if group < 1 or significand_bits(a) + significand_bits(b) > 24:
         return None
-    m, k = a.shape
+    batched = a.ndim == 3
+    if not batched:
+        a, b = a[None], b[None]
+        if exps is not None:
+            exps = exps[0][None], exps[1][None]
+    G, m, k = a.shape
     nb = -(-k // n)
     pad = nb * n - k
     if pad:
-        a = np.concatenate([a, np.zeros((m, pad))], axis=1)
-        b = np.concatenate([b, np.zeros((pad, b.shape[1]))], axis=0)
-    N = b.shape[1]
+        a = np.concatenate([a, np.zeros((G, m, pad))], axis=2)
+        b = np.concatenate([b, np.zeros((G, pad, b.shape[2]))], axis=1)
+    N = b.shape[2]
     if exps is None:
         exps = exponents(a, emin[0]), exponents(b, emin[1])
     elif pad:
-        exps = (np.concatenate([exps[0], np.zeros((m, pad), np.int64)], axis=1),
-                np.concatenate([exps[1], np.zeros((pad, N), np.int64)], axis=0))
+        exps = (np.concatenate([exps[0], np.zeros((G, m, pad), np.int64)], axis=2),
+                np.concatenate([exps[1], np.zeros((G, pad, N), np.int64)], axis=1))
     if max(np.abs(e[x != 0]).max(initial=0) for e, x in zip(exps, (a, b))) > 4000:
         return None  # beyond the int16 exponent arrays
-    ea = np.where(a != 0, exps[0], _NONE16).astype(np.int16).reshape(m, nb, n)
-    eb = np.where(b != 0, exps[1], _NONE16).astype(np.int16).reshape(nb, n, N)
+    ea = np.where(a != 0, exps[0], _NONE16).astype(np.int16).reshape(G * m, nb, n)
+    eb = np.where(b != 0, exps[1], _NONE16).astype(np.int16).reshape(G, nb, n, N)
     EA = ea.max(axis=2)
-    EB = eb.max(axis=1)
+    EB = eb.max(axis=2)
     EA = np.where(EA < _NONE16 // 2, 0, EA).astype(np.int32)   # an all-zero row block
     EB = np.where(EB < _NONE16 // 2, 0, EB).astype(np.int32)
     # true exponents (no floor) of the non-zero entries below their block maxima
-    ta = np.where(a != 0, exponents(a, None), 1 << 20).reshape(m, nb, n)
-    tb = np.where(b != 0, exponents(b, None), 1 << 20).reshape(nb, n, N)
+    ta = np.where(a != 0, exponents(a, None), 1 << 20).reshape(G * m, nb, n)
+    tb = np.where(b != 0, exponents(b, None), 1 << 20).reshape(G, nb, n, N)
     sa = int((EA[:, :, None] - ta).max(initial=0))
-    sb = int((EB[:, None, :] - tb).max(initial=0))
+    sb = int((EB[:, :, None, :] - tb).max(initial=0))
     if sa + sb > 125 - F:
         return None
-    a3 = np.ldexp(a.reshape(m, nb, n), -EA[:, :, None]).astype(np.float32)
-    b3 = np.ldexp(b.reshape(nb, n, N), (F - EB)[:, None, :]).astype(np.float32)
+    a3 = np.ldexp(a.reshape(G * m, nb, n), -EA[:, :, None]).astype(np.float32)
+    b3 = np.ldexp(b.reshape(G, nb, n, N), (F - EB)[:, :, None, :]).astype(np.float32)
     groups = [(g, min(g + group, n)) for g in range(0, n, group)]
-    return Plan(a3, b3, ea, eb, EA, EB, n, F, groups)
+    rows = np.repeat(np.arange(G), m) if batched else None
+    return Plan(a3, b3, ea, eb, EA, EB, n, F, groups, rows, (G, m, N) if batched else None)
 
 
 def _pow2_64(e: np.ndarray) -> np.ndarray:
@@ -153,8 +176,10 @@ def run(p: Plan, c: np.ndarray, acc: AccumulatorFormat, floor: Optional[int],
     largest (the sum is below (4 n + 2) 2^eta < 2^(eta + 8)) show; otherwise, and for
     other roundings, :func:`refimpl.matmul.alignment.round_into` rounds."""
     c = np.array(c, dtype=np.float64)
+    if p.shape is not None:
+        c = np.broadcast_to(c, p.shape).reshape(-1, p.shape[2]).copy()
     m, nb, n = p.a3.shape
-    N = p.b3.shape[2]
+    N = p.b3.shape[3]
     rows = max(1, _CHUNK_OUTPUTS // N)
     for r0 in range(0, m, rows):
         rs = slice(r0, min(r0 + rows, m))
@@ -169,14 +194,14 @@ def run(p: Plan, c: np.ndarray, acc: AccumulatorFormat, floor: Optional[int],
                            np.zeros(total.shape, np.float32), acc, floor)
                 total = combine(total, d.astype(np.float64))
             c[rs] = total
-    return c
+    return c if p.shape is None else c.reshape(p.shape)
 
 
 def _chain(p: Plan, rs: slice, blocks: range, d: np.ndarray, acc: AccumulatorFormat,
            floor: Optional[int]) -> np.ndarray:
     """The ``blocks`` of the plan for the rows ``rs``, from the accumulator ``d`` (float32
     values of the accumulator, Inf or NaN where an output no longer changes)."""
-    n, N, F = p.n, p.b3.shape[2], p.F
+    n, N, F = p.n, p.b3.shape[3], p.F
     R = rs.stop - rs.start
     chop = acc.name == "fp32" and acc.rounding == "toward_zero"
     mask = np.int64(~((1 << (52 - acc.bits)) - 1))
@@ -184,7 +209,8 @@ def _chain(p: Plan, rs: slice, blocks: range, d: np.ndarray, acc: AccumulatorFor
     t = np.empty((R, n, N), np.float32)
     ti = np.empty((R, n, N), np.int32)
     for j in blocks:
-        np.add(p.ea3[rs, j, :, None], p.eb3[j][None], out=e3)
+        b3, eb3, EB = p.b_side(rs, j)
+        np.add(p.ea3[rs, j, :, None], eb3, out=e3)
         eta = np.maximum.reduce(e3, axis=1).astype(np.int32)
         mag = d.view(np.int32) & 0x7FFFFFFF
         finite = int(mag.max()) < 0x7F800000
@@ -202,10 +228,10 @@ def _chain(p: Plan, rs: slice, blocks: range, d: np.ndarray, acc: AccumulatorFor
         # r = 2^(EA + EB - eta): +0 below 2^-126 (the scaled product is then below 1 and
         # truncates to 0); at most 2^(125 - F), so that b' r < 2^126 stays finite also
         # where a' is zero (where a product is not, EA + EB - eta <= sa + sb <= 125 - F)
-        e = p.EA[rs, j][:, None] + p.EB[j][None, :] - eta
+        e = p.EA[rs, j][:, None] + EB - eta
         np.maximum(e, -127, out=e)
         np.minimum(e, 125 - F, out=e)
-        np.multiply(p.b3[j][None], _pow2_32(e)[:, None, :], out=t)   # b' r
+        np.multiply(b3, _pow2_32(e)[:, None, :], out=t)   # b' r
         # (b' r) a', converted to int32: truncation toward zero
         np.multiply(t, p.a3[rs, j, :, None], out=ti, casting="unsafe")
         if len(p.groups) == 1:

@@ -464,7 +464,8 @@ class BlockFMA(Accumulation):
         ea_pair = emin_pair(self.input_emin)
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
         floor = self.align_floor if acc.name == "fp32" else self.align_floor_fp16
-        if a.ndim == 2 and b.ndim == 2 and self.c_placement == "inside":
+        if self.c_placement == "inside" and ((a.ndim == 2 and b.ndim == 2) or (
+                a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0])):
             prepared = aligned32.plan(a, b, self.n, self.fraction_bits, ea_pair)
             if prepared is not None:
                 return aligned32.run(prepared, np.broadcast_to(c, shape), acc, floor)

@@ -82,6 +82,37 @@ def test_matmul_equals_the_plain_block_fma(data, name, m, n, blocks, extra, spre
     assert same_bits(got, reference(model, a, b, c, out))
 
 
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), name=st.sampled_from(BLOCKFMA), batch=st.integers(2, 4),
+       m=st.integers(1, 3), n=st.integers(1, 3), blocks=st.integers(1, 2),
+       spread=st.sampled_from([2, 8, 40]), with_c=st.booleans(), fp16=st.booleans())
+def test_batched_matmul_equals_the_plain_block_fma(data, name, batch, m, n, blocks, spread,
+                                                    with_c, fp16):
+    # a batch of products (the tensor-core instructions of all warps of a wave in one
+    # call) through the kernel's batched plan, entry by entry against the plain version
+    model = BlockFMA.preset(name)
+    fmt = PRESETS[name].in_format
+    k = blocks * model.n
+    a = np.stack([data.draw(values(fmt, (m, k), spread)) for _ in range(batch)])
+    b = np.stack([data.draw(values(fmt, (k, n), spread)) for _ in range(batch)])
+    out = "fp16" if fp16 else "fp32"
+    c = None
+    if with_c:
+        c = np.stack([data.draw(values(out, (m, n), spread)) for _ in range(batch)])
+    got = matmul(a, b, c, accumulate=name, out_format=out)
+    for g in range(batch):
+        assert same_bits(got[g], reference(model, a[g], b[g], None if c is None else c[g], out))
+
+
+def test_the_batched_kernel_runs_on_ordinary_operands():
+    model = BlockFMA.preset("H100-FP16")
+    rng = np.random.default_rng(2)
+    a = np.asarray(F.round_to(rng.standard_normal((5, 16, 16)), "fp16"), np.float64)
+    b = np.asarray(F.round_to(rng.standard_normal((5, 16, 8)), "fp16"), np.float64)
+    p = aligned32.plan(a, b, model.n, model.fraction_bits, emin_pair(model.input_emin))
+    assert p is not None and p.shape == (5, 16, 8)
+
+
 @pytest.mark.parametrize("name", ["H100-FP16", "A100-BF16", "H100-E4M3", "B200-E4M3-TCGEN05"])
 def test_the_kernel_runs_on_ordinary_operands(name):
     # the property above exercises the kernel only if it accepts such operands
