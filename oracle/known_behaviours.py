@@ -18,6 +18,9 @@ exactly what the behaviour produces.
   of dividing them by ``p * s``; for a tensor whose amax is tiny (``p`` below about
   2^-128) that factor overflows to Inf, so the block's zero elements become NaN (E2M1
   0x3 or 0xB) and the others +-6 (0x7, 0xF).
+- ``ml_dtypes_nan_to_opposite_zero`` (``formats.encode`` to E2M1, E2M3, E3M2): ml_dtypes
+  (0.7) casts a NaN to the zero of the opposite sign (+NaN -> -0, -NaN -> +0), which no
+  ``nan_to_*`` option is.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import numpy as np
 from refimpl import formats as F
 
 __all__ = ["KnownBehaviour", "KNOWN_BEHAVIOURS", "mx_codes_behaviours",
-           "nvfp4_codes_behaviours", "describe"]
+           "nvfp4_codes_behaviours", "encode_behaviour", "describe"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,10 @@ KNOWN_BEHAVIOURS: dict[str, KnownBehaviour] = {b.name: b for b in (
         "the elements are multiplied by (1 / p) / s in float32, which overflows to Inf "
         "for a tensor with a tiny amax: zero elements become NaN (E2M1 0x3 or 0xB), the "
         "others +-6"),
+    KnownBehaviour(
+        "ml_dtypes_nan_to_opposite_zero", "ml_dtypes (astype)", "formats.encode", "codes",
+        "a NaN cast to a format without NaN (float4_e2m1fn, float6_e2m3fn, "
+        "float6_e3m2fn) becomes the zero of the opposite sign"),
 )}
 
 
@@ -97,6 +104,16 @@ def mx_codes_behaviours(x: np.ndarray, want_scales: np.ndarray, got_scales: np.n
         if alt is not None and np.array_equal(alt, gc[r, sl]):
             out.append((int(r), int(b), "torchao_mx_scale_0x00"))
     return out
+
+
+def encode_behaviour(x: Any, got: Any, fmt: Any) -> str | None:
+    """The known behaviour that one failing encoded element shows (``x`` the input,
+    ``got`` the code of format ``fmt``), or None."""
+    f = F.get(fmt)
+    if f.has_nan or not np.isnan(x):
+        return None
+    opposite = 0 if np.signbit(x) else f.sign_mask
+    return "ml_dtypes_nan_to_opposite_zero" if int(got) == opposite else None
 
 
 def nvfp4_codes_behaviours(x: np.ndarray, p: Any, want_scales: np.ndarray,

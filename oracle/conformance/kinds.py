@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from oracle.known_behaviours import KNOWN_BEHAVIOURS, encode_behaviour
 from oracle.tolerance import format_value, steps_apart
 from refimpl.formats import Format, decode, get, round_to
 
@@ -94,5 +95,12 @@ def failure_kinds(x: np.ndarray, want: np.ndarray, got: np.ndarray, out_fmt: For
     """The kind of each failing element: what differs and where its input lies."""
     e, g = values64(want, out_fmt), values64(got, out_fmt)
     steps = steps_apart(got, want, out_fmt)
-    return [f"{difference(ev, gv, s)} ({w})"
-            for ev, gv, s, w in zip(e, g, steps, where(x))]
+    kinds = [f"{difference(ev, gv, s)} ({w})" for ev, gv, s, w in zip(e, g, steps, where(x))]
+    if out_fmt is None or np.asarray(got).dtype.kind != "u":
+        return kinds
+    for i, (xv, gv) in enumerate(zip(np.asarray(x, np.float64).reshape(-1),
+                                     np.asarray(got).reshape(-1))):
+        name = encode_behaviour(xv, gv, out_fmt)
+        if name:
+            kinds[i] += f", as {KNOWN_BEHAVIOURS[name].library} does ({name})"
+    return kinds
