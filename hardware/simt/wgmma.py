@@ -79,7 +79,7 @@ from .isa.operands import Op, getter, setter
 from .parser import Addr, Imm, Instruction, Pair, Reg, Vec
 from .proxycheck import async_read
 from .types import TYPES
-from .wgmma_reads import OperandReads
+from .wgmma_reads import OperandReads, watch_store
 from .wgmma_layout import (INPUTS, N_VALUES, Descriptor, a_register_layout, accumulator_layout,
                            chunk_addresses, decode_descriptor, fragment_matrix, swizzle)
 
@@ -313,12 +313,20 @@ _NO_DEST = frozenset("st red bar barrier cp prefetch membar fence".split())
 def watch(op: Op, inst: Instruction, ctx: Any) -> Op:
     """Wrap a compiled non-wgmma instruction that touches a register some wgmma uses: it
     raises on a register in flight, and marks the registers it writes for the fence
-    check (the module docstring). Other instructions are returned unchanged."""
+    check (the module docstring); wrap ``st.shared`` for the operand-read check of
+    :mod:`hardware.simt.wgmma_reads`. Other instructions are returned unchanged."""
     if inst.parts[0] == "wgmma" or op.fn is None or getattr(ctx, "kernel", None) is None:
         return op
     tracked = _tracked(ctx)
     if not tracked:
         return op
+    op = _watch_registers(op, inst, ctx, tracked)
+    if inst.parts[0] == "st" and {"shared", "shared::cta"} & set(inst.parts[1:]):
+        op = watch_store(op, inst, ctx, lambda: _state(ctx).operands)
+    return op
+
+
+def _watch_registers(op: Op, inst: Instruction, ctx: Any, tracked: frozenset) -> Op:
     inst_regs = inst.operands
     touched = sorted({n for o in inst_regs for n in _regs_in(o)} & tracked)
     if inst.guard is not None and inst.guard.name in tracked:

@@ -13,13 +13,19 @@ back to the producer (``mbarrier.arrive`` on the "empty" barrier) before the
 ``wgmma.wait_group`` that completes the GEMM reading it: the interpreter computes the
 product at issue, so the result would not show it.
 
+Ordered also: a writer of the reading warpgroup's block after a barrier of the block
+completed after the wait (as racecheck reads barriers, one with a thread count orders
+the whole block, which can hide such a race).
+
 Design: per warpgroup and 16-byte chunk of the wave's shared memory the last operand
 read (a record: the warpgroup's 128 thread slots, its wgmma-group, the wgmma's line and
 per thread the racecheck time of the wait that completed it); a copy checked as ordered
 clears the chunks it writes. Enabled with racecheck only (its clocks); a write of a
 chunk whose reading wgmma is not complete in any thread is a race whatever the clocks.
-Generic stores (``st.shared``) are not checked here (racecheck sees the operand read at
-issue; the wait compares the operand's bytes).
+Generic stores ``st.shared`` by threads outside the warpgroup are checked the same way
+(:func:`watch_store`); a thread's own stores before its wait are the wait's check (it
+compares the operand's bytes). Not checked here: generic-address ``st``, ``atom``/``red``,
+``stmatrix`` and ``st.shared::cluster`` into an operand.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ import numpy as np
 
 from .sanitizer import Report
 
-__all__ = ["OperandReads"]
+__all__ = ["OperandReads", "watch_store"]
 
 
 class OperandReads:
@@ -91,19 +97,34 @@ class OperandReads:
                 del self.refs[rid], self.recs[rid]
         self.open = keep
 
-    def write(self, slot: int, offsets: np.ndarray, inst: Any, what: str) -> None:
-        """Thread ``slot`` issues an asynchronous write of wave shared ``offsets``."""
+    def write(self, slots: Any, offsets: np.ndarray, inst: Any, what: str, width: int = 1,
+              others_only: bool = False) -> None:
+        """Threads ``slots`` (one, or one per offset) write ``width`` bytes at each wave
+        shared offset of ``offsets`` (at most 16, within two chunks); ``others_only``:
+        writes by a thread of the reading warpgroup are left to the wait's check."""
         if self.race is None or not self.chunks:
             return
-        ch = np.unique(np.asarray(offsets, np.int64) >> 4)
+        offsets = np.asarray(offsets, np.int64).reshape(-1)
+        if np.ndim(slots) == 0:           # one writer (a copy): its distinct chunks
+            offsets, width = np.unique(offsets >> 4) << 4, 1
+        slots = np.broadcast_to(np.asarray(slots, np.int64), offsets.shape)
+        ch = np.concatenate([offsets >> 4, (offsets + width - 1) >> 4])
+        sl = np.concatenate([slots, slots])
         for arr in self.chunks.values():
             rids = arr[ch]
-            for rid in np.unique(rids[rids >= 0]).tolist():
-                if not self._ordered(slot, self.recs[rid]):
-                    self._report(slot, self.recs[rid], int(ch[np.flatnonzero(
-                        rids == rid)[0]]) * 16, inst, what)
-            self._forget(rids)
-            arr[ch] = -1
+            hit = rids >= 0
+            if not hit.any():
+                continue
+            pairs = np.unique(np.stack([sl[hit], rids[hit], ch[hit]], axis=1), axis=0)
+            for s, rid, c in pairs.tolist():
+                rec = self.recs.get(rid)
+                if rec is None or (others_only and s in rec["slots"].tolist()):
+                    continue
+                if not self._ordered(s, rec):
+                    self._report(s, rec, c * 16, inst, what)
+            used = np.unique(ch[hit])
+            self._forget(arr[used])
+            arr[used] = -1
 
     def _ordered(self, slot: int, rec: dict) -> bool:
         done = rec["done"] >= 0
@@ -113,9 +134,14 @@ class OperandReads:
         if slot in slots.tolist():
             return True
         race = self.race
-        gid = race.ws.gid
-        me = int(gid[slot])
-        return any(race._acquired(me, int(gid[s]), int(t))
+        ws = race.ws
+        blk = self.wave.thread_block
+        # a barrier of the block completed after the wait (racecheck's reading: a
+        # barrier orders its whole block)
+        if ((blk[slots] == blk[slot]) & (times < ws.bar[slot])).any():
+            return True
+        me = int(ws.gid[slot])
+        return any(race._acquired(me, int(ws.gid[s]), int(t))
                    for s, t in zip(slots.tolist(), times.tolist()))
 
     def _report(self, slot: int, rec: dict, off: int, inst: Any, what: str) -> None:
@@ -138,3 +164,25 @@ class OperandReads:
             f"the wgmma reads its shared-memory operands until the wgmma.wait_group that "
             f"completes its group, and that wait {state} (e.g. a pipeline stage released "
             "before the wait)"), False)
+
+
+def watch_store(op: Any, inst: Any, ctx: Any, reads: Any) -> Any:
+    """Wrap a compiled ``st.shared`` of a kernel with wgmma: its writes are checked
+    against the operand reads (``reads()``: the wave's :class:`OperandReads`)."""
+    from .isa.data import _address
+    from .types import TYPES
+    vec = next((int(p[1:]) for p in inst.parts if p in ("v2", "v4", "v8")), 1)
+    width = vec * TYPES[inst.parts[-1]].bits // 8
+    addr = _address(inst.operands[0], ctx, inst, "shared")
+    fn = op.fn
+
+    def checked(ix: Any, ex: Any) -> None:
+        fn(ix, ex)
+        r = reads()
+        if r.race is not None and r.chunks:
+            th = np.asarray(ctx._thread_ids(ix))
+            a = np.broadcast_to(np.asarray(addr(ix), np.int64), th.shape)
+            r.write(th, ctx.sbase[th] + a, inst, "a shared-memory store", width,
+                    others_only=True)
+    op.fn = checked
+    return op

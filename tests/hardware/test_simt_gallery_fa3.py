@@ -313,22 +313,26 @@ _RELEASE = re.compile(r"(\twgmma.wait_group.sync.aligned 0;\n\t// end inline asm
                       r"\tmbarrier.arrive.shared::cta.b64 _, \[%r\d+\];\n)")
 
 
-@pytest.mark.parametrize("fp8", [False, True], ids=["f16", "e4m3"])
-def test_fa3_stage_released_before_the_wgmma_wait_is_a_race(fp8):
+@pytest.mark.parametrize("entry, fp8, vtrans, write", [
+    ("fa3_forward_f16", False, False, ("tensor copy", "cp.async.bulk.tensor")),
+    ("fa3_forward_e4m3", True, False, ("tensor copy", "cp.async.bulk.tensor")),
+    ("fa3_forward_e4m3_vtrans", True, True, ("shared-memory store", "st.shared"))])
+def test_fa3_stage_released_before_the_wgmma_wait_is_a_race(entry, fp8, vtrans, write):
     """The V stage handed back to the producer before the wgmma.wait_group that
-    completes the PV GEMM reading it: the producer's next TMA load into the stage is not
-    ordered after the wgmma's operand read (the result is the same: the interpreter
-    computes the product at issue; racecheck reports the hazard)."""
+    completes the PV GEMM reading it: the producer's next write of the stage (its TMA
+    load, or with vtrans its transposing stores) is not ordered after the wgmma's operand
+    read (the result is the same: the interpreter computes the product at issue;
+    racecheck reports the hazard)."""
     src = gallery.source("fa3_forward")
-    entry = src.index(".entry fa3_forward_e4m3") if fp8 else 0
-    m = [x for x in _RELEASE.finditer(src) if x.start() > entry][1]   # in the loop
+    start = src.index(f".entry {entry}(")
+    m = [x for x in _RELEASE.finditer(src) if x.start() > start][1]   # in the loop
     bad = (src[:m.start()] + m.group(2) + "\t// end inline asm\n\t// begin inline asm\n"
            "\twgmma.wait_group.sync.aligned 0;\n" + src[m.end():])
     with pytest.raises(TOOL_ERRORS["racecheck"],
-                       match="tensor copy over a wgmma.mma_async operand") as e:
-        run_variant(bad, fp8)
+                       match=f"{write[0]} over a wgmma.mma_async operand") as e:
+        run_variant(bad, fp8, vtrans)
     assert "wgmma.mma_async" in e.value.report.other.text
-    assert "cp.async.bulk.tensor" in e.value.report.access.text
+    assert write[1] in e.value.report.access.text
 
 
 def test_fa3_softmax_before_its_gemm_completes_is_a_race():
