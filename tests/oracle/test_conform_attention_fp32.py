@@ -91,4 +91,9 @@ def test_cli_takes_fp32(monkeypatch, tmp_path, capsys) -> None:
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["conform", "attention.attention", "--impl", "att32:sdpa32", "--dtype",
                  "fp32", "--max-examples", "3"]) == 0
-    assert capsys.readouterr().out.startswith("ok:")
+    out = capsys.readouterr().out
+    # the ok line says which criterion was applied
+    assert out.startswith("ok:") and "(attention.attention, float32 bound)" in out
+    assert main(["conform", "attention.attention", "--impl", "att32:sdpa32", "--dtype",
+                 "bf16", "--max-examples", "0"]) == 0
+    assert "(attention.attention, 2x the naive bf16 error)" in capsys.readouterr().out
