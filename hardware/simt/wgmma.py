@@ -55,9 +55,10 @@ ISA requires the fence there. Writing a shared-memory operand of a ``wgmma.mma_a
 before the wait that completes it is a race too: the wait compares the operand's bytes
 with those read at issue and reports a change (the address, the wgmma's line and a
 thread of the warpgroup; a write of the bytes already there goes unseen). An
-asynchronous copy into an operand's bytes (a TMA load refilling a pipeline stage) must
-be ordered after that wait, whenever it lands: with racecheck on, a copy issued by a
-thread that has not acquired a release made by the warpgroup after its wait is a race
+asynchronous copy into an operand's bytes (a TMA load refilling a pipeline stage), or
+an ``st.shared`` by another thread, must be ordered after that wait, whenever it lands:
+with racecheck on, one by a thread that has not acquired a release made by the
+warpgroup after its wait (nor passed a barrier of the block after it) is a race
 (:mod:`hardware.simt.wgmma_reads`).
 
 Statistics: :class:`~hardware.simt.stats.LaunchStats` counts ``wgmma_instructions``
