@@ -38,3 +38,34 @@ def test_resolve_callable_wraps_what_a_module_raises(tmp_path: Path, monkeypatch
     with pytest.raises(ValueError, match="conf_raises:f: importing it failed with KeyError") as e:
         resolve_callable("conf_raises:f")
     assert isinstance(e.value.__cause__, KeyError)
+
+
+@pytest.mark.parametrize("argv, left", [
+    (["formats.encode", "--format", "e2m1"], "not checked: NaN inputs"),
+    (["formats.encode", "--format", "e2m1", "--variant", "nan_to_e2m1=zero"], None),
+    (["formats.encode", "--format", "e4m3"], None),                # E4M3 has a NaN
+    (["scaling.mx_quantize", "--format", "e2m1"], "not checked: blocks holding Inf or NaN"),
+    (["scaling.mx_quantize", "--format", "e2m1", "--inf-block", "nan"], None),
+])
+def test_a_pass_says_what_it_did_not_check(tmp_path: Path, monkeypatch, capsys, argv,
+                                           left) -> None:
+    """Inputs the sweep places only when an implementation-defined option is named (NaN
+    into FP4, Inf/NaN blocks) are said to be unchecked after an ok, with the flag that
+    checks them. The implementations are refimpl's, so each passes."""
+    mod = f"conf_ref_{argv[2]}"            # one module per format (imports are cached)
+    (tmp_path / f"{mod}.py").write_text(
+        "from refimpl import formats as F\n"
+        "from refimpl.scaling import mx_quantize\n"
+        "def enc(x):\n    return F.encode(x, FMT, **KW)\n"
+        "def mx(x):\n    q = mx_quantize(x, 'e2m1')\n    return q.codes, q.scales\n"
+        .replace("FMT", repr(argv[2]))
+        .replace("KW", "{'nan': 'zero'}" if argv[2] == "e2m1" else "{}"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fn = f"{mod}:mx" if argv[0] == "scaling.mx_quantize" else f"{mod}:enc"
+    assert main(["conform", argv[0], "--impl", fn, *argv[1:], "--max-examples", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ok:")
+    if left:
+        assert left in out and "--variant" in out
+    else:
+        assert "not checked" not in out
