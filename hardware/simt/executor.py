@@ -160,6 +160,8 @@ class Wave(WaveMemory):
         self.gpu = cfg.gpu if cfg else None
         self.async_copies: Any = None  # cp.async state (hardware.simt.async_copy)
         self.mbarriers: Any = None  # mbarrier objects (hardware.simt.mbarrier)
+        #: the registers the compiled instructions hold (Wave.rebase rewrites only those)
+        self.named: set[str] = set()
         self.ops: list[Op] = [compile_instruction(i, self) for i in kernel.source.instructions]
         self._all_ids: np.ndarray | None = None
         self._slice_ids: dict[tuple, np.ndarray] = {}
@@ -191,9 +193,12 @@ class Wave(WaveMemory):
         bids = np.asarray(block_ids, dtype=np.int64).reshape(nb, 3)
         blk = self.thread_block
         new = {"%ctaid.x": bids[blk, 0], "%ctaid.y": bids[blk, 1], "%ctaid.z": bids[blk, 2]}
-        new.update(self.cluster.registers(bids, blk))
+        if not self.named.isdisjoint(_CLUSTER_NAMES):
+            new.update(self.cluster.registers(bids, blk))
         T = self.T
         for k, v in new.items():
+            if k not in self.named:
+                continue  # no instruction reads it
             self.regs[k][:] = np.broadcast_to(np.asarray(v, dtype=np.int64), (T,)).astype(np.uint32)
 
     def reset(self, memory: GlobalMemory, params: bytes, stats: LaunchStats) -> None:
@@ -225,6 +230,7 @@ class Wave(WaveMemory):
 
     # ------------------------------------------------------------ compile-time hooks
     def register(self, name: str, inst: Instruction, write: bool = False) -> np.ndarray:
+        self.named.add(name)
         arr = self.regs.get(name)
         if arr is None:
             what = "special register" if name.split(".")[0] in (

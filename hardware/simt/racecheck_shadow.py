@@ -118,8 +118,13 @@ class _Shadow:
             t[: self.table.size] = self.table
             self.table = t
         slot = self.table[page]
-        if (slot < 0).any():
-            new = np.unique(page[slot < 0])
+        miss = slot < 0
+        if miss.any():
+            # the pages touched for the first time, in order (a mark per page of the
+            # table: no sort of the accesses)
+            mark = np.zeros(top, dtype=bool)
+            mark[page[miss]] = True
+            new = np.flatnonzero(mark)
             n0 = self.used
             self.used += new.size
             self.table[new] = np.arange(n0, self.used)

@@ -111,8 +111,10 @@ class WarpScheduler:
         self.top_rpc = np.full(n_warps, n, dtype=np.int64)
         self.top_mask = exists.copy()
         self.state = np.where(self.top_mask.any(axis=1), RUNNING, DONE).astype(np.int8)
-        self.stacks: list[list[list[Any]]] = [[[0, n, self.top_mask[w].copy(), 0]]
-                                              for w in range(n_warps)]
+        # each warp's first entry holds a row of one copy of the masks (its own memory:
+        # rows are written in place, never shared with top_mask or another warp)
+        first = exists.copy()
+        self.stacks: list[list[list[Any]]] = [[[0, n, first[w], 0]] for w in range(n_warps)]
         self.depth = np.ones(n_warps, dtype=np.int64)
         self.steps = np.zeros(n_warps, dtype=np.int64)  # instructions executed per warp
         self.yielded = np.zeros(n_warps, dtype=bool)    # warps that gave way to the others
