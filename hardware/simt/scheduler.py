@@ -33,6 +33,7 @@ YIELD_AFTER = 64
 #: warp states (SUSPENDED: at an mbarrier wait, see :mod:`hardware.simt.mbarrier`)
 RUNNING, WAITING, DONE, SUSPENDED = 0, 1, 2, 3
 _NO_PC = 1 << 60  # the pc of a warp that cannot run now
+HELD = -2  # the wait_id of a warp its instruction holds (WarpScheduler._hold)
 
 
 def run_wave(wave: Wave, max_steps: int | None, barrier_mode: str = "strict",
@@ -196,6 +197,9 @@ class WarpScheduler:
             return self._next_group()
         if pc >= _NO_PC:
             if (state == WAITING).any():
+                held = np.flatnonzero((state == WAITING) & (self.wait_id == HELD))
+                if held.size:
+                    self.ops[int(warp_pc[held[0]]) - 1].deadlock(self, held)
                 _deadlock(self.wave, state, warp_pc, self.arrived, self.ops,
                           self if self.sync is not None else None)
             return None
@@ -297,6 +301,8 @@ class WarpScheduler:
             self._exit(warps, pc, taken)
         elif op.kind == "bar":
             self._barrier(warps, op, pc, taken)
+        elif op.kind == "hold":
+            self._hold(warps, op, pc, taken)
         else:  # pragma: no cover
             raise AssertionError(op.kind)
         return False
@@ -523,9 +529,28 @@ class WarpScheduler:
     # ------------------------------------------------------------------ barriers
     def _barrier(self, warps: np.ndarray, op: Op, pc: int, lanes: np.ndarray) -> None:
         """``bar.sync``: the lanes ``lanes`` (G, 32) of ``warps`` arrive (every live lane
-        of the warp in barrier_mode="warp") and the warps wait until it releases."""
+        of the warp in barrier_mode="warp") and the warps wait until it releases. An id
+        or count in registers (``op.target`` -1, :class:`~.isa.sync.RegisterBarrier`)
+        is read per warp now; warps giving the same id and count arrive together, a warp
+        whose lanes all skip the barrier (its guard) goes on."""
         self.warp_pc[warps] = pc + 1
-        bid = op.target
+        if op.target >= 0:
+            self._arrive(warps, op.target, op.fn if op.uniform else None, op, lanes)
+            return
+        rows = self.rows_all[warps]
+        ex = Exec(warps, rows, lanes, self.top_mask[warps])
+        self.wave.cur = ex
+        ids, counts = op.values(rows[lanes], ex)
+        self._pop_reconverged(warps[ids < 0])
+        for bid, count in sorted(set(zip(ids.tolist(), counts.tolist()))):
+            if bid >= 0:
+                sel = (ids == bid) & (counts == count)
+                self._arrive(warps[sel], bid, count if count > 0 else None, op, lanes[sel])
+
+    def _arrive(self, warps: np.ndarray, bid: int, need: int | None, op: Op,
+                lanes: np.ndarray) -> None:
+        """The arrival of :meth:`_barrier` at barrier ``bid`` expecting ``need`` threads
+        (None: the block's)."""
         arr = self.arrived.setdefault(bid, np.zeros(self.n_blocks, dtype=np.int64))
         blk = self.warp_block[warps]
         if self.exited_threads_arrive:
@@ -543,13 +568,30 @@ class WarpScheduler:
         np.add.at(arr, blk, count)
         if op.uniform == "arrive":
             # bar.arrive: the warps arrive and go on
-            self._release(np.unique(blk), bid, op.fn)
+            self._release(np.unique(blk), bid, need)
             self._pop_reconverged(warps)
             return
         self.state[warps] = WAITING
         self.wait_id[warps] = bid
-        self._release(np.unique(blk), bid, op.fn if op.uniform else None)
+        self._release(np.unique(blk), bid, need)
         self._pop_reconverged(warps[self.state[warps] == RUNNING])
+
+    def _hold(self, warps: np.ndarray, op: Op, pc: int, lanes: np.ndarray) -> None:
+        """An instruction that may hold warps (setmaxnreg.inc waiting for registers,
+        :class:`~.isa.sm90.HoldOp`): the warps it holds wait (``wait_id`` HELD) until it
+        wakes them (:meth:`wake`), the others go on."""
+        self.warp_pc[warps] = pc + 1
+        go = op.hold(self, warps, lanes)
+        stay = warps[~go]
+        self.state[stay] = WAITING
+        self.wait_id[stay] = HELD
+        self._pop_reconverged(warps[go])
+
+    def wake(self, ws: np.ndarray) -> None:
+        """Warps ``ws`` held by their instruction (:meth:`_hold`) go on."""
+        held = ws[(self.state[ws] == WAITING) & (self.wait_id[ws] == HELD)]
+        self.state[held] = RUNNING
+        self.wait_id[held] = -1
 
     def _release(self, blocks: np.ndarray, bid: int, count: int | None) -> None:
         """Release barrier ``bid`` in those ``blocks`` where every expected thread

@@ -13,7 +13,12 @@
   (``.aligned``), the four warps of a warpgroup execute the same sequence of
   ``setmaxnreg`` (warpgroup-uniform), ``.inc`` never lowers and ``.dec`` never raises a
   warpgroup's count, and the counts of the CTA's warpgroups fit the 65536 registers of
-  the register file. A warpgroup starts at the kernel's ``.maxnreg`` if it has one, else
+  the register file: an ``.inc`` that does not fit yet blocks its warps (PTX ISA:
+  "setmaxnreg.inc ... blocks until enough registers are available") until
+  ``.dec`` of other warpgroups releases enough, warpgroups waiting first served
+  first; when nothing else can run it is a
+  :class:`~hardware.simt.errors.DeadlockError` naming the warpgroups and their
+  counts. A warp whose lanes all skip it (its guard) does not execute it. A warpgroup starts at the kernel's ``.maxnreg`` if it has one, else
   at 65536 / (threads per block) rounded down to a multiple of 8 and at most 256 (the
   register count ptxas gives a kernel is not known here).
 - ``griddepcontrol.launch_dependents`` / ``griddepcontrol.wait`` (programmatic
@@ -30,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ExecutionError, PtxTypeError
+from ..errors import DeadlockError, ExecutionError, PtxTypeError
 from ..parser import Imm, Instruction, Pair, Sink
 from ..types import TYPES
 from .integer import c_min_max
@@ -79,15 +84,28 @@ def c_setmaxnreg(inst: Instruction, ctx: Any) -> Op:
     if not 24 <= n <= 256 or n % 8:
         raise PtxTypeError(f"line {inst.line}: {inst.text!r}: register count {n} is not a "
                            "multiple of 8 in 24..256 (PTX ISA 9.7.18)")
-    inc = parts[1] == "inc"
+    op = HoldOp(inst, "hold")
+    op.hold = lambda sched, warps, lanes: _registers(ctx).hold(
+        sched, warps, lanes, inst, n, parts[1] == "inc")
+    op.deadlock = lambda sched, held: _registers(ctx).deadlock(sched, held)
+    return op
 
-    def fn(ix: Any, ex: Any) -> None:
-        _registers(ctx).apply(ex, inst, n, inc)
-    return Op(inst, "alu", fn)
+
+class HoldOp(Op):
+    """An instruction the scheduler may hold its warps at (kind "hold", see
+    :meth:`hardware.simt.scheduler.WarpScheduler._hold`): ``hold(scheduler, warps,
+    lanes)`` executes it for the lanes ``lanes`` (G, 32) of ``warps`` and gives the
+    (G,) warps that go on (the others wait until :meth:`~hardware.simt.scheduler.
+    WarpScheduler.wake`); ``deadlock(scheduler, held)`` raises the DeadlockError of
+    warps ``held`` when nothing else can run."""
+
+    __slots__ = ("hold", "deadlock")
 
 
 class _Registers:
-    """Per-warpgroup register counts of one launch's wave (setmaxnreg)."""
+    """Per-warpgroup register counts of one launch's wave (setmaxnreg). A warpgroup's
+    ``.inc`` that the register file cannot hold yet waits (``pending``) until
+    ``.dec`` of other warpgroups frees enough, first come first served."""
 
     def __init__(self, wave: Any) -> None:
         self.wave = wave
@@ -99,15 +117,18 @@ class _Registers:
         self.start = start
         self.count: dict[int, int] = {}           # warpgroup -> registers per thread
         self.seq: dict[int, list] = {}            # warp -> [(line, N, inc)]
+        self.done: dict[int, int] = {}            # warpgroup -> steps applied
+        self.pending: dict[int, tuple] = {}       # warpgroup -> (N, inst, [warps held])
         self.wpb = wave.cfg.warps_per_block if wave.cfg else 1
 
-    def apply(self, ex: Any, inst: Instruction, n: int, inc: bool) -> None:
-        w = self.wave
-        sched = getattr(w, "scheduler", None)
-        for i, wp in enumerate(ex.warps.tolist()):
-            live = sched.stacks[wp][0][2] if sched is not None and sched.stacks[wp] else \
-                ex.lane_active[i]
-            if (live & ~ex.mask[i]).any():
+    def hold(self, sched: Any, warps: np.ndarray, lanes: np.ndarray, inst: Instruction,
+             n: int, inc: bool) -> np.ndarray:
+        held = set()
+        for i, wp in enumerate(warps.tolist()):
+            if not lanes[i].any():
+                continue  # the guard skips it for the whole warp
+            live = sched.stacks[wp][0][2] if sched.stacks[wp] else lanes[i]
+            if (live & ~lanes[i]).any():
                 self._fail(wp, inst, "setmaxnreg executed by part of a warp (.aligned: "
                                      "every thread of the warp executes it)")
             blk, k = divmod(wp, self.wpb)
@@ -124,20 +145,76 @@ class _Registers:
                                          f"{other % self.wpb} of the warpgroup executed "
                                          f"setmaxnreg.{'inc' if o[2] else 'dec'} {o[1]} "
                                          f"(line {o[0]}) at this point")
-            if any(len(self.seq.get(o, [])) > step for o in range(wp - k % 4, wp - k % 4 + 4)
-                   if o != wp):
+            if step < self.done.get(wg, 0):
                 continue  # another warp of the group applied this step already
+            if wg in self.pending:
+                self.pending[wg][2].append(wp)  # waits with the warps before it
+                held.add(wp)
+                continue
             cur = self.count.get(wg, self.start)
             if (inc and n < cur) or (not inc and n > cur):
                 self._fail(wp, inst, f"setmaxnreg.{'inc' if inc else 'dec'} {n} while the "
                                      f"warpgroup has {cur} registers per thread")
-            self.count[wg] = n
-            groups = -(-self.wpb // 4)
-            total = sum(self.count.get(blk * 64 + g, self.start) * 128
-                        for g in range(groups))
-            if total > REGISTER_FILE:
-                self._fail(wp, inst, f"the CTA's warpgroups would hold {total} registers, "
-                                     f"more than the {REGISTER_FILE} of the register file")
+            if self._total(wg, n) > REGISTER_FILE:
+                self.pending[wg] = (n, inst, [wp])
+                held.add(wp)
+                continue
+            self._apply(wg, n)
+            if not inc:
+                held -= self._grant(sched)
+        return np.array([w not in held for w in warps.tolist()], dtype=bool)
+
+    def _total(self, wg: int, n: int) -> int:
+        """Registers of the CTA of warpgroup ``wg`` if it held ``n`` per thread."""
+        blk = wg // 64
+        return sum((n if blk * 64 + g == wg else self.count.get(blk * 64 + g, self.start))
+                   * 128 for g in range(-(-self.wpb // 4)))
+
+    def _apply(self, wg: int, n: int) -> None:
+        self.count[wg] = n
+        self.done[wg] = self.done.get(wg, 0) + 1
+
+    def _grant(self, sched: Any) -> set:
+        """Give the waiting warpgroups, in arrival order, the registers that now fit;
+        wakes their warps and returns them."""
+        woken: set = set()
+        for wg in list(self.pending):
+            n, _, ws = self.pending[wg]
+            if self._total(wg, n) <= REGISTER_FILE:
+                del self.pending[wg]
+                self._apply(wg, n)
+                sched.wake(np.array(ws, dtype=np.int64))
+                woken.update(ws)
+        return woken
+
+    def deadlock(self, sched: Any, held: np.ndarray) -> None:
+        """No warp can run and warps ``held`` wait for registers: a DeadlockError
+        naming the waiting warpgroups, their counts and what the others do."""
+        w = int(held[0])
+        blk = w // self.wpb
+        wg0 = blk * 64 + (w % self.wpb) // 4
+        n, inst, _ = self.pending[wg0]
+        groups = []
+        for g in range(-(-self.wpb // 4)):
+            wg = blk * 64 + g
+            ws = range(blk * self.wpb + 4 * g, min(blk * self.wpb + 4 * g + 4,
+                                                   (blk + 1) * self.wpb))
+            have = self.count.get(wg, self.start)
+            if wg in self.pending:
+                p = self.pending[wg]
+                what = f"waits at setmaxnreg.inc {p[0]} (line {p[1].line})"
+            elif all(sched.state[x] == sched.DONE for x in ws):
+                what = "has exited"
+            else:
+                what = "waits at a barrier"
+            groups.append(f"warpgroup {g} (warps {ws[0] % self.wpb}-{ws[-1] % self.wpb}) "
+                          f"holds {have} registers per thread and {what}")
+        raise DeadlockError(
+            f"{self.wave.location(w * 32, inst)}: setmaxnreg deadlock: warpgroup "
+            f"{(w % self.wpb) // 4} waits for {n} registers per thread, with which the "
+            f"CTA's warpgroups would hold {self._total(wg0, n)} registers, more than the "
+            f"{REGISTER_FILE} of the register file, and no setmaxnreg.dec can free them "
+            f"(every other warp has exited or waits); {'; '.join(groups)}")
 
     def _fail(self, warp: int, inst: Instruction, msg: str) -> None:
         raise ExecutionError(f"{self.wave.location(warp * 32, inst)}: {msg}")

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ExecutionError
 from ..parser import Imm, Instruction, Pair
 from ..types import PtxType, TYPES
 from .data import _address, _space
@@ -78,8 +79,8 @@ def c_atom(inst: Instruction, ctx: Any) -> Op:
 def c_bar(inst: Instruction, ctx: Any) -> Op:
     """bar.sync / barrier.sync{.aligned} a{, b} (9.7.13.1); bar.arrive / barrier.arrive
     a, b: the warp's threads arrive and go on (the producer side of a named barrier: the
-    barrier completes when b threads have arrived or synced); bar.warp.sync
-    (:func:`c_warp_sync`)."""
+    barrier completes when b threads have arrived or synced); a and b may be registers
+    (:func:`_register_barrier`); bar.warp.sync (:func:`c_warp_sync`)."""
     if inst.parts[1] == "warp":
         return c_warp_sync(inst, ctx)
     if inst.parts[1] == "cluster":
@@ -96,10 +97,12 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
                                                                     "barrier.cta.sync.aligned",
                                                                     "barrier.cta.sync"):
         raise _unsupported(inst, "unsupported barrier form")
-    if not inst.operands or not isinstance(inst.operands[0], Imm):
-        raise _unsupported(inst, "barrier id must be an immediate")
+    if not inst.operands:
+        raise _unsupported(inst, "a barrier takes an id and an optional thread count")
     if len(inst.operands) > 2:
         raise _unsupported(inst, "a barrier takes an id and an optional thread count")
+    if not all(isinstance(o, Imm) for o in inst.operands):
+        return _register_barrier(inst, ctx, arrive)
     op = Op(inst, "bar")
     op.target = inst.operands[0].value
     if not 0 <= op.target <= 15:
@@ -114,6 +117,64 @@ def c_bar(inst: Instruction, ctx: Any) -> Op:
                                      "multiple of the warp size up to 1024")
         op.uniform = "arrive" if arrive else True
         op.fn = count  # thread count
+    return op
+
+
+class RegisterBarrier(Op):
+    """A ``bar``/``barrier`` whose id or thread count is a register (CUTLASS's named
+    barriers): ``target`` is -1 and ``values(ix, ex)`` reads them when the warps arrive
+    (:meth:`hardware.simt.scheduler.WarpScheduler._barrier`). ``uniform`` as for
+    immediates: "arrive", True (sync with a count) or False (sync of the whole CTA)."""
+
+    __slots__ = ("values",)
+
+
+def _register_barrier(inst: Instruction, ctx: Any, arrive: bool) -> Op:
+    """``bar.sync a{, b}`` / ``bar.arrive a, b`` with register operands (9.7.13.1):
+    per warp, the id ``a`` (0..15) and count ``b`` (a positive multiple of the warp size
+    up to 1024) its executing lanes give. The ISA leaves a value that differs between
+    the threads of a warp undefined: an error naming the thread and line here, as is an
+    id or count out of range."""
+    u32 = TYPES["u32"]
+    gets = [getter(o, u32, ctx, inst) for o in inst.operands]
+    op = RegisterBarrier(inst, "bar")
+    op.uniform = "arrive" if arrive else len(gets) > 1
+
+    def values(ix: Any, ex: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, counts), each (G,) int64 for the warps of ``ex``: -1 for a warp
+        without executing lanes (it does not execute the barrier), count -1 without
+        operand b (every thread of the CTA)."""
+        rows = ex.mask.any(axis=1)
+        out = []
+        for k, g in enumerate(gets):
+            v = _rowvals(g, ix, ex, np.int64)
+            first = np.where(rows, v[np.arange(v.shape[0]), np.argmax(ex.mask, axis=1)], -1)
+            bad = ex.mask & (v != first[:, None])
+            what = "barrier id" if k == 0 else "thread count"
+            if bad.any():
+                i = int(np.argmax(bad.any(axis=1)))
+                lane = int(np.argmax(bad[i]))
+                raise ExecutionError(
+                    f"{ctx.location(int(ex.rows[i, lane]), inst)}: the {what} is not "
+                    f"warp-uniform: this thread gives {int(v[i, lane])}, lane "
+                    f"{int(np.argmax(ex.mask[i]))} of its warp gives {int(first[i])} (PTX ISA "
+                    "9.7.13.1: undefined unless every thread of the warp gives the same)")
+            if k == 0:
+                wrong = rows & ((first < 0) | (first > 15))
+                why = "outside 0..15 (a CTA has 16 barriers)"
+            else:
+                wrong = rows & ((first <= 0) | (first % 32 != 0) | (first > 1024))
+                why = "is not a positive multiple of the warp size up to 1024"
+            if wrong.any():
+                i = int(np.argmax(wrong))
+                raise ExecutionError(
+                    f"{ctx.location(int(ex.rows[i, int(np.argmax(ex.mask[i]))]), inst)}: "
+                    f"{what} {int(first[i])} {why} (PTX ISA 9.7.13.1)")
+            out.append(first)
+        if len(out) == 1:
+            out.append(np.full(rows.shape, -1, dtype=np.int64))
+        return out[0], out[1]
+    op.values = values
     return op
 
 
