@@ -44,7 +44,10 @@ Supported (PTX ISA 9.0, chapter 9.7; section numbers in each function):
   barrier.cluster, mapa, getctarank and .shared::cluster accesses (:mod:`.cluster`),
   cp.async.bulk and cp.async.bulk.tensor with tensor maps (:mod:`.tma`,
   :mod:`.tensormap`), wgmma (:mod:`.wgmma`), elect.sync, setmaxnreg, griddepcontrol,
-  brkpt, prefetch, %globaltimer, packed .u16x2/.s16x2 min/max (:mod:`.isa.sm90`).
+  brkpt, prefetch, %globaltimer, packed .u16x2/.s16x2 min/max (:mod:`.isa.sm90`);
+- sm_100a: Tensor Memory with tcgen05.alloc/dealloc/relinquish_alloc_permit/ld/st/wait/
+  fence (:mod:`.tmem`), tcgen05.mma and tcgen05.commit (:mod:`.tcgen05`), the f32x2 pair
+  arithmetic, three-input min/max.f32 and redux.sync.f32 (:mod:`.isa.sm100`).
 
 Integer arithmetic wraps modulo 2**n; integer division by zero is refused (the PTX ISA
 calls its result unspecified). Floating-point results are IEEE 754 correctly rounded in
@@ -71,7 +74,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import async_copy, cluster, matrix, mbarrier, tma, wgmma
+from . import async_copy, cluster, matrix, mbarrier, tcgen05, tma, wgmma
 from .device_runtime import c_call, c_trap
 from .errors import PtxError
 from .isa.control import c_bra, c_exit, c_selp, c_setp
@@ -128,6 +131,7 @@ def _register_extensions() -> None:
     _TABLE.update(mbarrier.COMPILERS)
     _TABLE.update(cluster.COMPILERS)
     _TABLE.update(sm90.COMPILERS)
+    _TABLE.update(tcgen05.COMPILERS)
     _TABLE["tensormap"] = tma.c_tensormap
     _TABLE["cp"] = _c_cp
     sm100.extend(_TABLE)  # sm_100 forms of add/sub/mul/fma/min/max/redux

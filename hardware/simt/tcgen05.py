@@ -1,0 +1,480 @@
+"""``tcgen05.mma`` and ``tcgen05.commit`` (sm_100a; PTX ISA 9.1, sections 9.7.16.4
+descriptors, 9.7.16.10 the MMA, 9.7.16.12.1 commit); Tensor Memory and the other tcgen05
+instructions are :mod:`hardware.simt.tmem`::
+
+    tcgen05.mma.cta_group::1.kind [d-tmem], a-desc, b-desc, idesc{, {disable-output-lane}},
+                                  enable-input-d{, scale-input-d};
+    tcgen05.commit.cta_group::1.mbarrier::arrive::one{.shared::cluster}.b64 [mbar];
+
+Kinds: ``f16`` (f16 or bf16 inputs, f32 accumulator, or f16 with f16 inputs), ``tf32``
+(f32), ``f8f6f4`` with e4m3/e5m2 inputs (f32 or f16) and ``i8`` (s8/u8, s32, with the
+descriptor's saturate bit); M = 128 (the data path layout D of 9.7.16.10.5.4: row i of
+D in lane i of Tensor Memory, column j in column j, from ``d-tmem``, whose lane must be
+0) and N a multiple of 8 (for i8: 8, 16, 24, 32, 48, ... 256) in 8..256; K 16 (f16), 8
+(tf32) or 32. A 16-bit D element takes the low 16 bits of its 32-bit cell (9.7.16.10.4.1).
+
+Instruction descriptor (9.7.16.4.2, Table 42): bits 0-1 sparsity selector, 2 sparsity,
+3 saturate (i8), 4-5 dtype (F16 0, F32 1, S32 2), 7-9 atype and 10-12 btype (f16 kind:
+F16 0, BF16 1; tf32: TF32 2; f8f6f4: E4M3 0, E5M2 1, E2M3 3, E3M2 4, E2M1 5; i8: U8 0,
+S8 1), 13/14 negate A/B, 15/16 transpose A/B (A MN-major, B MN-major), 17-22 N >> 3,
+24-28 M >> 4, 30-31 the .ws shift. Reserved bits must be zero.
+
+Shared-memory descriptor (9.7.16.4.1, Table 40): bits 0-13 start address, 16-29 leading
+dimension byte offset, 32-45 stride dimension byte offset (each ``(x & 0x3FFFF) >> 4``),
+46-48 the constant 0b001, 49-51 base offset, 52 leading-dimension mode (0 relative; the
+absolute mode exists on sm_103a only and is refused), 61-63 swizzle (0 none, 2 128-byte,
+4 64-byte, 6 32-byte; 1, 128-byte with 32-byte atoms, is refused; 3, 5 and 7 are
+invalid). The canonical layouts (9.7.16.3.3) are those of wgmma: the operand's 16-byte
+chunks are placed by :func:`hardware.simt.wgmma.chunk_addresses` and swizzled by
+:func:`hardware.simt.wgmma.swizzle`; a non-zero base offset is refused.
+
+Arithmetic: the launch GPU's tcgen05 presets of :mod:`refimpl.matmul.presets`
+(``"B200-FP16"``, ``"B200-BF16"``, ``"B200-TF32"``: the models of tcgen05.mma and
+mma.sync; ``"B200-E4M3-TCGEN05"``, ``"B200-E5M2-TCGEN05"``; e4m3 x e5m2 is the E4M3 model
+with each operand's own input exponent floor), by :func:`refimpl.matmul.matmul` on the
+exact operands with D as the accumulator input when ``enable-input-d`` is true; a GPU
+without them is refused at launch. Negation is exact. Integer products are exact, wrapped
+to 32 bits (or saturated). ``disable-output-lane`` (four .b32 words, bit i of the mask for
+lane i) leaves the lanes named unchanged.
+
+Refused (UnsupportedPtxError naming the instruction): ``.cta_group::2``, ``.ws``,
+``.sp``, ``.ashift``, M = 64 and 256, A in Tensor Memory (``[a-tmem]``), a non-zero
+``scale-input-d``, the e2m3/e3m2/e2m1 inputs of ``kind::f8f6f4`` (no tcgen05 model),
+the block-scaled kinds ``mxf8f6f4``/``mxf4``/``mxf4nvf4`` (their arithmetic is
+:func:`refimpl.matmul.mma_block_scaled`; the scale-factor layouts in Tensor Memory are not
+modelled yet), ``.multicast::cluster`` commits and ``tcgen05.cp``/``tcgen05.shift``.
+``.collector::a::*`` qualifiers are accepted: they allow reuse of a loaded A and do not
+change values.
+
+Completion (9.7.16.6): the product is computed and written when the instruction issues,
+and stays *pending* until known complete. ``tcgen05.commit`` by the issuing thread
+makes an mbarrier track every tcgen05.mma that thread issued since its last commit, and
+arrives on it (count 1) at once; those operations are complete when that phase of the
+mbarrier completes. A ``tcgen05.ld`` or ``tcgen05.st`` of a pending D cell is a race
+(ExecutionError naming the instruction, thread, line and the mma's line); so is a
+``tcgen05.mma`` whose D overlaps cells of an outstanding ``tcgen05.ld`` (not yet followed
+by ``tcgen05.wait::ld`` in its thread) or ``tcgen05.st`` (``wait::st``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from refimpl import matmul as mm
+from refimpl.matmul import presets
+
+from . import matrix
+from .errors import ExecutionError, LaunchError, UnsupportedPtxError
+from .isa.data import _address
+from .isa.operands import Op, getter
+from .mbarrier import MBarriers
+from .memory import generic_to_shared
+from .parser import Addr, Imm, Instruction, Vec
+from .proxycheck import async_read
+from .tmem import (TensorMemory, c_tcgen05_memory, need_sm100a, state_of, tmem_address,
+                   COMPILERS as _MEMORY)
+from .types import TYPES
+from .wgmma import Descriptor, chunk_addresses
+
+__all__ = ["COMPILERS", "IDesc", "decode_idesc", "decode_smem_descriptor", "settle",
+           "tcgen05_preset"]
+
+
+def _unsupported(inst: Instruction, why: str) -> UnsupportedPtxError:
+    return UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {why}")
+
+
+# ------------------------------------------------------------------ descriptors
+
+#: kind -> (K, element bytes in shared memory, {atype code: name}, {dtype code: name})
+KINDS = {
+    "f16": (16, 2, {0: "f16", 1: "bf16"}, {0: "f16", 1: "f32"}),
+    "tf32": (8, 4, {2: "tf32"}, {1: "f32"}),
+    "f8f6f4": (32, 1, {0: "e4m3", 1: "e5m2", 3: "e2m3", 4: "e3m2", 5: "e2m1"},
+               {0: "f16", 1: "f32"}),
+    "i8": (32, 1, {0: "u8", 1: "s8"}, {2: "s32"}),
+}
+_SWIZZLE = {0: 0, 2: 128, 4: 64, 6: 32}
+_INT_N = (8, 16, 24) + tuple(range(32, 257, 16))
+
+
+class IDesc(NamedTuple):
+    """A decoded instruction descriptor of kind f16/tf32/f8f6f4/i8 (Table 42)."""
+    sparse: bool
+    saturate: bool
+    dtype: str
+    atype: str
+    btype: str
+    neg_a: bool
+    neg_b: bool
+    trans_a: bool
+    trans_b: bool
+    n: int
+    m: int
+    ws_shift: int
+
+
+def decode_idesc(kind: str, word: int) -> IDesc:
+    """The fields of a 32-bit instruction descriptor (PTX ISA 9.7.16.4.2, Table 42);
+    ValueError naming the field for a code the kind does not have or a reserved bit
+    that is set."""
+    w = int(word) & 0xFFFFFFFF
+    _, _, atypes, dtypes = KINDS[kind]
+    if w & (1 << 6) or w & (1 << 23) or w & (1 << 29):
+        raise ValueError(f"instruction descriptor {w:#010x}: reserved bit 6, 23 or 29 set")
+    f = {"dtype": (w >> 4) & 3, "atype": (w >> 7) & 7, "btype": (w >> 10) & 7}
+    names = {}
+    for field, code in f.items():
+        table = dtypes if field == "dtype" else atypes
+        if code not in table:
+            raise ValueError(f"instruction descriptor {w:#010x}: {field} code {code} is not "
+                             f"one of kind::{kind} ({table})")
+        names[field] = table[code]
+    if kind == "i8" and w & (3 << 13):
+        raise ValueError(f"instruction descriptor {w:#010x}: kind::i8 cannot negate")
+    if kind != "i8" and w & (1 << 3):
+        raise ValueError(f"instruction descriptor {w:#010x}: bit 3 (saturate) is for "
+                         "kind::i8 only")
+    return IDesc(sparse=bool(w & 4), saturate=bool(w & 8), dtype=names["dtype"],
+                 atype=names["atype"], btype=names["btype"], neg_a=bool(w >> 13 & 1),
+                 neg_b=bool(w >> 14 & 1), trans_a=bool(w >> 15 & 1),
+                 trans_b=bool(w >> 16 & 1), n=((w >> 17) & 0x3F) << 3,
+                 m=((w >> 24) & 0x1F) << 4, ws_shift=(w >> 30) & 3)
+
+
+def decode_smem_descriptor(desc: int) -> Descriptor:
+    """The fields of a 64-bit sm_100 shared-memory descriptor (PTX ISA 9.7.16.4.1,
+    Table 40) as a :class:`hardware.simt.wgmma.Descriptor` (byte quantities); ValueError
+    for the forms this interpreter does not take or the ISA calls invalid."""
+    d = int(desc) & 0xFFFFFFFFFFFFFFFF
+    if (d >> 46) & 7 != 1:
+        raise ValueError(f"matrix descriptor {d:#x}: bits 46-48 must hold the constant "
+                         f"0b001, not {(d >> 46) & 7:#05b}")
+    if (d >> 52) & 1:
+        raise ValueError(f"matrix descriptor {d:#x}: the absolute leading-dimension "
+                         "address mode (bit 52) exists on sm_103a only")
+    mode = (d >> 61) & 7
+    if mode == 1:
+        raise ValueError(f"matrix descriptor {d:#x}: 128-byte swizzling with 32-byte "
+                         "atoms (mode 1) is not supported")
+    if mode not in _SWIZZLE:
+        raise ValueError(f"matrix descriptor {d:#x}: swizzle mode {mode} is invalid")
+    return Descriptor(start=(d & 0x3FFF) << 4, lbo=((d >> 16) & 0x3FFF) << 4,
+                      sbo=((d >> 32) & 0x3FFF) << 4, base_offset=(d >> 49) & 7,
+                      swizzle=_SWIZZLE[mode])
+
+
+def tcgen05_preset(gpu: str, aname: str, bname: str) -> Any:
+    """The tcgen05.mma model of ``gpu`` for the inputs (see the module docstring), or
+    None when the GPU has none."""
+    def name(t: str) -> str | None:
+        fmt = matrix.TENSOR_CORE_FORMATS[t][2]
+        for x in (f"{gpu}-{fmt}-TCGEN05", f"{gpu}-{fmt}"):
+            if presets.is_preset(x) and "tcgen05" in \
+                    presets.PRESETS[presets.canonical(x)].instruction:
+                return presets.canonical(x)
+        return None
+    na, nb = name(aname), name(bname)
+    if na is None or nb is None:
+        return None
+    if na == nb:
+        return na
+    ma, mb = presets.preset(na), presets.preset(nb)
+    return dataclasses.replace(ma, input_emin=(ma.input_emin, mb.input_emin))
+
+
+# ------------------------------------------------------------------ completion
+
+
+def settle(st: TensorMemory) -> None:
+    """Drop the pending operations whose commit's mbarrier phase has completed."""
+    if not st.pending:
+        return
+    mb = MBarriers.of(st.wave)
+    left = []
+    for rec in st.pending:
+        m = rec.get("mbar")
+        if m is not None:
+            off, obj, phase = m
+            if mb.objects.get(off) is not obj or obj.phase > phase:
+                continue
+        left.append(rec)
+    st.pending = left
+
+
+def _mbar_offset(ctx: Any, inst: Instruction, a: int, thread: int, generic: bool) -> int:
+    """The wave shared-memory offset of the executing CTA's mbarrier at address ``a``."""
+    if generic:
+        a = int(generic_to_shared(ctx, np.array([a], np.int64), np.array([thread]), inst,
+                                  "tcgen05.commit mbarrier {:#x} is not a shared-memory "
+                                  "address")[0])
+    cl = getattr(ctx, "cluster", None)
+    if cl is not None and a >= cl.UNIT:
+        own = cl.own_address(np.array([thread]), np.array([a], np.int64))
+        if own is None:
+            raise _unsupported(inst, "a commit to another CTA's mbarrier is not supported")
+        a = int(own[0])
+    if a % 8 or a < 0 or a + 8 > ctx.smem_size:
+        raise ExecutionError(f"{ctx.location(thread, inst)}: mbarrier address {a:#x} is "
+                             "not 8-byte aligned shared memory of the CTA")
+    return int(ctx.sbase[thread]) + a
+
+
+def c_commit(inst: Instruction, ctx: Any) -> Op:
+    parts = set(inst.parts[2:])
+    generic = "shared::cluster" not in parts
+    parts.discard("shared::cluster")
+    if "multicast::cluster" in parts:
+        raise _unsupported(inst, ".multicast::cluster commits are not supported")
+    if parts != {"cta_group::1", "mbarrier::arrive::one", "b64"} or len(inst.operands) != 1:
+        raise _unsupported(inst, "tcgen05.commit.cta_group::1.mbarrier::arrive::one"
+                                 "{.shared::cluster}.b64 [mbar]")
+    addr = _address(inst.operands[0], ctx, inst, "generic" if generic else "shared")
+
+    def fn(ix: Any, ex: Any) -> None:
+        st = state_of(ctx)
+        mb = MBarriers.of(ctx)
+        th = ctx._thread_ids(ix)
+        a = np.broadcast_to(np.asarray(addr(ix), np.int64), th.shape)
+        for t, av in zip(th.tolist(), a.tolist()):
+            off = _mbar_offset(ctx, inst, av, t, generic)
+            obj = mb.get(off, t, inst)
+            mark = (off, obj, obj.phase)
+            for rec in st.pending:
+                if rec["thread"] == t and rec.get("mbar") is None:
+                    rec["mbar"] = mark
+            mb.arrive(off, 1, False, False, t, inst)
+    return Op(inst, "alu", fn)
+
+
+# ------------------------------------------------------------------ mma
+
+
+def _parse_mma(inst: Instruction) -> str:
+    parts = inst.parts[2:]
+    if inst.parts[1] != "mma":
+        raise _unsupported(inst, f"tcgen05.{inst.parts[1]} is not supported")
+    kinds = [p[6:] for p in parts if p.startswith("kind::")]
+    rest = [p for p in parts if not p.startswith(("kind::", "cta_group::", "collector::a::"))]
+    if "sp" in parts or "ws" in parts:
+        raise _unsupported(inst, "tcgen05.mma.sp and .ws are not supported")
+    if "ashift" in parts:
+        raise _unsupported(inst, ".ashift is not supported")
+    if len(kinds) != 1:
+        raise _unsupported(inst, "tcgen05.mma needs one .kind")
+    kind = kinds[0]
+    if kind in ("mxf8f6f4", "mxf4", "mxf4nvf4") or "block_scale" in parts:
+        raise _unsupported(inst, f"block-scaled tcgen05.mma (.kind::{kind}) is not "
+                                 "supported: the scale-factor layouts in Tensor Memory are "
+                                 "not modelled (its arithmetic is "
+                                 "refimpl.matmul.mma_block_scaled)")
+    if kind not in KINDS:
+        raise _unsupported(inst, f".kind::{kind} is not a tcgen05.mma kind")
+    if rest:
+        raise _unsupported(inst, f"modifier(s) {rest} not supported")
+    return kind
+
+
+def c_mma(inst: Instruction, ctx: Any) -> Op:
+    """tcgen05.mma (see the module docstring)."""
+    kind = _parse_mma(inst)
+    from .tmem import _cta_group
+    _cta_group(inst)
+    ops = list(inst.operands)
+    if len(ops) < 5:
+        raise _unsupported(inst, "[d-tmem], a-desc, b-desc, idesc, enable-input-d")
+    if isinstance(ops[1], Addr):
+        raise _unsupported(inst, "A in Tensor Memory ([a-tmem]) is not supported")
+    mask_op = ops.pop(4) if isinstance(ops[4], Vec) else None
+    if len(ops) == 6:
+        if not isinstance(ops[5], Imm) or not 0 <= ops[5].value <= 15:
+            raise _unsupported(inst, "scale-input-d must be an immediate in 0..15")
+        if kind not in ("f16", "tf32"):
+            raise _unsupported(inst, "scale-input-d exists for kind::f16 and kind::tf32 "
+                                     "only")
+        if ops[5].value:
+            raise _unsupported(inst, "a non-zero scale-input-d is not supported")
+        ops.pop()
+    if len(ops) != 5:
+        raise _unsupported(inst, f"wrong number of operands ({len(inst.operands)})")
+    gd = tmem_address(ops[0], ctx, inst)
+    ga = getter(ops[1], TYPES["b64"], ctx, inst)
+    gb = getter(ops[2], TYPES["b64"], ctx, inst)
+    gi = getter(ops[3], TYPES["b32"], ctx, inst)
+    ge = getter(ops[4], TYPES["pred"], ctx, inst)
+    gm = []
+    if mask_op is not None:
+        if len(mask_op.items) != 4:
+            raise _unsupported(inst, "disable-output-lane of .cta_group::1 is 4 .b32 words")
+        gm = [getter(x, TYPES["b32"], ctx, inst) for x in mask_op.items]
+    k, ebytes = KINDS[kind][0], KINDS[kind][1]
+    gpu = getattr(ctx, "gpu", None)
+    if gpu is not None and kind != "i8":
+        # the types come from the descriptor at run time: every float kind needs a model
+        probe = {"f16": "f16", "tf32": "tf32", "f8f6f4": "e4m3"}[kind]
+        if tcgen05_preset(gpu, probe, probe) is None:
+            raise LaunchError(f"line {inst.line}: {inst.text!r}: gpu={gpu!r} has no "
+                              f"tcgen05.mma preset for kind::{kind} (tcgen05 is an sm_100a "
+                              "instruction: launch with gpu='B200'; no other model is "
+                              "substituted)")
+
+    def fn(ix: Any, ex: Any) -> None:
+        st = state_of(ctx)
+        th = ctx._thread_ids(ix)
+        n = th.shape[0]
+
+        def col(g: Any, dt: Any) -> np.ndarray:
+            return np.broadcast_to(np.asarray(g(ix)).astype(dt), (n,))
+        dv, av, bv, iv = col(gd, np.int64), col(ga, np.uint64), col(gb, np.uint64), \
+            col(gi, np.uint32)
+        en = col(ge, bool)
+        masks = [col(g, np.uint32) for g in gm]
+        for i, t in enumerate(th.tolist()):
+            mask = np.zeros(128, bool)
+            for w, m in enumerate(masks):
+                mask[32 * w:32 * w + 32] = (int(m[i]) >> np.arange(32)) & 1 == 1
+            _issue(ctx, st, inst, kind, k, ebytes, t, int(dv[i]), int(av[i]), int(bv[i]),
+                   int(iv[i]), bool(en[i]), mask)
+    return Op(inst, "alu", fn)
+
+
+def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, ebytes: int,
+           t: int, taddr: int, adesc: int, bdesc: int, idesc: int, enable: bool,
+           disabled: np.ndarray) -> None:
+    """One tcgen05.mma issued by thread ``t``."""
+    try:
+        idd = decode_idesc(kind, idesc)
+    except ValueError as e:
+        raise ExecutionError(f"{ctx.location(t, inst)}: {e} (PTX ISA 9.7.16.4.2)") from None
+    where = ctx.location(t, inst)
+    if idd.sparse:
+        raise _unsupported(inst, "sparse A (descriptor bit 2) is not supported")
+    if idd.ws_shift:
+        raise ExecutionError(f"{where}: the .ws shift bits 30-31 of the instruction "
+                             "descriptor must be 0 without .ws")
+    if idd.m != 128:
+        raise _unsupported(inst, f"M = {idd.m}: only M = 128 (data path layout D) is "
+                                 "supported")
+    n_ok = _INT_N if kind == "i8" else tuple(range(8, 257, 8))
+    if idd.n not in n_ok:
+        raise ExecutionError(f"{where}: N = {idd.n} is not a kind::{kind} shape for M = 128 "
+                             f"(PTX ISA Table 39)")
+    aname, bname, dname = idd.atype, idd.btype, idd.dtype
+    if kind == "f16" and (aname != bname or (dname == "f16" and aname != "f16")):
+        raise ExecutionError(f"{where}: kind::f16 takes f16 x f16 (f16 or f32 D) or "
+                             f"bf16 x bf16 (f32 D), not {aname} x {bname} -> {dname}")
+    if kind == "f8f6f4" and not {aname, bname} <= {"e4m3", "e5m2"}:
+        raise _unsupported(inst, f"kind::f8f6f4 with {aname} x {bname} inputs: only "
+                                 "e4m3/e5m2 have a tcgen05 model here")
+    if kind == "tf32" and (idd.trans_a or idd.trans_b):
+        raise _unsupported(inst, "MN-major tf32 needs 128-byte swizzling with 32-byte atoms, "
+                                 "which is not supported")
+    blk = int(ctx.thread_block[t])
+    lane0, col0 = taddr >> 16, taddr & 0xFFFF
+    if lane0 != 0:
+        raise ExecutionError(f"{where}: d-tmem {taddr:#x} has lane {lane0}; D of M = 128 "
+                             "starts at lane 0 (data path layout D, alignment 0)")
+    cells = ((0, 128), (col0, col0 + idd.n))
+    st.check_cells(blk, cells[0], cells[1], t, inst, "tcgen05.mma D")
+    _check_ldst(st, blk, cells, t, inst)
+    a = _operand(ctx, inst, t, adesc, 128, k, ebytes, idd.trans_a, "A")
+    b = _operand(ctx, inst, t, bdesc, idd.n, k, ebytes, idd.trans_b, "B")
+    dcells = st.cells[blk, :, col0:col0 + idd.n]
+    if dname == "f16":
+        dcodes = dcells & np.uint32(0xFFFF)
+    else:
+        dcodes = dcells.copy()
+    out = _product(ctx, kind, idd, a, b.T, dcodes, enable)
+    keep = ~disabled
+    st.cells[blk, keep, col0:col0 + idd.n] = out[keep]
+    st.pending.append({"block": blk, "lanes": cells[0], "cols": cells[1],
+                       "line": inst.line, "thread": t, "mbar": None})
+
+
+def _check_ldst(st: TensorMemory, blk: int, cells: tuple, t: int, inst: Instruction) -> None:
+    for book, what, wait in ((st.loads, "read by", "wait::ld"),
+                             (st.stores, "written by", "wait::st")):
+        for thread, recs in book.items():
+            for rblk, lanes, cols, line in recs:
+                if rblk == blk and lanes[0] < cells[0][1] and cells[0][0] < lanes[1] and \
+                        cols[0] < cells[1][1] and cells[1][0] < cols[1]:
+                    st.fail(t, inst, f"race: tcgen05.mma writes Tensor Memory columns "
+                            f"{cols[0]}..{cols[1] - 1} {what} the tcgen05."
+                            f"{'ld' if wait == 'wait::ld' else 'st'} on line {line} of "
+                            f"{st.wave.location(thread, None)}, which has not executed "
+                            f"tcgen05.{wait} since")
+
+
+def _operand(ctx: Any, inst: Instruction, t: int, desc: int, rows: int, k: int, ebytes: int,
+             mn_major: bool, what: str) -> np.ndarray:
+    """The (rows, K) element codes of a shared-memory operand of thread ``t``'s CTA."""
+    where = ctx.location(t, inst)
+    try:
+        d = decode_smem_descriptor(desc)
+    except ValueError as e:
+        raise ExecutionError(f"{where}: {what}: {e} (PTX ISA 9.7.16.4.1)") from None
+    if d.base_offset:
+        raise ExecutionError(f"{where}: {what}: matrix descriptor {desc:#x} has base offset "
+                             f"{d.base_offset}: a swizzle pattern that does not start at "
+                             "its repeat boundary is not supported")
+    c = chunk_addresses(d, rows, k * ebytes, ebytes, mn_major).reshape(-1)
+    lim = ctx.smem_size
+    if c.min() < 0 or c.max() + 16 > lim:
+        bad = int(c[(c < 0) | (c + 16 > lim)][0])
+        raise ExecutionError(
+            f"{where}: {what}: matrix descriptor {desc:#x} (start {d.start:#x}, LBO {d.lbo}, "
+            f"SBO {d.sbo}, swizzle {d.swizzle or 'none'}) addresses shared bytes "
+            f"{bad:#x}..{bad + 15:#x}, outside the CTA's {lim} bytes of shared memory")
+    off = int(ctx.sbase[t]) + c
+    if ctx.tools:
+        async_read(ctx, np.full(off.shape, t), off, 16, inst,
+                   f"tcgen05.mma {what} operand read")
+    data = ctx.smem[off[:, None] + np.arange(16)]
+    elem = data.reshape(-1, 16 // ebytes, ebytes).copy().view(f"<u{ebytes}")[..., 0]
+    if not mn_major:
+        return elem.reshape(rows, k).astype(np.uint32)
+    per = 16 // ebytes
+    e = elem.reshape(rows // per, k, per)
+    return np.transpose(e, (0, 2, 1)).reshape(rows, k).astype(np.uint32)
+
+
+def _product(ctx: Any, kind: str, idd: IDesc, a: np.ndarray, b: np.ndarray,
+             d: np.ndarray, enable: bool) -> np.ndarray:
+    """D codes (128, N) of A (128, K) times B (K, N) (+ D)."""
+    if kind == "i8":
+        ai = matrix._integers(a, idd.atype)
+        bi = matrix._integers(b, idd.btype)
+        ci = matrix._integers(d, "s32") if enable else np.zeros(d.shape, np.int64)
+        return matrix._int_mma(ai, bi, ci, idd.saturate)
+    av = matrix._values(a, idd.atype) * (-1.0 if idd.neg_a else 1.0)
+    bv = matrix._values(b, idd.btype) * (-1.0 if idd.neg_b else 1.0)
+    model = tcgen05_preset(ctx.gpu, idd.atype, idd.btype)
+    c = matrix._values(d, idd.dtype).astype(np.float32) if enable else None
+    out_fmt = "fp16" if idd.dtype == "f16" else "fp32"
+    res = np.asarray(mm.matmul(av.astype(np.float32), bv.astype(np.float32), c,
+                               accumulate=model, out_format=out_fmt), dtype=np.float32)
+    return matrix._codes(res, idd.dtype)
+
+
+# ------------------------------------------------------------------ dispatch
+
+
+def c_tcgen05(inst: Instruction, ctx: Any) -> Op:
+    """Every tcgen05 instruction: Tensor Memory ones in :mod:`.tmem`, mma and commit
+    here; tcgen05.cp and tcgen05.shift are refused."""
+    need_sm100a(inst, ctx)
+    sub = inst.parts[1] if len(inst.parts) > 1 else ""
+    if sub in _MEMORY:
+        return c_tcgen05_memory(inst, ctx)
+    if sub == "mma":
+        return c_mma(inst, ctx)
+    if sub == "commit":
+        return c_commit(inst, ctx)
+    if sub in ("cp", "shift"):
+        raise _unsupported(inst, f"tcgen05.{sub} is not supported")
+    raise _unsupported(inst, f"tcgen05.{sub} is not a tcgen05 instruction")
+
+
+COMPILERS = {"tcgen05": c_tcgen05}

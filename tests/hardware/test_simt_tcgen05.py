@@ -1,0 +1,132 @@
+"""tcgen05.mma and tcgen05.commit (hardware/simt/tcgen05.py) against independent
+references.
+
+A hand-written sm_100a kernel (tests/hardware/data/tcgen05/mma_f16.ptx, accepted by
+``ptxas -arch=sm_100a``) copies a shared-memory image built here into shared memory,
+allocates 32 columns of Tensor Memory, lets one thread issue tcgen05.mma and commit it to
+an mbarrier, and has every warp load its lane quarter of D with tcgen05.ld.32x32b.x8.
+The image follows this file's own reading of the PTX ISA's canonical K-major layout
+without swizzling (9.7.16.3.3: core matrices of 8 rows x 16 bytes, LBO between the two
+16-byte columns of K, SBO between groups of 8 rows), and the descriptors are assembled
+from Tables 40 and 42 field by field."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hardware.simt import ExecutionError, GlobalMemory, LaunchError, UnsupportedPtxError, load_ptx
+from hardware.simt.tcgen05 import decode_idesc, decode_smem_descriptor
+from refimpl import formats
+from refimpl import matmul as mm
+
+SRC = (Path(__file__).parent / "data" / "tcgen05" / "mma_f16.ptx").read_text()
+LBO, SBO, B_START = 128, 256, 4096
+
+
+def smem_desc(start: int, lbo: int, sbo: int, swizzle_code: int = 0) -> int:
+    return ((start >> 4) & 0x3FFF) | (((lbo >> 4) & 0x3FFF) << 16) | \
+        (((sbo >> 4) & 0x3FFF) << 32) | (1 << 46) | (swizzle_code << 61)
+
+
+def idesc(n: int, m: int = 128, atype: int = 0, btype: int = 0, dtype: int = 1,
+          neg_a: int = 0, neg_b: int = 0) -> int:
+    return (dtype << 4) | (atype << 7) | (btype << 10) | (neg_a << 13) | (neg_b << 14) | \
+        ((n >> 3) << 17) | ((m >> 4) << 24)
+
+
+def image(a_codes: np.ndarray, b_codes: np.ndarray) -> np.ndarray:
+    """A (128 x 16) and B (N x 16, K-major) 16-bit codes placed element by element."""
+    img = np.zeros(8192, np.uint8)
+    for start, mat in ((0, a_codes), (B_START, b_codes)):
+        for r in range(mat.shape[0]):
+            for k in range(16):
+                addr = start + (r // 8) * SBO + (k // 8) * LBO + (r % 8) * 16 + (k % 8) * 2
+                img[addr:addr + 2] = np.array([mat[r, k]], np.uint16).view(np.uint8)
+    return img
+
+
+def run(a_codes: np.ndarray, b_codes: np.ndarray, d_init: bool = False, gpu: str = "B200",
+        src: str = SRC, desc: int | None = None, n: int = 8) -> np.ndarray:
+    mem = GlobalMemory()
+    img = image(a_codes, b_codes)
+    pi = mem.to_device(img.view(np.uint32))
+    po = mem.calloc(128 * 8 * 4)
+    desc = idesc(n) if desc is None else desc
+    load_ptx(src).launch("k", 1, 128, [pi, img.size // 4, po, smem_desc(0, LBO, SBO),
+                                       smem_desc(B_START, LBO, SBO), desc, int(d_init)],
+                         mem, gpu=gpu)
+    return mem.from_device(po, np.uint32, (128, 8))
+
+
+def f16(x: np.ndarray) -> np.ndarray:
+    return formats.encode(np.asarray(x, np.float32), "fp16").astype(np.uint16)
+
+
+def test_descriptor_fields():
+    d = decode_idesc("f16", idesc(64, atype=1, btype=1, neg_b=1))
+    assert (d.m, d.n, d.atype, d.btype, d.dtype, d.neg_b) == (128, 64, "bf16", "bf16", "f32", True)
+    s = decode_smem_descriptor(smem_desc(0x1230, 128, 1024, 2))
+    assert (s.start, s.lbo, s.sbo, s.swizzle) == (0x1230, 128, 1024, 128)
+    with pytest.raises(ValueError, match="0b001"):
+        decode_smem_descriptor(smem_desc(0, 16, 16) & ~(1 << 46))
+    with pytest.raises(ValueError, match="mode 1"):
+        decode_smem_descriptor(smem_desc(0, 16, 16, 1))
+
+
+def test_small_integer_products_are_exact():
+    rng = np.random.default_rng(1)
+    a = rng.integers(-4, 5, (128, 16))
+    b = rng.integers(-4, 5, (16, 8))
+    out = run(f16(a), f16(b.T))
+    expect = (a @ b).astype(np.float32)
+    assert np.array_equal(out.view(np.float32), expect)
+
+
+def test_matches_preset_and_numpy_reference():
+    rng = np.random.default_rng(2)
+    a = formats.decode(f16(rng.standard_normal((128, 16))), "fp16").astype(np.float64)
+    b = formats.decode(f16(rng.standard_normal((16, 8))), "fp16").astype(np.float64)
+    out = run(f16(a), f16(b.T)).view(np.float32)
+    model = np.asarray(mm.matmul(a.astype(np.float32), b.astype(np.float32),
+                                 accumulate="B200-FP16"), np.float32)
+    assert np.array_equal(out, model)
+    exact = a @ b                       # float64: each dot of 16 products is exact
+    # the FP32 truncating accumulation errs by at most a few units of 2^-23 of the
+    # largest magnitude it holds, bounded by sum |a| |b|
+    assert (np.abs(out - exact) <= 2 ** -21 * (np.abs(a) @ np.abs(b))).all()
+
+
+def test_enable_input_d_accumulates_previous_contents():
+    a = np.ones((128, 16))
+    b = np.ones((16, 8))
+    # D starts at zero (fresh Tensor Memory): enable-input-d adds zero
+    assert np.array_equal(run(f16(a), f16(b.T), d_init=True).view(np.float32),
+                          np.full((128, 8), 16, np.float32))
+
+
+def test_race_reading_d_before_the_commit_completes():
+    src = SRC.replace("  tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [bar];\n",
+                      "")
+    src = src.replace("WAIT:\n  mbarrier.try_wait.parity.shared::cta.b64 %p3, [bar], 0;\n"
+                      "  @!%p3 bra WAIT;\n", "")
+    with pytest.raises(ExecutionError, match=r"race: tcgen05.ld reads .* tcgen05.mma on "
+                                             r"line \d+ .*not yet committed"):
+        run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), src=src)
+
+
+def test_gpu_without_tcgen05_model_is_refused():
+    with pytest.raises(LaunchError, match="tcgen05"):
+        run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), gpu="H100")
+
+
+def test_unmodelled_forms_are_refused():
+    with pytest.raises(UnsupportedPtxError, match="block-scaled"):
+        load_ptx(SRC.replace("kind::f16 [%r8], %rd4, %rd5, %r9, %p3",
+                             "kind::mxf8f6f4.block_scale [%r8], %rd4, %rd5, %r9, [%r8], "
+                             "[%r8], %p3"))
+    with pytest.raises(UnsupportedPtxError, match="M = 64"):
+        run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8, m=64))
+    with pytest.raises(ExecutionError, match="N = 0"):
+        run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8) & ~(0x3F << 17) | (0 << 17))
