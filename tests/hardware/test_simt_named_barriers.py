@@ -13,7 +13,7 @@ import pytest
 from test_simt_sm90 import ptxas_ok
 
 from hardware.simt import GlobalMemory, load_ptx
-from hardware.simt.errors import DeadlockError, ExecutionError
+from hardware.simt.errors import DeadlockError, ExecutionError, RaceError
 
 HEAD = """.version 8.6
 .target sm_90a
@@ -244,3 +244,31 @@ def test_setmaxnreg_partly_satisfied_then_deadlock():
            "barrier" in msg
     assert "warpgroup 1 (warps 4-7) holds 232 registers per thread and waits at a " \
            "barrier" in msg
+
+
+def test_register_barriers_order_the_pipeline_for_racecheck():
+    """Under racecheck the pipeline is race-free; without the consumers' barrier.sync
+    their loads race with the producers' stores."""
+    src = HEAD + pipeline() + TAIL
+    mem = GlobalMemory()
+    out = mem.calloc(4 * 128)
+    load_ptx(src).launch("k", 1, 128, [out], mem, sanitize=["racecheck", "synccheck"])
+    assert (mem.from_device(out, np.uint32, 128) == pipeline_expected()).all()
+    racy = src.replace("    barrier.sync.aligned %r5, %r6;\n", "")
+    assert ptxas_ok(racy) in (None, True)
+    with pytest.raises(RaceError, match="buf"):
+        load_ptx(racy).launch("k", 1, 128, [mem.calloc(4 * 128)], mem,
+                              sanitize=["racecheck"])
+
+
+def test_register_barriers_are_per_block():
+    """Three blocks, each its own barriers 1 and 2."""
+    src = HEAD.replace("mov.u32 %r1, %tid.x;", "mov.u32 %r1, %tid.x;\n    mov.u32 %r30, "
+                       "%ctaid.x;\n    mad.lo.u32 %r31, %r30, 128, %r1;").replace(
+        "mul.wide.u32 %rd2, %r1, 4;", "mul.wide.u32 %rd2, %r31, 4;") + pipeline() + TAIL
+    assert ptxas_ok(src) in (None, True)
+    mem = GlobalMemory()
+    out = mem.calloc(4 * 384)
+    stats = load_ptx(src).launch("k", 3, 128, [out], mem)
+    assert (mem.from_device(out, np.uint32, 384) == np.tile(pipeline_expected(), 3)).all()
+    assert stats.barriers == 9

@@ -13,8 +13,9 @@
   (``.aligned``), the four warps of a warpgroup execute the same sequence of
   ``setmaxnreg`` (warpgroup-uniform), ``.inc`` never lowers and ``.dec`` never raises a
   warpgroup's count, and the counts of the CTA's warpgroups fit the 65536 registers of
-  the register file: an ``.inc`` that does not fit yet blocks its warps (PTX ISA:
-  "setmaxnreg.inc ... blocks until enough registers are available") until
+  the register file: an ``.inc`` that does not fit yet blocks its warps (PTX ISA: it
+  "blocks the execution until enough registers are available in the CTA's register
+  pool") until
   ``.dec`` of other warpgroups releases enough, warpgroups waiting first served
   first; when nothing else can run it is a
   :class:`~hardware.simt.errors.DeadlockError` naming the warpgroups and their
@@ -206,7 +207,9 @@ class _Registers:
             elif all(sched.state[x] == sched.DONE for x in ws):
                 what = "has exited"
             else:
-                what = "waits at a barrier"
+                lines = sorted({sched.ops[int(sched.warp_pc[x]) - 1].inst.line for x in ws
+                                if sched.state[x] != sched.DONE})
+                what = f"waits at a barrier (line {', '.join(map(str, lines))})"
             groups.append(f"warpgroup {g} (warps {ws[0] % self.wpb}-{ws[-1] % self.wpb}) "
                           f"holds {have} registers per thread and {what}")
         raise DeadlockError(
