@@ -8,6 +8,8 @@ ptxas is on the PATH). Expected values are written down from the kernels' defini
 """
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 from test_simt_sm90 import ptxas_ok
@@ -272,3 +274,29 @@ def test_register_barriers_are_per_block():
     stats = load_ptx(src).launch("k", 3, 128, [out], mem)
     assert (mem.from_device(out, np.uint32, 384) == np.tile(pipeline_expected(), 3)).all()
     assert stats.barriers == 9
+
+
+def test_nvcc_pipeline_with_register_named_barriers_and_setmaxnreg():
+    """data/named_barrier_pipeline.cu compiled by nvcc for sm_90a: the consumers'
+    setmaxnreg.inc 232 comes first in the PTX and waits for the producer's dec 40; the
+    accumulations match float32 NumPy bit for bit (products by 1 and 2 are exact, so a
+    fused multiply-add rounds as a multiply and an add do)."""
+    src = (pathlib.Path(__file__).parent / "data" / "named_barrier_pipeline.ptx").read_text()
+    assert ptxas_ok(src) in (None, True)
+    iters = 6
+    x = np.random.default_rng(1).standard_normal(iters * 128).astype(np.float32)
+    mem = GlobalMemory()
+    a, o = mem.to_device(x), mem.calloc(256 * 4)
+    stats = load_ptx(src).launch("named_barrier_pipeline", 1, 384, [a, o, np.int32(iters)],
+                                 mem, sanitize=["racecheck", "synccheck"])
+    t = np.arange(128)
+    want = []
+    for wg in (1, 2):
+        acc = np.zeros(128, np.float32)
+        for i in range(iters):
+            acc = acc + x[i * 128 + (t + wg) % 128] * np.float32(wg)
+        want.append(acc)
+    got = mem.from_device(o, np.float32, 256)
+    assert (got.view(np.uint32) == np.concatenate(want).view(np.uint32)).all()
+    # stage-full barriers once per iteration, stage-free ones from iteration 2 on
+    assert stats.barriers == iters + (iters - 2)
