@@ -130,3 +130,81 @@ def test_unmodelled_forms_are_refused():
         run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8, m=64))
     with pytest.raises(ExecutionError, match="N = 0"):
         run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8) & ~(0x3F << 17) | (0 << 17))
+
+
+def image_bytes(a_el: np.ndarray, b_el: np.ndarray, ebytes: int) -> np.ndarray:
+    """As :func:`image` for elements of ``ebytes`` bytes (arrays of little-endian byte
+    rows: (rows, K, ebytes)); a row of K elements is 32 bytes, two 16-byte columns."""
+    img = np.zeros(8192, np.uint8)
+    per = 16 // ebytes
+    for start, mat in ((0, a_el), (B_START, b_el)):
+        for r in range(mat.shape[0]):
+            for k in range(mat.shape[1]):
+                addr = start + (r // 8) * SBO + (k // per) * LBO + (r % 8) * 16 + \
+                    (k % per) * ebytes
+                img[addr:addr + ebytes] = mat[r, k]
+    return img
+
+
+def _bytes(codes: np.ndarray, ebytes: int) -> np.ndarray:
+    dt = {1: np.uint8, 2: np.uint16, 4: np.uint32}[ebytes]
+    return np.ascontiguousarray(codes.astype(dt)).view(np.uint8).reshape(codes.shape + (ebytes,))
+
+
+KINDS = {   # kind -> (K, element bytes, idesc a/b type code, d type code, encode)
+    "tf32": (8, 4, 2, 1, lambda x: np.asarray(x, np.float32).view(np.uint32)),
+    "f8f6f4": (32, 1, 0, 1, lambda x: formats.encode(np.asarray(x, np.float32), "e4m3")),
+    "i8": (32, 1, 1, 2, lambda x: np.asarray(x, np.int8).view(np.uint8)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_other_kinds_small_integers_exact(kind):
+    k, eb, code, dcode, enc = KINDS[kind]
+    rng = np.random.default_rng(3)
+    a = rng.integers(-4, 5, (128, k))
+    b = rng.integers(-4, 5, (k, 8))
+    img = image_bytes(_bytes(enc(a), eb), _bytes(enc(b.T), eb), eb)
+    mem = GlobalMemory()
+    pi = mem.to_device(img.view(np.uint32))
+    po = mem.calloc(128 * 8 * 4)
+    src = SRC.replace("kind::f16", f"kind::{kind}")
+    load_ptx(src).launch("k", 1, 128, [pi, img.size // 4, po, smem_desc(0, LBO, SBO),
+                                       smem_desc(B_START, LBO, SBO),
+                                       idesc(8, atype=code, btype=code, dtype=dcode), 0],
+                         mem, gpu="B200")
+    out = mem.from_device(po, np.uint32, (128, 8))
+    got = out.view(np.int32) if kind == "i8" else out.view(np.float32)
+    assert np.array_equal(got, (a @ b).astype(got.dtype))
+
+
+def test_kernel_ptx_is_accepted_by_ptxas(tmp_path):
+    import shutil
+    import subprocess
+    if shutil.which("ptxas") is None:
+        pytest.skip("needs ptxas")
+    for kind in ("f16", *KINDS):
+        f = tmp_path / "k.ptx"
+        f.write_text(SRC.replace("kind::f16", f"kind::{kind}"))
+        r = subprocess.run(["ptxas", "-arch=sm_100a", str(f), "-o", "/dev/null"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+
+def test_f8f6f4_e4m3_uses_the_tcgen05_preset_bit_for_bit():
+    k, eb, code, dcode, enc = KINDS["f8f6f4"]
+    rng = np.random.default_rng(4)
+    ca = enc(rng.standard_normal((128, k)) * 8)
+    cb = enc(rng.standard_normal((k, 8)) * 8)
+    img = image_bytes(_bytes(ca, 1), _bytes(np.ascontiguousarray(cb.T), 1), 1)
+    mem = GlobalMemory()
+    pi = mem.to_device(img.view(np.uint32))
+    po = mem.calloc(128 * 8 * 4)
+    load_ptx(SRC.replace("kind::f16", "kind::f8f6f4")).launch(
+        "k", 1, 128, [pi, img.size // 4, po, smem_desc(0, LBO, SBO),
+                      smem_desc(B_START, LBO, SBO), idesc(8, dtype=1), 0], mem, gpu="B200")
+    got = mem.from_device(po, np.float32, (128, 8))
+    a = formats.decode(ca, "e4m3").astype(np.float32)
+    b = formats.decode(cb, "e4m3").astype(np.float32)
+    model = np.asarray(mm.matmul(a, b, accumulate="B200-E4M3-TCGEN05"), np.float32)
+    assert np.array_equal(got, model)
