@@ -132,6 +132,7 @@ def _register_extensions() -> None:
     _TABLE.update(cluster.COMPILERS)
     _TABLE.update(sm90.COMPILERS)
     _TABLE.update(tcgen05.COMPILERS)
+    _TABLE["mbarrier"] = tcgen05.observe_waits(_TABLE["mbarrier"])
     _TABLE["tensormap"] = tma.c_tensormap
     _TABLE["cp"] = _c_cp
     sm100.extend(_TABLE)  # sm_100 forms of add/sub/mul/fma/min/max/redux

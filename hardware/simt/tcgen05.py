@@ -49,8 +49,10 @@ change values.
 Completion (9.7.16.6): the product is computed and written when the instruction issues,
 and stays *pending* until known complete. ``tcgen05.commit`` by the issuing thread
 makes an mbarrier track every tcgen05.mma that thread issued since its last commit, and
-arrives on it (count 1) at once; those operations are complete when that phase of the
-mbarrier completes. A ``tcgen05.ld`` or ``tcgen05.st`` of a pending D cell is a race
+arrives on it (count 1) at once; a thread knows them complete once an mbarrier wait of
+its own on that barrier has returned true after the tracked phase completed (each
+``test_wait``/``try_wait`` that succeeds records it). A ``tcgen05.ld`` or ``tcgen05.st``
+of a D cell by a warp none of whose threads has seen the completion is a race
 (ExecutionError naming the instruction, thread, line and the mma's line); so is a
 ``tcgen05.mma`` whose D overlaps cells of an outstanding ``tcgen05.ld`` (not yet followed
 by ``tcgen05.wait::ld`` in its thread) or ``tcgen05.st`` (``wait::st``).
@@ -79,7 +81,7 @@ from .types import TYPES
 from .wgmma import Descriptor, chunk_addresses
 
 __all__ = ["COMPILERS", "IDesc", "decode_idesc", "decode_smem_descriptor", "settle",
-           "tcgen05_preset"]
+           "observed", "observe_waits", "tcgen05_preset"]
 
 
 def _unsupported(inst: Instruction, why: str) -> UnsupportedPtxError:
@@ -189,19 +191,58 @@ def tcgen05_preset(gpu: str, aname: str, bname: str) -> Any:
 
 
 def settle(st: TensorMemory) -> None:
-    """Drop the pending operations whose commit's mbarrier phase has completed."""
+    """Drop the pending operations whose mbarrier was invalidated or replaced."""
     if not st.pending:
         return
     mb = MBarriers.of(st.wave)
-    left = []
-    for rec in st.pending:
-        m = rec.get("mbar")
-        if m is not None:
-            off, obj, phase = m
-            if mb.objects.get(off) is not obj or obj.phase > phase:
-                continue
-        left.append(rec)
-    st.pending = left
+    st.pending = [r for r in st.pending if r.get("mbar") is None
+                  or mb.objects.get(r["mbar"][0]) is r["mbar"][1]]
+
+
+def observed(st: TensorMemory, rec: dict, threads: list) -> bool:
+    """Whether one of ``threads`` has seen the completion of ``rec``: a successful
+    mbarrier wait on its commit's barrier after the tracked phase completed."""
+    m = rec.get("mbar")
+    if m is None:
+        return False
+    off, obj, phase = m
+    return any(st.observed.get((t, off), (None, -1))[0] is obj and
+               st.observed[(t, off)][1] > phase for t in threads)
+
+
+def observe_waits(prev: Any) -> Any:
+    """Wrap the mbarrier compiler: a thread whose test_wait/try_wait returns true is
+    recorded as having seen the barrier's phases completed so far (the completion of
+    the tcgen05 operations committed to it)."""
+    def compile_(inst: Instruction, ctx: Any) -> Op:
+        op = prev(inst, ctx)
+        if inst.parts[1] not in ("test_wait", "try_wait") or not _uses_tcgen05(ctx):
+            return op
+        fn, probe = op.fn, op.probe
+
+        def wrapped(ix: Any, ex: Any) -> None:
+            fn(ix, ex)
+            st = getattr(ctx, TensorMemory.ATTR, None)
+            if st is None or st.wave is not ctx or not st.pending:
+                return
+            ok, off, th, _ = probe(ix, ex)
+            mb = MBarriers.of(ctx)
+            for t, o in zip(th[ok].tolist(), off[ok].tolist()):
+                obj = mb.objects.get(o)
+                if obj is not None:
+                    st.observed[(t, o)] = (obj, obj.phase)
+        op.fn = wrapped
+        return op
+    compile_.__doc__ = prev.__doc__
+    return compile_
+
+
+def _uses_tcgen05(ctx: Any) -> bool:
+    got = getattr(ctx, "_uses_tcgen05", None)
+    if got is None:
+        got = any(i.parts[0] == "tcgen05" for i in ctx.kernel.source.instructions)
+        ctx._uses_tcgen05 = got
+    return got
 
 
 def _mbar_offset(ctx: Any, inst: Instruction, a: int, thread: int, generic: bool) -> int:
@@ -389,6 +430,10 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
     out = _product(ctx, kind, idd, a, b.T, dcodes, enable)
     keep = ~disabled
     st.cells[blk, keep, col0:col0 + idd.n] = out[keep]
+    # an earlier operation on the same cells whose completion was seen is subsumed
+    st.pending = [r for r in st.pending if not (
+        r["block"] == blk and r["thread"] == t and r["cols"] == cells[1]
+        and observed(st, r, [t]))]
     st.pending.append({"block": blk, "lanes": cells[0], "cols": cells[1],
                        "line": inst.line, "thread": t, "mbar": None})
 

@@ -113,6 +113,9 @@ class TensorMemory(WaveState):
         #: line)
         self.loads: dict[int, list[tuple]] = {}
         self.stores: dict[int, list[tuple]] = {}
+        #: (thread, mbarrier offset) -> (object, its phase) at the thread's last
+        #: successful wait on it
+        self.observed: dict[tuple, tuple] = {}
         self.stats = self.wave.stats
 
     # ------------------------------------------------------------ errors
@@ -147,8 +150,10 @@ class TensorMemory(WaveState):
             self.fail(thread, inst, f"tcgen05.{what} of {ncols} columns: nCols must be a "
                       "power of 2 in 32..512 (PTX ISA 9.7.16.7.1)")
 
-    def dealloc(self, blk: int, taddr: int, ncols: int, thread: int,
+    def dealloc(self, blk: int, taddr: int, ncols: int, threads: list,
                 inst: Instruction) -> None:
+        from .tcgen05 import observed
+        thread = threads[0]
         self._check_count(ncols, thread, inst, "dealloc")
         lane, col = taddr >> 16, taddr & 0xFFFF
         got = self.allocs[blk].get(col)
@@ -157,12 +162,15 @@ class TensorMemory(WaveState):
                       f"columns) names no allocation of the CTA (allocated: "
                       f"{self._in_use(blk)}; the address must be one tcgen05.alloc wrote "
                       "and nCols its count)")
-        for rec in self.pending:
-            if rec["block"] == blk and rec["cols"][0] < col + ncols and \
-                    col < rec["cols"][1] and not rec.get("done"):
+        mine = [r for r in self.pending if r["block"] == blk and r["cols"][0] < col + ncols
+                and col < r["cols"][1]]
+        for rec in mine:
+            if not observed(self, rec, threads):
                 self.fail(thread, inst, f"tcgen05.dealloc of columns {col}..{col + ncols - 1}"
                           f" while the tcgen05.mma on line {rec['line']} that writes them "
-                          "has not completed")
+                          "has not completed (no thread of the warp has waited on the "
+                          "mbarrier of its tcgen05.commit)")
+        self.pending = [r for r in self.pending if not any(r is m for m in mine)]
         del self.allocs[blk][col]
 
     # ------------------------------------------------------------ access checks
@@ -289,7 +297,8 @@ def c_alloc(inst: Instruction, ctx: Any) -> Op:
             ta = _per_warp(ctx, inst, ex, ix, ga, "taddr")
             for w in warps.tolist():
                 t = int(ex.rows[w, 0])
-                st.dealloc(int(ctx.thread_block[t]), ta[w] & 0xFFFFFFFF, n[w], t, inst)
+                st.dealloc(int(ctx.thread_block[t]), ta[w] & 0xFFFFFFFF, n[w],
+                           ex.rows[w][ex.mask[w]].tolist(), inst)
             return
         addr = _per_warp(ctx, inst, ex, ix, dst, "the dst address")
         for w in warps.tolist():
@@ -403,8 +412,8 @@ def _ldst(inst: Instruction, ctx: Any) -> Op:
                         "9.7.16.8.1)")
             st.check_cells(blk, (lane0, lane0 + nlanes), (col0, col0 + span), t, inst, what)
             ln, cl = lane0 + lane_off, col0 + col_off
-            _check_pending(st, blk, (lane0, lane0 + nlanes), (col0, col0 + span), t, inst,
-                           load)
+            _check_pending(st, blk, (lane0, lane0 + nlanes), (col0, col0 + span),
+                           ex.rows[w][ex.mask[w]].tolist(), inst, load)
             live = ex.mask[w]
             if load:
                 out[w] = st.cells[blk, ln, cl]
@@ -420,20 +429,22 @@ def _ldst(inst: Instruction, ctx: Any) -> Op:
     return Op(inst, "alu", fn)
 
 
-def _check_pending(st: TensorMemory, blk: int, lanes: tuple, cols: tuple, thread: int,
+def _check_pending(st: TensorMemory, blk: int, lanes: tuple, cols: tuple, threads: list,
                    inst: Instruction, load: bool) -> None:
-    """A tcgen05.ld/st of cells an incomplete tcgen05.mma writes is a race."""
-    from .tcgen05 import settle
+    """A tcgen05.ld/st of cells a tcgen05.mma writes, by a warp that has not seen its
+    completion, is a race."""
+    from .tcgen05 import observed, settle
     settle(st)
+    thread = threads[0]
     for rec in st.pending:
-        if rec["block"] != blk or rec.get("done"):
+        if rec["block"] != blk or rec.get("done") or observed(st, rec, threads):
             continue
         if rec["lanes"][0] < lanes[1] and lanes[0] < rec["lanes"][1] and \
                 rec["cols"][0] < cols[1] and cols[0] < rec["cols"][1]:
             how = ("not yet committed (no tcgen05.commit by its thread since)"
                    if rec.get("mbar") is None else
-                   "committed, but the mbarrier phase that signals its completion has not "
-                   "completed")
+                   "committed, but no thread of this warp has waited on the mbarrier "
+                   "phase that signals its completion")
             st.fail(thread, inst, f"race: tcgen05.{'ld reads' if load else 'st writes'} "
                     f"Tensor Memory lanes {lanes[0]}..{lanes[1] - 1}, columns "
                     f"{cols[0]}..{cols[1] - 1}, the D matrix of the tcgen05.mma on line "

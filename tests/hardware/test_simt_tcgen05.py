@@ -208,3 +208,11 @@ def test_f8f6f4_e4m3_uses_the_tcgen05_preset_bit_for_bit():
     b = formats.decode(cb, "e4m3").astype(np.float32)
     model = np.asarray(mm.matmul(a, b, accumulate="B200-E4M3-TCGEN05"), np.float32)
     assert np.array_equal(got, model)
+
+
+def test_race_reading_d_after_the_commit_without_waiting():
+    src = SRC.replace("WAIT:\n  mbarrier.try_wait.parity.shared::cta.b64 %p3, [bar], 0;\n"
+                      "  @!%p3 bra WAIT;\n", "")
+    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\), line \d+ \('tcgen05.ld.*"
+                                             r"race: .*no thread of this warp has waited"):
+        run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), src=src)
