@@ -216,3 +216,23 @@ def test_race_reading_d_after_the_commit_without_waiting():
     with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\), line \d+ \('tcgen05.ld.*"
                                              r"race: .*no thread of this warp has waited"):
         run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), src=src)
+
+
+def test_disable_output_lane_leaves_those_lanes_unchanged(tmp_path):
+    src = SRC.replace("  tcgen05.mma.cta_group::1.kind::f16 [%r8], %rd4, %rd5, %r9, %p3;\n",
+                      "  mov.b32 %r30, 15;\n  mov.b32 %r31, 0;\n  mov.b32 %r32, 0;\n"
+                      "  mov.b32 %r33, 2147483648;\n"
+                      "  tcgen05.mma.cta_group::1.kind::f16 [%r8], %rd4, %rd5, %r9, "
+                      "{%r30, %r31, %r32, %r33}, %p3;\n")
+    out = run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), src=src).view(np.float32)
+    want = np.full((128, 8), 16, np.float32)
+    want[[0, 1, 2, 3, 127]] = 0          # mask bits 0-3 of word 0 and bit 31 of word 3
+    assert np.array_equal(out, want)
+    import shutil
+    import subprocess
+    if shutil.which("ptxas"):
+        f = tmp_path / "k.ptx"
+        f.write_text(src)
+        r = subprocess.run(["ptxas", "-arch=sm_100a", str(f), "-o", "/dev/null"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
