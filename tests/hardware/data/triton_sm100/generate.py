@@ -1,0 +1,48 @@
+"""Regenerates the Triton sm_100 PTX in this folder (needs the pip package triton, no GPU):
+
+    python tests/hardware/data/triton_sm100/generate.py
+
+The matmul tutorial kernel of ../triton_sm90/generate.py (plain pointer loads, tl.dot)
+compiled with triton.compile for GPUTarget("cuda", 100, 32): Triton lowers tl.dot to
+tcgen05.mma with the accumulator in Tensor Memory. The PTX and the metadata the tests need
+(num_warps, dynamic shared memory, parameter count) are written next to this file."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+
+HERE = pathlib.Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("triton_sm90_generate",
+                                               HERE.parent / "triton_sm90" / "generate.py")
+sm90 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sm90)
+
+
+def main() -> None:
+    meta = {}
+    ints = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")}
+    jobs = {"matmul_fp16": ("fp16", "fp32", 128, 64, 32, 4, 1)}
+    for name, (a, c, bm, bn, bk, warps, stages) in jobs.items():
+        sig = {"a_ptr": f"*{a}", "b_ptr": f"*{a}", "c_ptr": f"*{c}", **ints}
+        const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "ACC_TYPE": tl.float32}
+        attrs = {(i,): [["tt.divisibility", 16]] for i, _ in enumerate(sig)}
+        src = triton.compiler.ASTSource(fn=sm90.matmul_kernel, signature=sig,
+                                        constexprs=const, attrs=attrs)
+        k = triton.compile(src, target=GPUTarget("cuda", 100, 32),
+                           options={"num_warps": warps, "num_stages": stages})
+        (HERE / f"{name}.ptx").write_text(k.asm["ptx"])
+        meta[name] = {"kernel": k.metadata.name, "num_warps": k.metadata.num_warps,
+                      "shared": k.metadata.shared, "params": len(sig) + 2,
+                      "constexprs": {x: str(v) for x, v in const.items()},
+                      "signature": sig, "num_stages": stages,
+                      "triton_version": triton.__version__}
+    (HERE / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""PTX that Triton emits for sm_100 (tests/hardware/data/triton_sm100, made by
+generate.py there; no test needs Triton) run by the interpreter on gpu="B200": the
+matmul tutorial kernel, whose tl.dot Triton lowers to tcgen05.alloc, tcgen05.st of the
+zero accumulator, tcgen05.mma kind::f16 per k16 slice, tcgen05.commit to an mbarrier
+and tcgen05.ld of D. Checked bit for bit against refimpl.matmul with B200-FP16 chained
+over k16 steps, and against float64 within the preset's truncation bound."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hardware.simt import GlobalMemory, load_ptx
+from refimpl import matmul as mm
+
+DATA = Path(__file__).parent / "data" / "triton_sm100"
+META = json.loads((DATA / "metadata.json").read_text())
+
+
+@pytest.mark.parametrize("shape", [(128, 128, 64), (256, 64, 96)])
+def test_triton_matmul_fp16_tcgen05(shape):
+    m, n, k = shape
+    meta = META["matmul_fp16"]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    mem = GlobalMemory()
+    pa, pb, pc = mem.to_device(a), mem.to_device(b), mem.calloc(m * n * 4)
+    bm, bn = int(meta["constexprs"]["BLOCK_M"]), int(meta["constexprs"]["BLOCK_N"])
+    load_ptx((DATA / "matmul_fp16.ptx").read_text()).launch(
+        meta["kernel"], (m // bm, n // bn), 32 * meta["num_warps"],
+        [pa, pb, pc, m, n, k, k, n, n, 0, 0], mem, dynamic_shared=meta["shared"],
+        gpu="B200")
+    got = mem.from_device(pc, np.float32, (m, n))
+    acc = None
+    for k0 in range(0, k, 16):
+        acc = np.asarray(mm.matmul(a[:, k0:k0 + 16].astype(np.float32),
+                                   b[k0:k0 + 16].astype(np.float32), acc,
+                                   accumulate="B200-FP16"), np.float32)
+    assert np.array_equal(got, acc)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    assert (np.abs(got - a64 @ b64) <= k / 16 * 2 ** -22 * (np.abs(a64) @ np.abs(b64))).all()
