@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.simt import GlobalMemory, gallery
-from refimpl import matmul as mm
+from test_simt_triton_sm90 import chained
 
 
 def _run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -26,11 +26,7 @@ def test_tcgen05_gemm_f16_matches_the_preset_chained_over_k16():
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
     got = _run(a, b)
-    acc = None
-    for k0 in range(0, k, 16):
-        acc = np.asarray(mm.matmul(a[:, k0:k0 + 16].astype(np.float32),
-                                   b[k0:k0 + 16].astype(np.float32), acc,
-                                   accumulate="B200-FP16"), np.float32)
+    acc = chained(a, b, 16, "B200-FP16")   # the kernel's order: k16 steps
     assert np.array_equal(got, acc)
     exact = a.astype(np.float64) @ b.astype(np.float64)
     bound = 3 * 2 ** -22 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))

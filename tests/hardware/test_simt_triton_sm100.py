@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hardware.simt import GlobalMemory, load_ptx
-from refimpl import matmul as mm
+from test_simt_triton_sm90 import chained
 
 DATA = Path(__file__).parent / "data" / "triton_sm100"
 META = json.loads((DATA / "metadata.json").read_text())
@@ -34,11 +34,7 @@ def test_triton_matmul_fp16_tcgen05(shape):
         [pa, pb, pc, m, n, k, k, n, n, 0, 0], mem, dynamic_shared=meta["shared"],
         gpu="B200")
     got = mem.from_device(pc, np.float32, (m, n))
-    acc = None
-    for k0 in range(0, k, 16):
-        acc = np.asarray(mm.matmul(a[:, k0:k0 + 16].astype(np.float32),
-                                   b[k0:k0 + 16].astype(np.float32), acc,
-                                   accumulate="B200-FP16"), np.float32)
+    acc = chained(a, b, 16, "B200-FP16")   # the kernel's order: k16 steps
     assert np.array_equal(got, acc)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     assert (np.abs(got - a64 @ b64) <= k / 16 * 2 ** -22 * (np.abs(a64) @ np.abs(b64))).all()
