@@ -13,10 +13,56 @@ import numpy as np
 import pytest
 
 from hardware.simt import GlobalMemory, load_ptx
+from refimpl import formats
 from test_simt_triton_sm90 import chained
 
 DATA = Path(__file__).parent / "data" / "triton_sm100"
 META = json.loads((DATA / "metadata.json").read_text())
+
+
+#: Triton element type -> (NumPy-side maker of the inputs, refimpl format, k-step,
+#: preset; None for exact integers)
+_INPUT = {
+    "*fp16": (lambda x: x.astype(np.float16), 16, "B200-FP16"),
+    "*bf16": (lambda x: formats.encode(x, "bf16").astype(np.uint16), 16, "B200-BF16"),
+    "*fp8e4nv": (lambda x: formats.encode(x, "e4m3").astype(np.uint8), 32,
+                 "B200-E4M3-TCGEN05"),
+    "*fp32": (lambda x: formats.decode(formats.encode(x, "tf32"), "tf32").astype(np.float32),
+              8, "B200-TF32"),
+    "*i8": (lambda x: np.clip(np.round(x * 40), -128, 127).astype(np.int8), 32, None),
+}
+_VALUES = {"*bf16": "bf16", "*fp8e4nv": "e4m3"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in META if n != "matmul_fp16"))
+def test_triton_matmul_kinds_tcgen05(name):
+    meta = META[name]
+    ty = meta["signature"]["a_ptr"]
+    make, step, preset = _INPUT[ty]
+    m, n, k = 128, int(meta["constexprs"]["BLOCK_N"]), 2 * int(meta["constexprs"]["BLOCK_K"])
+    rng = np.random.default_rng(1)
+    ca, cb = make(rng.standard_normal((m, k))), make(rng.standard_normal((k, n)))
+    got = _launch(name, ca, cb, m, n, k, np.int32 if preset is None else np.float32)
+    if preset is None:
+        assert np.array_equal(got, ca.astype(np.int64) @ cb.astype(np.int64))
+        return
+    fmt = _VALUES.get(ty)
+    a = formats.decode(ca, fmt).astype(np.float32) if fmt else ca.astype(np.float32)
+    b = formats.decode(cb, fmt).astype(np.float32) if fmt else cb.astype(np.float32)
+    assert np.array_equal(got, chained(a, b, step, preset))
+
+
+def _launch(name: str, a: np.ndarray, b: np.ndarray, m: int, n: int, k: int,
+            out: type) -> np.ndarray:
+    meta = META[name]
+    mem = GlobalMemory()
+    pa, pb, pc = mem.to_device(a), mem.to_device(b), mem.calloc(m * n * 4)
+    bm, bn = int(meta["constexprs"]["BLOCK_M"]), int(meta["constexprs"]["BLOCK_N"])
+    load_ptx((DATA / f"{name}.ptx").read_text()).launch(
+        meta["kernel"], (m // bm, n // bn), 32 * meta["num_warps"],
+        [pa, pb, pc, m, n, k, k, n, n, 0, 0], mem, dynamic_shared=meta["shared"],
+        gpu="B200")
+    return mem.from_device(pc, out, (m, n))
 
 
 @pytest.mark.parametrize("shape", [(128, 128, 64), (256, 64, 96)])

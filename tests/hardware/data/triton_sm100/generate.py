@@ -26,10 +26,16 @@ _spec.loader.exec_module(sm90)
 def main() -> None:
     meta = {}
     ints = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")}
-    jobs = {"matmul_fp16": ("fp16", "fp32", 128, 64, 32, 4, 1)}
+    # name -> element type, C type, BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages
+    jobs = {"matmul_fp16": ("fp16", "fp32", 128, 64, 32, 4, 1),
+            "matmul_bf16": ("bf16", "fp32", 128, 128, 64, 4, 1),
+            "matmul_e4m3": ("fp8e4nv", "fp32", 128, 64, 64, 4, 1),
+            "matmul_tf32": ("fp32", "fp32", 128, 64, 32, 4, 1),
+            "matmul_s8": ("i8", "i32", 128, 64, 64, 4, 1)}
     for name, (a, c, bm, bn, bk, warps, stages) in jobs.items():
         sig = {"a_ptr": f"*{a}", "b_ptr": f"*{a}", "c_ptr": f"*{c}", **ints}
-        const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "ACC_TYPE": tl.float32}
+        const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                 "ACC_TYPE": tl.int32 if a == "i8" else tl.float32}
         attrs = {(i,): [["tt.divisibility", 16]] for i, _ in enumerate(sig)}
         src = triton.compiler.ASTSource(fn=sm90.matmul_kernel, signature=sig,
                                         constexprs=const, attrs=attrs)
