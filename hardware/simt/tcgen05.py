@@ -8,7 +8,9 @@ instructions are :mod:`hardware.simt.tmem`::
 
 Kinds: ``f16`` (f16 or bf16 inputs, f32 accumulator, or f16 with f16 inputs), ``tf32``
 (f32), ``f8f6f4`` with e4m3/e5m2 inputs (f32 or f16) and ``i8`` (s8/u8, s32, with the
-descriptor's saturate bit); M = 128 (the data path layout D of 9.7.16.10.5.4: row i of
+descriptor's saturate bit); A from shared memory or from Tensor Memory (``[a-tmem]``:
+row i in lane i, the K elements packed along the columns, 32 / bits of them to a cell,
+the lowest bits first; lane 0, not transposed); M = 128 (the data path layout D of 9.7.16.10.5.4: row i of
 D in lane i of Tensor Memory, column j in column j, from ``d-tmem``, whose lane must be
 0) and N a multiple of 8 (for i8: 8, 16, 24, 32, 48, ... 256) in 8..256; K 16 (f16), 8
 (tf32) or 32. A 16-bit D element takes the low 16 bits of its 32-bit cell (9.7.16.10.4.1).
@@ -38,7 +40,7 @@ to 32 bits (or saturated). ``disable-output-lane`` (four .b32 words, bit i of th
 lane i) leaves the lanes named unchanged.
 
 Refused (UnsupportedPtxError naming the instruction): ``.cta_group::2``, ``.ws``,
-``.sp``, ``.ashift``, M = 64 and 256, A in Tensor Memory (``[a-tmem]``), a non-zero
+``.sp``, ``.ashift``, M = 64 and 256, a transposed A in Tensor Memory, a non-zero
 ``scale-input-d``, the e2m3/e3m2/e2m1 inputs of ``kind::f8f6f4`` (no tcgen05 model),
 the block-scaled kinds ``mxf8f6f4``/``mxf4``/``mxf4nvf4`` (their arithmetic is
 :func:`refimpl.matmul.mma_block_scaled`; the scale-factor layouts in Tensor Memory are not
@@ -326,8 +328,6 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
     ops = list(inst.operands)
     if len(ops) < 5:
         raise _unsupported(inst, "[d-tmem], a-desc, b-desc, idesc, enable-input-d")
-    if isinstance(ops[1], Addr):
-        raise _unsupported(inst, "A in Tensor Memory ([a-tmem]) is not supported")
     mask_op = ops.pop(4) if isinstance(ops[4], Vec) else None
     if len(ops) == 6:
         if not isinstance(ops[5], Imm) or not 0 <= ops[5].value <= 15:
@@ -341,7 +341,8 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
     if len(ops) != 5:
         raise _unsupported(inst, f"wrong number of operands ({len(inst.operands)})")
     gd = tmem_address(ops[0], ctx, inst)
-    ga = getter(ops[1], TYPES["b64"], ctx, inst)
+    a_tmem = isinstance(ops[1], Addr)
+    ga = tmem_address(ops[1], ctx, inst) if a_tmem else getter(ops[1], TYPES["b64"], ctx, inst)
     gb = getter(ops[2], TYPES["b64"], ctx, inst)
     gi = getter(ops[3], TYPES["b32"], ctx, inst)
     ge = getter(ops[4], TYPES["pred"], ctx, inst)
@@ -368,8 +369,8 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
 
         def col(g: Any, dt: Any) -> np.ndarray:
             return np.broadcast_to(np.asarray(g(ix)).astype(dt), (n,))
-        dv, av, bv, iv = col(gd, np.int64), col(ga, np.uint64), col(gb, np.uint64), \
-            col(gi, np.uint32)
+        dv, bv, iv = col(gd, np.int64), col(gb, np.uint64), col(gi, np.uint32)
+        av = col(ga, np.int64 if a_tmem else np.uint64)
         en = col(ge, bool)
         masks = [col(g, np.uint32) for g in gm]
         for i, t in enumerate(th.tolist()):
@@ -377,13 +378,13 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
             for w, m in enumerate(masks):
                 mask[32 * w:32 * w + 32] = (int(m[i]) >> np.arange(32)) & 1 == 1
             _issue(ctx, st, inst, kind, k, ebytes, t, int(dv[i]), int(av[i]), int(bv[i]),
-                   int(iv[i]), bool(en[i]), mask)
+                   int(iv[i]), bool(en[i]), mask, a_tmem)
     return Op(inst, "alu", fn)
 
 
 def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, ebytes: int,
            t: int, taddr: int, adesc: int, bdesc: int, idesc: int, enable: bool,
-           disabled: np.ndarray) -> None:
+           disabled: np.ndarray, a_tmem: bool = False) -> None:
     """One tcgen05.mma issued by thread ``t``."""
     try:
         idd = decode_idesc(kind, idesc)
@@ -420,7 +421,10 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
     cells = ((0, 128), (col0, col0 + idd.n))
     st.check_cells(blk, cells[0], cells[1], t, inst, "tcgen05.mma D")
     _check_ldst(st, blk, cells, t, inst)
-    a = _operand(ctx, inst, t, adesc, 128, k, ebytes, idd.trans_a, "A")
+    if a_tmem:
+        a = _tmem_operand(st, inst, t, blk, adesc, k, ebytes, idd.trans_a)
+    else:
+        a = _operand(ctx, inst, t, adesc, 128, k, ebytes, idd.trans_a, "A")
     b = _operand(ctx, inst, t, bdesc, idd.n, k, ebytes, idd.trans_b, "B")
     dcells = st.cells[blk, :, col0:col0 + idd.n]
     if dname == "f16":
@@ -438,14 +442,44 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
                        "line": inst.line, "thread": t, "mbar": None})
 
 
-def _check_ldst(st: TensorMemory, blk: int, cells: tuple, t: int, inst: Instruction) -> None:
-    for book, what, wait in ((st.loads, "read by", "wait::ld"),
-                             (st.stores, "written by", "wait::st")):
+def _tmem_operand(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: int, k: int,
+                  ebytes: int, trans: bool) -> np.ndarray:
+    """The (128, K) codes of A in Tensor Memory: row i in lane i, the K elements packed
+    along the columns from ``taddr``, 4 / ebytes to a 32-bit cell, the lowest bits
+    first."""
+    where = st.wave.location(t, inst)
+    if trans:
+        raise ExecutionError(f"{where}: A in Tensor Memory cannot be transposed "
+                             "(instruction descriptor bit 15)")
+    lane0, col0 = taddr >> 16, taddr & 0xFFFF
+    if lane0 != 0:
+        raise ExecutionError(f"{where}: a-tmem {taddr:#x} has lane {lane0}; A of M = 128 "
+                             "starts at lane 0")
+    ncols = k * ebytes // 4
+    cells = ((0, 128), (col0, col0 + ncols))
+    st.check_cells(blk, cells[0], cells[1], t, inst, "tcgen05.mma A")
+    _check_ldst(st, blk, cells, t, inst, what_op="reads A from")
+    for rec in st.pending:
+        if rec["block"] == blk and rec["cols"][0] < cells[1][1] and \
+                cells[1][0] < rec["cols"][1] and rec["thread"] != t:
+            st.fail(t, inst, f"race: tcgen05.mma reads A from Tensor Memory columns "
+                    f"{cells[1][0]}..{cells[1][1] - 1} that the tcgen05.mma on line "
+                    f"{rec['line']} of another thread writes")
+    words = np.ascontiguousarray(st.cells[blk, :, col0:col0 + ncols])
+    return words.view(f"<u{ebytes}").reshape(128, k).astype(np.uint32)
+
+
+def _check_ldst(st: TensorMemory, blk: int, cells: tuple, t: int, inst: Instruction,
+                what_op: str = "writes") -> None:
+    """An mma that writes (or reads A from) cells of an outstanding tcgen05.ld (only
+    writes conflict with those) or tcgen05.st is a race."""
+    books = ((st.loads, "read by", "wait::ld"), (st.stores, "written by", "wait::st"))
+    for book, what, wait in books[1:] if what_op != "writes" else books:
         for thread, recs in book.items():
             for rblk, lanes, cols, line in recs:
                 if rblk == blk and lanes[0] < cells[0][1] and cells[0][0] < lanes[1] and \
                         cols[0] < cells[1][1] and cells[1][0] < cols[1]:
-                    st.fail(t, inst, f"race: tcgen05.mma writes Tensor Memory columns "
+                    st.fail(t, inst, f"race: tcgen05.mma {what_op} Tensor Memory columns "
                             f"{cols[0]}..{cols[1] - 1} {what} the tcgen05."
                             f"{'ld' if wait == 'wait::ld' else 'st'} on line {line} of "
                             f"{st.wave.location(thread, None)}, which has not executed "

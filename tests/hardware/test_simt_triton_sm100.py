@@ -34,7 +34,8 @@ _INPUT = {
 _VALUES = {"*bf16": "bf16", "*fp8e4nv": "e4m3"}
 
 
-@pytest.mark.parametrize("name", sorted(n for n in META if n != "matmul_fp16"))
+@pytest.mark.parametrize("name", sorted(n for n in META if n.startswith("matmul_")
+                                         and n != "matmul_fp16"))
 def test_triton_matmul_kinds_tcgen05(name):
     meta = META[name]
     ty = meta["signature"]["a_ptr"]
@@ -84,3 +85,25 @@ def test_triton_matmul_fp16_tcgen05(shape):
     assert np.array_equal(got, acc)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     assert (np.abs(got - a64 @ b64) <= k / 16 * 2 ** -22 * (np.abs(a64) @ np.abs(b64))).all()
+
+
+def test_triton_attention_step_p_from_tensor_memory():
+    """O = exp2(Q K^T - rowmax) V: Triton stores P (fp16) into Tensor Memory and uses it
+    as the [a-tmem] operand of the second tcgen05.mma."""
+    meta = META["attention_step_fp16"]
+    m, n, h = 128, 64, 64
+    rng = np.random.default_rng(0)
+    # small integers: S = Q K^T is exact and each exp2(S - rowmax) a power of two (or 0),
+    # so the reference does not depend on the ex2.approx model
+    q, k = (rng.integers(-1, 2, s).astype(np.float16) for s in ((m, h), (n, h)))
+    v = rng.standard_normal((n, h)).astype(np.float16)
+    mem = GlobalMemory()
+    ptrs = [mem.to_device(x) for x in (q, k, v)] + [mem.calloc(m * h * 4)]
+    load_ptx((DATA / "attention_step_fp16.ptx").read_text()).launch(
+        meta["kernel"], 1, 32 * meta["num_warps"], ptrs + [0, 0], mem,
+        dynamic_shared=meta["shared"], gpu="B200")
+    o = mem.from_device(ptrs[3], np.float32, (m, h))
+    s = chained(q.astype(np.float32), k.T.astype(np.float32), 16, "B200-FP16")
+    p = np.exp2(s - s.max(axis=1, keepdims=True)).astype(np.float16)
+    assert np.array_equal(o, chained(p.astype(np.float32), v.astype(np.float32), 16,
+                                     "B200-FP16"))

@@ -47,6 +47,23 @@ def main() -> None:
                       "constexprs": {x: str(v) for x, v in const.items()},
                       "signature": sig, "num_stages": stages,
                       "triton_version": triton.__version__}
+    # one attention step (../triton_sm90/generate.py): P goes to Tensor Memory and is
+    # the A operand ([a-tmem]) of the second tcgen05.mma
+    sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp32"}
+    const = {"BLOCK_M": 128, "BLOCK_N": 64, "HEAD": 64}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, _ in enumerate(sig)}
+    k = triton.compile(triton.compiler.ASTSource(fn=sm90.attention_step_kernel,
+                                                 signature=sig, constexprs=const,
+                                                 attrs=attrs),
+                       target=GPUTarget("cuda", 100, 32),
+                       options={"num_warps": 4, "num_stages": 1})
+    (HERE / "attention_step_fp16.ptx").write_text(k.asm["ptx"])
+    meta["attention_step_fp16"] = {"kernel": k.metadata.name,
+                                   "num_warps": k.metadata.num_warps,
+                                   "shared": k.metadata.shared, "params": len(sig) + 2,
+                                   "constexprs": {x: str(v) for x, v in const.items()},
+                                   "signature": sig, "num_stages": 1,
+                                   "triton_version": triton.__version__}
     (HERE / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
 
