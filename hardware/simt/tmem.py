@@ -23,9 +23,10 @@ choice; a kernel must use the address it was given). ``dealloc`` takes an addres
 count that name exactly one earlier allocation. An allocation that cannot be satisfied
 would block until another warp deallocates: that wait is not modelled, and such an
 allocation is an error naming the columns in use. ``relinquish_alloc_permit`` forbids
-the CTA any later ``alloc``. Tensor Memory still allocated when the launch ends is an
-error naming the CTA, its columns and the line that allocated them (the ISA requires
-every allocation to be deallocated before the kernel exits): :func:`check_released`.
+the CTA any later ``alloc``. The ISA requires every allocation to be deallocated before
+the kernel exits: :func:`check_released` (for a wave whose launch has ended) raises an
+error naming the CTA, its columns and the lines that allocated them. The launch does not
+call it yet (it needs a hook at the end of each wave of :meth:`Module.launch`).
 ``.cta_group::2`` (a pair of CTAs) is refused, and so is a kernel that mixes groups.
 
 Collective execution: every instruction here is ``.sync.aligned``: all threads of the
