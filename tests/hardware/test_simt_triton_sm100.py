@@ -115,3 +115,21 @@ def test_triton_dot_scaled_is_refused_clearly():
     with pytest.raises(UnsupportedPtxError, match=r"block-scaled tcgen05.mma "
                                                   r"\(.kind::mxf8f6f4\) is not supported"):
         load_ptx((DATA / "dot_scaled_e4m3.ptx").read_text())
+
+
+def test_triton_softmax_sm100_pair_arithmetic():
+    """Row softmax: add/sub/mul.f32x2, three-input max.f32, redux.sync.max.f32 and
+    ex2.approx; within a few float32 ulps of float64 (ex2.approx's documented error)."""
+    meta = META["softmax_fp32"]
+    x = np.random.default_rng(0).standard_normal((4, 1024)).astype(np.float32)
+    x[1, 7] = 30.0                       # a dominant entry
+    mem = GlobalMemory()
+    px, py = mem.to_device(x), mem.calloc(x.nbytes)
+    load_ptx((DATA / "softmax_fp32.ptx").read_text()).launch(
+        meta["kernel"], 4, 32 * meta["num_warps"], [px, py, 0, 0], mem,
+        dynamic_shared=meta["shared"], gpu="B200")
+    y = mem.from_device(py, np.float32, x.shape)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    ref = e / e.sum(axis=1, keepdims=True)
+    assert (np.abs(y - ref) <= 2 ** -19 * ref + 2 ** -40).all()

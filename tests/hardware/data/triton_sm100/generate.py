@@ -6,7 +6,8 @@ Kernels of ../triton_sm90/generate.py compiled with triton.compile for
 GPUTarget("cuda", 100, 32): the matmul tutorial kernel (plain pointer loads, tl.dot,
 which Triton lowers to tcgen05.mma with the accumulator in Tensor Memory) for each kind
 it emits, one attention step (P goes to Tensor Memory and is the A operand of the second
-tcgen05.mma) and an E4M3 tl.dot_scaled (tcgen05.mma kind::mxf8f6f4.block_scale). The PTX
+tcgen05.mma), an E4M3 tl.dot_scaled (tcgen05.mma kind::mxf8f6f4.block_scale) and a row
+softmax (the sm_100 f32x2 pair arithmetic, three-input max and redux.sync.f32). The PTX
 and the metadata the tests need (num_warps, dynamic shared memory, parameter count) are
 written next to this file."""
 from __future__ import annotations
@@ -24,6 +25,18 @@ _spec = importlib.util.spec_from_file_location("triton_sm90_generate",
                                                HERE.parent / "triton_sm90" / "generate.py")
 sm90 = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sm90)
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, N: tl.constexpr):
+    """Row softmax of an (rows, N) float32 array, one program per row: on sm_100 Triton
+    emits the packed add/sub/mul.f32x2, three-input max.f32 and redux.sync.max.f32."""
+    row = tl.program_id(0)
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + row * N + offs)
+    x = x - tl.max(x, 0)
+    e = tl.exp(x)
+    tl.store(y_ptr + row * N + offs, e / tl.sum(e, 0))
 
 
 def _matmul(a: str, c: str, bm: int, bn: int, bk: int) -> tuple:
@@ -46,6 +59,7 @@ def main() -> None:
                                 {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
                                  "o_ptr": "*fp32"},
                                 {"BLOCK_M": 128, "BLOCK_N": 64, "HEAD": 64}),
+        "softmax_fp32": (softmax_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"N": 1024}),
         "dot_scaled_e4m3": (sm90.dot_scaled_kernel,
                             {"a_ptr": "*fp8e4nv", "a_scale_ptr": "*u8", "b_ptr": "*fp8e4nv",
                              "b_scale_ptr": "*u8", "c_ptr": "*fp32"},
