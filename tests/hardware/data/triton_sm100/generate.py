@@ -48,8 +48,11 @@ def _matmul(a: str, c: str, bm: int, bn: int, bk: int) -> tuple:
 
 def main() -> None:
     meta = {}
-    # name -> (kernel, signature, constexprs); 4 warps, one stage each
+    #: kernels compiled with other than 4 warps and one stage: (num_warps, num_stages)
+    options = {"matmul_fp16_pipelined": (8, 3)}
+    # name -> (kernel, signature, constexprs)
     jobs = {
+        "matmul_fp16_pipelined": _matmul("fp16", "fp32", 128, 128, 64),
         "matmul_fp16": _matmul("fp16", "fp32", 128, 64, 32),
         "matmul_bf16": _matmul("bf16", "fp32", 128, 128, 64),
         "matmul_e4m3": _matmul("fp8e4nv", "fp32", 128, 64, 64),
@@ -68,13 +71,14 @@ def main() -> None:
     for name, (fn, sig, const) in jobs.items():
         attrs = {(i,): [["tt.divisibility", 16]] for i, _ in enumerate(sig)}
         src = triton.compiler.ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs)
+        warps, stages = options.get(name, (4, 1))
         k = triton.compile(src, target=GPUTarget("cuda", 100, 32),
-                           options={"num_warps": 4, "num_stages": 1})
+                           options={"num_warps": warps, "num_stages": stages})
         (HERE / f"{name}.ptx").write_text(k.asm["ptx"])
         meta[name] = {"kernel": k.metadata.name, "num_warps": k.metadata.num_warps,
                       "shared": k.metadata.shared, "params": len(sig) + 2,
                       "constexprs": {x: str(v) for x, v in const.items()},
-                      "signature": sig, "num_stages": 1,
+                      "signature": sig, "num_stages": stages,
                       "triton_version": triton.__version__}
     (HERE / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
