@@ -25,6 +25,7 @@ from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, 
 from .sanitizer import Session, parse_sanitize
 from .scheduler import BARRIER_MODES, SCHEDULING_MODES, run_wave
 from .stats import LaunchStats
+from .tmem import check_released
 
 __all__ = ["Kernel", "Module", "load_ptx", "DEFAULT_MAX_STEPS", "DEFAULT_MAX_INSTRUCTIONS",
            "MAX_THREADS_PER_WAVE",
@@ -415,6 +416,7 @@ class Module:
                 before, span = stats.warp_instructions, f"blocks {start}-{stop - 1}"
                 run_wave(wave, None if max_steps is None else int(max_steps), barrier_mode,
                          scheduling, lambda n, b=before, w=span: budget.during(k.name, b + n, w))
+                check_released(wave)  # Tensor Memory freed before the CTAs exit
                 session.end_wave(wave)
                 budget.check(k.name, stats, start + len(blocks), nblocks)
         session.end_launch()

@@ -77,8 +77,8 @@ from .mbarrier import MBarriers
 from .memory import generic_to_shared
 from .parser import Addr, Imm, Instruction, Vec
 from .proxycheck import async_read
-from .tmem import (TensorMemory, c_tcgen05_memory, need_sm100a, state_of, tmem_address,
-                   COMPILERS as _MEMORY)
+from .tmem import (COMPILERS as _MEMORY, TensorMemory, c_tcgen05_memory, need_sm100a,
+                   observed, settle, state_of, tmem_address)
 from .types import TYPES
 from .wgmma import Descriptor, chunk_addresses
 
@@ -190,26 +190,6 @@ def tcgen05_preset(gpu: str, aname: str, bname: str) -> Any:
 
 
 # ------------------------------------------------------------------ completion
-
-
-def settle(st: TensorMemory) -> None:
-    """Drop the pending operations whose mbarrier was invalidated or replaced."""
-    if not st.pending:
-        return
-    mb = MBarriers.of(st.wave)
-    st.pending = [r for r in st.pending if r.get("mbar") is None
-                  or mb.objects.get(r["mbar"][0]) is r["mbar"][1]]
-
-
-def observed(st: TensorMemory, rec: dict, threads: list) -> bool:
-    """Whether one of ``threads`` has seen the completion of ``rec``: a successful
-    mbarrier wait on its commit's barrier after the tracked phase completed."""
-    m = rec.get("mbar")
-    if m is None:
-        return False
-    off, obj, phase = m
-    return any(st.observed.get((t, off), (None, -1))[0] is obj and
-               st.observed[(t, off)][1] > phase for t in threads)
 
 
 def observe_waits(prev: Any) -> Any:

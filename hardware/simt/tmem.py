@@ -60,6 +60,7 @@ import numpy as np
 from .errors import ExecutionError, UnsupportedPtxError
 from .isa.data import _address
 from .isa.operands import Op, getter, setter
+from .mbarrier import MBarriers
 from .memory import generic_to_shared
 from .parser import Addr, Imm, Instruction, Reg, Vec
 from .types import TYPES
@@ -153,7 +154,6 @@ class TensorMemory(WaveState):
 
     def dealloc(self, blk: int, taddr: int, ncols: int, threads: list,
                 inst: Instruction) -> None:
-        from .tcgen05 import observed
         thread = threads[0]
         self._check_count(ncols, thread, inst, "dealloc")
         lane, col = taddr >> 16, taddr & 0xFFFF
@@ -210,6 +210,27 @@ def check_released(wave: Any) -> None:
                 f"exited holding Tensor Memory ({st._in_use(blk)}); every tcgen05.alloc "
                 "must be freed by tcgen05.dealloc before the kernel exits (PTX ISA "
                 "9.7.16.7.1)")
+
+
+def settle(st: TensorMemory) -> None:
+    """Drop the pending operations whose mbarrier was invalidated or replaced."""
+    if not st.pending:
+        return
+    mb = MBarriers.of(st.wave)
+    st.pending = [r for r in st.pending if r.get("mbar") is None
+                  or mb.objects.get(r["mbar"][0]) is r["mbar"][1]]
+
+
+def observed(st: TensorMemory, rec: dict, threads: list) -> bool:
+    """Whether one of ``threads`` has seen the completion of ``rec``: a successful
+    mbarrier wait on its commit's barrier after the tracked phase completed."""
+    m = rec.get("mbar")
+    if m is None:
+        return False
+    off, obj, phase = m
+    return any(st.observed.get((t, off), (None, -1))[0] is obj and
+               st.observed[(t, off)][1] > phase for t in threads)
+
 
 
 # ------------------------------------------------------------------ warps
@@ -434,7 +455,6 @@ def _check_pending(st: TensorMemory, blk: int, lanes: tuple, cols: tuple, thread
                    inst: Instruction, load: bool) -> None:
     """A tcgen05.ld/st of cells a tcgen05.mma writes, by a warp that has not seen its
     completion, is a race."""
-    from .tcgen05 import observed, settle
     settle(st)
     thread = threads[0]
     for rec in st.pending:

@@ -155,7 +155,8 @@ def test_memory_still_allocated_at_exit_is_reported():
     mod = load_ptx(src)
     mem = GlobalMemory()
     po = mem.calloc(4096)
-    mod.launch("k", 1, 128, [po, 64], mem, gpu="B200")
+    with pytest.raises(ExecutionError, match=r"exited holding Tensor Memory \(columns 0..63"):
+        mod.launch("k", 1, 128, [po, 64], mem, gpu="B200")
     wave = next(iter(mod["k"]._waves.values()))
     with pytest.raises(ExecutionError, match=r"exited holding Tensor Memory \(columns 0..63"):
         check_released(wave)
