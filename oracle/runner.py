@@ -41,7 +41,8 @@ from oracle import suite as S
 from oracle.extension_dtypes import as_codes_of
 from oracle.cases import registry as default_registry
 from oracle.known_behaviours import case_behaviours
-from oracle.variants import failure_hint, known, validate
+from oracle.variant_match import describe_match, matching_option
+from oracle.variants import known, validate
 
 __all__ = ["run", "RunReport", "call_params", "PARAM_NAMES"]
 
@@ -164,10 +165,9 @@ def run(suite: str | os.PathLike | S.Suite, impls: Mapping[str, Callable], *,
                              f"{', '.join(sorted(ops))}")
         if not callable(fn):
             raise TypeError(f"impls[{op!r}] is not callable ({type(fn).__name__})")
-    options = known((c.variant for c in s.cases),
-                    (x.variant for x in default_registry().all_cases))
     if variants:
-        validate(variants, options)
+        validate(variants, known((c.variant for c in s.cases),
+                                 (x.variant for x in default_registry().all_cases)))
     chosen = s.select(only, ids=ids)
     if not chosen:
         raise ValueError("the selection (--only/--id) matches no case of the suite")
@@ -216,9 +216,10 @@ def run(suite: str | os.PathLike | S.Suite, impls: Mapping[str, Callable], *,
                 continue
             notes = case_behaviours(case.operation, params, case.inputs, case.expected,
                                     name, outs[name], outs.get)
-            hint = None if notes else failure_hint(case.variant, variants, options)
+            match = None if notes else matching_option(case, name, outs[name], variants)
             report.failures.append((case.id, "; ".join(
-                [f"{name}: {c.summary()}", *notes] + ([hint] if hint else []))))
+                [f"{name}: {c.summary()}", *notes]
+                + ([describe_match(match)] if match else []))))
         if out_dir is not None:
             for name, a in outs.items():
                 if name in case.expected:

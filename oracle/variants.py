@@ -17,7 +17,7 @@ from typing import Iterable, Mapping, Sequence
 
 from oracle.suite import variant_pairs
 
-__all__ = ["parse", "known", "validate", "failure_hint"]
+__all__ = ["parse", "known", "validate"]
 
 
 def parse(items: Sequence[str]) -> dict[str, str]:
@@ -69,23 +69,3 @@ def validate(selected: Mapping[str, str], options: Mapping[str, Sequence[str]]) 
             raise ValueError(f"--variant {choice}={option}: unknown option {option!r} of "
                              f"{choice}; allowed: {', '.join(options[choice])}")
 
-
-def failure_hint(variant: object, selected: Mapping[str, str] | None,
-                 options: Mapping[str, Sequence[str]]) -> str | None:
-    """For a failing case marked with ``variant``: which option of each choice its
-    expected values follow and how to select another one ("this case follows
-    e8m0_tie=nearest_even (a documented variant); an implementation of another option
-    selects it with --variant e8m0_tie=up"), so that a documented choice is not taken
-    for a bug. None when the case has no variant, or every choice of it is ``selected``
-    already or has no other option."""
-    parts, others = [], []
-    for choice, option in variant_pairs(variant):
-        alts = [o for o in options.get(choice, ()) if o != option]
-        if (selected and choice in selected) or not alts:
-            continue
-        parts.append(f"{choice}={option}")
-        others.append(" or ".join(f"--variant {choice}={o}" for o in alts))
-    if not parts:
-        return None
-    return (f"this case follows {', '.join(parts)} (a documented variant); an "
-            f"implementation of another option selects it with {'; '.join(others)}")

@@ -37,7 +37,8 @@ from oracle.generation import (
 )
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import Comparison, ExactTolerance, as_values, failure_rows
-from oracle.variants import failure_hint, known, validate
+from oracle.variant_match import describe_match, matching_option
+from oracle.variants import known, validate
 from refimpl.validation import check_bool
 
 
@@ -389,10 +390,9 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     results = Path(results)
     if not results.is_dir():
         raise FileNotFoundError(f"--results {results}: not a directory")
-    options = known((c.variant for c in suite.cases),
-                    (s.variant for s in default_registry().all_cases))
     if variants:
-        validate(variants, options)
+        validate(variants, known((c.variant for c in suite.cases),
+                                 (s.variant for s in default_registry().all_cases)))
     report = CheckReport(allow_missing=allow_missing)
     chosen = suite.select(only, ids=ids)
     if not suite.cases:
@@ -451,9 +451,9 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
             if n_signs:
                 message += (f"; {n_signs} of them sign differences of zero "
                             "(+0 vs -0)")
-            hint = None if notes else failure_hint(case.variant, variants, options)
-            if hint:
-                message += f"; {hint}"
+            match = None if notes else matching_option(case, name, got, variants)
+            if match:
+                message += f"; {describe_match(match)}"
             report.problems.append(Problem(case.id, _read_name(results, rel), message))
             rows = failure_rows(c, got, expected, fmt=fmt_name, inputs=case.inputs,
                                 input_formats=case.formats, limit=rows_per_output)

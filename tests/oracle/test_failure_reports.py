@@ -1,7 +1,8 @@
-"""What a failing case says in ``run`` and ``check``: the documented variant a case
-follows and how to select another one (so a documented choice is not filed as a bug),
-known library behaviours named by ``run`` as by ``check``, and the result file a text
-harness wrote named as written.
+"""What a failing case says in ``run`` and ``check``: the documented variant its result
+follows, found by recomputing the case under the choice's other options (so a
+documented choice is not filed as a bug, and a plain bug gets no such line), known
+library behaviours named by ``run`` as by ``check``, and the result file a text harness
+wrote named as written.
 
 The implementation under test here is ``refimpl``'s encoder asked for E8M0's ties up
 (``nearest_away``) whatever the case says: the behaviour of ml_dtypes' float8_e8m0fnu
@@ -15,7 +16,7 @@ import pytest
 
 import oracle
 from oracle.text_arrays import array_text
-from oracle.variants import failure_hint
+from oracle.variant_match import matching_option
 from oracle.verification import check
 from refimpl import formats as F
 
@@ -35,18 +36,21 @@ def ties_up(x, *, fmt, rounding, saturate, nan=None, **params):
     return F.encode(x, "e8m0", rounding="nearest_away")
 
 
-def test_the_hint_names_the_option_and_the_others() -> None:
-    options = {"e8m0_tie": ("nearest_even", "up"), "mx_scale_rule": ("floor", "ceil", "even")}
-    assert failure_hint(None, None, options) is None
-    assert failure_hint({"choice": "e8m0_tie", "option": "nearest_even"}, None, options) == (
-        "this case follows e8m0_tie=nearest_even (a documented variant); an implementation "
-        "of another option selects it with --variant e8m0_tie=up")
-    assert "--variant mx_scale_rule=ceil or --variant mx_scale_rule=even" in failure_hint(
-        {"choice": "mx_scale_rule", "option": "floor"}, {}, options)
-    # a choice the user named already, or one with no other option, gets no hint
-    assert failure_hint({"choice": "e8m0_tie", "option": "nearest_even"},
-                        {"e8m0_tie": "nearest_even"}, options) is None
-    assert failure_hint({"choice": "other", "option": "a"}, None, {"other": ("a",)}) is None
+def off_by_one(x, **params):
+    codes = np.asarray(F.encode(x, "e8m0", rounding=params["rounding"])).copy()
+    codes[0] ^= 1                                  # a plain bug: no option gives it
+    return codes
+
+
+def test_the_match_is_the_option_whose_expectation_the_result_meets(suite: Path) -> None:
+    case = oracle.load(suite)[E8M0 + "nearest_even"]
+    got = np.asarray(ties_up(case.inputs["x"], **case.params))
+    assert matching_option(case, "codes", got) == ("e8m0_tie", "up")
+    # named already by the user: not offered again
+    assert matching_option(case, "codes", got, {"e8m0_tie": "nearest_even"}) is None
+    # a plain bug matches no option; the right answer is not a difference at all
+    assert matching_option(case, "codes", off_by_one(case.inputs["x"], **case.params)) \
+        is None
 
 
 def test_run_names_the_variant_a_failing_case_follows(suite: Path) -> None:
@@ -54,8 +58,10 @@ def test_run_names_the_variant_a_failing_case_follows(suite: Path) -> None:
     assert not r.ok and len(r.failures) == 1
     case, message = r.failures[0]
     assert case == E8M0 + "nearest_even"
-    assert "this case follows e8m0_tie=nearest_even" in message
-    assert "--variant e8m0_tie=up" in message
+    assert "matches e8m0_tie=up (a documented variant, not a bug): add --variant " \
+        "e8m0_tie=up" in message
+    r = oracle.run(suite, {"formats.encode": off_by_one}, ids=[E8M0 + "nearest_even"])
+    assert not r.ok and "matches" not in r.failures[0][1]
     # selecting the option the implementation follows: the tie case passes, the other
     # option's case is skipped, and no hint is given
     r = oracle.run(suite, {"formats.encode": ties_up}, variants={"e8m0_tie": "up"},
@@ -74,8 +80,7 @@ def test_check_names_the_variant_and_the_text_file_read(suite: Path,
     report = check(suite, res, ids=[case.id])
     [p] = report.problems
     assert p.file == f"{case.id}/codes.txt"              # the file the harness wrote
-    assert "this case follows e8m0_tie=nearest_even" in p.message
-    assert "--variant e8m0_tie=up" in p.message
+    assert "matches e8m0_tie=up" in p.message and "--variant e8m0_tie=up" in p.message
 
 
 def test_a_missing_result_says_both_names_were_looked_for(suite: Path,

@@ -74,8 +74,8 @@ def test_check_names_the_behaviour(tmp_path: Path) -> None:
 
 
 def test_run_names_the_behaviour(tmp_path: Path) -> None:
-    """``run`` names a known behaviour as ``check`` does, and then gives no variant
-    hint (the behaviour, not another scale rule, explains the difference)."""
+    """``run`` names a known behaviour as ``check`` does, and then no variant (the
+    behaviour, not another scale rule, explains the difference)."""
     import oracle
 
     suite = tmp_path / "golden"
@@ -87,4 +87,4 @@ def test_run_names_the_behaviour(tmp_path: Path) -> None:
 
     r = oracle.run(suite, {"scaling.mx_quantize": mx}, allow_missing="no dequantized")
     codes = [m for _, m in r.failures if m.startswith("codes:")]
-    assert codes and all(NAME in m and "this case follows" not in m for m in codes)
+    assert codes and all(NAME in m and "documented variant" not in m for m in codes)

@@ -1,0 +1,83 @@
+"""Which documented variant a failing golden case's result follows.
+
+A case marked with an implementation-defined choice (``e8m0_tie=nearest_even``,
+``mx_inf_block=nan``, ...) has sibling cases in the registry marked with the choice's
+other options, whose parameters differ from its own only where the option is spelt
+(``rounding``, ``inf_block``, ...). When a result fails, the case's expected outputs are
+recomputed from its own inputs under each sibling's parameters; an option under which
+the result passes is named ("matches e8m0_tie=up (a documented variant, not a bug): add
+--variant e8m0_tie=up"), as ``conform`` names one. A plain bug matches no option and
+gets no such line.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from oracle import suite as S
+from oracle.cases import Registry, registry as default_registry
+from oracle.tolerance import ExactUnlessNaNScale
+
+__all__ = ["matching_option", "describe_match"]
+
+#: the tolerance kinds a recomputed expectation can be compared with as it is
+_COMPARABLE = ("exact", "exact_nan_class", "exact_unless_nan_scale", "ulp")
+
+
+def _siblings(case: S.Case, choice: str, option: str,
+              reg: Registry) -> dict[str, dict[str, Any]]:
+    """Other option -> the case's parameters with the sibling's values where they
+    differ (the sibling differing in the fewest parameters)."""
+    best: dict[str, tuple[int, dict[str, Any]]] = {}
+    for spec in reg.all_cases:
+        if spec.operation != case.operation:
+            continue
+        for c, o in S.variant_pairs(spec.variant):
+            if c != choice or o == option:
+                continue
+            params = S.current_params(spec.params)
+            diff = {k: v for k, v in params.items() if case.params.get(k) != v}
+            if set(params) != set(case.params) or not diff:
+                continue
+            if o not in best or len(diff) < best[o][0]:
+                best[o] = (len(diff), {**case.params, **diff})
+    return {o: p for o, (_, p) in best.items()}
+
+
+def matching_option(case: S.Case, name: str, got: np.ndarray,
+                    selected: Mapping[str, str] | None = None,
+                    reg: Registry | None = None) -> tuple[str, str] | None:
+    """(choice, option): another documented option of a choice of ``case`` (one the
+    user did not ``selected``) under which output ``name`` = ``got`` passes, recomputed
+    from the case's inputs; None when there is none (or it cannot be recomputed)."""
+    tol = case.tolerance.get(name)
+    if tol is None or tol.kind not in _COMPARABLE:
+        return None
+    reg = reg or default_registry()
+    op = reg.operations.get(case.operation)
+    for choice, option in S.variant_pairs(case.variant):
+        if op is None or (selected and choice in selected):
+            continue
+        for other, params in _siblings(case, choice, option, reg).items():
+            try:
+                with np.errstate(all="ignore"):
+                    alt = op.compute(case.inputs, params)
+                t = tol
+                if isinstance(tol, ExactUnlessNaNScale) and "scales" in alt:
+                    t = replace(tol, scales=np.asarray(alt["scales"]))
+                ok = name in alt and t.compare(got, np.asarray(alt[name]),
+                                               fmt=case.formats.get(name)).ok
+            except Exception:  # noqa: BLE001 - no expectation under this option
+                continue
+            if ok:
+                return choice, other
+    return None
+
+
+def describe_match(match: tuple[str, str]) -> str:
+    """The report line for a match."""
+    choice, option = match
+    return (f"matches {choice}={option} (a documented variant, not a bug): add "
+            f"--variant {choice}={option}")
