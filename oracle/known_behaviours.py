@@ -73,6 +73,11 @@ def describe(name: str) -> str:
     return f"matches a known behaviour of {b.library} ({b.name}): {b.summary}"
 
 
+def kind_suffix(name: str | None) -> str:
+    """What a failure kind adds for the known behaviour ``name`` (nothing for None)."""
+    return f", as {KNOWN_BEHAVIOURS[name].library} does ({name})" if name else ""
+
+
 def _torchao_codes(block: np.ndarray, fmt: Any) -> np.ndarray | None:
     """The element codes torchao's to_mx gives a block stored with scale code 0x00."""
     try:

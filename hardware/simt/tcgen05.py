@@ -80,7 +80,7 @@ from .proxycheck import async_read
 from .tmem import (COMPILERS as _MEMORY, TensorMemory, c_tcgen05_memory, need_sm100a,
                    observed, settle, state_of, tmem_address)
 from .types import TYPES
-from .wgmma import Descriptor, chunk_addresses
+from .wgmma_layout import Descriptor, descriptor_chunks
 
 __all__ = ["COMPILERS", "IDesc", "decode_idesc", "decode_smem_descriptor", "settle",
            "observed", "observe_waits", "tcgen05_preset"]
@@ -474,18 +474,10 @@ def _operand(ctx: Any, inst: Instruction, t: int, desc: int, rows: int, k: int, 
         d = decode_smem_descriptor(desc)
     except ValueError as e:
         raise ExecutionError(f"{where}: {what}: {e} (PTX ISA 9.7.16.4.1)") from None
-    if d.base_offset:
-        raise ExecutionError(f"{where}: {what}: matrix descriptor {desc:#x} has base offset "
-                             f"{d.base_offset}: a swizzle pattern that does not start at "
-                             "its repeat boundary is not supported")
-    c = chunk_addresses(d, rows, k * ebytes, ebytes, mn_major).reshape(-1)
-    lim = ctx.smem_size
-    if c.min() < 0 or c.max() + 16 > lim:
-        bad = int(c[(c < 0) | (c + 16 > lim)][0])
-        raise ExecutionError(
-            f"{where}: {what}: matrix descriptor {desc:#x} (start {d.start:#x}, LBO {d.lbo}, "
-            f"SBO {d.sbo}, swizzle {d.swizzle or 'none'}) addresses shared bytes "
-            f"{bad:#x}..{bad + 15:#x}, outside the CTA's {lim} bytes of shared memory")
+    try:
+        c = descriptor_chunks(d, desc, rows, k * ebytes, ebytes, mn_major, ctx.smem_size)
+    except ValueError as e:
+        raise ExecutionError(f"{where}: {what}: {e}") from None
     off = int(ctx.sbase[t]) + c
     if ctx.tools:
         async_read(ctx, np.full(off.shape, t), off, 16, inst,

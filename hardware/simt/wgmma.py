@@ -82,7 +82,8 @@ from .proxycheck import async_read
 from .types import TYPES
 from .wgmma_reads import OperandReads, watch_store
 from .wgmma_layout import (INPUTS, N_VALUES, Descriptor, a_register_layout, accumulator_layout,
-                           chunk_addresses, decode_descriptor, fragment_matrix, swizzle)
+                           chunk_addresses, decode_descriptor, descriptor_chunks,
+                           fragment_matrix, swizzle)
 
 __all__ = ["COMPILERS", "Descriptor", "chunk_addresses", "decode_descriptor",
            "accumulator_layout", "async_write", "swizzle", "watch", "wgmma_preset",
@@ -638,20 +639,11 @@ def _smem_operand(ctx: Any, st: WgmmaState, inst: Instruction, ex: Any, order: n
     chunks = []
     for j in range(nwg):
         d = decode_descriptor(int(desc[j]))
-        if d.base_offset:
-            raise ExecutionError(
-                f"{ctx.location(int(th[j, 0]), inst)}: matrix descriptor {int(desc[j]):#x} "
-                f"has base offset {d.base_offset}: a swizzle pattern that does not start at "
-                "its repeat boundary is not supported")
-        c = chunk_addresses(d, rows, k_bytes, eb, bool(mn_major)).reshape(-1)
-        lim = ctx.smem_size
-        if c.min() < 0 or c.max() + 16 > lim:
-            bad = int(c[(c < 0) | (c + 16 > lim)][0])
-            raise ExecutionError(
-                f"{ctx.location(int(th[j, 0]), inst)}: matrix descriptor {int(desc[j]):#x} "
-                f"(start {d.start:#x}, LBO {d.lbo}, SBO {d.sbo}, swizzle {d.swizzle or 'none'}"
-                f") addresses shared bytes {bad:#x}..{bad + 15:#x}, outside the block's "
-                f"{lim} bytes of shared memory")
+        try:
+            c = descriptor_chunks(d, int(desc[j]), rows, k_bytes, eb, bool(mn_major),
+                                  ctx.smem_size)
+        except ValueError as e:
+            raise ExecutionError(f"{ctx.location(int(th[j, 0]), inst)}: {e}") from None
         chunks.append(c)
     addr = np.stack(chunks)                                # (nwg, C)
     nch = addr.shape[1]

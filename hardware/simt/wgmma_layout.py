@@ -109,6 +109,26 @@ def chunk_addresses(d: Descriptor, rows: int, k_bytes: int, ebytes: int,
     return swizzle(a, w)
 
 
+def descriptor_chunks(d: Descriptor, desc: int, rows: int, k_bytes: int, ebytes: int,
+                      mn_major: bool, smem_size: int) -> np.ndarray:
+    """:func:`chunk_addresses` of the descriptor ``desc`` (decoded: ``d``), flattened, for
+    wgmma and tcgen05.mma alike: a ValueError for a base offset (a swizzle pattern that
+    does not start at its repeat boundary) and for a chunk outside the ``smem_size`` bytes
+    of the CTA's shared memory."""
+    if d.base_offset:
+        raise ValueError(f"matrix descriptor {desc:#x} has base offset {d.base_offset}: a "
+                         "swizzle pattern that does not start at its repeat boundary is "
+                         "not supported")
+    c = chunk_addresses(d, rows, k_bytes, ebytes, mn_major).reshape(-1)
+    if c.min() < 0 or c.max() + 16 > smem_size:
+        bad = int(c[(c < 0) | (c + 16 > smem_size)][0])
+        raise ValueError(
+            f"matrix descriptor {desc:#x} (start {d.start:#x}, LBO {d.lbo}, SBO {d.sbo}, "
+            f"swizzle {d.swizzle or 'none'}) addresses shared bytes {bad:#x}..{bad + 15:#x}, "
+            f"outside the CTA's {smem_size} bytes of shared memory")
+    return c
+
+
 # ------------------------------------------------------------------ fragment layouts
 
 

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from oracle.known_behaviours import KNOWN_BEHAVIOURS, encode_behaviour
+from oracle.known_behaviours import encode_behaviour, kind_suffix
 from oracle.tolerance import format_value, steps_apart
 from refimpl.formats import Format, decode, get, round_to
 
@@ -100,7 +100,5 @@ def failure_kinds(x: np.ndarray, want: np.ndarray, got: np.ndarray, out_fmt: For
         return kinds
     for i, (xv, gv) in enumerate(zip(np.asarray(x, np.float64).reshape(-1),
                                      np.asarray(got).reshape(-1))):
-        name = encode_behaviour(xv, gv, out_fmt)
-        if name:
-            kinds[i] += f", as {KNOWN_BEHAVIOURS[name].library} does ({name})"
+        kinds[i] += kind_suffix(encode_behaviour(xv, gv, out_fmt))
     return kinds

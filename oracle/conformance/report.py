@@ -3,7 +3,7 @@ failure with every kind found, and the collector that builds either."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["ConformanceError", "ConformanceReport", "Failure"]
 
@@ -73,6 +73,16 @@ class Collector:
         c[0] += failed
         c[1] += compared
 
+    def judge(self, output: str, c: Any, count: bool) -> bool:
+        """Whether the comparison ``c`` (a tolerance rule's result) passed: a problem it
+        names (shape, dtype) is a ConformanceError; the elements it compared and failed are
+        counted under ``output`` when ``count``."""
+        if c.problem:
+            raise ConformanceError(f"{self.title}: {c.problem}")
+        if count:
+            self.count(output, c.mismatch.size, c.failures)
+        return c.ok
+
     def seen(self, kind: str, count: bool) -> bool:
         """Whether a failure of ``kind`` was found before (then counted once more when
         ``count``: a sweep's failures are counted, the random search's are not)."""
@@ -88,6 +98,14 @@ class Collector:
         if count:
             self.add(f)
         return f
+
+    def first(self, kind: str, count: bool, make: Callable[[], Failure]) -> Failure | None:
+        """The failure ``make()`` of ``kind`` when the kind is new (recorded when
+        ``count``), None when it was seen before (:meth:`seen`): ``make`` builds the
+        failure's text only for a new kind."""
+        if self.seen(kind, count):
+            return None
+        return self.keep(make(), count)
 
     def add(self, f: Failure) -> None:
         if f.kind in self.kinds:

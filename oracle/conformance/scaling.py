@@ -14,7 +14,7 @@ from oracle.conformance.report import (
     Collector, ConformanceError, ConformanceReport, Failure, NewKind,
 )
 from oracle.known_behaviours import (
-    KNOWN_BEHAVIOURS, describe, mx_codes_behaviours, nvfp4_codes_behaviours,
+    describe, kind_suffix, mx_codes_behaviours, nvfp4_codes_behaviours,
 )
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import format_value
@@ -93,18 +93,17 @@ def _compare_dequantized(col: Collector, title: str, x: np.ndarray, block_size: 
         if np.isfinite(e) and np.isfinite(a) and e != 0 and \
                 abs(int(g[r, c].view(np.int32)) - int(want[r, c].view(np.int32))) == 1:
             what = "one float32 step off"
-        kind = f"dequantized {what} ({_block_class(block)})"
-        behaviour = (known or {}).get((r, blk))
-        if behaviour:
-            kind += f", as {KNOWN_BEHAVIOURS[behaviour].library} does ({behaviour})"
-        if col.seen(kind, count):
-            continue
-        text = (f"  input    row {r}, {_block_text(block)}\n"
-                f"  value    [{r}, {c}]: expected {e:.9g} "
-                f"[0x{int(want[r, c].view(np.uint32)):08X}], got {a:.9g} "
-                f"[0x{int(g[r, c].view(np.uint32)):08X}] (input {float(x[r, c]):.9g})")
-        f = col.keep(Failure(kind, phase, text, block, want[r, c], g[r, c], int(count)),
-                     count)
+        kind = (f"dequantized {what} ({_block_class(block)})"
+                + kind_suffix((known or {}).get((r, blk))))
+        # the report of a new kind, alike in shape on purpose in every check here and in
+        # oracle/conformance/tensors.py: the input, the element, expected and got
+        f = col.first(kind, count, lambda: Failure(
+            kind, phase,
+            f"  input    row {r}, {_block_text(block)}\n"
+            f"  value    [{r}, {c}]: expected {e:.9g} "
+            f"[0x{int(want[r, c].view(np.uint32)):08X}], got {a:.9g} "
+            f"[0x{int(g[r, c].view(np.uint32)):08X}] (input {float(x[r, c]):.9g})",
+            block, want[r, c], g[r, c], int(count)))
         first_new = first_new or f
     return first_new
 
@@ -148,18 +147,16 @@ def _compare_blocks(col: Collector, title: str, x: np.ndarray, block_size: int,
                         if int(w[r, c]) & code_fmt.magnitude_mask == 0 else "sign difference")
             kind = f"{name} {what} ({_block_class(block)})"
             behaviour = (known or {}).get((r, blk)) if per > 1 else None
-            if behaviour:
-                kind += f", as {KNOWN_BEHAVIOURS[behaviour].library} does ({behaviour})"
-            if col.seen(kind, count):
-                continue
-            text = (f"  input    row {r}, {_block_text(block)}\n"
-                    f"  {name[:-1]:8} [{r}, {c}]: expected 0x{int(w[r, c]):02X}, "
-                    f"got 0x{int(g[r, c]):02X}"
-                    + (f" (element value {float(x[r, c]):.9g})" if per == 1 and
-                       name == "codes" else "")
-                    + (f"\n  {describe(behaviour)}" if behaviour else ""))
-            f = col.keep(Failure(kind, phase, text, block, w[r, c], g[r, c], int(count)),
-                         count)
+            kind += kind_suffix(behaviour)
+            f = col.first(kind, count, lambda: Failure(
+                kind, phase,
+                f"  input    row {r}, {_block_text(block)}\n"
+                f"  {name[:-1]:8} [{r}, {c}]: expected 0x{int(w[r, c]):02X}, "
+                f"got 0x{int(g[r, c]):02X}"
+                + (f" (element value {float(x[r, c]):.9g})" if per == 1 and
+                   name == "codes" else "")
+                + (f"\n  {describe(behaviour)}" if behaviour else ""),
+                block, w[r, c], g[r, c], int(count)))
             first_new = first_new or f
     return first_new
 

@@ -523,7 +523,7 @@ def test_descriptor_outside_shared_memory():
                        r"\('wgmma.mma_async.*out-of-bounds shared access"):
         _launch(src, desc_b=desc_bits(0x300, 0, 512, 64))
     with pytest.raises(ExecutionError, match=r"descriptor 0x\w+ \(start 0x3ff00, LBO 0, "
-                       r"SBO 512, swizzle 64\) addresses shared bytes .* outside the block"):
+                       r"SBO 512, swizzle 64\) addresses shared bytes .* outside the CTA"):
         _launch(src, desc_b=desc_bits(0x3FF00, 0, 512, 64))
     with pytest.raises(ExecutionError, match="base offset 3"):
         _launch(src, desc_b=desc_bits(0, 0, 512, 64, base=3))
