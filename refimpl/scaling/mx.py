@@ -489,7 +489,9 @@ def _dequantize_chunked(codes: np.ndarray, scales: np.ndarray, el: Element,
     the int8 converted), off by a power of two that the per-block multiplier takes
     back: ``2**(s - 127 + 127 - bias)`` (``2**(s - 127 - 6)`` for MXINT8). Where that
     multiplier leaves float32's range (scales above ``2**bias``, rare), those blocks use
-    the value table and ``2**(s - 127)`` instead.
+    the value table and ``2**(s - 127)`` instead. Formats with two exponent bits (E2M1,
+    E2M3) take the value table and ``2**(s - 127)`` for every block
+    (:func:`refimpl.scaling.float32_blocks.decode_table`).
     """
     s = scales.astype(np.int32) - SCALE_BIAS
     nan = scales == SCALE_NAN
@@ -497,6 +499,12 @@ def _dequantize_chunked(codes: np.ndarray, scales: np.ndarray, el: Element,
         mult = np.ldexp(np.float32(1), s + el.quantum_exp)
         mult[nan] = np.nan
         return float32_blocks.decode_int8(codes, mult, bs)
+    if el.bits - 1 - el.man_bits <= 2:
+        # two exponent bits: a quarter of the codes are subnormal (decode_table says why)
+        with np.errstate(over="ignore"):
+            mult = np.ldexp(np.float32(1), s)
+        mult[nan] = np.nan
+        return float32_blocks.decode_table(codes, _element_table32(el), mult, bs)
     shift = 127 - el.bias
     with np.errstate(over="ignore"):
         mult = np.ldexp(np.float32(1), s + shift)
