@@ -144,9 +144,11 @@ def encode_tiled(dtype: str, rank: int, global_address: int, global_dim: Sequenc
         if not 1 <= d <= 1 << 32:
             raise TensorMapError(f"global_dim[{i}] = {d} outside 1..2^32")
     for i, s in enumerate(strides):
-        if s <= 0 or s % align or s >= 1 << 40:
-            raise TensorMapError(f"global_strides[{i}] = {s} must be a positive multiple of "
-                                 f"{align} below 2^40")
+        # 0 is a multiple of 16: the driver takes it (a dimension every coordinate of
+        # which addresses the same elements; CUTLASS 3 passes it for a batch of one)
+        if s < 0 or s % align or s >= 1 << 40:
+            raise TensorMapError(f"global_strides[{i}] = {s} must be a multiple of "
+                                 f"{align} (0 included) below 2^40")
     for i, b in enumerate(box):
         if not 1 <= b <= 256:
             raise TensorMapError(f"box_dim[{i}] = {b} outside 1..256")

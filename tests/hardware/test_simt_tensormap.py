@@ -28,8 +28,9 @@ def test_round_trip():
     (dict(dtype="float8"), "dtype must be one of"),
     (dict(global_address=(1 << 32) + 8), "16-byte aligned"),
     (dict(global_dim=[64, 0, 3]), r"global_dim\[1\] = 0"),
-    (dict(global_strides=[120, 1280]), r"global_strides\[0\] = 120 must be a positive "
-                                       "multiple of 16"),
+    (dict(global_strides=[120, 1280]), r"global_strides\[0\] = 120 must be a multiple "
+                                       r"of 16 \(0 included\)"),
+    (dict(global_strides=[128, -16]), r"global_strides\[1\] = -16 must be a multiple"),
     (dict(global_strides=[128, 1 << 40]), "below 2\\^40"),
     (dict(box_dim=[64, 257, 1]), r"box_dim\[1\] = 257 outside 1..256"),
     (dict(box_dim=[4, 4, 1]), "8 bytes is not a multiple of 16"),
