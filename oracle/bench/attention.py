@@ -1,10 +1,13 @@
 """``python -m oracle bench attention``: the exact reference attention and the
 FlashAttention-2 schedule against a plain NumPy ``softmax(Q K^T / sqrt(D)) V``.
 
-One head, float32, N = 4096, D = 128 (``--quick``: N = 1024). Goals: the exact
-reference within 5x of plain NumPy, ``flash_v2`` (block 128 x 128) within 2.5x while
-holding only O(N D + block^2) extra memory. Peak memory is the tracemalloc peak of one
-call (NumPy reports its array allocations to tracemalloc). The timed calls are taken
+One head, float32, N = 4096, D = 128 (``--quick``: N = 1024). The floor is what an
+exact method cannot avoid on this machine: the two float64 GEMMs of the same shapes
+(``Q K^T``, N x D x N, and ``P V``, N x N x D), timed in the same rounds. Goals at
+N = 4096: the exact reference within 2.5x of the floor, ``flash_v2`` (block 128 x 128)
+within 2x, while holding only O(N D + block^2) extra memory; the ratio to plain NumPy
+(float32) is printed beside it, not a goal: it moves with the BLAS kernel. Peak memory
+is the tracemalloc peak of one call (NumPy reports its array allocations to tracemalloc). The timed calls are taken
 in rounds, one call of each implementation per round, so that on a shared machine
 every implementation sees the same changes of load.
 
@@ -33,8 +36,10 @@ from oracle.bench._timing import best_of_interleaved
 from refimpl.blas import product_thread_available
 from refimpl.attention import attention, flash_v2
 
-GOALS = {"exact reference": 5.0, "flash_v2 128x128": 2.5}
+#: goals as multiples of the floor (the two float64 GEMMs), at N = 4096
+GOALS = {"exact reference": 2.5, "flash_v2 128x128": 2.0}
 PEER = "torch SDPA (peer)"
+FLOOR = "floor: two f64 GEMMs"
 
 
 def plain_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -66,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
         "flash_v2 128x128": lambda: flash_v2(q[None], k[None], v[None], block=(128, 128)),
     }
     repeat = {"plain numpy": 7, "exact reference": 3, "flash_v2 128x128": 5}
+    q64, k64, v64 = (a.astype(np.float64) for a in (q, k, v))
+    p64 = rng.random((n, n))
+    floor_fns = {FLOOR: lambda: (q64 @ k64.T, p64 @ v64)}
     peer = import_peer("torch")
     if peer is not None:
         torch = peer["torch"]
@@ -73,19 +81,19 @@ def run(args: argparse.Namespace) -> int:
         sdpa = torch.nn.functional.scaled_dot_product_attention
         cases[PEER] = lambda: sdpa(tq, tk, tv).numpy()[0]
         repeat[PEER] = 7
-    times = best_of_interleaved(cases, repeat)
+    times = best_of_interleaved({**cases, **floor_fns}, {**repeat, FLOOR: 5})
     measured = {name: _peak_mib(fn) for name, fn in cases.items()}
-    base = times["plain numpy"]
+    base, floor = times["plain numpy"], times[FLOOR]
     ref = np.asarray(measured["exact reference"][1])[0]
     rows = []
     for name in cases:
-        ratio = times[name] / base
+        ratio = times[name] / floor
         goal = GOALS.get(name)
         out = measured[name][1]
         out = np.asarray(out[0] if isinstance(out, tuple) else out).reshape(n, d)
         err = float(np.max(np.abs(out.astype(np.float64) - ref)))
         rows.append([
-            name, f"{times[name]:.3f}", f"{ratio:.1f}x",
+            name, f"{times[name]:.3f}", f"{times[name] / base:.1f}x", f"{ratio:.2f}x",
             "-" if goal is None else (
                 f"<= {goal:g}x " + ("met" if ratio <= goal else "MISSED") if n == 4096
                 else f"<= {goal:g}x at N=4096"),
@@ -93,9 +101,11 @@ def run(args: argparse.Namespace) -> int:
         ])
     print(f"attention, one head, N={n}, D={d}, float32 (inputs {3 * n * d * 4 / 2**20:.1f} MiB; "
           f"N^2 scores {n * n * 4 / 2**20:.0f} MiB in float32)")
-    print(tabulate(rows, headers=["implementation", "seconds", "vs numpy", "goal",
-                                  "peak MiB", "max |out - exact|"]))
-    print("best of 7 / 3 / 5 runs taken in rounds (one call of each per round); "
+    rows.append([FLOOR, f"{floor:.3f}", f"{floor / base:.1f}x", "1.00x", "-", "-", "-"])
+    print(tabulate(rows, headers=["implementation", "seconds", "vs numpy f32", "vs floor",
+                                  "goal (vs floor)", "peak MiB", "max |out - exact|"]))
+    print("floor: Q K^T and P V in float64 (np.matmul, the BLAS below); "
+          "best of 7 / 3 / 5 / 5 runs taken in rounds (one call of each per round); "
           "the float64 products of flash_v2 and the exact reference "
           + ("ran on a helper thread beside its elementwise work (BLAS at one thread "
              "meanwhile)" if product_thread_available() else

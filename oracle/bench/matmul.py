@@ -4,9 +4,12 @@ Times ``refimpl.matmul.matmul(a, b)`` ("exact": correctly rounded, BLAS-independ
 against NumPy's own float32 ``a @ b`` on the same machine and inputs, and reports the
 fraction of outputs that neither the cheap error bound nor a fixed-order fold sum could
 certify ("refined": summed again with an error-free split) and the fraction recomputed
-with exact integer arithmetic. The goal is
-"exact" within 4x of float32 BLAS for 1024 x 1024 x 1024. The ordered and tensor-core
-models are timed on a smaller product for reference.
+with exact integer arithmetic. The floor is one float64 GEMM of the same shape (the
+float64 products an exact method cannot avoid), timed in the same rounds; the goal is
+"exact" within 1.5x of it at 1024 x 1024 x 1024. The ratio to float32 BLAS is printed
+beside it, not a goal: it moves with the BLAS kernel (an AVX-512 SGEMM kernel gains
+more on DGEMM than an AVX2 one). The ordered and tensor-core models are timed on a
+smaller product for reference.
 """
 from __future__ import annotations
 
@@ -15,9 +18,14 @@ import argparse
 import numpy as np
 from tabulate import tabulate
 
+from oracle.bench._environment import blas_line
 from oracle.bench._timing import best_of
 from refimpl.matmul import ExactStats, matmul
 from refimpl.matmul.screening import exact_col_norms, exact_product_fp32, exact_row_bounds
+
+
+#: the goal: exact matmul at most this multiple of one float64 GEMM of the shape
+GOAL = 1.5
 
 
 def _inputs(n: int, kind: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -39,20 +47,26 @@ def run(args: argparse.Namespace) -> int:
         a, b = _inputs(n, kind)
         a @ b  # warm the BLAS threads
         # interleaved, best of 5 each: both see the same machine load
-        t_blas = t_exact = float("inf")
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        t_blas = t_exact = t_floor = float("inf")
         for _ in range(5):
             t_blas = min(t_blas, best_of(lambda: a @ b, repeat=1))
+            t_floor = min(t_floor, best_of(lambda: a64 @ b64, repeat=1))
             t_exact = min(t_exact, best_of(lambda: matmul(a, b), repeat=1))
         # the statistics of the path matmul takes for finite FP32 products
         stats = ExactStats()
-        a64, b64 = a.astype(np.float64), b.astype(np.float64)
         exact_product_fp32(a64, b64, exact_row_bounds(a64), exact_col_norms(b64), stats,
                            per_output=True)
-        rows.append([f"{n}^3 {kind}", f"{t_blas * 1e3:.1f}", f"{t_exact * 1e3:.1f}",
-                     f"{t_exact / t_blas:.2f}x", f"{stats.refined_fraction:.2e}",
-                     f"{stats.recomputed_fraction:.2e}"])
-    print(tabulate(rows, headers=["product", "numpy f32 @ ms", "exact ms", "ratio",
-                                  "refined", "recomputed exactly"]))
+        ratio = t_exact / t_floor
+        rows.append([f"{n}^3 {kind}", f"{t_blas * 1e3:.1f}", f"{t_floor * 1e3:.1f}",
+                     f"{t_exact * 1e3:.1f}", f"{t_exact / t_blas:.2f}x", f"{ratio:.2f}x",
+                     (f"<= {GOAL:g}x " + ("met" if ratio <= GOAL else "MISSED"))
+                     if n == 1024 else f"<= {GOAL:g}x at 1024^3",
+                     f"{stats.refined_fraction:.2e}", f"{stats.recomputed_fraction:.2e}"])
+    print(tabulate(rows, headers=["product", "numpy f32 @ ms", "floor: f64 @ ms", "exact ms",
+                                  "vs f32", "vs floor", "goal", "refined",
+                                  "recomputed exactly"]))
+    print(blas_line())
     small = 64 if getattr(args, "quick", False) else 128
     a, b = _inputs(small, "normal", 1)
     models = ["sequential", "sequential_fma", "pairwise", "chunked", "A100-BF16", "H100-FP8"]
