@@ -16,23 +16,36 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/device_kernel.h"
 using namespace cute;
-using ElementA = cutlass::half_t; using LayoutA = cutlass::layout::RowMajor;
-using ElementB = cutlass::half_t; using LayoutB = cutlass::layout::ColumnMajor;
+// the variant: generate.py passes these (defaults: FP16, no clusters, one consumer)
+#ifndef ELEMENT
+#define ELEMENT cutlass::half_t
+#endif
+#ifndef SCHEDULE
+#define SCHEDULE KernelTmaWarpSpecialized
+#endif
+#ifndef EPILOGUE
+#define EPILOGUE cutlass::epilogue::collective::EpilogueScheduleAuto
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 1
+#endif
+using ElementA = ELEMENT; using LayoutA = cutlass::layout::RowMajor;
+using ElementB = ELEMENT; using LayoutB = cutlass::layout::ColumnMajor;
 using ElementC = float; using LayoutC = cutlass::layout::ColumnMajor;
 using ElementAccumulator = float;
-constexpr int AlignmentA = 8, AlignmentB = 8, AlignmentC = 4;
-using TileShape = Shape<_128,_128,_64>;
-using ClusterShape = Shape<_1,_1,_1>;
+constexpr int AlignmentA = 16 / sizeof(ElementA), AlignmentB = 16 / sizeof(ElementB), AlignmentC = 4;
+using TileShape = Shape<_128, _128, Int<128 / sizeof(ElementA)>>;
+using ClusterShape = Shape<Int<CLUSTER_M>, _1, _1>;
 using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
     cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
     ElementC, LayoutC, AlignmentC, ElementC, LayoutC, AlignmentC,
-    cutlass::epilogue::collective::EpilogueScheduleAuto>::CollectiveOp;
+    EPILOGUE>::CollectiveOp;
 using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, AlignmentA,
     ElementB, LayoutB, AlignmentB, ElementAccumulator, TileShape, ClusterShape,
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-    cutlass::gemm::KernelTmaWarpSpecialized>::CollectiveOp;
+    cutlass::gemm::SCHEDULE>::CollectiveOp;
 using GemmKernel = cutlass::gemm::kernel::GemmUniversal<Shape<int,int,int,int>, CollectiveMainloop, CollectiveEpilogue>;
 template __global__ void cutlass::device_kernel<GemmKernel>(CUTLASS_GRID_CONSTANT typename GemmKernel::Params const);
 
