@@ -42,9 +42,9 @@ lane i) leaves the lanes named unchanged.
 Refused (UnsupportedPtxError naming the instruction): ``.cta_group::2``, ``.ws``,
 ``.sp``, ``.ashift``, M = 64 and 256, a transposed A in Tensor Memory, a non-zero
 ``scale-input-d``, the e2m3/e3m2/e2m1 inputs of ``kind::f8f6f4`` (no tcgen05 model),
-the block-scaled kinds ``mxf8f6f4``/``mxf4``/``mxf4nvf4`` (their arithmetic is
-:func:`refimpl.matmul.mma_block_scaled`; the scale-factor layouts in Tensor Memory are not
-modelled yet), ``.multicast::cluster`` commits and ``tcgen05.cp``/``tcgen05.shift``.
+``.multicast::cluster`` commits and ``tcgen05.shift``. The block-scaled kinds
+``mxf8f6f4``/``mxf4``/``mxf4nvf4`` are :mod:`.tcgen05_scaled`, ``tcgen05.cp``
+:mod:`.tcgen05_cp`; their operations are tracked by the same commits.
 ``.collector::a::*`` qualifiers are accepted: they allow reuse of a loaded A and do not
 change values.
 
@@ -101,6 +101,8 @@ KINDS = {
     "i8": (32, 1, {0: "u8", 1: "s8"}, {2: "s32"}),
 }
 _SWIZZLE = {0: 0, 2: 128, 4: 64, 6: 32}
+#: the block-scaled kinds (:mod:`.tcgen05_scaled`)
+_SCALED = ("kind::mxf8f6f4", "kind::mxf4", "kind::mxf4nvf4")
 _INT_N = (8, 16, 24) + tuple(range(32, 257, 16))
 
 
@@ -288,11 +290,6 @@ def _parse_mma(inst: Instruction) -> str:
     if len(kinds) != 1:
         raise _unsupported(inst, "tcgen05.mma needs one .kind")
     kind = kinds[0]
-    if kind in ("mxf8f6f4", "mxf4", "mxf4nvf4") or "block_scale" in parts:
-        raise _unsupported(inst, f"block-scaled tcgen05.mma (.kind::{kind}) is not "
-                                 "supported: the scale-factor layouts in Tensor Memory are "
-                                 "not modelled (its arithmetic is "
-                                 "refimpl.matmul.mma_block_scaled)")
     if kind not in KINDS:
         raise _unsupported(inst, f".kind::{kind} is not a tcgen05.mma kind")
     if rest:
@@ -344,15 +341,9 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
 
     def fn(ix: Any, ex: Any) -> None:
         st = state_of(ctx)
-        th = ctx._thread_ids(ix)
-        n = th.shape[0]
-
-        def col(g: Any, dt: Any) -> np.ndarray:
-            return np.broadcast_to(np.asarray(g(ix)).astype(dt), (n,))
-        dv, bv, iv = col(gd, np.int64), col(gb, np.uint64), col(gi, np.uint32)
-        av = col(ga, np.int64 if a_tmem else np.uint64)
-        en = col(ge, bool)
-        masks = [col(g, np.uint32) for g in gm]
+        th, (dv, av, bv, iv, en, *masks) = per_thread(ctx, ix, [
+            (gd, np.int64), (ga, np.int64 if a_tmem else np.uint64), (gb, np.uint64),
+            (gi, np.uint32), (ge, bool)] + [(g, np.uint32) for g in gm])
         for i, t in enumerate(th.tolist()):
             mask = np.zeros(128, bool)
             for w, m in enumerate(masks):
@@ -360,6 +351,38 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
             _issue(ctx, st, inst, kind, k, ebytes, t, int(dv[i]), int(av[i]), int(bv[i]),
                    int(iv[i]), bool(en[i]), mask, a_tmem)
     return Op(inst, "alu", fn)
+
+
+def per_thread(ctx: Any, ix: Any, getters: list) -> tuple[np.ndarray, list]:
+    """The executing threads and, per (getter, dtype), one value for each of them."""
+    th = ctx._thread_ids(ix)
+    return th, [np.broadcast_to(np.asarray(g(ix)).astype(dt), th.shape) for g, dt in getters]
+
+
+def d_cells(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: int,
+            n: int) -> tuple:
+    """The (lanes, columns) of an M = 128 D at ``taddr``, checked allocated and free of
+    outstanding tcgen05.ld/st."""
+    lane0, col0 = taddr >> 16, taddr & 0xFFFF
+    if lane0 != 0:
+        st.fail(t, inst, f"d-tmem {taddr:#x} has lane {lane0}; D of M = 128 starts at lane "
+                "0 (data path layout D, alignment 0)")
+    cells = ((0, 128), (col0, col0 + n))
+    st.check_cells(blk, cells[0], cells[1], t, inst, "tcgen05.mma D")
+    _check_ldst(st, blk, cells, t, inst)
+    return cells
+
+
+def record(st: TensorMemory, blk: int, t: int, cells: tuple, inst: Instruction,
+           **extra: Any) -> None:
+    """Make an asynchronous operation of thread ``t`` on ``cells`` pending (until a
+    commit's completion is seen); an earlier one of the thread on the same cells whose
+    completion was seen is subsumed."""
+    st.pending = [r for r in st.pending if not (
+        r["block"] == blk and r["thread"] == t and r["cols"] == cells[1]
+        and r["lanes"] == cells[0] and observed(st, r, [t]))]
+    st.pending.append({"block": blk, "lanes": cells[0], "cols": cells[1],
+                       "line": inst.line, "thread": t, "mbar": None, **extra})
 
 
 def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, ebytes: int,
@@ -394,13 +417,8 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
         raise _unsupported(inst, "MN-major tf32 needs 128-byte swizzling with 32-byte atoms, "
                                  "which is not supported")
     blk = int(ctx.thread_block[t])
-    lane0, col0 = taddr >> 16, taddr & 0xFFFF
-    if lane0 != 0:
-        raise ExecutionError(f"{where}: d-tmem {taddr:#x} has lane {lane0}; D of M = 128 "
-                             "starts at lane 0 (data path layout D, alignment 0)")
-    cells = ((0, 128), (col0, col0 + idd.n))
-    st.check_cells(blk, cells[0], cells[1], t, inst, "tcgen05.mma D")
-    _check_ldst(st, blk, cells, t, inst)
+    cells = d_cells(st, inst, t, blk, taddr, idd.n)
+    col0 = cells[1][0]
     if a_tmem:
         a = _tmem_operand(st, inst, t, blk, adesc, k, ebytes, idd.trans_a)
     else:
@@ -414,12 +432,7 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
     out = _product(ctx, kind, idd, a, b.T, dcodes, enable)
     keep = ~disabled
     st.cells[blk, keep, col0:col0 + idd.n] = out[keep]
-    # an earlier operation on the same cells whose completion was seen is subsumed
-    st.pending = [r for r in st.pending if not (
-        r["block"] == blk and r["thread"] == t and r["cols"] == cells[1]
-        and observed(st, r, [t]))]
-    st.pending.append({"block": blk, "lanes": cells[0], "cols": cells[1],
-                       "line": inst.line, "thread": t, "mbar": None})
+    record(st, blk, t, cells, inst)
 
 
 def _tmem_operand(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: int, k: int,
@@ -450,16 +463,16 @@ def _tmem_operand(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: 
 
 
 def _check_ldst(st: TensorMemory, blk: int, cells: tuple, t: int, inst: Instruction,
-                what_op: str = "writes") -> None:
-    """An mma that writes (or reads A from) cells of an outstanding tcgen05.ld (only
-    writes conflict with those) or tcgen05.st is a race."""
+                what_op: str = "writes", who: str = "tcgen05.mma") -> None:
+    """An mma (or ``who``) that writes (or reads A or scale factors from) cells of an
+    outstanding tcgen05.ld (only writes conflict with those) or tcgen05.st is a race."""
     books = ((st.loads, "read by", "wait::ld"), (st.stores, "written by", "wait::st"))
-    for book, what, wait in books[1:] if what_op != "writes" else books:
+    for book, what, wait in books if what_op == "writes" else books[1:]:
         for thread, recs in book.items():
             for rblk, lanes, cols, line in recs:
                 if rblk == blk and lanes[0] < cells[0][1] and cells[0][0] < lanes[1] and \
                         cols[0] < cells[1][1] and cells[1][0] < cols[1]:
-                    st.fail(t, inst, f"race: tcgen05.mma {what_op} Tensor Memory columns "
+                    st.fail(t, inst, f"race: {who} {what_op} Tensor Memory columns "
                             f"{cols[0]}..{cols[1] - 1} {what} the tcgen05."
                             f"{'ld' if wait == 'wait::ld' else 'st'} on line {line} of "
                             f"{st.wave.location(thread, None)}, which has not executed "
@@ -514,17 +527,24 @@ def _product(ctx: Any, kind: str, idd: IDesc, a: np.ndarray, b: np.ndarray,
 
 def c_tcgen05(inst: Instruction, ctx: Any) -> Op:
     """Every tcgen05 instruction: Tensor Memory ones in :mod:`.tmem`, mma and commit
-    here; tcgen05.cp and tcgen05.shift are refused."""
+    here, the block-scaled mma in :mod:`.tcgen05_scaled`, tcgen05.cp in
+    :mod:`.tcgen05_cp`; tcgen05.shift is refused."""
     need_sm100a(inst, ctx)
     sub = inst.parts[1] if len(inst.parts) > 1 else ""
     if sub in _MEMORY:
         return c_tcgen05_memory(inst, ctx)
     if sub == "mma":
+        if "block_scale" in inst.parts or any(p in inst.parts for p in _SCALED):
+            from .tcgen05_scaled import c_mma_scaled
+            return c_mma_scaled(inst, ctx)
         return c_mma(inst, ctx)
     if sub == "commit":
         return c_commit(inst, ctx)
-    if sub in ("cp", "shift"):
-        raise _unsupported(inst, f"tcgen05.{sub} is not supported")
+    if sub == "cp":
+        from .tcgen05_cp import c_cp
+        return c_cp(inst, ctx)
+    if sub == "shift":
+        raise _unsupported(inst, "tcgen05.shift is not supported")
     raise _unsupported(inst, f"tcgen05.{sub} is not a tcgen05 instruction")
 
 

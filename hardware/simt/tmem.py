@@ -168,7 +168,8 @@ class TensorMemory(WaveState):
         for rec in mine:
             if not observed(self, rec, threads):
                 self.fail(thread, inst, f"tcgen05.dealloc of columns {col}..{col + ncols - 1}"
-                          f" while the tcgen05.mma on line {rec['line']} that writes them "
+                          f" while the {rec.get('op', 'tcgen05.mma')} on line {rec['line']} "
+                          "that writes them "
                           "has not completed (no thread of the warp has waited on the "
                           "mbarrier of its tcgen05.commit)")
         self.pending = [r for r in self.pending if not any(r is m for m in mine)]
@@ -468,7 +469,8 @@ def _check_pending(st: TensorMemory, blk: int, lanes: tuple, cols: tuple, thread
                    "phase that signals its completion")
             st.fail(thread, inst, f"race: tcgen05.{'ld reads' if load else 'st writes'} "
                     f"Tensor Memory lanes {lanes[0]}..{lanes[1] - 1}, columns "
-                    f"{cols[0]}..{cols[1] - 1}, the D matrix of the tcgen05.mma on line "
+                    f"{cols[0]}..{cols[1] - 1}, "
+                    f"{rec.get('what', 'the D matrix of the tcgen05.mma')} on line "
                     f"{rec['line']} (issued by {st.wave.location(rec['thread'], None)}), "
                     f"which is {how}; wait for the mbarrier of its tcgen05.commit first")
 

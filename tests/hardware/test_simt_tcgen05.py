@@ -122,10 +122,18 @@ def test_gpu_without_tcgen05_model_is_refused():
 
 
 def test_unmodelled_forms_are_refused():
-    with pytest.raises(UnsupportedPtxError, match="block-scaled"):
+    # the block-scaled kinds run (test_simt_tcgen05_scaled.py); these forms of them do not
+    with pytest.raises(UnsupportedPtxError, match=r"kind::mxf8f6f4 needs .block_scale"):
         load_ptx(SRC.replace("kind::f16 [%r8], %rd4, %rd5, %r9, %p3",
-                             "kind::mxf8f6f4.block_scale [%r8], %rd4, %rd5, %r9, [%r8], "
-                             "[%r8], %p3"))
+                             "kind::mxf8f6f4 [%r8], %rd4, %rd5, %r9, [%r8], [%r8], %p3"))
+    with pytest.raises(UnsupportedPtxError, match=r"takes .scale_vec::1X, .block32 .*not "
+                                                  r"scale_vec::2X"):
+        load_ptx(SRC.replace("kind::f16 [%r8], %rd4, %rd5, %r9, %p3",
+                             "kind::mxf8f6f4.block_scale.scale_vec::2X [%r8], %rd4, %rd5, %r9, "
+                             "[%r8], [%r8], %p3"))
+    with pytest.raises(UnsupportedPtxError, match="tcgen05.shift is not supported"):
+        load_ptx(SRC.replace("tcgen05.mma.cta_group::1.kind::f16 [%r8], %rd4, %rd5, %r9, %p3",
+                             "tcgen05.shift.cta_group::1.down [%r8]"))
     with pytest.raises(UnsupportedPtxError, match="M = 64"):
         run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8, m=64))
     with pytest.raises(ExecutionError, match="N = 0"):

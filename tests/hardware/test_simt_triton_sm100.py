@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.simt import GlobalMemory, UnsupportedPtxError, load_ptx
+from hardware.simt import GlobalMemory, load_ptx
 from refimpl import formats
 from test_simt_triton_sm90 import chained
 
@@ -107,14 +107,6 @@ def test_triton_attention_step_p_from_tensor_memory():
     p = np.exp2(s - s.max(axis=1, keepdims=True)).astype(np.float16)
     assert np.array_equal(o, chained(p.astype(np.float32), v.astype(np.float32), 16,
                                      "B200-FP16"))
-
-
-def test_triton_dot_scaled_is_refused_clearly():
-    """tl.dot_scaled lowers to tcgen05.mma kind::mxf8f6f4.block_scale with the scales in
-    Tensor Memory, whose layouts are not modelled: refused when loaded, naming it."""
-    with pytest.raises(UnsupportedPtxError, match=r"block-scaled tcgen05.mma "
-                                                  r"\(.kind::mxf8f6f4\) is not supported"):
-        load_ptx((DATA / "dot_scaled_e4m3.ptx").read_text())
 
 
 def test_triton_softmax_sm100_pair_arithmetic():
