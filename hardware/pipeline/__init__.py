@@ -28,6 +28,7 @@ from hardware.pipeline.gpu import (
     Kernel,
     Tile,
     attention_flops,
+    coresident_tile_time,
     fa3_tile,
     kernel_tile,
     simulate,

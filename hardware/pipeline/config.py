@@ -48,6 +48,12 @@ class Schedule:
         block_barrier: without a producer, the consumer warpgroups meet at a block-wide
             barrier for every K and V tile before taking their turn (loads issued by the
             compute warps are published to all of them that way); default False.
+        prefetch: without a producer, the consumers issue the loads one step ahead as
+            FlashAttention-2's forward loop does (Dao 2023, arXiv 2307.08691, Algorithm
+            1 as implemented in its ``flash_fwd_kernel.h``): V_j is issued before
+            GEMM0(j) and waited for after it, K_{j+1} is issued once GEMM0(j) is done
+            and so lands during the softmax and GEMM1 of block j; default False (a
+            block's tiles are loaded when first needed).
         wait_empty, wait_full: False builds a deliberately broken schedule (loads that do
             not wait for the stage to be released / GEMMs that do not wait for the data);
             :func:`simulate` then raises :class:`BufferInvariantError`. They exist so the
@@ -63,11 +69,15 @@ class Schedule:
     wait_empty: bool = True
     wait_full: bool = True
     block_barrier: bool = False
+    prefetch: bool = False
 
     def __post_init__(self) -> None:
         if self.warpgroups not in (1, 2, 3):
             raise ValueError(f"schedule {self.name!r}: warpgroups must be 1, 2 or 3, "
                              f"got {self.warpgroups!r}")
+        if self.prefetch and (self.producer or self.intra_overlap):
+            raise ValueError(f"schedule {self.name!r}: prefetch is the load order of "
+                             f"consumers without a producer or intra-warpgroup overlap")
         if self.pingpong and self.warpgroups < 2:
             raise ValueError(f"schedule {self.name!r}: ping-pong needs 2 or more warpgroups")
 

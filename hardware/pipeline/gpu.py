@@ -9,12 +9,37 @@ register pressure and shared memory, :func:`fa3_tile`) on ``SMs x CTAs per SM`` 
 greedy list scheduling, which gives waves, the tail wave and causal imbalance; each
 tile costs the block model's main loop over its K/V blocks (those above the causal
 diagonal skipped, those it crosses masked) plus the tile's overhead and, without a
-persistent kernel, its Q load and O store. The costs come from
+persistent kernel, its Q load and O store (with co-resident CTAs, FlashAttention-2's
+two per SM, that fixed part of one CTA's tile overlaps the other's main loop, which runs
+alone meanwhile: :func:`coresident_tile_time`). The costs come from
 :data:`H100_CALIBRATION`: the SFU's exp2 rate (16 per SM per clock) and the FP32 rate
 for the rest of the softmax on separate pipes, GEMM completion and barrier latencies,
 the exp2's hold on the tensor cores, ``ldmatrix`` operand copies for ``mma.sync``,
 FP8's V transpose, the per-tile overhead and the launch. :func:`sweep` compares the
 model with every published figure (:data:`hardware.measurements.PUBLISHED`).
+
+Where the model stays off the FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608):
+
+- Table 2's warp-specialisation ablation (661 / 570 = 1.16): the model gives 1.057.
+  With ``exp_tensor_coupling`` 1 (fitted on Figure 5, where the FP16 speeds at d = 64,
+  128, 256 follow tensor time plus exp2 time per score) each warpgroup holds the tensor
+  cores for its GEMMs and its exp2 stream, so the period of two warpgroups is
+  2 (2 GEMM + exp2) under any order; ping-pong buys nothing and dropping the producer
+  costs only the lockstep exposure of the block-wide barriers (the later warpgroup's
+  FP32 work after its exp2 and five barrier hand-overs, about 241 of 4225 cycles at
+  d = 128). The paper's section 3.1 credits ping-pong alone with 570 -> 620 TFLOP/s;
+  both cannot hold under one coupling, and the sources do not name the mechanism.
+- FP8 at N <= 1K (24-61% optimistic): the published FP8 times there exceed the model
+  by several microseconds per tile (d = 256, N = 512: 16.9 us per tile slot against
+  the model's 10.4); charging every FP8 tile its Q load and O store (a non-persistent
+  FP8 kernel) would explain N <= 1K within about 12% but makes N >= 8K 2-4 points
+  worse, and no public source says the FP8 path was not persistent.
+- FlashAttention-2's load order: its forward loop issues V_j before GEMM0(j) and
+  K_{j+1} after it (:attr:`Schedule.prefetch`); with that order the non-causal FA2
+  figures at N >= 4K come out 5-11% fast, so the FA2 rates here
+  (``mma_sync_fraction``, the operand copies taken in series with the GEMM) absorb the
+  load exposure of the on-demand order this model's "fa2" keeps; prefetch stays off
+  until those rates are re-derived.
 
 """
 from __future__ import annotations
@@ -42,6 +67,7 @@ __all__ = [
     "kernel_tile",
     "FA2_TILES",
     "GPURun",
+    "coresident_tile_time",
     "attention_flops",
     "simulate",
 ]
@@ -437,6 +463,24 @@ class _LoopTimes:
         return b + (n - 2 * self.EXACT) * (b - a) / self.EXACT
 
 
+def coresident_tile_time(shared: float, alone: float, fixed: float) -> float:
+    """Slot time per tile of two co-resident CTAs that alternate a fixed phase (``fixed``:
+    Q load, O store, per-tile overhead; it uses none of the SM's compute units) with a
+    main loop that takes ``shared`` seconds while the other CTA also runs its main loop
+    and ``alone`` seconds on an SM to itself.
+
+    Steady state, the two CTAs staggered so that one's fixed phase falls inside the
+    other's main loop: during B's fixed phase A runs alone and finishes ``fixed / alone``
+    of its tile; the rest takes ``shared (1 - fixed / alone)``. A's cycle (its own fixed
+    phase, then its main loop) is ``shared + fixed (2 - shared / alone)``. The factor is
+    clamped to [0, 1]: two CTAs that share nothing (``shared == alone``) pay ``fixed``
+    in full, as one CTA would; two that share every unit (``shared >= 2 alone``) hide it.
+    """
+    if alone <= 0.0:
+        return shared + fixed
+    return shared + fixed * min(1.0, max(0.0, 2.0 - shared / alone))
+
+
 def _makespan(durations: list[float], slots: int) -> float:
     """Greedy list scheduling in the given order: each tile goes to the slot that frees
     first (ties: lowest slot), as a block scheduler or a dynamic tile counter does."""
@@ -546,7 +590,16 @@ def simulate(schedule: str | Kernel = "fa3", *, gpu: specs.GPUSpec | str = "H100
         else:
             per_head.append((kv_blocks, 0))
     extra = overhead if k.persistent else overhead + q_load + o_store
-    durations_head = [loop(n) + m * mask_block + extra for n, m in per_head]
+    if k.ctas_per_sm > 1:
+        # a CTA's own tile costs (Q load, O store, overhead) leave the SM's units to the
+        # co-resident CTAs, which run faster alone (:func:`coresident_tile_time`)
+        solo = _LoopTimes(dataclasses.replace(sched, warpgroups=1), costs, g, head_dim,
+                          (tile.b_r, tile.b_c), stages, dtype)
+        durations_head = [coresident_tile_time(loop(n) + m * mask_block,
+                                               solo(n) + m * mask_block, extra)
+                          for n, m in per_head]
+    else:
+        durations_head = [loop(n) + m * mask_block + extra for n, m in per_head]
     if causal and k.longest_first:   # all heads' heaviest tiles first
         durations = sorted(durations_head * (batch * heads), reverse=True)
     else:                            # tile index order: query tile fastest, then heads

@@ -354,6 +354,14 @@ def _wait_full(p: _Problem, buf: str, j: int) -> Generator[_Cmd, None, None]:
             yield ("at", p.engine.now + p.costs.sync_latency)   # the block barrier
 
 
+def _request(p: _Problem, buf: str, j: int) -> Generator[_Cmd, None, None]:
+    """Issue the load of tile ``buf``_j unless a consumer already has (``prefetch``
+    schedules; waits for the stage to be empty as :func:`_issue_load` does)."""
+    if j < p.blocks and (buf, j) not in p.requested:
+        p.requested.add((buf, j))
+        yield from _issue_load(p, buf, j)
+
+
 def _release(p: _Problem, wg: int, buf: str, j: int) -> None:
     e = p.engine
     e.mark("release", j, e.now, wg=wg, stage=j % p.stages, buffer=buf)
@@ -444,12 +452,18 @@ def _consumer(p: _Problem, wg: int) -> _Agent:
             if j > 0:
                 yield ("at", (yield from pv(j - 1)) + lat)
                 _release(p, wg, "V", j - 1)
+            if p.schedule.prefetch:           # K_j (prefetched, or K_0), then V_j
+                yield from _request(p, "K", j)
+                yield from _request(p, "V", j)
             yield from _wait_full(p, "K", j)
             yield from operands(j)
             done0 = gemm("gemm0", "K", j)
             turns.hand_over()
             yield ("at", done0 + lat)
             _release(p, wg, "K", j)
+            if p.schedule.prefetch:           # wait for V_j, then issue K_{j+1}
+                yield from _wait_full(p, "V", j)
+                yield from _request(p, "K", j + 1)
             yield from softmax(j)
     last = p.blocks - 1
     if p.schedule.block_barrier and not p.schedule.producer:
