@@ -25,6 +25,7 @@ Regenerate the PTX (needs nvcc) with ``python -m hardware.simt.gallery``.
 | wgmma_gemm | wgmma_gemm_f16 (128-byte swizzled K-major A and N-major B tiles, descriptors built in the kernel, wgmma.mma_async m64n64k16 f16 -> f32), wgmma_gemm_s8 (A fragments from registers, m64n64k32 s8 .satfinite), sm_90a |
 | tma_wgmma_gemm | tma_wgmma_gemm_f16 (a producer warp's cp.async.bulk.tensor loads of 128-byte-swizzled tiles into a two-stage ring of full/empty mbarriers, one consumer warpgroup's wgmma.mma_async m64n64k16 f16 -> f32 on each stage), sm_90a |
 | tcgen05_gemm | tcgen05_gemm_f16 (Tensor Memory allocated by one warp, k16 slices of A and B in the canonical K-major layout, one thread's tcgen05.mma kind::f16 -> f32 committed to an mbarrier, tcgen05.ld.32x32b of D), sm_100a |
+| tcgen05_mxfp8_gemm | tcgen05_gemm_mxfp8 (MXFP8: E4M3 tiles and E8M0 scale tiles staged in shared memory per k128 chunk, the scales moved into Tensor Memory by one thread's tcgen05.cp.32x128b.warpx4, four tcgen05.mma kind::mxf8f6f4.block_scale.scale_vec::1X with scale factor IDs 0-3, committed to an mbarrier, tcgen05.ld.32x32b of D), sm_100a |
 | cluster_multicast | cluster_multicast_matvec (a cluster of 4 CTAs: each loads a quarter of a 64 x 64 tile with cp.async.bulk.tensor .multicast::cluster into all four, then the CTAs' partial products are summed through distributed shared memory, mapa), sm_90a |
 | fa3_forward | fa3_forward_f16, fa3_forward_e4m3, fa3_forward_e4m3_vtrans (FlashAttention-3-style forward, d = 64: a producer warpgroup's cp.async.bulk.tensor loads of Q and a two-stage K/V ring of full/empty mbarriers, two consumer warpgroups of 64 query rows each with wgmma S = Q K^T, online softmax with ex2 and the log2(e)-folded scale, P from registers into the PV wgmma (f16 k16; e4m3 k32 with V^T and P's bytes moved into the A layout by quad shuffles; _vtrans: V transposed by the producer warpgroup, generic stores and fence.proxy.async), ping-pong named barriers, intra-warpgroup overlap (wait_group 1), setmaxnreg dec/inc), sm_90a |
 | printf | printf_formats (device printf: every conversion, with flags, widths, precisions and length modifiers, shared with printf_host.c, whose glibc output is printf_host.txt), assert_positive (a device-side assert) |
@@ -73,8 +74,9 @@ BUILD["tma_wgmma_gemm"] = ("tma_wgmma_gemm", "sm_90a", ())
 BUILD["cluster_multicast"] = ("cluster_multicast", "sm_90a", ())
 BUILD["fa3_forward"] = ("fa3_forward", "sm_90a", ())
 #: fifth-generation tensor cores (tcgen05, Tensor Memory): sm_100a
-NAMES += ("tcgen05_gemm",)
+NAMES += ("tcgen05_gemm", "tcgen05_mxfp8_gemm")
 BUILD["tcgen05_gemm"] = ("tcgen05_gemm", "sm_100a", ())
+BUILD["tcgen05_mxfp8_gemm"] = ("tcgen05_mxfp8_gemm", "sm_100a", ())
 #: the interpreter's speed workloads (``python -m oracle bench simt``)
 NAMES += ("flash_attention",)
 BUILD["flash_attention"] = ("flash_attention", "sm_90", ())
