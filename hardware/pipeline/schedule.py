@@ -69,7 +69,9 @@ Unit costs (:func:`unit_costs`; ``r`` query rows of one warpgroup = ``B_r / warp
   for HBM otherwise, at the GPU's boost clock.
 
 The producer loads K_0, V_0, K_1, V_1, ... in that order. Without a producer, the
-first consumer that needs block j loads K_j, and V_j with it when V_j's stage is free.
+first consumer that needs block j loads K_j, and V_j with it when V_j's stage is free;
+a ``prefetch`` schedule issues them in FlashAttention-2's order instead (V_j before
+GEMM0(j), K_{j+1} once GEMM0(j) is done and V_j has landed).
 
 At the catalogue's ideal rates (:func:`unit_costs`, the default of
 :func:`simulate_block`) the block model leaves out Q's load and O's store, latencies of

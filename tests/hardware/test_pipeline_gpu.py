@@ -180,7 +180,7 @@ def test_sweep_meets_the_goal_outside_the_documented_gaps():
     rows = pl.sweep()
     assert len(rows) == len(PUBLISHED) == 121
     within = [r for r in rows if abs(r.error) <= 0.10]
-    assert len(within) >= 98
+    assert len(within) >= 99
     for r in rows:
         if _gap_category(r.measurement) is None:
             assert abs(r.error) <= 0.13, (r.measurement, r.modelled)

@@ -219,3 +219,30 @@ def test_fp8_d256_short_sequences_stay_a_documented_gap(n, causal):
     r = _row("fa3", "fp8", 256, n, causal)
     assert 0.20 < r.error < 0.55
     assert math.isfinite(r.modelled)
+
+
+# ---------------------------------------------------------------- the gallery kernel
+
+
+def test_block_protocol_counts_are_the_fa3_gallery_kernels():
+    """hardware/simt/gallery/fa3_forward.cu, one CTA of Sq = 128, Sk = 256, d = 64 FP16
+    run in the interpreter: 64 wgmma, 8388608 FLOPs, TMA bytes K 32768 and V 32768,
+    2308 completed mbarrier waits. The block model of the same tile (two consumer
+    groups of 64 rows, B_c = 64, two stages) runs the same protocol: 16 GEMMs of
+    64 x 64 x 64, each four m64n64k16 wgmma; four K and four V tiles of 64 x 64 x 2
+    bytes; each of the 256 consumer threads waits once for Q and for every K_j and V_j
+    (9 x 256), the producer thread for the empty stage of K_j and V_j with j >= 2 (4)."""
+    t = pl.simulate_block("fa3", seq_len=256, head_dim=64, block=(128, 64), stages=2)
+    gemms = [e for e in t.events if e.unit == "tensor"]
+    assert len(gemms) == 16
+    wgmma_flops = 2 * 64 * 64 * 16                       # one m64n64k16
+    assert len(gemms) * (2 * 64 * 64 * 64) // wgmma_flops == 64
+    assert t.flops == 4 * 128 * 256 * 64 == 8388608
+    loads = [e for e in t.events if e.op == "load"]
+    for buf in "KV":
+        assert sum(64 * 64 * 2 for e in loads if e.buffer == buf) == 32768
+    full = [e for e in t.events if e.op == "full"]
+    assert len(full) == 8                                 # K_j, V_j, j = 0..3
+    producer_waits = sum(1 for e in loads if e.j >= 2)    # the stage of block j - 2
+    assert producer_waits == 4
+    assert 256 * (1 + len(full)) + producer_waits == 2308
