@@ -12,9 +12,13 @@ an FP32 D (the descriptor has no D type). Kinds and scale vector sizes (Tables 5
 ``.block32`` is the default ptxas takes when none is given, ``.block16`` is ``.scale_vec::4X``):
 
 - ``kind::mxf8f6f4`` (``.scale_vec::1X``/``.block32``): K = 32, one UE8M0 scale per 32
-  elements; A and B E4M3 or E5M2 (one byte each in shared memory, the layouts of
-  ``kind::f8f6f4``). The E2M3/E3M2/E2M1 codes of the descriptor decode, but their padded
-  shared-memory packing (9.7.16.10.4.4, Figures 202 and 203) is not modelled: refused.
+  elements; A and B E4M3, E5M2 (one byte each in shared memory, the layouts of
+  ``kind::f8f6f4``) or E2M1, packed with padding (9.7.16.10.4.4, Figure 202): each 16-byte
+  chunk of the layout holds 16 elements in its first 8 bytes, two to a byte (the lower K
+  in the low nibble), then 8 bytes of padding, K-major only (Table 52); Triton's sm_100
+  ``tl.dot_scaled`` of E4M3 x E2M1 writes exactly that. The E2M3/E3M2 codes decode, but
+  their packing (Figure 203) is not modelled, nor an E2M1 A in Tensor Memory (Figure
+  199): refused.
 - ``kind::mxf4`` (``.scale_vec::2X``/``.block32``) and ``kind::mxf4nvf4`` with
   ``.scale_vec::2X``/``.block32``: K = 64 E2M1 elements, two to a byte with no padding
   (9.7.16.10.4.6; the element of lower K in the low four bits), two UE8M0 scales per row
@@ -249,10 +253,18 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t
                                  f"kind::{kind} with {vec} {idd.scale_type.upper()} scales "
                                  "per row")
     fmts = (idd.atype, idd.btype)
-    if kind == "mxf8f6f4" and not set(fmts) <= {"e4m3", "e5m2"}:
+    if kind == "mxf8f6f4" and {"e2m3", "e3m2"} & set(fmts):
         raise _unsupported(inst, f"kind::mxf8f6f4 with {fmts[0]} x {fmts[1]} inputs: the "
-                                 "padded shared-memory packing of 6- and 4-bit elements "
-                                 "(PTX ISA 9.7.16.10.4.4) is not modelled; E4M3/E5M2 run")
+                                 "padded shared-memory packing of 6-bit elements (PTX ISA "
+                                 "9.7.16.10.4.4, Figure 203) is not modelled; E4M3, E5M2 "
+                                 "and E2M1 run")
+    if kind == "mxf8f6f4" and "e2m1" in fmts:
+        if a_tmem and fmts[0] == "e2m1":
+            raise _unsupported(inst, "an E2M1 A of kind::mxf8f6f4 in Tensor Memory (one "
+                                     "element to a byte, Figure 199) is not modelled")
+        if (fmts[0] == "e2m1" and idd.trans_a) or (fmts[1] == "e2m1" and idd.trans_b):
+            raise ExecutionError(f"{where}: 4-bit operands of kind::mxf8f6f4 are K-major "
+                                 "only (transpose bits 15-16, PTX ISA Table 52)")
     blk = int(ctx.thread_block[t])
     cells = d_cells(st, inst, t, blk, taddr, idd.n)
     col0 = cells[1][0]
@@ -265,6 +277,8 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t
     b = _operand(ctx, inst, t, bdesc, idd.n, kb, 1, idd.trans_b, "B")
     if k == 64:
         a, b = _nibbles(a), _nibbles(b)
+    else:     # kind::mxf8f6f4: an E2M1 operand fills the low 8 bytes of each 16-byte chunk
+        a, b = (_padded_fp4(x) if f == "e2m1" else x for x, f in ((a, fmts[0]), (b, fmts[1])))
     sa = read_scales(st, inst, t, blk, sfa, 128, vec, idd.sfa_id, "A")
     sb = read_scales(st, inst, t, blk, sfb, idd.n, vec, idd.sfb_id, "B")
     av = _element_values(a, fmts[0]) * (-1.0 if idd.neg_a else 1.0)
@@ -322,6 +336,14 @@ def _nibbles(codes: np.ndarray) -> np.ndarray:
     """(rows, 32) bytes of packed E2M1 pairs -> (rows, 64) codes, low nibble first."""
     b = codes.astype(np.uint8)
     return np.stack([b & 0xF, b >> 4], axis=-1).reshape(b.shape[0], -1)
+
+
+def _padded_fp4(codes: np.ndarray) -> np.ndarray:
+    """(rows, 32) bytes of a kind::mxf8f6f4 E2M1 operand -> (rows, 32) codes: each 16-byte
+    chunk holds 16 elements packed in its first 8 bytes (the lower K in the low nibble)
+    and 8 bytes of padding (9.7.16.10.4.4, Figure 202)."""
+    b = codes.astype(np.uint8).reshape(codes.shape[0], 2, 16)[:, :, :8]
+    return _nibbles(b.reshape(codes.shape[0], 16))
 
 
 def _element_values(codes: np.ndarray, fmt: str) -> np.ndarray:

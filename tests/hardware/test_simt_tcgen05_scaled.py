@@ -265,6 +265,29 @@ def test_mxf8f6f4_model_on_random_e4m3_e5m2_with_negate():
     assert np.array_equal(got, model)
 
 
+def test_mxf8f6f4_e4m3_times_padded_e2m1_exact_and_model():
+    """kind::mxf8f6f4 with an E2M1 B: each 16-byte chunk of a row holds 16 elements in its
+    first 8 bytes (two to a byte, the lower K in the low nibble) and 8 bytes of padding,
+    here filled with 0xFF that must not be read (9.7.16.10.4.4)."""
+    rng = np.random.default_rng(9)
+    a, b, ea, eb = _mx_case(rng)
+    ca = formats.encode(a, "e4m3").astype(np.uint8)
+    cb = formats.encode(b, "e2m1").astype(np.uint8)
+    rows = np.full((N, 32), 0xFF, np.uint8)
+    for chunk in range(2):
+        rows[:, 16 * chunk:16 * chunk + 8] = pack_fp4(cb[:, 16 * chunk:16 * chunk + 16])
+    sa = np.zeros((128, 4), np.uint8)
+    sb = np.zeros((N, 4), np.uint8)
+    sa[:, 1], sb[:, 1] = E8M0_ONE + ea, E8M0_ONE + eb
+    got = run(ca, rows, scale_tile(sa), scale_tile(sb),
+              idesc("mxf8f6f4", atype=0, btype=5, sfa=1, sfb=1))
+    exact = (a * np.ldexp(1.0, ea)[:, None]) @ (b * np.ldexp(1.0, eb)[:, None]).T
+    assert np.array_equal(got, exact)
+    model = mma_block_scaled(MXArray(ca, sa[:, 1:2], "e4m3", 32, 1),
+                             MXArray(cb.T.copy(), sb[:, 1:2].T.copy(), "e2m1", 32, 0))
+    assert np.array_equal(got, model)
+
+
 def test_mxf4_two_scales_per_row_exact_and_model():
     rng = np.random.default_rng(3)
     va = rng.choice([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 3.0], (128, 64))
@@ -349,8 +372,8 @@ def test_unmodelled_forms_are_refused_clearly():
     with pytest.raises(UnsupportedPtxError, match="UE8M0 scales per row"):
         run(a, b, t, t, idesc("mxf4nvf4", ue8m0=1),
             mma="kind::mxf4nvf4.block_scale.scale_vec::4X")
-    with pytest.raises(UnsupportedPtxError, match="e2m1 x e4m3 inputs: the padded"):
-        run(a, b, t, t, idesc("mxf8f6f4", atype=5))
+    with pytest.raises(UnsupportedPtxError, match="e2m3 x e4m3 inputs: the padded"):
+        run(a, b, t, t, idesc("mxf8f6f4", atype=3))
     with pytest.raises(UnsupportedPtxError, match="decompressing tcgen05.cp"):
         run(a, b, t, t, idesc("mxf8f6f4"), cp="128x128b.b8x16.b4x16_p64")
     with pytest.raises(UnsupportedPtxError, match=r"tcgen05.cp.64x128b takes .warpx2::02_13 "

@@ -1,11 +1,12 @@
-"""Triton's tl.dot_scaled for sm_100 (tests/hardware/data/triton_sm100/dot_scaled_e4m3.ptx,
-made by generate.py there; no test needs Triton) run on gpu="B200": Triton stores the
-E8M0 scales of A and B into Tensor Memory with tcgen05.st.32x32b.x4 (columns 128-131 and
-132-135, each warp its lane quarter, the same tile in all four), then one thread issues
-four tcgen05.mma.kind::mxf8f6f4.block_scale.block32 (K = 32 each, scale factor IDs 0-3
-selecting the byte of each cell) into the accumulator that tcgen05.st zeroed, commits
-them to an mbarrier and every warp loads D with tcgen05.ld. Inputs are built as
-refimpl.scaling MXArrays (E4M3 elements, E8M0 scales per 32 along K); the result is
+"""Triton's tl.dot_scaled for sm_100 (tests/hardware/data/triton_sm100/dot_scaled_*.ptx,
+made by generate.py there; no test needs Triton) run on gpu="B200". Triton stores the
+scales of A and B into Tensor Memory with tcgen05.st.32x32b.x4 (each warp its lane
+quarter, the same tile in all four), then one thread issues the block-scaled
+tcgen05.mma of the formats (kind::mxf8f6f4.block32 for FP8 and FP8 x FP4, four k32 steps
+with scale factor IDs 0-3; kind::mxf4.block32 for FP4 x FP4 and kind::mxf4nvf4.block16 for
+NVFP4, two k64 steps) into the accumulator that tcgen05.st zeroed, commits them to an
+mbarrier and every warp loads D with tcgen05.ld. Inputs are built as refimpl.scaling
+MXArrays (E8M0 scales per 32 along K) or NVFP4Arrays (E4M3 scales per 16); the result is
 checked bit for bit against refimpl.matmul.mma_block_scaled and, on small integers and
 powers of two, against the exact product in float64."""
 from __future__ import annotations
@@ -19,44 +20,95 @@ import pytest
 from hardware.simt import GlobalMemory, load_ptx
 from refimpl import formats
 from refimpl.matmul import mma_block_scaled
-from refimpl.scaling import MXArray
+from refimpl.scaling import MXArray, NVFP4Array
 
 DATA = Path(__file__).parent / "data" / "triton_sm100"
-META = json.loads((DATA / "metadata.json").read_text())["dot_scaled_e4m3"]
+META = json.loads((DATA / "metadata.json").read_text())
+NAMES = sorted(n for n in META if n.startswith("dot_scaled_"))
 M = N = K = 128
+_TYPES = {"*fp8e4nv": "e4m3", "*fp8e5": "e5m2"}
 
 
-def launch(a: np.ndarray, sa: np.ndarray, b: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    """a (M, K) and b (K, N) E4M3 codes, sa (M, K/32) and sb (N, K/32) E8M0 codes (the
-    kernel's pointer layouts)."""
+def _formats(name: str) -> tuple[str, str, int]:
+    """A's and B's element formats and the scale block of kernel ``name``."""
+    meta = META[name]
+    if name == "dot_scaled_nvfp4":
+        return "e2m1", "e2m1", 16
+    c = meta["constexprs"]
+    sig = meta["signature"]
+    return (_TYPES.get(sig["a_ptr"], c.get("A_FMT")), _TYPES.get(sig["b_ptr"], c.get("B_FMT")),
+            32)
+
+
+def _pack(codes: np.ndarray, fmt: str, axis: int) -> np.ndarray:
+    """E2M1 codes two to a byte along K (axis), the first in the low bits (Triton's
+    packing); other formats one to a byte."""
+    if fmt != "e2m1":
+        return codes
+    lo, hi = (codes[:, 0::2], codes[:, 1::2]) if axis == 1 else (codes[0::2], codes[1::2])
+    return lo | (hi << 4)
+
+
+def launch(name: str, a: np.ndarray, sa: np.ndarray, b: np.ndarray,
+           sb: np.ndarray) -> np.ndarray:
+    """a (M, K) and b (K, N) element codes, sa (M, K/bs) and sb (N, K/bs) scale codes
+    (the kernels' pointer layouts)."""
+    fa, fb, _ = _formats(name)
+    meta = META[name]
     mem = GlobalMemory()
-    ptrs = [mem.to_device(np.ascontiguousarray(x)) for x in (a, sa, b, sb)]
+    ptrs = [mem.to_device(np.ascontiguousarray(x))
+            for x in (_pack(a, fa, 1), sa, _pack(b, fb, 0), sb)]
     pc = mem.calloc(M * N * 4)
-    load_ptx((DATA / "dot_scaled_e4m3.ptx").read_text()).launch(
-        META["kernel"], 1, 32 * META["num_warps"], ptrs + [pc, 0, 0], mem,
-        dynamic_shared=META["shared"], gpu="B200")
+    load_ptx((DATA / f"{name}.ptx").read_text()).launch(
+        meta["kernel"], 1, 32 * meta["num_warps"], ptrs + [pc, 0, 0], mem,
+        dynamic_shared=meta["shared"], gpu="B200")
     return mem.from_device(pc, np.float32, (M, N))
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_triton_dot_scaled_matches_mma_block_scaled(seed):
-    rng = np.random.default_rng(seed)
-    a = formats.encode(rng.standard_normal((M, K)) * 4, "e4m3").astype(np.uint8)
-    b = formats.encode(rng.standard_normal((K, N)), "e4m3").astype(np.uint8)
-    sa = rng.integers(112, 142, (M, K // 32)).astype(np.uint8)
-    sb = rng.integers(112, 142, (N, K // 32)).astype(np.uint8)
-    got = launch(a, sa, b, sb)
-    ref = mma_block_scaled(MXArray(a, sa, "e4m3", 32, 1), MXArray(b, sb.T.copy(), "e4m3", 32, 0))
-    assert np.array_equal(got, ref)
+def test_every_dot_scaled_kind_is_covered():
+    kinds = set()
+    for name in NAMES:
+        text = (DATA / f"{name}.ptx").read_text()
+        kinds |= {line.split("tcgen05.mma.")[1].split()[0] for line in text.splitlines()
+                  if "tcgen05.mma." in line}
+    assert kinds == {"cta_group::1.kind::mxf8f6f4.block_scale.block32",
+                     "cta_group::1.kind::mxf4.block_scale.block32",
+                     "cta_group::1.kind::mxf4nvf4.block_scale.block16"}
 
 
-def test_triton_dot_scaled_exact_on_small_integers():
+@pytest.mark.parametrize("name", NAMES)
+def test_triton_dot_scaled_matches_mma_block_scaled(name):
+    fa, fb, bs = _formats(name)
+    rng = np.random.default_rng(len(name))
+    a = formats.encode(rng.standard_normal((M, K)) * 4, fa).astype(np.uint8)
+    b = formats.encode(rng.standard_normal((K, N)), fb).astype(np.uint8)
+    if bs == 16:
+        sa, sb = (formats.encode(rng.uniform(0.01, 50, s), "e4m3").astype(np.uint8)
+                  for s in ((M, K // 16), (N, K // 16)))
+        ref = mma_block_scaled(NVFP4Array(a, sa, 1.0, axis=1),
+                               NVFP4Array(b, sb.T.copy(), 1.0, axis=0))
+    else:
+        sa = rng.integers(112, 142, (M, K // 32)).astype(np.uint8)
+        sb = rng.integers(112, 142, (N, K // 32)).astype(np.uint8)
+        ref = mma_block_scaled(MXArray(a, sa, fa, 32, 1), MXArray(b, sb.T.copy(), fb, 32, 0))
+    assert np.array_equal(launch(name, a, sa, b, sb), ref)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_triton_dot_scaled_exact_on_small_values(name):
+    fa, fb, bs = _formats(name)
     rng = np.random.default_rng(5)
-    va = rng.integers(-4, 5, (M, K)).astype(np.float64)
-    vb = rng.integers(-4, 5, (K, N)).astype(np.float64)
-    ea, eb = rng.integers(-3, 4, (M, K // 32)), rng.integers(-3, 4, (N, K // 32))
-    a, b = (formats.encode(x, "e4m3").astype(np.uint8) for x in (va, vb))
-    got = launch(a, (127 + ea).astype(np.uint8), b, (127 + eb).astype(np.uint8))
-    exact = (va * np.repeat(np.ldexp(1.0, ea), 32, axis=1)) @ \
-        (vb * np.repeat(np.ldexp(1.0, eb), 32, axis=1).T)
-    assert np.array_equal(got, exact)
+    # values every format holds exactly (E2M1: 0, 0.5, 1, 1.5, 2, 3, 4, 6)
+    va = rng.choice([-3.0, -1.5, -0.5, 0.0, 1.0, 2.0, 4.0], (M, K))
+    vb = rng.choice([-2.0, -1.0, 0.0, 0.5, 1.5, 3.0, 6.0], (K, N))
+    a, b = formats.encode(va, fa).astype(np.uint8), formats.encode(vb, fb).astype(np.uint8)
+    if bs == 16:
+        fsa, fsb = (rng.choice([0.25, 0.75, 1.0, 1.5, 3.0, 8.0], s)
+                    for s in ((M, K // 16), (N, K // 16)))
+        sa, sb = (formats.encode(x, "e4m3").astype(np.uint8) for x in (fsa, fsb))
+    else:
+        ea, eb = rng.integers(-3, 4, (M, K // 32)), rng.integers(-3, 4, (N, K // 32))
+        fsa, fsb = np.ldexp(1.0, ea), np.ldexp(1.0, eb)
+        sa, sb = (127 + ea).astype(np.uint8), (127 + eb).astype(np.uint8)
+    exact = (va * np.repeat(fsa, bs, axis=1)) @ (vb * np.repeat(fsb, bs, axis=1).T)
+    assert np.array_equal(launch(name, a, sa, b, sb), exact)

@@ -6,8 +6,10 @@ Kernels of ../triton_sm90/generate.py compiled with triton.compile for
 GPUTarget("cuda", 100, 32): the matmul tutorial kernel (plain pointer loads, tl.dot,
 which Triton lowers to tcgen05.mma with the accumulator in Tensor Memory) for each kind
 it emits, one attention step (P goes to Tensor Memory and is the A operand of the second
-tcgen05.mma), an E4M3 tl.dot_scaled (tcgen05.mma kind::mxf8f6f4.block_scale) and a row
-softmax (the sm_100 f32x2 pair arithmetic, three-input max and redux.sync.f32). The PTX
+tcgen05.mma), an E4M3 tl.dot_scaled (tcgen05.mma kind::mxf8f6f4.block_scale), tl.dot_scaled
+of the other formats (E5M2; E4M3 x E5M2; E2M1 x E2M1, kind::mxf4; E4M3 x E2M1,
+kind::mxf8f6f4 with the padded FP4 layout; NVFP4 with E4M3 scales per 16,
+kind::mxf4nvf4.block16) and a row softmax (the sm_100 f32x2 pair arithmetic, three-input max and redux.sync.f32). The PTX
 and the metadata the tests need (num_warps, dynamic shared memory, parameter count) are
 written next to this file."""
 from __future__ import annotations
@@ -39,6 +41,55 @@ def softmax_kernel(x_ptr, y_ptr, N: tl.constexpr):
     tl.store(y_ptr + row * N + offs, e / tl.sum(e, 0))
 
 
+@triton.jit
+def dot_scaled_fmt_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, BLOCK_M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, A_FMT: tl.constexpr,
+                          B_FMT: tl.constexpr):
+    """tl.dot_scaled of one block with the element formats A_FMT and B_FMT (e2m1 codes two
+    to a byte along K, the first in the low bits) and E8M0 scales per 32 along K (SA:
+    M x K/32, SB: N x K/32): Triton picks kind::mxf8f6f4 (FP8, or FP8 with FP4) or
+    kind::mxf4 (FP4 x FP4)."""
+    PA: tl.constexpr = 2 if A_FMT == "e2m1" else 1
+    PB: tl.constexpr = 2 if B_FMT == "e2m1" else 1
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rka = tl.arange(0, BLOCK_K // PA)
+    rkb = tl.arange(0, BLOCK_K // PB)
+    rs = tl.arange(0, BLOCK_K // 32)
+    a = tl.load(a_ptr + rm[:, None] * (BLOCK_K // PA) + rka[None, :])
+    b = tl.load(b_ptr + rkb[:, None] * BLOCK_N + rn[None, :])
+    sa = tl.load(a_scale_ptr + rm[:, None] * (BLOCK_K // 32) + rs[None, :])
+    sb = tl.load(b_scale_ptr + rn[:, None] * (BLOCK_K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, sa, A_FMT, b, sb, B_FMT)
+    tl.store(c_ptr + rm[:, None] * BLOCK_N + rn[None, :], c)
+
+
+@triton.jit
+def dot_scaled_nvfp4_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_K: tl.constexpr):
+    """NVFP4 tl.dot_scaled: E2M1 codes two to a byte along K and E4M3 scales per 16 along
+    K (SA: M x K/16, SB: N x K/16): kind::mxf4nvf4.block_scale.block16."""
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K // 2)
+    rs = tl.arange(0, BLOCK_K // 16)
+    a = tl.load(a_ptr + rm[:, None] * (BLOCK_K // 2) + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BLOCK_N + rn[None, :])
+    sa = tl.load(a_scale_ptr + rm[:, None] * (BLOCK_K // 16) + rs[None, :])
+    sb = tl.load(b_scale_ptr + rn[:, None] * (BLOCK_K // 16) + rs[None, :])
+    c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1")
+    tl.store(c_ptr + rm[:, None] * BLOCK_N + rn[None, :], c)
+
+
+def _dot_scaled(a: str, b: str) -> tuple:
+    ty = {"e4m3": "*fp8e4nv", "e5m2": "*fp8e5", "e2m1": "*u8"}
+    return (dot_scaled_fmt_kernel,
+            {"a_ptr": ty[a], "a_scale_ptr": "*u8", "b_ptr": ty[b], "b_scale_ptr": "*u8",
+             "c_ptr": "*fp32"},
+            {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "A_FMT": a, "B_FMT": b})
+
+
 def _matmul(a: str, c: str, bm: int, bn: int, bk: int) -> tuple:
     ints = {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")}
     return (sm90.matmul_kernel, {"a_ptr": f"*{a}", "b_ptr": f"*{a}", "c_ptr": f"*{c}", **ints},
@@ -67,6 +118,14 @@ def main() -> None:
                             {"a_ptr": "*fp8e4nv", "a_scale_ptr": "*u8", "b_ptr": "*fp8e4nv",
                              "b_scale_ptr": "*u8", "c_ptr": "*fp32"},
                             {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128}),
+        "dot_scaled_e5m2": _dot_scaled("e5m2", "e5m2"),
+        "dot_scaled_e4m3_e5m2": _dot_scaled("e4m3", "e5m2"),
+        "dot_scaled_e2m1": _dot_scaled("e2m1", "e2m1"),
+        "dot_scaled_e4m3_e2m1": _dot_scaled("e4m3", "e2m1"),
+        "dot_scaled_nvfp4": (dot_scaled_nvfp4_kernel,
+                             {"a_ptr": "*u8", "a_scale_ptr": "*fp8e4nv", "b_ptr": "*u8",
+                              "b_scale_ptr": "*fp8e4nv", "c_ptr": "*fp32"},
+                             {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128}),
     }
     for name, (fn, sig, const) in jobs.items():
         attrs = {(i,): [["tt.divisibility", 16]] for i, _ in enumerate(sig)}
