@@ -36,7 +36,8 @@ Where the model stays off the FlashAttention-3 paper (Shah et al. 2024, arXiv 24
   d = 64 and 128 at N = 512 14-21% optimistic and makes N >= 8K 2-4 points worse, and
   no public source says the FP8 path was not persistent. Across N the FP8 excess
   fits a fixed 38-90 us per call (more at smaller d, less with the causal mask) on
-  top of 0.87 x the modelled time (within 2-14% per curve) better than any per-tile cost.
+  top of 0.87 x the modelled time (within 2-14% per curve) better than that
+  per-tile cost does.
 - FlashAttention-2's load order: its forward loop issues V_j before GEMM0(j) and
   K_{j+1} after it (:attr:`Schedule.prefetch`); with that order the non-causal FA2
   figures at N >= 4K come out 5-11% fast, so the FA2 rates here
