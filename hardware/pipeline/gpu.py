@@ -27,8 +27,9 @@ Where the model stays off the FlashAttention-3 paper (Shah et al. 2024, arXiv 24
   2 (2 GEMM + exp2) under any order; ping-pong buys nothing and dropping the producer
   costs only the lockstep exposure of the block-wide barriers (the later warpgroup's
   FP32 work after its exp2 and five barrier hand-overs, about 241 of 4225 cycles at
-  d = 128). The paper's section 3.1 credits ping-pong alone with 570 -> 620 TFLOP/s;
-  both cannot hold under one coupling, and the sources do not name the mechanism.
+  d = 128). The paper's 1.16 needs the exp2 to overlap the other warpgroup's GEMMs,
+  which Figure 5's additive times rule out under one coupling; the sources do not
+  name the mechanism.
 - FP8 at N <= 1K (24-61% optimistic): the published FP8 times there exceed the model
   by several microseconds per tile (d = 256, N = 512: 16.9 us per tile slot against
   the model's 10.4). Charging every FP8 tile its Q load and O store (a non-persistent
