@@ -30,6 +30,7 @@ fails. With ``results`` the outputs are written in the suite layout
 """
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +41,7 @@ import numpy as np
 from oracle import suite as S
 from oracle.extension_dtypes import as_codes_of
 from oracle.cases import registry as default_registry
-from oracle.known_behaviours import case_behaviours
-from oracle.variant_match import describe_match, matching_option
+from oracle.variant_match import failure_notes
 from oracle.variants import known, validate
 
 __all__ = ["run", "RunReport", "call_params", "PARAM_NAMES"]
@@ -90,8 +90,36 @@ class RunReport:
         return ", ".join(parts)
 
 
+def _call_text(case: S.Case, params: Mapping[str, Any], inputs: str) -> str:
+    """How the callable was called, for a report: ``fn(k, q, v, causal=True)``."""
+    arrays = list(case.inputs) if inputs == "positional" else \
+        [f"{n}={n}" for n in case.inputs]
+    return "fn(" + ", ".join(arrays + [f"{k}={v!r}" for k, v in params.items()]) + ")"
+
+
+def _order_note(fn: Callable, case: S.Case) -> str | None:
+    """A note when ``fn``'s first positional parameters are the case's input names in
+    another order (they are passed positionally, in manifest order)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = [p.name for p in sig.parameters.values() if p.kind in kinds][:len(case.inputs)]
+    order = list(case.inputs)
+    if len(order) < 2 or sorted(names) != sorted(order) or names == order:
+        return None
+    return (f"the function's parameters ({', '.join(names)}) are this case's inputs in "
+            f"another order: they are passed positionally in manifest order "
+            f"({', '.join(order)}); pass them by name with --inputs-as-keywords "
+            "(inputs='keywords')")
+
+
 def _outputs(case: S.Case, got: Any) -> dict[str, Any]:
     names = list(case.expected)
+    if got is None:
+        raise ValueError(f"returned None; this case has outputs {names}: return one array, "
+                         "a tuple in that order or a mapping")
     if isinstance(got, Mapping):
         return dict(got)
     if isinstance(got, tuple):
@@ -183,15 +211,19 @@ def run(suite: str | os.PathLike | S.Suite, impls: Mapping[str, Callable], *,
             report.without_impl += 1
             continue
         report.called += 1
+        params = call_params(case.params)
+        order = _order_note(fn, case) if inputs == "positional" else None
         try:
-            params = call_params(case.params)
             got = (fn(*case.inputs.values(), **params) if inputs == "positional"
                    else fn(**case.inputs, **params))
         except NotImplementedError as exc:
             report.not_supported.append((case.id, str(exc) or "NotImplementedError"))
             continue
         except Exception as exc:  # noqa: BLE001 - the implementation's failure
-            report.failures.append((case.id, f"raised {type(exc).__name__}: {exc}"))
+            called = (f"; called as {_call_text(case, params, inputs)}"
+                      if isinstance(exc, TypeError) else "")
+            report.failures.append((case.id, "; ".join(
+                [f"raised {type(exc).__name__}: {exc}{called}"] + [order] * bool(order))))
             continue
         try:
             outs = _outputs(case, got)
@@ -214,12 +246,9 @@ def run(suite: str | os.PathLike | S.Suite, impls: Mapping[str, Callable], *,
             if c.ok:
                 report.passed += 1
                 continue
-            notes = case_behaviours(case.operation, params, case.inputs, case.expected,
-                                    name, outs[name], outs.get)
-            match = None if notes else matching_option(case, name, outs[name], variants)
+            notes = failure_notes(case, name, outs[name], c.mismatch, outs.get, variants)
             report.failures.append((case.id, "; ".join(
-                [f"{name}: {c.summary()}", *notes]
-                + ([describe_match(match)] if match else []))))
+                [f"{name}: {c.summary()}", *notes] + [order] * bool(order))))
         if out_dir is not None:
             for name, a in outs.items():
                 if name in case.expected:

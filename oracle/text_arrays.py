@@ -69,6 +69,10 @@ def parse_array_text(data: bytes, where: str) -> tuple[np.ndarray, str, str | No
         text = data.decode("ascii")
     except UnicodeDecodeError:
         raise ValueError(f"{where}: not ASCII text") from None
+    if "\r" in text:
+        n = text[:text.index("\r")].count("\n") + 1
+        raise ValueError(f"{where}: line {n} holds a \\r (Windows line ends?); the layout "
+                         "uses \\n alone (write the file in binary mode)")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

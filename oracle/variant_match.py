@@ -12,15 +12,16 @@ gets no such line.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from oracle import suite as S
 from oracle.cases import Registry, registry as default_registry
+from oracle.known_behaviours import case_behaviours, describe, encode_behaviour
 from oracle.tolerance import ExactUnlessNaNScale
 
-__all__ = ["matching_option", "describe_match"]
+__all__ = ["matching_option", "describe_match", "failure_notes"]
 
 #: the tolerance kinds a recomputed expectation can be compared with as it is
 _COMPARABLE = ("exact", "exact_nan_class", "exact_unless_nan_scale", "ulp")
@@ -81,3 +82,39 @@ def describe_match(match: tuple[str, str]) -> str:
     choice, option = match
     return (f"matches {choice}={option} (a documented variant, not a bug): add "
             f"--variant {choice}={option}")
+
+
+def _encode_behaviours(case: S.Case, name: str, got: np.ndarray,
+                       mismatch: np.ndarray | None) -> list[str]:
+    """The known behaviour every failing element of a ``formats.encode`` case shows
+    (ml_dtypes' NaN to the zero of the opposite sign), as one report line."""
+    x = case.inputs.get("x")
+    fmt = case.formats.get(name)
+    if case.operation != "formats.encode" or name != "codes" or x is None or fmt is None \
+            or mismatch is None or np.shape(got) != np.shape(x):
+        return []
+    bad = np.flatnonzero(np.asarray(mismatch).reshape(-1))
+    xs, gs = np.asarray(x).reshape(-1)[bad], np.asarray(got).reshape(-1)[bad]
+    found = {encode_behaviour(a, g, fmt) for a, g in zip(xs, gs)}
+    if len(bad) == 0 or len(found) != 1 or None in found:
+        return []
+    n = len(bad)
+    return [describe(found.pop()) + (f" (all {n} failing elements)" if n != 1
+                                     else " (the one failing element)")]
+
+
+def failure_notes(case: S.Case, name: str, got: np.ndarray, mismatch: np.ndarray | None,
+                  results: Callable[[str], np.ndarray | None],
+                  selected: Mapping[str, str] | None = None) -> list[str]:
+    """What a failing output ``name`` = ``got`` of a golden case is, when the oracle
+    knows: the known library behaviours that explain every failing element
+    (:mod:`oracle.known_behaviours`; ``results(other)`` reads another output of the same
+    implementation, or None), else a documented option it matches
+    (:func:`matching_option`); empty for a plain difference."""
+    notes = case_behaviours(case.operation, S.current_params(case.params), case.inputs,
+                            case.expected, name, got, results)
+    notes = notes or _encode_behaviours(case, name, got, mismatch)
+    if notes:
+        return notes
+    match = matching_option(case, name, got, selected)
+    return [describe_match(match)] if match else []

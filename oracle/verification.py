@@ -15,6 +15,7 @@ that compared nothing, or (unless allowed with a reason) a missing result fails.
 """
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import time
@@ -29,7 +30,6 @@ from oracle import suite as fmt
 from oracle._version import __version__
 from oracle.cases import Registry, registry as default_registry
 from oracle.extension_dtypes import opaque_npy
-from oracle.known_behaviours import case_behaviours
 from oracle.schema import schema_problems
 from oracle.text_arrays import parse_array_text
 from oracle.generation import (
@@ -37,7 +37,7 @@ from oracle.generation import (
 )
 from oracle.random_stream import CaseRandom
 from oracle.tolerance import Comparison, ExactTolerance, as_values, failure_rows
-from oracle.variant_match import describe_match, matching_option
+from oracle.variant_match import failure_notes
 from oracle.variants import known, validate
 from refimpl.validation import check_bool
 
@@ -286,30 +286,32 @@ def _sign_differences(c: Comparison, got: np.ndarray, expected: np.ndarray,
 
 def _read_result(results: Path, rel: str, expected: np.ndarray,
                  fmt_name: str | None = None) -> np.ndarray:
-    """A result file under the path policy: ``<case id>/<output>.npy``, or when that is
-    missing the same path ending in ``.txt`` in the text layout of
-    :mod:`oracle.text_arrays`; its size is bounded by the expected array's (at most 16
-    bytes an element plus a header, 17 characters an element in text) before it is
-    read. A ``.npy`` of opaque 1- or 2-byte elements (``np.save`` of an ml_dtypes array,
+    """A result file under the path policy: ``<case id>/<output>.npy``, or the same path
+    ending in ``.txt`` in the text layout of :mod:`oracle.text_arrays` (both there is a
+    SuiteError: which one holds the result?); its size is bounded by the expected
+    array's (at most 16 bytes an element plus a header, 17 characters an element in
+    text) before it is read. A text result's header must name ``<case id>/<output>``
+    and, when it names a format, the output's. A ``.npy`` of opaque 1- or 2-byte
+    elements (``np.save`` of an ml_dtypes array,
     :func:`oracle.extension_dtypes.opaque_npy`) is read as the codes of ``fmt_name``
     when the expected output is codes of that width; otherwise it is a SuiteError
     saying why."""
     limit = 16 * max(1, expected.size) + 2 ** 16
+    trel = rel[:-4] + ".txt" if rel.endswith(".npy") else None
     try:
         data = fmt.read_checked(results, rel, limit=min(limit, fmt.MAX_ARRAY_BYTES))
     except fmt.MissingFile:
-        if not rel.endswith(".npy"):
+        if trel is None:
             raise
-        trel = rel[:-4] + ".txt"
         tlimit = 17 * max(1, expected.size) + 2 ** 16
         try:
             data = fmt.read_checked(results, trel, limit=min(tlimit, fmt.MAX_ARRAY_BYTES))
         except fmt.MissingFile:
             raise fmt.MissingFile(f"result {rel} (or {trel}) is missing") from None
-        try:
-            return parse_array_text(data, f"result {trel}")[0]
-        except ValueError as exc:
-            raise fmt.SuiteError(str(exc)) from None
+        return _text_result(data, trel, fmt_name)
+    if trel is not None and os.path.lexists(results / trel):
+        raise fmt.SuiteError(f"result {rel}: {Path(trel).name} is there too: keep the one "
+                             "that holds the result (neither was compared)")
     try:
         opaque = opaque_npy(data, f"result {rel}")
     except ValueError as exc:
@@ -317,6 +319,23 @@ def _read_result(results: Path, rel: str, expected: np.ndarray,
     if opaque is not None:
         return _opaque_codes(rel, *opaque, expected, fmt_name)
     return fmt.parse_array(data, f"result {rel}")
+
+
+def _text_result(data: bytes, trel: str, fmt_name: str | None) -> np.ndarray:
+    """A result in the text layout, whose header names the array it was written for."""
+    try:
+        arr, label, got_fmt = parse_array_text(data, f"result {trel}")
+    except ValueError as exc:
+        raise fmt.SuiteError(str(exc)) from None
+    want = trel[:-4]
+    if label != want:
+        raise fmt.SuiteError(f"result {trel}: its header names {label!r}, not {want!r} "
+                             "(a result written for another case or output?)")
+    if got_fmt is not None and got_fmt != fmt_name:
+        raise fmt.SuiteError(
+            f"result {trel}: its header says {got_fmt} codes; this output is "
+            + (f"{fmt_name} codes" if fmt_name else "values, not codes of a format"))
+    return arr
 
 
 def _read_name(results: Path, rel: str) -> str:
@@ -417,8 +436,12 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
                 continue
             except fmt.SuiteError as exc:
                 report.checked += 1
-                report.problems.append(Problem(case.id, rel, str(exc)))
+                shown = _read_name(results, rel)
+                # the problem names the file: the message need not repeat it
+                report.problems.append(Problem(case.id, shown, str(exc).removeprefix(
+                    f"result {shown}: ")))
                 continue
+            rel = _read_name(results, rel)     # problems below name the file read
             report.checked += 1
             if got.dtype.kind == "V":
                 hint = (f"x.view(np.{expected.dtype.name})" if expected.dtype.kind == "u"
@@ -444,17 +467,13 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
                 continue
             signs = _sign_differences(c, got, expected, fmt_name)
             n_signs = int(np.count_nonzero(signs)) if signs is not None else 0
-            notes = case_behaviours(case.operation, case.params, case.inputs,
-                                    case.expected, name, got,
-                                    lambda other: _other_result(results, case, other))
-            message = "; ".join([f"{name}: {c.summary()}", *notes])
-            if n_signs:
-                message += (f"; {n_signs} of them sign differences of zero "
-                            "(+0 vs -0)")
-            match = None if notes else matching_option(case, name, got, variants)
-            if match:
-                message += f"; {describe_match(match)}"
-            report.problems.append(Problem(case.id, _read_name(results, rel), message))
+            notes = failure_notes(case, name, got, c.mismatch,
+                                  lambda other: _other_result(results, case, other),
+                                  variants)
+            signs_note = [f"{n_signs} of them sign differences of zero (+0 vs -0)"
+                          ] if n_signs else []
+            message = "; ".join([f"{name}: {c.summary()}", *signs_note, *notes])
+            report.problems.append(Problem(case.id, rel, message))
             rows = failure_rows(c, got, expected, fmt=fmt_name, inputs=case.inputs,
                                 input_formats=case.formats, limit=rows_per_output)
             if not rows:
@@ -473,6 +492,10 @@ def check(root: str | Path, results: str | Path, *, only: str | None = None,
     for rel in _unmatched_results(results, suite):
         report.problems.append(Problem(rel.split("/", 1)[0], rel, (
             "result file is none of its case's outputs (misnamed?); it was not "
+            "compared")))
+    for name, hint in _unknown_case_folders(results, suite):
+        report.problems.append(Problem("-", f"{name}/", (
+            f"no case of the suite has this id{hint}; nothing in this results folder was "
             "compared")))
     if report.checked == 0 and not report.problems:
         report.problems.append(Problem("-", "-", "no result was compared (nothing "
@@ -511,6 +534,26 @@ def _unmatched_results(results: Path, suite: fmt.Suite) -> list[str]:
         out += [f"{case.id}/{n}" for n in names
                 if n.endswith((".npy", ".txt")) and f"{case.id}/{n}" not in wanted
                 and n != fmt.TEXT_FILE]
+    return out
+
+
+def _unknown_case_folders(results: Path, suite: fmt.Suite) -> list[tuple[str, str]]:
+    """(folder, hint) for each folder of the results directory named like a case of the
+    suite (an operation's name and a dot first) that is no case id of it: its results
+    would otherwise be ignored without a word. Other folders are not the oracle's."""
+    ids = {c.id for c in suite.cases}
+    ops = tuple(sorted({c.operation + "." for c in suite.cases}))
+    try:
+        names = sorted(os.listdir(results))
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        if n in ids or not n.startswith(ops) or not (results / n).is_dir() \
+                or (results / n).is_symlink():
+            continue
+        close = difflib.get_close_matches(n, sorted(ids), n=1)
+        out.append((n, f" (did you mean {close[0]}?)" if close else ""))
     return out
 
 

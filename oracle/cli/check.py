@@ -28,8 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "results layout:\n  " + "\n  ".join(_wrap(RESULTS_LAYOUT, 76))
     parser.add_argument("dir", metavar="DIR", help="golden suite directory")
     parser.add_argument("--results", required=True, metavar="RESULTS_DIR",
-                        help="directory of result .npy files named like the expected ones "
-                             "(<case id>/<output>.npy)")
+                        help="directory of results named like the expected outputs: "
+                             "<case id>/<output>.npy, or <case id>/<output>.txt in the "
+                             "text layout (see below)")
     parser.add_argument("--only", metavar="PATTERN", help="only case ids matching PATTERN "
                         "(a pattern that matches no case fails)")
     parser.add_argument("--id", action="append", dest="ids", metavar="CASE_ID",
@@ -85,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     # one line per failing output (with its failure count) or other problem
     problems = sorted(report.problems, key=lambda p: p.case != "-")   # suite-wide first
     for p in problems[:listed]:
-        print(f"{p.case}: {p.file}: {p.message}")
+        where = [w for w in (p.case, p.file) if w != "-"]
+        if len(where) == 2 and p.file.startswith(p.case + "/"):
+            where = [p.file]            # the file's path begins with the case id
+        print(": ".join([*where, p.message]))
     if listed is not None and len(report.problems) > listed:
         print(f"... and {len(report.problems) - listed} more (--all lists them)")
     print(f"FAILED: {len(report.problems)} problems; {summary}")

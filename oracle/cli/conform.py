@@ -98,6 +98,8 @@ def _variants_text() -> str:
                         ("scaling.mx_quantize", None), ("scaling.nvfp4_quantize", None),
                         ("attention.attention", None)):
         for choice, options in choices_for(target, fmt).items():
+            if target == "formats.encode":
+                target = "formats.encode, formats.round_to"
             lines.append(f"  {target}" + (f" --format {fmt}" if fmt else "")
                          + f": {choice} = {' | '.join(options)}")
     return "\n".join(lines) + "\n"
@@ -214,7 +216,8 @@ def _not_swept(args: argparse.Namespace, positional: tuple[Any, ...],
                selected: dict[str, str]) -> str | None:
     """What a pass did not cover because no option of its choice was named (NaN into
     FP4/FP6, Inf/NaN blocks), and how to cover it; None when nothing was left out."""
-    fmt = positional[0] if positional and args.target == "formats.encode" else None
+    fmt = positional[0] if positional and args.target in ("formats.encode",
+                                                          "formats.round_to") else None
     for choice, options in choices_for(args.target, fmt).items():
         what = _SWEPT_WHEN_NAMED.get(choice)
         if what and choice not in selected and not (choice == "mx_inf_block"

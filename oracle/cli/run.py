@@ -58,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-missing", metavar="REASON",
                         help="outputs the functions do not return are listed but do not "
                              "fail; REASON is printed with the summary")
+    parser.add_argument("--max-problems", type=int, default=_LISTED, metavar="N",
+                        help="lines listed of each kind (not supported, failures, "
+                             "missing; default: %(default)s); --all lists every one")
+    parser.add_argument("--all", action="store_true", help="list every line")
 
 
 def _impls(items: list[str]) -> dict:
@@ -72,9 +76,19 @@ def _impls(items: list[str]) -> dict:
     return out
 
 
+def _listed(lines: list[str], limit: int | None, what: str) -> None:
+    for line in lines[:limit]:
+        print(line)
+    if limit is not None and len(lines) > limit:
+        print(f"... and {len(lines) - limit} more {what} (--all lists them)")
+
+
 def run(args: argparse.Namespace) -> int:
     if (args.suite_dir is None) == (args.suite_opt is None):
         raise ValueError("name the suite once: run SUITE or run --suite SUITE")
+    if args.max_problems < 0:
+        raise ValueError(f"--max-problems must be >= 0, got {args.max_problems}")
+    listed = None if args.all else args.max_problems
     impls = _impls(args.impl)
     try:
         report = run_suite(args.suite_dir or args.suite_opt, impls, only=args.only,
@@ -84,16 +98,10 @@ def run(args: argparse.Namespace) -> int:
     except SuiteError as exc:
         print(f"the golden suite fails verification: {exc}")
         return 1
-    for case, reason in report.not_supported[:_LISTED]:
-        print(f"not supported: {case}: {reason}")
-    if len(report.not_supported) > _LISTED:
-        print(f"... and {len(report.not_supported) - _LISTED} more not supported")
-    for case, message in report.failures[:_LISTED]:
-        print(f"FAIL {case}: {message}")
-    if len(report.failures) > _LISTED:
-        print(f"... and {len(report.failures) - _LISTED} more failures")
-    for rel in report.missing[:_LISTED]:
-        print(f"missing: {rel}")
+    _listed([f"not supported: {c}: {why}" for c, why in report.not_supported], listed,
+            "not supported")
+    _listed([f"FAIL {c}: {m}" for c, m in report.failures], listed, "failures")
+    _listed([f"missing: {rel}" for rel in report.missing], listed, "missing")
     if report.missing and args.allow_missing:
         print(f"missing outputs allowed: {args.allow_missing}")
     if report.ok:

@@ -6,7 +6,7 @@ explained when a documented variant accounts for it.
 The choices are those the golden suites mark (``python -m oracle generate --list``), each
 mapped here to the keyword arguments of the check that implement its options:
 
-- ``formats.encode``: ``e8m0_tie`` (``nearest_even``, ``up``: ties up, as ml_dtypes and
+- ``formats.encode`` and ``formats.round_to``: ``e8m0_tie`` (``nearest_even``, ``up``: ties up, as ml_dtypes and
   RCEIL), ``e8m0_zero`` (``min``: 0x00, ``nan``: 0xFF), ``e8m0_negative`` (``nan``,
   ``magnitude``), all for E8M0; ``nan_to_e2m1`` / ``nan_to_e2m3`` / ``nan_to_e3m2`` (what a
   NaN becomes: ``zero``, ``signed_zero``, ``0x8``, and for E2M1 ``0x3``).
@@ -50,7 +50,7 @@ Options = dict[str, dict[str, dict[str, Any]]]   # choice -> option -> check key
 def choices_for(target: str, fmt: Any = None) -> Options:
     """The documented choices of ``target`` (for element format ``fmt``), each option
     with the keyword arguments of the check that select it; the default option first."""
-    if target == "formats.encode" and fmt is not None:
+    if target in ("formats.encode", "formats.round_to") and fmt is not None:
         f = get(fmt)
         if f.name == "e8m0":
             return {"e8m0_tie": {"nearest_even": {"rounding": "nearest_even"},

@@ -19,6 +19,37 @@ from refimpl.validation import check_bool
 __all__ = ["check_encoder", "check_decoder", "check_round_to"]
 
 
+def _rounding_check(what: str, fmt: Any, rounding: str, saturate: bool, nan: Any,
+                    dtype: Any, vectorized: bool, max_examples: int, e8m0_zero: str,
+                    e8m0_negative: str) -> tuple:
+    """What an encoder's and a fake-quantiser's checks share: the format, dtype and
+    placed inputs (NaNs only where the format or ``nan`` defines the answer), the
+    target, the expected codes under the options (E8M0's documented conventions
+    included), and the validated flags."""
+    f = get(fmt)
+    dt = np.dtype(dtype)
+    saturate = check_bool("saturate", saturate)
+    vectorized = check_bool("vectorized", vectorized)
+    max_examples = check_max_examples(max_examples)
+    with_nan = f.has_nan or nan is not None
+    x = placement.sharp_inputs(f, dt)
+    if not with_nan:
+        x = x[~np.isnan(x)]
+    conventions = {"zero": e8m0_zero, "negative": e8m0_negative}
+    e8m0_conventions(np.zeros(0, dt), np.zeros(0, f.code_dtype), f, **conventions)
+    t = Target(what, f.name, f"rounding={rounding}, saturate={saturate}"
+               + (f", nan={nan!r}" if nan is not None else "")
+               + (f", e8m0_zero={e8m0_zero}" if e8m0_zero != "min" else "")
+               + (f", e8m0_negative={e8m0_negative}" if e8m0_negative != "nan" else ""))
+
+    def codes(a: np.ndarray) -> np.ndarray:
+        out = encode(a, f, rounding=rounding, saturate=saturate, nan=nan)
+        return e8m0_conventions(a, out, f, rounding=rounding, saturate=saturate,
+                                **conventions)
+
+    return f, dt, x, t, codes, vectorized, max_examples, with_nan
+
+
 def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
                   saturate: bool = False, nan: Any = None, dtype: Any = np.float32,
                   vectorized: bool = True, max_examples: int = 200,
@@ -35,26 +66,9 @@ def check_encoder(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
         ConformanceError: every kind of disagreement, each with its simplest
             counterexample (input, expected code, code got).
     """
-    f = get(fmt)
-    dt = np.dtype(dtype)
-    saturate = check_bool("saturate", saturate)
-    vectorized = check_bool("vectorized", vectorized)
-    max_examples = check_max_examples(max_examples)
-    with_nan = f.has_nan or nan is not None
-    x = placement.sharp_inputs(f, dt)
-    if not with_nan:
-        x = x[~np.isnan(x)]
-    conventions = {"zero": e8m0_zero, "negative": e8m0_negative}
-    e8m0_conventions(np.zeros(0, dt), np.zeros(0, f.code_dtype), f, **conventions)
-    t = Target("encoder", f.name, f"rounding={rounding}, saturate={saturate}"
-                + (f", nan={nan!r}" if nan is not None else "")
-                + (f", e8m0_zero={e8m0_zero}" if e8m0_zero != "min" else "")
-                + (f", e8m0_negative={e8m0_negative}" if e8m0_negative != "nan" else ""))
-
-    def expect(a: np.ndarray) -> np.ndarray:
-        codes = encode(a, f, rounding=rounding, saturate=saturate, nan=nan)
-        return e8m0_conventions(a, codes, f, rounding=rounding, saturate=saturate,
-                                **conventions)
+    f, dt, x, t, expect, vectorized, max_examples, with_nan = _rounding_check(
+        "encoder", fmt, rounding, saturate, nan, dtype, vectorized, max_examples,
+        e8m0_zero, e8m0_negative)
 
     def actual(a: np.ndarray) -> np.ndarray:
         return as_codes(call_impl(fn, a, vectorized), f, a.shape)
@@ -94,22 +108,22 @@ def check_decoder(fn: Callable, fmt: Any, *, vectorized: bool = True) -> Conform
 
 
 def check_round_to(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
-                   saturate: bool = False, dtype: Any = np.float32,
-                   vectorized: bool = True, max_examples: int = 200) -> ConformanceReport:
+                   saturate: bool = False, nan: Any = None, dtype: Any = np.float32,
+                   vectorized: bool = True, max_examples: int = 200,
+                   e8m0_zero: str = "min", e8m0_negative: str = "nan") -> ConformanceReport:
     """Check a fake-quantiser ``fn(x) -> x rounded to fmt`` (same dtype as x) against
-    ``refimpl.formats.round_to``."""
-    f = get(fmt)
-    dt = np.dtype(dtype)
-    saturate = check_bool("saturate", saturate)
-    vectorized = check_bool("vectorized", vectorized)
-    max_examples = check_max_examples(max_examples)
-    x = placement.sharp_inputs(f, dt)
-    if not f.has_nan:
-        x = x[~np.isnan(x)]
-    t = Target("round_to", f.name, f"rounding={rounding}, saturate={saturate}")
+    ``refimpl.formats.round_to``: the decoded value of the code :func:`check_encoder`
+    expects with the same options (``nan``, ``e8m0_zero`` and ``e8m0_negative`` name
+    the same documented variants), so NaN inputs are swept only where the format (or
+    ``nan``) defines the answer."""
+    f, dt, x, t, codes, vectorized, max_examples, with_nan = _rounding_check(
+        "round_to", fmt, rounding, saturate, nan, dtype, vectorized, max_examples,
+        e8m0_zero, e8m0_negative)
 
     def expect(a: np.ndarray) -> np.ndarray:
-        return np.asarray(round_to(a, f, rounding=rounding, saturate=saturate)).astype(dt)
+        if nan is None and e8m0_zero == "min" and e8m0_negative == "nan":
+            return np.asarray(round_to(a, f, rounding=rounding, saturate=saturate)).astype(dt)
+        return np.asarray(decode(codes(a), f)).astype(dt)
 
     def actual(a: np.ndarray) -> np.ndarray:
         got = np.asarray(call_impl(fn, a, vectorized))
@@ -120,5 +134,5 @@ def check_round_to(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
     # deferred: oracle.strategies imports hypothesis, only when a check runs
     from oracle.strategies import floats_near
 
-    return run_check(t, x, expect, actual, None, floats_near(f, dtype=dt, nan=f.has_nan),
+    return run_check(t, x, expect, actual, None, floats_near(f, dtype=dt, nan=with_nan),
                 max_examples, lambda a: input_classes(f, a))

@@ -134,6 +134,8 @@ def run_check(t: Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.n
     if c.problem:
         raise ConformanceError(f"{t.fmt} {t.what}: {c.problem}")
     col.placed = inputs.size
+    if strategy is None:           # a decoder: the sweep is the check
+        col.no_search = f"a decoder's sweep is {t.options}"
     col.count("codes" if t.what == "encoder" else "values", inputs.size, c.failures)
     phase = f"sweep of {inputs.size} placed inputs"
     if not c.ok:

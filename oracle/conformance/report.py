@@ -49,13 +49,15 @@ class ConformanceReport:
     compared: dict[str, int] = field(default_factory=dict)
     placed: int = 0
     examples: int = 0
+    #: why the check has no random search (a decoder's sweep is every code), or None
+    no_search: str | None = None
 
     def summary(self) -> str:
         outs = ", ".join(f"{n} {name}" for name, n in self.compared.items())
         text = f"{self.placed} placed inputs swept ({outs} compared)"
         if self.examples:
             return text + f", then {self.examples} random examples"
-        return text + ", no random search (max_examples 0)"
+        return text + f", no random search ({self.no_search or 'max_examples 0'})"
 
 
 class Collector:
@@ -67,6 +69,7 @@ class Collector:
         self.counts: dict[str, list[int]] = {}
         self.placed = 0
         self.examples = 0
+        self.no_search: str | None = None
 
     def count(self, output: str, compared: int, failed: int) -> None:
         c = self.counts.setdefault(output, [0, 0])
@@ -121,7 +124,7 @@ class Collector:
         if self.kinds:
             raise self.error()
         return ConformanceReport(self.target, {k: v[1] for k, v in self.counts.items()},
-                                 self.placed, self.examples)
+                                 self.placed, self.examples, self.no_search)
 
     def error(self) -> ConformanceError:
         fs = list(self.kinds.values())

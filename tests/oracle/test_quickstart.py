@@ -65,3 +65,23 @@ def test_quickstart_section_runs_as_written(tmp_path: Path, title: str, files, c
         r = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == want, f"{line}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+
+
+def test_the_readme_check_commands_run_as_written(tmp_path: Path) -> None:
+    """README's "Check your implementation" block, after its first command's
+    ``generate --out golden``, with the quickstart's ``my_fp16.py``: each exits 0."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Check your implementation\n+```\n(.*?)```", readme, re.S)
+    assert block is not None
+    commands = ["python -m oracle generate --out golden"] + \
+        [ln for ln in block.group(1).splitlines() if ln.strip()]
+    assert len(commands) == 4 and "check" in commands[-1]
+    for name, source in (f for _, fs, _ in SECTIONS for f in fs):
+        if name == "my_fp16.py":
+            (tmp_path / name).write_text(source)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    for line in commands:
+        argv = shlex.split(line)
+        r = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{line}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
