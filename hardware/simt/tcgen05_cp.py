@@ -17,7 +17,8 @@ one lane of Tensor Memory, its bytes to consecutive 32-bit cells from the column
 - ``.4x256b``: 4 rows to the 4 lanes from ``taddr``'s, 8 columns;
 - ``.64x128b.warpx2::02_13`` / ``.warpx2::01_23``: the 64 rows are copied to each warp
   pair (warps 0, 2 and 1, 3, or 0, 1 and 2, 3: the lane quarters of those warps), the
-  first warp of a pair receiving rows 0-31 and the second rows 32-63;
+  first warp of a pair receiving rows 0-31 and the second rows 32-63 (the multicast
+  qualifier may also stand before the shape, as Triton writes it);
 - ``.32x128b.warpx4``: 32 rows copied to each of the four lane quarters (the duplicated
   scale-factor tile of :mod:`.tcgen05_scaled`).
 
@@ -85,12 +86,15 @@ def c_cp(inst: Instruction, ctx: Any) -> Op:
     if any(p.startswith(("b8x16", "b6x16", "b4x16")) for p in parts):
         raise _unsupported(inst, "the decompressing tcgen05.cp forms (.b8x16.b6x16_p32, "
                                  ".b8x16.b4x16_p64) are not supported")
-    shape = parts[0] if parts else ""
-    if shape not in SHAPES or len(parts) > 2:
+    # ptxas takes the multicast qualifier before or after the shape (Triton writes
+    # .warpx4.32x128b)
+    shapes = [p for p in parts if p in SHAPES]
+    casts = [p for p in parts if p not in SHAPES]
+    if len(shapes) != 1 or len(casts) > 1:
         raise _unsupported(inst, f"tcgen05.cp.cta_group::1.shape{{.multicast}}: shape one of "
                                  f"{', '.join('.' + s for s in SHAPES)} (got "
                                  f"{'.'.join(parts) or 'none'})")
-    multicast = parts[1] if len(parts) == 2 else None
+    shape, multicast = shapes[0], casts[0] if casts else None
     allowed = SHAPES[shape][2]
     if multicast not in allowed:
         want = " or ".join("." + m if m else "no multicast qualifier" for m in allowed)

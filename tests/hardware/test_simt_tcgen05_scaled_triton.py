@@ -8,7 +8,10 @@ NVFP4, two k64 steps) into the accumulator that tcgen05.st zeroed, commits them 
 mbarrier and every warp loads D with tcgen05.ld. Inputs are built as refimpl.scaling
 MXArrays (E8M0 scales per 32 along K) or NVFP4Arrays (E4M3 scales per 16); the result is
 checked bit for bit against refimpl.matmul.mma_block_scaled and, on small integers and
-powers of two, against the exact product in float64."""
+powers of two, against the exact product in float64. The TMA-fed kernel of Triton's
+block-scaled tutorial (dot_scaled_tma_e4m3: tensor descriptors for the E4M3 tiles and the
+preshuffled 5-D scales, tcgen05.cp.warpx4.32x128b of the scales into Tensor Memory, a
+two-stage pipeline over K) runs on a 2 x 2 grid the same way."""
 from __future__ import annotations
 
 import json
@@ -18,13 +21,14 @@ import numpy as np
 import pytest
 
 from hardware.simt import GlobalMemory, load_ptx
+from hardware.simt.tensormap import encode_tiled
 from refimpl import formats
 from refimpl.matmul import mma_block_scaled
 from refimpl.scaling import MXArray, NVFP4Array
 
 DATA = Path(__file__).parent / "data" / "triton_sm100"
 META = json.loads((DATA / "metadata.json").read_text())
-NAMES = sorted(n for n in META if n.startswith("dot_scaled_"))
+NAMES = sorted(n for n in META if n.startswith("dot_scaled_") and n != "dot_scaled_tma_e4m3")
 M = N = K = 128
 _TYPES = {"*fp8e4nv": "e4m3", "*fp8e5": "e5m2"}
 
@@ -112,3 +116,61 @@ def test_triton_dot_scaled_exact_on_small_values(name):
         sa, sb = (127 + ea).astype(np.uint8), (127 + eb).astype(np.uint8)
     exact = (va * np.repeat(fsa, bs, axis=1)) @ (vb * np.repeat(fsb, bs, axis=1).T)
     assert np.array_equal(launch(name, a, sa, b, sb), exact)
+
+
+def _preshuffle(sf: np.ndarray) -> np.ndarray:
+    """(R, K/32) E8M0 codes -> the tutorial's (1, R/128, K/128, 2, 256) layout: per
+    128 x 128 tile, row r holds rows 32 c + r's four K-blocks (c, then the block)."""
+    r, kb = sf.shape
+    t = sf.reshape(r // 128, 4, 32, kb // 4, 4).transpose(0, 3, 2, 1, 4)
+    return np.ascontiguousarray(t).reshape(1, r // 128, kb // 4, 2, 256)
+
+
+def launch_tma(a: np.ndarray, sa: np.ndarray, bt: np.ndarray, sb: np.ndarray) -> np.ndarray:
+    """a (M, K) and bt (N, K) E4M3 codes, sa (M, K/32) and sb (N, K/32) E8M0 codes."""
+    meta = META["dot_scaled_tma_e4m3"]
+    (m, k), n = a.shape, bt.shape[0]
+    mem = GlobalMemory()
+    pa, pb = mem.to_device(a), mem.to_device(bt)
+    psa, psb = mem.to_device(_preshuffle(sa)), mem.to_device(_preshuffle(sb))
+    pc = mem.calloc(m * n * 4)
+
+    def tile(p: int, rows: int) -> list:   # the 128-byte map, then shape and strides
+        return [encode_tiled("uint8", 2, p, [k, rows], [k], [128, 128], [1, 1],
+                             swizzle="128B"), rows, k, k, 1]
+
+    def scales(p: int, rows: int) -> list:
+        dims = [256, 2, k // 128, rows // 128, 1]
+        strides = [256, 512, 512 * (k // 128), 512 * (k // 128) * (rows // 128)]
+        return [encode_tiled("uint8", 5, p, dims, strides, [256, 2, 1, 1, 1], [1] * 5),
+                *dims[::-1], *([0] * 5)]
+    args = tile(pa, m) + scales(psa, m) + tile(pb, n) + scales(psb, n) + [pc, m, n, k, 0, 0]
+    assert len(args) == meta["params"]
+    load_ptx((DATA / "dot_scaled_tma_e4m3.ptx").read_text()).launch(
+        meta["kernel"], (m // 128, n // 128), 32 * meta["num_warps"], args, mem,
+        dynamic_shared=meta["shared"], gpu="B200")
+    return mem.from_device(pc, np.float32, (m, n))
+
+
+def test_triton_tma_block_scaled_matmul_matches_mma_block_scaled():
+    m, n, k = 256, 256, 512
+    rng = np.random.default_rng(11)
+    a = formats.encode(rng.standard_normal((m, k)) * 4, "e4m3").astype(np.uint8)
+    bt = formats.encode(rng.standard_normal((n, k)), "e4m3").astype(np.uint8)
+    sa = rng.integers(112, 142, (m, k // 32)).astype(np.uint8)
+    sb = rng.integers(112, 142, (n, k // 32)).astype(np.uint8)
+    ref = mma_block_scaled(MXArray(a, sa, "e4m3", 32, 1),
+                           MXArray(bt.T.copy(), sb.T.copy(), "e4m3", 32, 0))
+    assert np.array_equal(launch_tma(a, sa, bt, sb), ref)
+
+
+def test_triton_tma_block_scaled_matmul_exact_on_small_values():
+    m, n, k = 128, 256, 256
+    rng = np.random.default_rng(12)
+    va, vb = rng.integers(-4, 5, (m, k)), rng.integers(-4, 5, (n, k))
+    ea, eb = rng.integers(-3, 4, (m, k // 32)), rng.integers(-3, 4, (n, k // 32))
+    a, bt = (formats.encode(x.astype(np.float64), "e4m3").astype(np.uint8) for x in (va, vb))
+    got = launch_tma(a, (127 + ea).astype(np.uint8), bt, (127 + eb).astype(np.uint8))
+    exact = (va * np.repeat(np.ldexp(1.0, ea), 32, axis=1)) @ \
+        (vb * np.repeat(np.ldexp(1.0, eb), 32, axis=1)).T
+    assert np.array_equal(got, exact)

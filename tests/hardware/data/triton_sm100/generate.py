@@ -9,9 +9,10 @@ it emits, one attention step (P goes to Tensor Memory and is the A operand of th
 tcgen05.mma), an E4M3 tl.dot_scaled (tcgen05.mma kind::mxf8f6f4.block_scale), tl.dot_scaled
 of the other formats (E5M2; E4M3 x E5M2; E2M1 x E2M1, kind::mxf4; E4M3 x E2M1,
 kind::mxf8f6f4 with the padded FP4 layout; NVFP4 with E4M3 scales per 16,
-kind::mxf4nvf4.block16) and a row softmax (the sm_100 f32x2 pair arithmetic, three-input max and redux.sync.f32). The PTX
-and the metadata the tests need (num_warps, dynamic shared memory, parameter count) are
-written next to this file."""
+kind::mxf4nvf4.block16), the TMA-fed pipelined MXFP8 matmul of Triton's block-scaled
+tutorial (scales moved by tcgen05.cp) and a row softmax (the sm_100 f32x2 pair
+arithmetic, three-input max and redux.sync.f32). The PTX and the metadata the tests
+need (num_warps, dynamic shared memory, parameter count) are written next to this file."""
 from __future__ import annotations
 
 import importlib.util
@@ -82,6 +83,37 @@ def dot_scaled_nvfp4_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr,
     tl.store(c_ptr + rm[:, None] * BLOCK_N + rn[None, :], c)
 
 
+@triton.jit
+def block_scaled_matmul_kernel(a_desc, a_scale_desc, b_desc, b_scale_desc, c_ptr, M, N, K,
+                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                               BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """The block-scaled matmul of Triton's tutorial 10 for MXFP8: A (M x K) and B^T (N x K)
+    E4M3 tiles by TMA (tensor descriptors), the E8M0 scales (one per 32 along K) by TMA
+    from the preshuffled 5-D layout (1, M / 128, K / 128, 2, 256), whose 512 bytes per
+    128 x 128 tile are row r, then row 32 c + r's four K-blocks (Triton moves them into
+    Tensor Memory with tcgen05.cp.warpx4.32x128b); a pipelined loop over K."""
+    VEC_SIZE: tl.constexpr = 32
+    rep_m: tl.constexpr = BLOCK_M // 128
+    rep_n: tl.constexpr = BLOCK_N // 128
+    rep_k: tl.constexpr = BLOCK_K // VEC_SIZE // 4
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K])
+        sa = a_scale_desc.load([0, pid_m * rep_m, k * rep_k, 0, 0])
+        sb = b_scale_desc.load([0, pid_n * rep_n, k * rep_k, 0, 0])
+        sa = sa.reshape(rep_m, rep_k, 32, 4, 4).trans(0, 3, 2, 1, 4).reshape(
+            BLOCK_M, BLOCK_K // VEC_SIZE)
+        sb = sb.reshape(rep_n, rep_k, 32, 4, 4).trans(0, 3, 2, 1, 4).reshape(
+            BLOCK_N, BLOCK_K // VEC_SIZE)
+        acc = tl.dot_scaled(a, sa, "e4m3", b.T, sb, "e4m3", acc)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
 def _dot_scaled(a: str, b: str) -> tuple:
     ty = {"e4m3": "*fp8e4nv", "e5m2": "*fp8e5", "e2m1": "*u8"}
     return (dot_scaled_fmt_kernel,
@@ -95,6 +127,12 @@ def _matmul(a: str, c: str, bm: int, bn: int, bk: int) -> tuple:
     return (sm90.matmul_kernel, {"a_ptr": f"*{a}", "b_ptr": f"*{a}", "c_ptr": f"*{c}", **ints},
             {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
              "ACC_TYPE": tl.int32 if a == "i8" else tl.float32})
+
+
+def _params(ptx: str) -> int:
+    """The kernel's parameter count (a tensor descriptor is its 128-byte map, its shape
+    and its strides; Triton adds two pointers)."""
+    return ptx.split(".entry")[1].split(")")[0].count(".param")
 
 
 def main() -> None:
@@ -122,20 +160,29 @@ def main() -> None:
         "dot_scaled_e4m3_e5m2": _dot_scaled("e4m3", "e5m2"),
         "dot_scaled_e2m1": _dot_scaled("e2m1", "e2m1"),
         "dot_scaled_e4m3_e2m1": _dot_scaled("e4m3", "e2m1"),
+        "dot_scaled_tma_e4m3": (block_scaled_matmul_kernel,
+                                {"a_desc": "tensordesc<fp8e4nv[128, 128]>",
+                                 "a_scale_desc": "tensordesc<u8[1, 1, 1, 2, 256]>",
+                                 "b_desc": "tensordesc<fp8e4nv[128, 128]>",
+                                 "b_scale_desc": "tensordesc<u8[1, 1, 1, 2, 256]>",
+                                 "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32"},
+                                {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128,
+                                 "NUM_STAGES": 2}),
         "dot_scaled_nvfp4": (dot_scaled_nvfp4_kernel,
                              {"a_ptr": "*u8", "a_scale_ptr": "*fp8e4nv", "b_ptr": "*u8",
                               "b_scale_ptr": "*fp8e4nv", "c_ptr": "*fp32"},
                              {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128}),
     }
     for name, (fn, sig, const) in jobs.items():
-        attrs = {(i,): [["tt.divisibility", 16]] for i, _ in enumerate(sig)}
+        attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values())
+                 if not t.startswith("tensordesc")}
         src = triton.compiler.ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs)
         warps, stages = options.get(name, (4, 1))
         k = triton.compile(src, target=GPUTarget("cuda", 100, 32),
                            options={"num_warps": warps, "num_stages": stages})
         (HERE / f"{name}.ptx").write_text(k.asm["ptx"])
         meta[name] = {"kernel": k.metadata.name, "num_warps": k.metadata.num_warps,
-                      "shared": k.metadata.shared, "params": len(sig) + 2,
+                      "shared": k.metadata.shared, "params": _params(k.asm["ptx"]),
                       "constexprs": {x: str(v) for x, v in const.items()},
                       "signature": sig, "num_stages": stages,
                       "triton_version": triton.__version__}
