@@ -28,7 +28,8 @@ absolute mode exists on sm_103a only and is refused), 61-63 swizzle (0 none, 2 1
 4 64-byte, 6 32-byte; 1, 128-byte with 32-byte atoms, is refused; 3, 5 and 7 are
 invalid). The canonical layouts (9.7.16.3.3) are those of wgmma: the operand's 16-byte
 chunks are placed by :func:`hardware.simt.wgmma.chunk_addresses` and swizzled by
-:func:`hardware.simt.wgmma.swizzle`; a non-zero base offset is refused.
+:func:`hardware.simt.wgmma.swizzle`; a non-zero base offset of a swizzled layout is
+refused (without swizzling it does not apply and is ignored, as for wgmma, 9.7.15.5.1.2.2).
 
 Arithmetic: the launch GPU's tcgen05 presets of :mod:`refimpl.matmul.presets`
 (``"B200-FP16"``, ``"B200-BF16"``, ``"B200-TF32"``: the models of tcgen05.mma and
@@ -153,7 +154,9 @@ def decode_idesc(kind: str, word: int) -> IDesc:
 def decode_smem_descriptor(desc: int) -> Descriptor:
     """The fields of a 64-bit sm_100 shared-memory descriptor (PTX ISA 9.7.16.4.1,
     Table 40) as a :class:`hardware.simt.wgmma.Descriptor` (byte quantities); ValueError
-    for the forms this interpreter does not take or the ISA calls invalid."""
+    for the forms this interpreter does not take or the ISA calls invalid. The base
+    offset applies to the swizzled layouts only and reads 0 without swizzling (Triton
+    fills it from the address whatever the mode)."""
     d = int(desc) & 0xFFFFFFFFFFFFFFFF
     if (d >> 46) & 7 != 1:
         raise ValueError(f"matrix descriptor {d:#x}: bits 46-48 must hold the constant "
@@ -168,8 +171,8 @@ def decode_smem_descriptor(desc: int) -> Descriptor:
     if mode not in _SWIZZLE:
         raise ValueError(f"matrix descriptor {d:#x}: swizzle mode {mode} is invalid")
     return Descriptor(start=(d & 0x3FFF) << 4, lbo=((d >> 16) & 0x3FFF) << 4,
-                      sbo=((d >> 32) & 0x3FFF) << 4, base_offset=(d >> 49) & 7,
-                      swizzle=_SWIZZLE[mode])
+                      sbo=((d >> 32) & 0x3FFF) << 4,
+                      base_offset=(d >> 49) & 7 if mode else 0, swizzle=_SWIZZLE[mode])
 
 
 def tcgen05_preset(gpu: str, aname: str, bname: str) -> Any:

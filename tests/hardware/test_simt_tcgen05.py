@@ -69,6 +69,10 @@ def test_descriptor_fields():
     assert (d.m, d.n, d.atype, d.btype, d.dtype, d.neg_b) == (128, 64, "bf16", "bf16", "f32", True)
     s = decode_smem_descriptor(smem_desc(0x1230, 128, 1024, 2))
     assert (s.start, s.lbo, s.sbo, s.swizzle) == (0x1230, 128, 1024, 128)
+    # the base offset (bits 49-51) applies to swizzled layouts only: Triton sets it from
+    # the address of an unswizzled scale tile too (0x10200 >> 7 & 7 = 4)
+    assert decode_smem_descriptor(smem_desc(0x10200, 0, 128) | (4 << 49)).base_offset == 0
+    assert decode_smem_descriptor(smem_desc(0, 16, 1024, 2) | (4 << 49)).base_offset == 4
     with pytest.raises(ValueError, match="0b001"):
         decode_smem_descriptor(smem_desc(0, 16, 16) & ~(1 << 46))
     with pytest.raises(ValueError, match="mode 1"):

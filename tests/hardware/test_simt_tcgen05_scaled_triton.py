@@ -8,10 +8,11 @@ NVFP4, two k64 steps) into the accumulator that tcgen05.st zeroed, commits them 
 mbarrier and every warp loads D with tcgen05.ld. Inputs are built as refimpl.scaling
 MXArrays (E8M0 scales per 32 along K) or NVFP4Arrays (E4M3 scales per 16); the result is
 checked bit for bit against refimpl.matmul.mma_block_scaled and, on small integers and
-powers of two, against the exact product in float64. The TMA-fed kernel of Triton's
-block-scaled tutorial (dot_scaled_tma_e4m3: tensor descriptors for the E4M3 tiles and the
-preshuffled 5-D scales, tcgen05.cp.warpx4.32x128b of the scales into Tensor Memory, a
-two-stage pipeline over K) runs on a 2 x 2 grid the same way."""
+powers of two, against the exact product in float64. The TMA-fed kernels of Triton's
+block-scaled tutorial (dot_scaled_tma_*: MXFP8, MXFP4 and NVFP4; tensor descriptors for
+the element tiles and the preshuffled 5-D scales, tcgen05.cp.warpx4.32x128b of the scales
+into Tensor Memory, whose scale-factor IDs then pick bytes or half-words, a two-stage
+pipeline over K) run on 1 x 2 and 2 x 2 grids the same way."""
 from __future__ import annotations
 
 import json
@@ -28,7 +29,8 @@ from refimpl.scaling import MXArray, NVFP4Array
 
 DATA = Path(__file__).parent / "data" / "triton_sm100"
 META = json.loads((DATA / "metadata.json").read_text())
-NAMES = sorted(n for n in META if n.startswith("dot_scaled_") and n != "dot_scaled_tma_e4m3")
+NAMES = sorted(n for n in META if n.startswith("dot_scaled_")
+               and not n.startswith("dot_scaled_tma_"))
 M = N = K = 128
 _TYPES = {"*fp8e4nv": "e4m3", "*fp8e5": "e5m2"}
 
@@ -118,59 +120,95 @@ def test_triton_dot_scaled_exact_on_small_values(name):
     assert np.array_equal(launch(name, a, sa, b, sb), exact)
 
 
+TMA = sorted(n for n in META if n.startswith("dot_scaled_tma_"))
+
+
 def _preshuffle(sf: np.ndarray) -> np.ndarray:
-    """(R, K/32) E8M0 codes -> the tutorial's (1, R/128, K/128, 2, 256) layout: per
-    128 x 128 tile, row r holds rows 32 c + r's four K-blocks (c, then the block)."""
+    """(R, K/vec) scale codes -> the tutorial's (1, R/128, K/vec/4, 2, 256) layout: per
+    128 rows and 4 K-blocks, row r holds rows 32 c + r's four K-blocks (c, then the
+    block)."""
     r, kb = sf.shape
     t = sf.reshape(r // 128, 4, 32, kb // 4, 4).transpose(0, 3, 2, 1, 4)
     return np.ascontiguousarray(t).reshape(1, r // 128, kb // 4, 2, 256)
 
 
-def launch_tma(a: np.ndarray, sa: np.ndarray, bt: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    """a (M, K) and bt (N, K) E4M3 codes, sa (M, K/32) and sb (N, K/32) E8M0 codes."""
-    meta = META["dot_scaled_tma_e4m3"]
+def launch_tma(name: str, a: np.ndarray, sa: np.ndarray, bt: np.ndarray,
+               sb: np.ndarray) -> np.ndarray:
+    """a (M, K) and bt (N, K) element codes, sa (M, K/vec) and sb (N, K/vec) scale
+    codes."""
+    meta = META[name]
+    c = meta["constexprs"]
+    vec, bk, fmt = int(c["VEC_SIZE"]), int(c["BLOCK_K"]), c["FMT"]
     (m, k), n = a.shape, bt.shape[0]
+    kbytes = k // 2 if fmt == "e2m1" else k
     mem = GlobalMemory()
-    pa, pb = mem.to_device(a), mem.to_device(bt)
+    pa, pb = (mem.to_device(np.ascontiguousarray(_pack(x, fmt, 1))) for x in (a, bt))
     psa, psb = mem.to_device(_preshuffle(sa)), mem.to_device(_preshuffle(sb))
     pc = mem.calloc(m * n * 4)
 
     def tile(p: int, rows: int) -> list:   # the 128-byte map, then shape and strides
-        return [encode_tiled("uint8", 2, p, [k, rows], [k], [128, 128], [1, 1],
-                             swizzle="128B"), rows, k, k, 1]
+        return [encode_tiled("uint8", 2, p, [kbytes, rows], [kbytes], [128, 128], [1, 1],
+                             swizzle="128B"), rows, kbytes, kbytes, 1]
 
     def scales(p: int, rows: int) -> list:
-        dims = [256, 2, k // 128, rows // 128, 1]
-        strides = [256, 512, 512 * (k // 128), 512 * (k // 128) * (rows // 128)]
-        return [encode_tiled("uint8", 5, p, dims, strides, [256, 2, 1, 1, 1], [1] * 5),
-                *dims[::-1], *([0] * 5)]
+        kb = k // vec // 4
+        dims = [256, 2, kb, rows // 128, 1]
+        strides = [256, 512, 512 * kb, 512 * kb * (rows // 128)]
+        box = [256, 2, bk // vec // 4, 1, 1]
+        return [encode_tiled("uint8", 5, p, dims, strides, box, [1] * 5), *dims[::-1],
+                *([0] * 5)]
     args = tile(pa, m) + scales(psa, m) + tile(pb, n) + scales(psb, n) + [pc, m, n, k, 0, 0]
     assert len(args) == meta["params"]
-    load_ptx((DATA / "dot_scaled_tma_e4m3.ptx").read_text()).launch(
+    load_ptx((DATA / f"{name}.ptx").read_text()).launch(
         meta["kernel"], (m // 128, n // 128), 32 * meta["num_warps"], args, mem,
         dynamic_shared=meta["shared"], gpu="B200")
     return mem.from_device(pc, np.float32, (m, n))
 
 
-def test_triton_tma_block_scaled_matmul_matches_mma_block_scaled():
+def _tma_kind(name: str) -> tuple[str, int]:
+    c = META[name]["constexprs"]
+    return c["FMT"], int(c["VEC_SIZE"])
+
+
+def _operands(q_a, q_b, fmt: str, vec: int):
+    """mma_block_scaled's operands of A (M x K) and B^T (N x K) codes and scales."""
+    a, sa = q_a
+    bt, sb = q_b
+    if vec == 16:
+        return (NVFP4Array(a, sa, 1.0, axis=1), NVFP4Array(bt.T.copy(), sb.T.copy(), 1.0, axis=0))
+    return (MXArray(a, sa, fmt, 32, 1), MXArray(bt.T.copy(), sb.T.copy(), fmt, 32, 0))
+
+
+@pytest.mark.parametrize("name", TMA)
+def test_triton_tma_block_scaled_matmul_matches_mma_block_scaled(name):
+    fmt, vec = _tma_kind(name)
     m, n, k = 256, 256, 512
     rng = np.random.default_rng(11)
-    a = formats.encode(rng.standard_normal((m, k)) * 4, "e4m3").astype(np.uint8)
-    bt = formats.encode(rng.standard_normal((n, k)), "e4m3").astype(np.uint8)
-    sa = rng.integers(112, 142, (m, k // 32)).astype(np.uint8)
-    sb = rng.integers(112, 142, (n, k // 32)).astype(np.uint8)
-    ref = mma_block_scaled(MXArray(a, sa, "e4m3", 32, 1),
-                           MXArray(bt.T.copy(), sb.T.copy(), "e4m3", 32, 0))
-    assert np.array_equal(launch_tma(a, sa, bt, sb), ref)
+    a = formats.encode(rng.standard_normal((m, k)) * 4, fmt).astype(np.uint8)
+    bt = formats.encode(rng.standard_normal((n, k)), fmt).astype(np.uint8)
+    if vec == 16:
+        sa, sb = (formats.encode(rng.uniform(0.01, 50, (r, k // 16)), "e4m3").astype(np.uint8)
+                  for r in (m, n))
+    else:
+        sa, sb = (rng.integers(112, 142, (r, k // 32)).astype(np.uint8) for r in (m, n))
+    ref = mma_block_scaled(*_operands((a, sa), (bt, sb), fmt, vec))
+    assert np.array_equal(launch_tma(name, a, sa, bt, sb), ref)
 
 
-def test_triton_tma_block_scaled_matmul_exact_on_small_values():
-    m, n, k = 128, 256, 256
+@pytest.mark.parametrize("name", TMA)
+def test_triton_tma_block_scaled_matmul_exact_on_small_values(name):
+    fmt, vec = _tma_kind(name)
+    m, n, k = 128, 256, 512
     rng = np.random.default_rng(12)
-    va, vb = rng.integers(-4, 5, (m, k)), rng.integers(-4, 5, (n, k))
-    ea, eb = rng.integers(-3, 4, (m, k // 32)), rng.integers(-3, 4, (n, k // 32))
-    a, bt = (formats.encode(x.astype(np.float64), "e4m3").astype(np.uint8) for x in (va, vb))
-    got = launch_tma(a, (127 + ea).astype(np.uint8), bt, (127 + eb).astype(np.uint8))
-    exact = (va * np.repeat(np.ldexp(1.0, ea), 32, axis=1)) @ \
-        (vb * np.repeat(np.ldexp(1.0, eb), 32, axis=1)).T
-    assert np.array_equal(got, exact)
+    va = rng.choice([-3.0, -1.5, -0.5, 0.0, 1.0, 2.0, 4.0], (m, k))
+    vb = rng.choice([-2.0, -1.0, 0.0, 0.5, 1.5, 3.0, 6.0], (n, k))
+    a, bt = (formats.encode(x, fmt).astype(np.uint8) for x in (va, vb))
+    if vec == 16:
+        fsa, fsb = (rng.choice([0.25, 0.75, 1.0, 1.5, 3.0, 8.0], (r, k // 16)) for r in (m, n))
+        sa, sb = (formats.encode(x, "e4m3").astype(np.uint8) for x in (fsa, fsb))
+    else:
+        ea, eb = (rng.integers(-3, 4, (r, k // 32)) for r in (m, n))
+        fsa, fsb = np.ldexp(1.0, ea), np.ldexp(1.0, eb)
+        sa, sb = (127 + ea).astype(np.uint8), (127 + eb).astype(np.uint8)
+    exact = (va * np.repeat(fsa, vec, axis=1)) @ (vb * np.repeat(fsb, vec, axis=1)).T
+    assert np.array_equal(launch_tma(name, a, sa, bt, sb), exact)

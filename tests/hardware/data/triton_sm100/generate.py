@@ -9,8 +9,8 @@ it emits, one attention step (P goes to Tensor Memory and is the A operand of th
 tcgen05.mma), an E4M3 tl.dot_scaled (tcgen05.mma kind::mxf8f6f4.block_scale), tl.dot_scaled
 of the other formats (E5M2; E4M3 x E5M2; E2M1 x E2M1, kind::mxf4; E4M3 x E2M1,
 kind::mxf8f6f4 with the padded FP4 layout; NVFP4 with E4M3 scales per 16,
-kind::mxf4nvf4.block16), the TMA-fed pipelined MXFP8 matmul of Triton's block-scaled
-tutorial (scales moved by tcgen05.cp) and a row softmax (the sm_100 f32x2 pair
+kind::mxf4nvf4.block16), the TMA-fed pipelined MXFP8/MXFP4/NVFP4 matmuls of Triton's
+block-scaled tutorial (scales moved by tcgen05.cp) and a row softmax (the sm_100 f32x2 pair
 arithmetic, three-input max and redux.sync.f32). The PTX and the metadata the tests
 need (num_warps, dynamic shared memory, parameter count) are written next to this file."""
 from __future__ import annotations
@@ -86,13 +86,15 @@ def dot_scaled_nvfp4_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr,
 @triton.jit
 def block_scaled_matmul_kernel(a_desc, a_scale_desc, b_desc, b_scale_desc, c_ptr, M, N, K,
                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                               BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """The block-scaled matmul of Triton's tutorial 10 for MXFP8: A (M x K) and B^T (N x K)
-    E4M3 tiles by TMA (tensor descriptors), the E8M0 scales (one per 32 along K) by TMA
-    from the preshuffled 5-D layout (1, M / 128, K / 128, 2, 256), whose 512 bytes per
-    128 x 128 tile are row r, then row 32 c + r's four K-blocks (Triton moves them into
-    Tensor Memory with tcgen05.cp.warpx4.32x128b); a pipelined loop over K."""
-    VEC_SIZE: tl.constexpr = 32
+                               BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr,
+                               VEC_SIZE: tl.constexpr, FMT: tl.constexpr):
+    """The block-scaled matmul of Triton's tutorial 10: A (M x K) and B^T (N x K) tiles of
+    FMT (E4M3, or E2M1 two to a byte along K) by TMA (tensor descriptors), the scales (one
+    per VEC_SIZE along K: E8M0, or E4M3 for NVFP4) by TMA from the preshuffled 5-D layout
+    (1, M / 128, K / VEC_SIZE / 4, 2, 256), whose 512 bytes per 128 rows and 4 K-blocks are
+    row r, then row 32 c + r's four K-blocks (Triton moves them into Tensor Memory with
+    tcgen05.cp.warpx4.32x128b); a pipelined loop over K."""
+    PACK: tl.constexpr = 2 if FMT == "e2m1" else 1
     rep_m: tl.constexpr = BLOCK_M // 128
     rep_n: tl.constexpr = BLOCK_N // 128
     rep_k: tl.constexpr = BLOCK_K // VEC_SIZE // 4
@@ -100,18 +102,34 @@ def block_scaled_matmul_kernel(a_desc, a_scale_desc, b_desc, b_scale_desc, c_ptr
     pid_n = tl.program_id(1)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
-        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-        b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K])
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K // PACK])
+        b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K // PACK])
         sa = a_scale_desc.load([0, pid_m * rep_m, k * rep_k, 0, 0])
         sb = b_scale_desc.load([0, pid_n * rep_n, k * rep_k, 0, 0])
         sa = sa.reshape(rep_m, rep_k, 32, 4, 4).trans(0, 3, 2, 1, 4).reshape(
             BLOCK_M, BLOCK_K // VEC_SIZE)
         sb = sb.reshape(rep_n, rep_k, 32, 4, 4).trans(0, 3, 2, 1, 4).reshape(
             BLOCK_N, BLOCK_K // VEC_SIZE)
-        acc = tl.dot_scaled(a, sa, "e4m3", b.T, sb, "e4m3", acc)
+        acc = tl.dot_scaled(a, sa, FMT, b.T, sb, FMT, acc)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def _tma_dot_scaled(fmt: str, vec: int) -> tuple:
+    """The tutorial kernel for E4M3 (k128 tiles) or E2M1 (k256 tiles, 128 bytes) inputs."""
+    elem = "fp8e4nv" if fmt == "e4m3" else "u8"
+    scale = "fp8e4nv" if vec == 16 else "u8"
+    bk = 128 if fmt == "e4m3" else 256
+    rep_k = bk // vec // 4
+    return (block_scaled_matmul_kernel,
+            {"a_desc": f"tensordesc<{elem}[128, 128]>",
+             "a_scale_desc": f"tensordesc<{scale}[1, 1, {rep_k}, 2, 256]>",
+             "b_desc": f"tensordesc<{elem}[128, 128]>",
+             "b_scale_desc": f"tensordesc<{scale}[1, 1, {rep_k}, 2, 256]>",
+             "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32"},
+            {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": bk, "NUM_STAGES": 2, "VEC_SIZE": vec,
+             "FMT": fmt})
 
 
 def _dot_scaled(a: str, b: str) -> tuple:
@@ -160,14 +178,9 @@ def main() -> None:
         "dot_scaled_e4m3_e5m2": _dot_scaled("e4m3", "e5m2"),
         "dot_scaled_e2m1": _dot_scaled("e2m1", "e2m1"),
         "dot_scaled_e4m3_e2m1": _dot_scaled("e4m3", "e2m1"),
-        "dot_scaled_tma_e4m3": (block_scaled_matmul_kernel,
-                                {"a_desc": "tensordesc<fp8e4nv[128, 128]>",
-                                 "a_scale_desc": "tensordesc<u8[1, 1, 1, 2, 256]>",
-                                 "b_desc": "tensordesc<fp8e4nv[128, 128]>",
-                                 "b_scale_desc": "tensordesc<u8[1, 1, 1, 2, 256]>",
-                                 "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32"},
-                                {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128,
-                                 "NUM_STAGES": 2}),
+        "dot_scaled_tma_e4m3": _tma_dot_scaled("e4m3", 32),
+        "dot_scaled_tma_mxfp4": _tma_dot_scaled("e2m1", 32),
+        "dot_scaled_tma_nvfp4": _tma_dot_scaled("e2m1", 16),
         "dot_scaled_nvfp4": (dot_scaled_nvfp4_kernel,
                              {"a_ptr": "*u8", "a_scale_ptr": "*fp8e4nv", "b_ptr": "*u8",
                               "b_scale_ptr": "*fp8e4nv", "c_ptr": "*fp32"},
