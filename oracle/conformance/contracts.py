@@ -106,7 +106,9 @@ CONTRACTS: dict[str, Contract] = {c.target: c for c in (
         "in FP16 and BF16 (SDPA layout, Hq a multiple of Hkv); with --masks the keywords "
         "causal (bool), causal_alignment ('bottom_right' or 'top_left'), window "
         "((left, right) or None) and key_padding_mask ((B, Sk) bool, True = valid key, "
-        "or None)",
+        "or None); with a padding mask, bottom_right aligns each batch entry's queries "
+        "to its valid keys (query i sees key j <= i + n_b - Sq, n_b the valid keys: "
+        "right padding, as FlashAttention's varlen kernels see it)",
         "out: (B, Hq, Sq, D) float32; a fully masked row gives 0. --dtype fp16|bf16: "
         "within 2x the error of the naive computation in that precision; --dtype fp32: "
         "within the float32 bound (oracle.conformance.tensors.fp32_attention_bound)",

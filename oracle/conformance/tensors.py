@@ -91,7 +91,7 @@ def _attention_sweep(masks: bool, alignments: tuple[str, ...],
                      window: bool) -> list[dict[str, Any]]:
     """Fixed attention problems (values multiples of 1/64 in [-4, 4], exact in FP16 and
     BF16): GQA, Sq < Sk and Sq > Sk, and with ``masks`` every allowed causal alignment,
-    a window and right key padding."""
+    a window and right key padding, alone and with each causal alignment."""
     r = CaseRandom(0, "conformance.attention")
 
     def t(*shape: int) -> np.ndarray:
@@ -112,6 +112,8 @@ def _attention_sweep(masks: bool, alignments: tuple[str, ...],
                 out.append(dict(base, causal_alignment=al, window=(2, 1)))
         pad = np.arange(sk)[None, :] < np.maximum(1, sk - 1 - np.arange(b))[:, None]
         out.append(dict(base, key_padding_mask=pad))
+        for al in alignments:       # bottom_right aligns to each entry's valid keys
+            out.append(dict(base, causal=True, causal_alignment=al, key_padding_mask=pad))
     return out
 
 
