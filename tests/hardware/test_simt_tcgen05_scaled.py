@@ -383,3 +383,87 @@ def test_unmodelled_forms_are_refused_clearly():
         load_ptx(SRC.replace(MMA, "kind::mxf4nvf4.block_scale"))
     with pytest.raises(LaunchError, match="no block-scaled preset for kind::mxf8f6f4"):
         run(a, b, t, t, idesc("mxf8f6f4"), gpu="H100")
+
+
+A_FROM_TMEM = ("  tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X [%r8], %rd4, "
+               "%rd5, %r9, [%r14], [%r15], %p3;",
+               "  add.u32 %r16, %r8, 144;\n  tcgen05.cp.cta_group::1.128x256b [%r16], %rd4;\n"
+               "  tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X [%r8], "
+               "[%r16], %rd5, %r9, [%r14], [%r15], %p3;")
+
+
+@pytest.mark.parametrize("kind", ["mxf8f6f4", "mxf4"])
+def test_a_from_tensor_memory_copied_by_cp_128x256b(kind):
+    """tcgen05.cp.128x256b with A's descriptor puts row r of A in lane r, its 32 bytes in
+    8 consecutive cells: the [a-tmem] layout (the lower bytes first); the product is the
+    one with A in shared memory."""
+    rng = np.random.default_rng(21)
+    if kind == "mxf8f6f4":
+        a, b, ea, eb = _mx_case(rng)
+        rows_a, rows_b = (formats.encode(x, "e4m3").astype(np.uint8) for x in (a, b))
+        mma, vec = MMA, 1
+    else:
+        a = rng.choice([-2.0, -0.5, 0.0, 1.0, 3.0], (128, 64))
+        b = rng.choice([-1.0, 0.0, 0.5, 4.0], (N, 64))
+        rows_a, rows_b = (pack_fp4(formats.encode(x, "e2m1")) for x in (a, b))
+        ea, eb = rng.integers(-2, 3, 128), rng.integers(-2, 3, N)
+        mma, vec = "kind::mxf4.block_scale.scale_vec::2X", 2
+    sa = np.zeros((128, 4), np.uint8)
+    sb = np.zeros((N, 4), np.uint8)
+    sa[:, :vec], sb[:, :vec] = (E8M0_ONE + ea)[:, None], (E8M0_ONE + eb)[:, None]
+    src = SRC.replace(*A_FROM_TMEM)
+    got = run(rows_a, rows_b, scale_tile(sa), scale_tile(sb), idesc(kind), mma=mma, src=src)
+    exact = (a * np.ldexp(1.0, ea)[:, None]) @ (b * np.ldexp(1.0, eb)[:, None]).T
+    assert np.array_equal(got, exact)
+
+
+# the kernel above with one thread's tcgen05.cp [taddr + (lane << 16)], adesc in place of
+# the scale copies and the mma (idesc carries the lane); D's columns 0-15 are read back
+_ISSUE = SRC[SRC.index("  mov.u32 %r13, tile;"):SRC.index("ISSUED:")]
+CP_SRC = SRC.replace(_ISSUE, """  mov.u32 %r13, tile;
+  shr.u32 %r13, %r13, 4;
+  cvt.u64.u32 %rd9, %r13;
+  ld.param.u64 %rd4, [adesc];
+  add.u64 %rd4, %rd4, %rd9;
+  ld.param.u32 %r9, [idesc];
+  shl.b32 %r9, %r9, 16;
+  add.u32 %r14, %r8, %r9;
+  tcgen05.cp.cta_group::1.128x256b [%r14], %rd4;
+  tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [bar];
+""")
+
+
+@pytest.mark.parametrize("shape", ["128x256b", "4x256b", "128x128b", "64x128b.warpx2::02_13",
+                                   "64x128b.warpx2::01_23", "32x128b.warpx4"])
+def test_cp_shapes_place_rows_as_the_isa_says(shape):
+    """One thread's tcgen05.cp of a source matrix (rows of 16 or 32 bytes, K-major without
+    swizzling: chunk c of row r at 16 (r % 8) + 256 (r / 8) + 128 c), read back by every
+    warp's tcgen05.ld.32x32b.x16 of its lane quarter (columns 0-15)."""
+    rows, bits = (int(x) for x in shape.split(".")[0].rstrip("b").split("x"))
+    data = np.random.default_rng(rows + bits).integers(0, 2 ** 32, (rows, bits // 32),
+                                                       dtype=np.uint32)
+    img = np.zeros(16384, np.uint8)
+    for r in range(rows):
+        for c in range(bits // 128):
+            at = 16 * (r % 8) + 256 * (r // 8) + 128 * c
+            img[at:at + 16] = data[r, 4 * c:4 * c + 4].view(np.uint8)
+    lane = 8 if shape == "4x256b" else 0
+    mem = GlobalMemory()
+    pi, po = mem.to_device(img.view(np.uint32)), mem.calloc(128 * N * 4)
+    load_ptx(CP_SRC.replace("128x256b", shape)).launch(
+        "k", 1, 128, [pi, img.size // 4, po, smem_desc(0, 128, 256), 0, lane, 0, 0, 0], mem,
+        gpu="B200")
+    got = mem.from_device(po, np.uint32, (128, N))
+    want = np.zeros((128, N), np.uint32)
+    lanes = np.arange(128)
+    if shape in ("128x256b", "128x128b"):
+        want[:, :bits // 32] = data
+    elif shape == "4x256b":
+        want[8:12, :8] = data
+    elif shape.endswith("02_13"):      # warps 0, 2 and 1, 3 pair up: 0, 1 rows 0-31
+        want[:, :4] = data[lanes % 32 + 32 * (lanes >= 64)]
+    elif shape.endswith("01_23"):      # warps 0, 1 and 2, 3: each pair rows 0-63
+        want[:, :4] = data[lanes % 64]
+    else:
+        want[:, :4] = data[lanes % 32]
+    assert np.array_equal(got, want)
