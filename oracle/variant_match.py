@@ -3,15 +3,17 @@
 A case marked with an implementation-defined choice (``e8m0_tie=nearest_even``,
 ``mx_inf_block=nan``, ...) has sibling cases in the registry marked with the choice's
 other options, whose parameters differ from its own only where the option is spelt
-(``rounding``, ``inf_block``, ...). When a result fails, the case's expected outputs are
-recomputed from its own inputs under each sibling's parameters; an option under which
+(``rounding``, ``inf_block``, ...). When a result fails, the case's expected outputs
+(and the reference arrays its tolerance reads: the naive result of ``relative_to_naive``,
+interval bounds) are recomputed from its own inputs under each sibling's parameters;
+an option under which
 the result passes is named ("matches e8m0_tie=up (a documented variant, not a bug): add
 --variant e8m0_tie=up"), as ``conform`` names one. A plain bug matches no option and
 gets no such line.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -23,8 +25,33 @@ from oracle.tolerance import ExactUnlessNaNScale
 
 __all__ = ["matching_option", "describe_match", "failure_notes"]
 
-#: the tolerance kinds a recomputed expectation can be compared with as it is
-_COMPARABLE = ("exact", "exact_nan_class", "exact_unless_nan_scale", "ulp")
+#: the tolerance kinds a recomputed expectation can be compared with (the reference
+#: arrays a tolerance reads, a naive result or interval bounds, recomputed too)
+_COMPARABLE = ("exact", "exact_nan_class", "exact_unless_nan_scale", "ulp", "allclose",
+               "relative_to_naive", "interval")
+
+
+def _same(a: Any, b: Any) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _recomputed(tol: Any, case: S.Case, alt: Mapping[str, Any]) -> Any:
+    """``tol`` reading the recomputed ``alt`` where it reads the case's arrays (its
+    reference arrays, or for ``exact_unless_nan_scale`` the expected scales); None when
+    one of them was not recomputed."""
+    changes: dict[str, Any] = {}
+    for f in fields(tol):
+        if not f.metadata.get("array") or f.metadata.get("output"):
+            continue            # an expected output (scales) is replaced below
+        value = getattr(tol, f.name)
+        name = next((n for n, a in case.reference.items() if _same(a, value)), None)
+        if name is None or name not in alt:
+            return None
+        changes[f.name] = np.asarray(alt[name])
+    if isinstance(tol, ExactUnlessNaNScale) and "scales" in alt:
+        changes["scales"] = np.asarray(alt["scales"])
+    return replace(tol, **changes) if changes else tol
 
 
 def _siblings(case: S.Case, choice: str, option: str,
@@ -65,11 +92,9 @@ def matching_option(case: S.Case, name: str, got: np.ndarray,
             try:
                 with np.errstate(all="ignore"):
                     alt = op.compute(case.inputs, params)
-                t = tol
-                if isinstance(tol, ExactUnlessNaNScale) and "scales" in alt:
-                    t = replace(tol, scales=np.asarray(alt["scales"]))
-                ok = name in alt and t.compare(got, np.asarray(alt[name]),
-                                               fmt=case.formats.get(name)).ok
+                t = _recomputed(tol, case, alt)
+                ok = t is not None and name in alt and t.compare(
+                    got, np.asarray(alt[name]), fmt=case.formats.get(name)).ok
             except Exception:  # noqa: BLE001 - no expectation under this option
                 continue
             if ok:

@@ -142,3 +142,31 @@ def test_a_decoder_summary_says_why_there_is_no_random_search() -> None:
     report = conform("formats.decode", lambda c: F.decode(c, "e4m3"), "e4m3")
     assert report.summary() == ("256 placed inputs swept (256 values compared), no random "
                                 "search (a decoder's sweep is every code)")
+
+
+def test_a_golden_attention_case_names_the_alignment_a_function_computes(
+        tmp_path: Path) -> None:
+    """The variant of a case held to a naive computation's error (relative_to_naive) is
+    found too: the expectation and the naive result are recomputed under the sibling's
+    option. The function is the reference attention computing top_left always (as
+    SDPA's is_causal does); a plain error gets no such line."""
+    from refimpl.attention import attention
+    golden = tmp_path / "g"
+    case = "attention.attention.gqa.causal_bottom_right.17x40"
+    oracle.generate(golden, only=case, progress=None)
+
+    def top_left(q, k, v, *, causal, causal_alignment, naive_dtype):
+        return {"out": attention(q, k, v, causal=causal, causal_alignment="top_left")}
+
+    def off(q, k, v, *, causal, causal_alignment, naive_dtype):
+        out = attention(q, k, v, causal=causal, causal_alignment=causal_alignment)
+        return {"out": out + np.float32(0.25)}
+
+    for fn, note in ((top_left, True), (off, False)):
+        r = oracle.run(golden, {"attention.attention": fn}, ids=[case],
+                       inputs="keywords", allow_missing="no lse")
+        ((_, message),) = r.failures
+        assert message.startswith("out: ")
+        assert message.endswith("; matches causal_alignment=top_left (a documented "
+                                "variant, not a bug): add --variant "
+                                "causal_alignment=top_left") == note
