@@ -12,6 +12,7 @@ name[128]`` argument (pass the array) or reads from global memory (copy it there
     byte   12     rank (1-5)            byte 13  data type (DTYPES index)
     byte   14     interleave (0-2)      byte 15  swizzle (0 none, 1 32 B, 2 64 B, 3 128 B)
     byte   16     L2 promotion (0-3)    byte 17  out-of-bounds fill (0 zeros, 1 NaN)
+    byte   18     1 for a map built on the device from zeroed bytes (see below)
     bytes 20-39   global dims, 5 x u32 (dimension 0 first)
     bytes 40-71   global strides in bytes of dims 1-4, 4 x u64
     bytes 72-81   box dims, 5 x u16
@@ -19,6 +20,14 @@ name[128]`` argument (pass the array) or reads from global memory (copy it there
     other bytes   zero
 
 Dimension 0 is the innermost (contiguous) one, as in the driver API.
+
+A kernel may also build a map itself with ``tensormap.replace`` (PTX ISA 9.7.9.28),
+starting from a copy of a map or, on sm_90a, from 128 zeroed bytes (CUDA C++
+Programming Guide, "Device-side Encoding and Modification of a Tensor Map"), as Triton's
+``tl.make_tensor_descriptor`` does: the first replace on zeroed bytes marks them as a map
+built on the device (byte 18), whose fields a kernel must all set before using it
+(:func:`decode` names the one it did not set). Every map is checked when it is used as
+:func:`encode_tiled` checks its arguments.
 """
 from __future__ import annotations
 
@@ -29,7 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["DTYPES", "SWIZZLES", "TensorMap", "TensorMapError", "encode_tiled", "decode",
-           "MAGIC", "SIZE"]
+           "MAGIC", "SIZE", "ISA_ELEMTYPES", "DEVICE_BUILT"]
 
 SIZE = 128
 MAGIC = 0x50414D54
@@ -38,6 +47,13 @@ DTYPES = (("uint8", 1), ("uint16", 2), ("uint32", 4), ("int32", 4), ("uint64", 8
           ("int64", 8), ("float16", 2), ("float32", 4), ("float64", 8), ("bfloat16", 2),
           ("float32_ftz", 4), ("tfloat32", 4), ("tfloat32_ftz", 4))
 _DTYPE_INDEX = {name: i for i, (name, _) in enumerate(DTYPES)}
+#: tensormap.replace.tile.elemtype's new_val numbering (PTX ISA 9.7.9.28, table "Tensormap
+#: new_val validity"), which differs from the driver's from 8 on; 13-15 (packed 4- and
+#: 6-bit types) are not modelled
+ISA_ELEMTYPES = ("uint8", "uint16", "uint32", "int32", "uint64", "int64", "float16",
+                 "float32", "float32_ftz", "float64", "bfloat16", "tfloat32", "tfloat32_ftz")
+#: byte 18: the map was built on the device from zeroed bytes
+DEVICE_BUILT = 18
 INTERLEAVES = ("none", "16B", "32B")
 #: swizzle modes and their span in bytes
 SWIZZLES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
@@ -178,20 +194,45 @@ def encode_tiled(dtype: str, rank: int, global_address: int, global_dim: Sequenc
 
 
 def decode(raw: bytes | np.ndarray) -> TensorMap:
-    """The :class:`TensorMap` of 128 bytes made by :func:`encode_tiled` (TensorMapError
-    if they are not one)."""
+    """The :class:`TensorMap` of 128 bytes made by :func:`encode_tiled` or built on the
+    device with tensormap.replace, checked as :func:`encode_tiled` checks its arguments
+    (TensorMapError if they are not a map, if a map built on the device left a field of
+    its rank unset, or if a field is invalid)."""
     b = bytes(np.asarray(raw, dtype=np.uint8).tobytes()) if not isinstance(raw, bytes) else raw
     if len(b) != SIZE:
         raise TensorMapError(f"a tensor map has {SIZE} bytes, got {len(b)}")
     addr, magic, rank, dt, il, sw, l2, oob = struct.unpack_from("<QI4B2B", b, 0)
-    if magic != MAGIC or not 1 <= rank <= 5 or dt >= len(DTYPES) or il > 2 or sw > 3 \
-            or l2 > 3 or oob > 1:
-        raise TensorMapError("the bytes are not a tensor map (made by encode_tiled)")
+    device = b[DEVICE_BUILT] == 1
+    if magic != MAGIC:
+        raise TensorMapError("the bytes are not a tensor map (made by encode_tiled or "
+                             "tensormap.replace)")
+    if device and rank == 0:
+        raise TensorMapError("tensor map built on the device: its rank was never set")
+    if not 1 <= rank <= 5 or dt >= len(DTYPES) or il > 2 or sw > 3 or l2 > 3 or oob > 1:
+        raise TensorMapError("the bytes are not a tensor map (made by encode_tiled or "
+                             "tensormap.replace)")
     dims = struct.unpack_from("<5I", b, 20)[:rank]
     strides = struct.unpack_from("<4Q", b, 40)[:rank - 1]
     box = struct.unpack_from("<5H", b, 72)[:rank]
     es = struct.unpack_from("<5B", b, 82)[:rank]
+    if device:
+        for name, vals in (("global_dim", dims), ("box_dim", box), ("element_stride", es)):
+            unset = [i for i, v in enumerate(vals) if v == 0]
+            if unset:
+                raise TensorMapError(f"tensor map built on the device: {name} {unset[0]} "
+                                     f"of its rank {rank} was never set")
+        if addr == 0:
+            raise TensorMapError("tensor map built on the device: its global_address was "
+                                 "never set")
     swz = {v: k for k, v in _SWIZZLE_CODE.items()}[sw]
-    return TensorMap(addr, rank, DTYPES[dt][0], INTERLEAVES[il], swz, L2_PROMOTIONS[l2],
-                     OOB_FILLS[oob], tuple(d if d else 1 << 32 for d in dims),
-                     tuple(strides), tuple(x if x else 256 for x in box), tuple(es))
+    tm = TensorMap(addr, rank, DTYPES[dt][0], INTERLEAVES[il], swz, L2_PROMOTIONS[l2],
+                   OOB_FILLS[oob], tuple(d if d else 1 << 32 for d in dims),
+                   tuple(strides), tuple(x if x else 256 for x in box), tuple(es))
+    # checked as the host API checks: tensormap.replace may have changed any field
+    try:
+        encode_tiled(tm.dtype, tm.rank, tm.address, tm.dims, tm.strides, tm.box,
+                     tm.element_strides, tm.interleave, tm.swizzle, tm.l2_promotion,
+                     tm.oob_fill)
+    except TensorMapError as e:
+        raise TensorMapError(f"invalid tensor map: {e}") from None
+    return tm

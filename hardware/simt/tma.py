@@ -437,18 +437,70 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
 
 
 # ------------------------------------------------------------------ tensormap.*
+#: tensormap.replace.tile fields: (operands after [addr], new_val type, byte offset in the
+#: map, bytes per entry; ord's range) in the encoding of :mod:`hardware.simt.tensormap`
+_REPLACE_FIELDS = {
+    "global_address": (1, "u64", 0, 8, 0), "rank": (1, "u32", 12, 1, 0),
+    "box_dim": (2, "u32", 72, 2, 5), "global_dim": (2, "u32", 20, 4, 5),
+    "global_stride": (2, "u64", 40, 8, 4), "element_stride": (2, "u32", 82, 1, 5),
+    "elemtype": (1, "u32", 13, 1, 0), "interleave_layout": (1, "u32", 14, 1, 0),
+    "swizzle_mode": (1, "u32", 15, 1, 0), "swizzle_atomicity": (1, "u32", -1, 0, 0),
+    "fill_mode": (1, "u32", 17, 1, 0),
+}
+
+
+def _replace_value(field: str, val: int) -> tuple[int | None, str | None]:
+    """(the byte value stored for tensormap.replace's new_val of ``field``, or None and
+    why it is refused). PTX ISA 9.7.9.28 and its table "Tensormap new_val validity": rank
+    is one less than the rank; box and global sizes, byte strides and element strides
+    are the values themselves; elemtype uses the ISA's numbering (not the driver's)."""
+    from .tensormap import DTYPES, ISA_ELEMTYPES
+    if field == "global_address":
+        return (val, None) if val % 16 == 0 else (None, f"global address {val:#x} is not "
+                                                        "16-byte aligned")
+    if field == "rank":
+        return (val + 1, None) if val <= 4 else (None, f"rank new_val {val} is not 0..4 "
+                                                       "(one less than the rank)")
+    if field == "box_dim":
+        return (val % 256, None) if 1 <= val <= 256 else (None, f"box_dim {val} outside "
+                                                                "1..256")
+    if field == "global_dim":
+        return (val, None) if val >= 1 else (None, "global_dim 0 (sizes start at 1)")
+    if field == "global_stride":
+        return (val, None) if val % 16 == 0 and val < 1 << 40 else (
+            None, f"global_stride {val} is not a multiple of 16 below 2^40")
+    if field == "element_stride":
+        return (val, None) if 1 <= val <= 8 else (None, f"element_stride {val} outside 1..8")
+    if field == "elemtype":
+        if val < len(ISA_ELEMTYPES):
+            return [n for n, _ in DTYPES].index(ISA_ELEMTYPES[val]), None
+        return None, (f"elemtype {val} is not modelled (0-12: {', '.join(ISA_ELEMTYPES)}; "
+                      "the packed 4- and 6-bit types are not)")
+    if field == "interleave_layout":
+        return (val, None) if val <= 2 else (None, f"interleave_layout {val} is not 0..2")
+    if field == "swizzle_mode":
+        return (val, None) if val <= 3 else (None, f"swizzle_mode {val} is not modelled "
+                                                   "(0 none, 1 32 B, 2 64 B, 3 128 B)")
+    if field == "swizzle_atomicity":
+        return (None, None) if val == 0 else (None, f"swizzle_atomicity {val} is not "
+                                                    "modelled (0: 16 B)")
+    return (val, None) if val <= 1 else (None, f"fill_mode {val} is not 0 (zeros) or 1 "
+                                               "(NaN)")
+
+
 def c_tensormap(inst: Instruction, ctx: Any) -> Op:
-    """tensormap.replace.tile.{global_address,global_dim}{.global,.shared::cta}.b1024.type
-    [addr], {ord,} new_val (PTX ISA 9.7.9.28) on the 128 bytes of
-    :mod:`hardware.simt.tensormap`: the global address (16-byte aligned) or the size of
-    dimension ``ord``; and tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic
-    .release.gpu.sync.aligned [dst], [src], 128, which copies a map from shared to global
-    memory (the proxy fence needs nothing more here). The other fields (rank, box_dim,
-    global_stride, element_stride, elemtype, interleave_layout, swizzle_mode,
-    swizzle_atomicity, fill_mode) are refused: the encodings of their new values are not
-    modelled."""
+    """tensormap.replace.tile.field{.global,.shared::cta}.b1024.type [addr], {ord,} new_val
+    (PTX ISA 9.7.9.28) on the 128 bytes of :mod:`hardware.simt.tensormap`: every field of
+    a tiled map (global_address, rank, box_dim, global_dim, global_stride,
+    element_stride, elemtype, interleave_layout, swizzle_mode, swizzle_atomicity 0,
+    fill_mode), on a map or on 128 zeroed bytes, which the first replace makes a map built
+    on the device; a new value outside the field's range is an error naming thread and
+    line, and the map is checked as a whole when a copy uses it. And
+    tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned
+    [dst], [src], 128, which copies a map from shared to global memory (the proxy fence
+    needs nothing more here)."""
     import struct
-    from .tensormap import MAGIC, SIZE
+    from .tensormap import DEVICE_BUILT, MAGIC, SIZE
     parts = inst.parts
     if parts[1] == "cp_fenceproxy":
         if "global" not in parts or "shared::cta" not in parts or len(inst.operands) != 3 \
@@ -471,45 +523,46 @@ def c_tensormap(inst: Instruction, ctx: Any) -> Op:
     if parts[1] != "replace" or len(parts) < 6 or parts[2] != "tile":
         raise _fail(inst, "tensormap.replace.tile.field... or tensormap.cp_fenceproxy")
     field = parts[3]
-    if field not in ("global_address", "global_dim"):
-        raise _fail(inst, f"tensormap.replace of .{field} is not supported (the encoding "
-                          "of its new value is not modelled)")
+    if field not in _REPLACE_FIELDS:
+        raise _fail(inst, f"tensormap.replace has no field .{field}")
     space = "shared" if "shared::cta" in parts else "global" if "global" in parts else None
     if space is None:
         raise _fail(inst, "tensormap.replace needs .global or .shared::cta")
+    nops, vtype, at, width, ords = _REPLACE_FIELDS[field]
     ops = inst.operands
-    want = 2 if field == "global_address" else 3
-    if len(ops) != want:
+    if len(ops) != 1 + nops:
         raise _fail(inst, f"tensormap.replace.tile.{field} takes [addr], "
-                          f"{'' if want == 2 else 'ord, '}new_val")
+                          f"{'ord, ' if nops == 2 else ''}new_val")
+    if ("b64" in parts) != (vtype == "u64"):
+        raise _fail(inst, f"tensormap.replace.tile.{field} is .b{vtype[1:]}")
     ga = _address(ops[0], ctx, inst, space)
-    if field == "global_dim":
-        if not isinstance(ops[1], Imm) or not 0 <= ops[1].value <= 4:
-            raise _fail(inst, "ord is a constant 0..4")
+    ordinal = 0
+    if nops == 2:
+        if not isinstance(ops[1], Imm) or not 0 <= ops[1].value < ords:
+            raise _fail(inst, f"ord is a constant 0..{ords - 1}")
         ordinal = ops[1].value
-    gv = getter(ops[-1], TYPES["u64" if field == "global_address" else "u32"], ctx, inst)
+    gv = getter(ops[-1], TYPES[vtype], ctx, inst)
 
     def replace(ix: Any, ex: Any) -> None:
         th = ctx._thread_ids(ix)
         a = np.broadcast_to(np.asarray(ga(ix), np.int64), th.shape)
-        v = np.broadcast_to(np.asarray(gv(ix)).astype(np.int64), th.shape)
+        v = np.broadcast_to(np.asarray(gv(ix)).astype(np.uint64), th.shape)
         for i in range(th.size):
             t = int(th[i])
             buf, off = _spans(ctx, space, t, ex, int(a[i]), SIZE, inst, "st")
             raw = bytearray(buf[off].tobytes())
-            if struct.unpack_from("<I", raw, 8)[0] != MAGIC:
+            if not any(raw):      # zeroed bytes: a map built on the device
+                struct.pack_into("<I", raw, 8, MAGIC)
+                raw[DEVICE_BUILT] = 1
+            elif struct.unpack_from("<I", raw, 8)[0] != MAGIC:
                 raise ExecutionError(f"{ctx.location(t, inst)}: tensormap.replace on bytes "
-                                     "that are not a tensor map")
-            val = int(v[i]) & ((1 << 64) - 1)
-            if field == "global_address":
-                if val % 16:
-                    raise ExecutionError(f"{ctx.location(t, inst)}: global address "
-                                         f"{val:#x} is not 16-byte aligned")
-                struct.pack_into("<Q", raw, 0, val)
-            else:
-                if ordinal >= raw[12] or not 1 <= val:
-                    raise ExecutionError(f"{ctx.location(t, inst)}: global_dim {ordinal} = "
-                                         f"{val} (rank {raw[12]}, sizes from 1)")
-                struct.pack_into("<I", raw, 20 + 4 * ordinal, val)
+                                     "that are neither a tensor map nor zeroed")
+            stored, why = _replace_value(field, int(v[i]))
+            if why:
+                raise ExecutionError(f"{ctx.location(t, inst)}: tensormap.replace.{field}: "
+                                     f"{why}")
+            if stored is not None:
+                pos = at + width * ordinal
+                raw[pos:pos + width] = int(stored).to_bytes(width, "little")
             buf[off] = np.frombuffer(bytes(raw), np.uint8)
     return Op(inst, "alu", replace)

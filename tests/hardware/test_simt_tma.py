@@ -550,15 +550,14 @@ def test_tensormap_replace_and_publish_on_the_device():
     assert (mem.from_device(mp, np.uint8, 128) == tmap).all()  # the original is unchanged
 
 
-def test_tensormap_replace_of_unmodelled_fields_is_refused():
+def test_tensormap_replace_of_a_field_at_the_wrong_width_is_refused():
     src = HEAD + """.visible .entry k()
 {
     .reg .b32 %r<4>;
     mov.u32 %r1, 0;
-    tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%r1], 0, %r1;
+    tensormap.replace.tile.global_address.shared::cta.b1024.b32 [%r1], %r1;
     ret;
 }
 """
-    ptxas_ok(src)
-    with pytest.raises(UnsupportedPtxError, match="box_dim is not supported"):
+    with pytest.raises(UnsupportedPtxError, match="global_address is .b64"):
         load_ptx(src)

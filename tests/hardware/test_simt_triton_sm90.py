@@ -206,3 +206,32 @@ def test_scalar_vector_operands_as_triton_writes_them(case):
                     else "dot_scaled_e4m3.ptx")).read_text()
     assert re.search(r"(ld|st)\.global\.b\d+ [^\n]*\{ %r[sd]?\d+ \}", text)
     case(None)
+
+
+def test_tensor_descriptors_built_by_the_kernel():
+    """tl.make_tensor_descriptor: each CTA builds its three maps in shared memory with
+    tensormap.replace on zeroed bytes, publishes them in its slice of the global scratch
+    buffer (metadata's global_scratch_size per CTA, 128-byte aligned), loads A and B
+    tiles and stores C through them with TMA; bit for bit against the k16 chain."""
+    meta = META["tensor_desc_matmul_fp16"]
+    m, n, k = 128, 128, 256
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    mem = GlobalMemory()
+    pa, pb, pc = mem.to_device(a), mem.to_device(b), mem.calloc(m * n * 4)
+    grid = (m // 64, n // 64)
+    align = meta["global_scratch_align"]
+    scratch = mem.calloc(meta["global_scratch_size"] * grid[0] * grid[1] + align)
+    scratch += (-scratch) % align
+    st = load_ptx((DATA / "tensor_desc_matmul_fp16.ptx").read_text()).launch(
+        meta["kernel"], grid, 32 * meta["num_warps"], [pa, pb, pc, m, n, k, scratch, 0], mem,
+        dynamic_shared=meta["shared"], gpu="H100")
+    got = mem.from_device(pc, np.float32, (m, n))
+    want = chained(a, b, 16, "H100-FP16")
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    spot_check(got, a, b, 16, "H100-FP16", count=8)
+    # per CTA: A and B tiles of 64 x 64 FP16 for each of the k / 64 steps, one C tile
+    ctas = grid[0] * grid[1]
+    assert sum(st.tma_load_bytes.values()) == ctas * 2 * (k // 64) * 64 * 64 * 2
+    assert sum(st.tma_store_bytes.values()) == ctas * 64 * 64 * 4

@@ -9,7 +9,8 @@ Triton's matmul tutorial (plain pointer loads, no tensor descriptors, so no TMA;
 plain and software-pipelined with cp.async over two warpgroups, BF16 with N = 256,
 TF32, FP8 E4M3 and INT8), a one-block attention step whose second product takes P
 from registers, the forward loop of flash attention (online softmax, the
-accumulator rescaled between products), and a block-scaled E4M3 tl.dot_scaled."""
+accumulator rescaled between products), a block-scaled E4M3 tl.dot_scaled, and a
+matmul through tensor descriptors the kernel builds itself (TMA loads and stores)."""
 from __future__ import annotations
 
 import json
@@ -133,6 +134,29 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX: tl.constexpr,
     tl.store(o_ptr + rm[:, None] * HEAD + rd[None, :], acc)
 
 
+@triton.jit
+def tensor_desc_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr,
+                              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """C[M, N] = A[M, K] B[K, N] (row-major, FP16 in, FP32 out) through tensor
+    descriptors the kernel builds itself (tl.make_tensor_descriptor: tensormap.replace of
+    every field on zeroed shared memory, tensormap.cp_fenceproxy into the global scratch
+    buffer), loaded and stored with TMA."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N])
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = a_desc.load([pid_m * BLOCK_M, k])
+        b = b_desc.load([k, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc)
+
+
 def _compile(fn, signature: dict, constexprs: dict, num_warps: int = 4,
              num_stages: int = 1):
     # pointers and the integer parameters are multiples of 16 (what Triton's launcher
@@ -173,6 +197,10 @@ def main() -> None:
                              {"a_ptr": "*fp8e4nv", "a_scale_ptr": "*u8", "b_ptr": "*fp8e4nv",
                               "b_scale_ptr": "*u8", "c_ptr": "*fp32"},
                              {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}), 4, 1),
+        "tensor_desc_matmul_fp16": ((tensor_desc_matmul_kernel,
+                                     {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32",
+                                      "M": "i32", "N": "i32", "K": "i32"},
+                                     {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}), 4, 3),
         "attention_step_fp16": ((attention_step_kernel,
                                  {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
                                   "o_ptr": "*fp32"},
@@ -190,6 +218,8 @@ def main() -> None:
                       "shared": k.metadata.shared, "params": len(sig) + 2,
                       "constexprs": {c: str(v) for c, v in const.items()},
                       "signature": sig, "num_stages": stages,
+                      "global_scratch_size": k.metadata.global_scratch_size,
+                      "global_scratch_align": k.metadata.global_scratch_align,
                       "triton_version": triton.__version__}
     (HERE / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
