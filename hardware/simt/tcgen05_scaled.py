@@ -7,7 +7,7 @@
         [d-tmem], [a-tmem], b-desc, idesc, [scale-A-tmem], [scale-B-tmem], enable-input-d;
 
 D = (A x scale_A)(B x scale_B) + D with M = 128 (data path layout D, as the other kinds
-of :mod:`.tcgen05`), N a multiple of 8 in 8..256 (Table 39: N % 16 for the FP4 kinds) and
+of :mod:`.tcgen05`), N a multiple of 8 in 8..256 (Table 39, every block-scaled kind) and
 an FP32 D (the descriptor has no D type). Kinds and scale vector sizes (Tables 54, 55;
 ``.block32`` is the default ptxas takes when none is given, ``.block16`` is ``.scale_vec::4X``):
 
@@ -235,10 +235,9 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t
     if idd.m != 128:
         raise _unsupported(inst, f"M = {idd.m}: only M = 128 (data path layout D) is "
                                  "supported")
-    step = 8 if kind == "mxf8f6f4" else 16
-    if not (step <= idd.n <= 256 and idd.n % step == 0):
+    if not (8 <= idd.n <= 256 and idd.n % 8 == 0):
         raise ExecutionError(f"{where}: N = {idd.n} is not a kind::{kind} shape for M = 128 "
-                             f"(a multiple of {step} in {step}..256, PTX ISA Table 39)")
+                             "and .cta_group::1 (a multiple of 8 in 8..256, PTX ISA Table 39)")
     ids = {1: (0, 1, 2, 3), 2: (0, 2), 4: (0,)}[vec]
     for name, sid in (("A", idd.sfa_id), ("B", idd.sfb_id)):
         if sid not in ids:

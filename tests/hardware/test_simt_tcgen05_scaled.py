@@ -324,6 +324,20 @@ def test_nvf4_four_ue4m3_scales_per_row_exact_and_model():
     assert np.array_equal(got, model)
 
 
+def test_nvf4_n8_reads_eight_lanes_of_one_scale_column():
+    rng = np.random.default_rng(8)
+    va = rng.choice([-1.0, 0.5, 2.0], (128, 64))
+    vb = rng.choice([-6.0, 1.0, 1.5], (N, 64))
+    fa, fb = rng.choice([0.5, 1.25, 2.0], (128, 4)), rng.choice([0.375, 1.0, 4.0], (N, 4))
+    sa, sb = (formats.encode(x, "e4m3").astype(np.uint8) for x in (fa, fb))
+    sb[8:] = 0x7F            # NaN scales of columns 8-15 of B, which N = 8 does not read
+    got = run(pack_fp4(formats.encode(va, "e2m1")), pack_fp4(formats.encode(vb, "e2m1")),
+              scale_tile(sa), scale_tile(sb), idesc("mxf4nvf4", n=8, ue8m0=0),
+              mma="kind::mxf4nvf4.block_scale.scale_vec::4X")
+    exact = (va * np.repeat(fa, 16, axis=1)) @ (vb * np.repeat(fb, 16, axis=1)).T
+    assert np.array_equal(got[:, :8], exact[:, :8]) and not got[:, 8:].any()
+
+
 def _ones_case():
     a = np.full((128, 32), formats.encode(np.array(1.0), "e4m3"), np.uint8)
     b = np.full((N, 32), formats.encode(np.array(1.0), "e4m3"), np.uint8)
@@ -360,9 +374,9 @@ def test_runtime_descriptor_errors_name_thread_and_line():
                                              r"A ID 1 is not one of \(0, 2\)"):
         run(pack_fp4(np.zeros((128, 64))), pack_fp4(np.zeros((N, 64))), scale_tile(sa),
             scale_tile(sa), idesc("mxf4", sfa=1), mma="kind::mxf4.block_scale.scale_vec::2X")
-    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\).*N = 8 is not a "
+    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\).*N = 264 is not a "
                                              r"kind::mxf4nvf4 shape"):
-        run(a, b, scale_tile(sa), scale_tile(sa), idesc("mxf4nvf4", n=8, ue8m0=0),
+        run(a, b, scale_tile(sa), scale_tile(sa), idesc("mxf4nvf4", n=264, ue8m0=0),
             mma="kind::mxf4nvf4.block_scale.scale_vec::4X")
 
 
