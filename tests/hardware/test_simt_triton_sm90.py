@@ -235,3 +235,37 @@ def test_tensor_descriptors_built_by_the_kernel():
     ctas = grid[0] * grid[1]
     assert sum(st.tma_load_bytes.values()) == ctas * 2 * (k // 64) * 64 * 64 * 2
     assert sum(st.tma_store_bytes.values()) == ctas * 64 * 64 * 4
+
+
+def test_tensor_descriptors_made_on_the_host():
+    """Triton's host TensorDescriptor: each descriptor argument is a 128-byte tensor map
+    parameter (made here with encode_tiled as Triton's launcher makes it with
+    cuTensorMapEncodeTiled: dimensions innermost first, the box its block shape reversed,
+    the swizzle and element type of metadata's tensordesc_meta), then the tensor's shape
+    (two .u32) and strides (two .u64); C is stored in two 64 x 32 boxes."""
+    from hardware.simt.tensormap import DTYPES, SWIZZLES, encode_tiled
+    meta = META["host_desc_matmul_fp16"]
+    m, n, k = 128, 128, 256
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    mem = GlobalMemory()
+    pa, pb, pc = mem.to_device(a), mem.to_device(b), mem.calloc(m * n * 4)
+    args = []
+    for ptr, (rows, cols), d in zip((pa, pb, pc), ((m, k), (k, n), (m, n)),
+                                    meta["tensordesc_meta"]):
+        tmap = encode_tiled(DTYPES[d["elem_type"]][0], 2, ptr, [cols, rows],
+                            [cols * d["elem_size"]], d["block_size"][::-1], [1, 1],
+                            swizzle=list(SWIZZLES)[d["swizzle"]])
+        args += [tmap, rows, cols, cols, 1]
+    assert len(args) + 3 == meta["params"]
+    grid = (m // 64, n // 64)
+    st = load_ptx((DATA / "host_desc_matmul_fp16.ptx").read_text()).launch(
+        meta["kernel"], grid, 32 * meta["num_warps"], args + [k, 0, 0], mem,
+        dynamic_shared=meta["shared"], gpu="H100")
+    got = mem.from_device(pc, np.float32, (m, n))
+    want = chained(a, b, 16, "H100-FP16")
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    ctas = grid[0] * grid[1]
+    assert sum(st.tma_load_bytes.values()) == ctas * 2 * (k // 64) * 64 * 64 * 2
+    assert sum(st.tma_store_bytes.values()) == ctas * 64 * 64 * 4

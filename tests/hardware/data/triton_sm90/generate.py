@@ -9,8 +9,7 @@ Triton's matmul tutorial (plain pointer loads, no tensor descriptors, so no TMA;
 plain and software-pipelined with cp.async over two warpgroups, BF16 with N = 256,
 TF32, FP8 E4M3 and INT8), a one-block attention step whose second product takes P
 from registers, the forward loop of flash attention (online softmax, the
-accumulator rescaled between products), a block-scaled E4M3 tl.dot_scaled, and a
-matmul through tensor descriptors the kernel builds itself (TMA loads and stores)."""
+accumulator rescaled between products), tl.dot_scaled (E4M3), and tensor descriptors."""
 from __future__ import annotations
 
 import json
@@ -157,13 +156,30 @@ def tensor_desc_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexp
     c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc)
 
 
+@triton.jit
+def host_desc_matmul_kernel(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr,
+                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The same product through tensor descriptors made on the host (Triton's
+    TensorDescriptor: each a 128-byte CUtensorMap parameter, then its shape and
+    strides)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = a_desc.load([pid_m * BLOCK_M, k])
+        b = b_desc.load([k, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc)
+
+
 def _compile(fn, signature: dict, constexprs: dict, num_warps: int = 4,
              num_stages: int = 1):
     # pointers and the integer parameters are multiples of 16 (what Triton's launcher
     # specialises for such arguments), so loads and stores are vectorised; the masked
     # kernel is compiled without (scalar loads and stores)
     attrs = {} if fn is matmul_masked_kernel else \
-        {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature)}
+        {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature)
+         if not signature[name].startswith("tensordesc")}
     src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs,
                                     attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
@@ -201,6 +217,11 @@ def main() -> None:
                                      {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32",
                                       "M": "i32", "N": "i32", "K": "i32"},
                                      {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}), 4, 3),
+        "host_desc_matmul_fp16": ((host_desc_matmul_kernel,
+                                   {"a_desc": "tensordesc<fp16[64, 64]>",
+                                    "b_desc": "tensordesc<fp16[64, 64]>",
+                                    "c_desc": "tensordesc<fp32[64, 64]>", "K": "i32"},
+                                   {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}), 4, 3),
         "attention_step_fp16": ((attention_step_kernel,
                                  {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
                                   "o_ptr": "*fp32"},
@@ -215,11 +236,20 @@ def main() -> None:
         k = _compile(fn, sig, const, warps, stages)
         (HERE / f"{name}.ptx").write_text(k.asm["ptx"])
         meta[name] = {"kernel": k.metadata.name, "num_warps": k.metadata.num_warps,
-                      "shared": k.metadata.shared, "params": len(sig) + 2,
+                      "shared": k.metadata.shared,
+                      # the entry's .param count: Triton's two scratch pointers included
+                      # and a descriptor expanded into its map, shape and strides
+                      "params": k.asm["ptx"].split(")")[0].count(".param"),
                       "constexprs": {c: str(v) for c, v in const.items()},
                       "signature": sig, "num_stages": stages,
                       "global_scratch_size": k.metadata.global_scratch_size,
                       "global_scratch_align": k.metadata.global_scratch_align,
+                      # per descriptor argument: what Triton's launcher encodes the
+                      # host map with (swizzle and element type in the driver's enums)
+                      "tensordesc_meta": [
+                          {key: d[key] for key in ("swizzle", "elem_size", "elem_type",
+                                                   "block_size")}
+                          for d in (k.metadata.tensordesc_meta or [])],
                       "triton_version": triton.__version__}
     (HERE / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
