@@ -106,10 +106,11 @@ def parse_array_text(data: bytes, where: str) -> tuple[np.ndarray, str, str | No
     for n, line in enumerate(body, 2):
         fields = line.split(" ")
         if len(fields) != per_line or not all(pattern.match(f) for f in fields):
-            raise ValueError(f"{where}: line {n} must hold {per_line} "
-                             + ("0/1 values" if dt.kind == "b" else
-                                f"{width}-digit uppercase hex values")
-                             + f" separated by one space: {line[:80]!r}")
+            what = "0/1 value" if dt.kind == "b" else f"{width}-digit uppercase hex value"
+            raise ValueError(f"{where}: line {n} must hold "
+                             + (f"one {what}" if per_line == 1 else
+                                f"{per_line} {what}s separated by one space")
+                             + f" ({dtype}): {line[:80]!r}")
         values.extend(int(f, 16) for f in fields)
     if dt.kind == "b":
         arr = np.array(values, dtype=np.uint8).astype(bool)

@@ -115,3 +115,12 @@ def test_a_selection_of_nothing_reads_plainly(golden: Path, tmp_path: Path,
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["--only 'nosuch*' matches no case of the suite",
                          "no result was compared"]
+
+
+def test_an_extra_token_on_a_line_is_named_with_the_line(golden: Path,
+                                                         tmp_path: Path) -> None:
+    lines = _text(golden, f"{CASE}/codes").splitlines()
+    lines[4] += " 00"                                   # line 5: two values
+    rep = check(golden, _results(tmp_path, "\n".join(lines) + "\n"), ids=[CASE])
+    assert _messages(rep) == [f"{CASE}/codes.txt: line 5 must hold one 2-digit "
+                              f"uppercase hex value (uint8): {lines[4]!r}"]
