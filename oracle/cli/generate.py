@@ -106,7 +106,10 @@ def _run(args: argparse.Namespace) -> int:
     m = generate(args.out, suite=args.suite, only=args.only, seed=args.seed,
                  jobs=args.jobs, shard=parse_shard(args.shard), text=args.text,
                  progress=None if args.quiet else sys.stderr, variants=variants)
-    files = sum(len(c["inputs"]) + len(c["expected"]) + len(c["reference"])
-                + (1 if c.get("text") else 0) for c in m["cases"])
-    print(f"wrote {len(m['cases'])} cases ({files} files) to {args.out}")
+    arrays = [e for c in m["cases"] for role in ("inputs", "expected", "reference")
+              for e in c[role].values()]
+    texts = sum(1 for e in arrays if e.get("text")) + sum(1 for c in m["cases"]
+                                                          if c.get("text"))
+    print(f"wrote {len(m['cases'])} cases ({len(arrays)} arrays"
+          + (f", {texts} text files" if texts else "") + f") to {args.out}")
     return 0
