@@ -44,7 +44,7 @@ from .errors import ExecutionError, UnsupportedPtxError
 from .isa.operands import Op, getter
 from .parser import Instruction
 from .proxycheck import async_read
-from .tcgen05 import _check_ldst, decode_smem_descriptor, per_thread, record
+from .tcgen05_operands import check_ldst, decode_smem_descriptor, per_thread, record
 from .tmem import TensorMemory, _cta_group, state_of, tmem_address
 from .types import TYPES
 from .wgmma_layout import descriptor_chunks
@@ -138,7 +138,7 @@ def _copy(ctx: Any, st: TensorMemory, inst: Instruction, shape: str, multicast: 
     ncols = bits // 32
     span = ((int(lanes.min()), int(lanes.max()) + 1), (col0, col0 + ncols))
     st.check_cells(blk, span[0], span[1], t, inst, "tcgen05.cp destination")
-    _check_ldst(st, blk, span, t, inst, who="tcgen05.cp")
+    check_ldst(st, blk, span, t, inst, who="tcgen05.cp")
     off = int(ctx.sbase[t]) + chunks
     if ctx.tools:
         async_read(ctx, np.full(off.shape, t), off, 16, inst, "tcgen05.cp source read")

@@ -68,8 +68,9 @@ from refimpl.matmul import block_scaled_matmul, presets
 from .errors import ExecutionError, LaunchError, UnsupportedPtxError
 from .isa.operands import Op, getter
 from .parser import Addr, Instruction
-from .tcgen05 import _check_ldst, _operand, _tmem_operand, d_cells, observed, per_thread, record
-from .tmem import TensorMemory, _cta_group, state_of, tmem_address
+from .tcgen05_operands import (check_ldst, d_cells, per_thread, record, smem_operand,
+                               tmem_operand)
+from .tmem import TensorMemory, _cta_group, observed, state_of, tmem_address
 from .types import TYPES
 
 __all__ = ["ScaledIDesc", "decode_scaled_idesc", "scale_vector", "scaled_preset",
@@ -270,10 +271,10 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t
     k = 32 if kind == "mxf8f6f4" else 64
     kb = 32       # bytes of a row of A or B: 32 one-byte or 64 half-byte elements
     if a_tmem:
-        a = _tmem_operand(st, inst, t, blk, adesc, kb, 1, idd.trans_a)
+        a = tmem_operand(st, inst, t, blk, adesc, kb, 1, idd.trans_a)
     else:
-        a = _operand(ctx, inst, t, adesc, 128, kb, 1, idd.trans_a, "A")
-    b = _operand(ctx, inst, t, bdesc, idd.n, kb, 1, idd.trans_b, "B")
+        a = smem_operand(ctx, inst, t, adesc, 128, kb, 1, idd.trans_a, "A")
+    b = smem_operand(ctx, inst, t, bdesc, idd.n, kb, 1, idd.trans_b, "B")
     if k == 64:
         a, b = _nibbles(a), _nibbles(b)
     else:     # kind::mxf8f6f4: an E2M1 operand fills the low 8 bytes of each 16-byte chunk
@@ -306,7 +307,7 @@ def read_scales(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: in
     ncols = -(-rows // 32)
     cells = ((0, 128), (col0, col0 + ncols))
     st.check_cells(blk, cells[0], cells[1], t, inst, f"tcgen05.mma scale-{what}")
-    _check_ldst(st, blk, cells, t, inst, what_op=f"reads scale factors {what} from")
+    check_ldst(st, blk, cells, t, inst, what_op=f"reads scale factors {what} from")
     for rec in st.pending:
         if rec["block"] == blk and rec["thread"] != t and rec["cols"][0] < cells[1][1] \
                 and cells[1][0] < rec["cols"][1] and not observed(st, rec, [t]):
