@@ -124,3 +124,13 @@ def test_an_extra_token_on_a_line_is_named_with_the_line(golden: Path,
     rep = check(golden, _results(tmp_path, "\n".join(lines) + "\n"), ids=[CASE])
     assert _messages(rep) == [f"{CASE}/codes.txt: line 5 must hold one 2-digit "
                               f"uppercase hex value (uint8): {lines[4]!r}"]
+
+
+def test_generate_counts_the_arrays_and_text_files_it_wrote(tmp_path: Path,
+                                                            capsys) -> None:
+    out = tmp_path / "g"
+    assert main(["generate", "--out", str(out), "--text", "--quiet", "--only", CASE]) == 0
+    line = capsys.readouterr().out.strip()
+    npy, txt = len(list(out.rglob("*.npy"))), len(list(out.rglob("*.txt")))
+    assert (npy, txt) == (4, 6)          # x and codes of two cases, + two vectors.txt
+    assert line == f"wrote 2 cases (4 arrays, 6 text files) to {out}"
