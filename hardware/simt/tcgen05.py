@@ -79,9 +79,11 @@ from .memory import generic_to_shared
 from .parser import Addr, Imm, Instruction, Vec
 from .tmem import (COMPILERS as _MEMORY, TensorMemory, c_tcgen05_memory, need_sm100a,
                    observed, settle, state_of, tmem_address)
-from .types import TYPES
+from .tcgen05_cp import c_cp
 from .tcgen05_operands import (check_ldst, d_cells, decode_smem_descriptor, per_thread,
                                record, smem_operand, tmem_operand)
+from .tcgen05_scaled import c_mma_scaled
+from .types import TYPES
 
 __all__ = ["COMPILERS", "IDesc", "decode_idesc", "decode_smem_descriptor", "settle",
            "observed", "observe_waits", "tcgen05_preset"]
@@ -412,13 +414,11 @@ def c_tcgen05(inst: Instruction, ctx: Any) -> Op:
         return c_tcgen05_memory(inst, ctx)
     if sub == "mma":
         if "block_scale" in inst.parts or any(p in inst.parts for p in _SCALED):
-            from .tcgen05_scaled import c_mma_scaled
             return c_mma_scaled(inst, ctx)
         return c_mma(inst, ctx)
     if sub == "commit":
         return c_commit(inst, ctx)
     if sub == "cp":
-        from .tcgen05_cp import c_cp
         return c_cp(inst, ctx)
     if sub == "shift":
         raise _unsupported(inst, "tcgen05.shift is not supported")
