@@ -130,6 +130,8 @@ def decode(codes: Any, fmt: FormatLike) -> np.ndarray:
     """
     f = get(fmt)
     arr = as_codes(codes, f)
+    if _is_bf16_layout(f):
+        return _decode_bf16(arr)
     if f.bits <= 16:
         table = decode_table(f)
         flat = arr.reshape(-1)
@@ -142,6 +144,33 @@ def decode(codes: Any, fmt: FormatLike) -> np.ndarray:
     if f == _fp32():
         return arr.astype(np.uint32).view(np.float32)
     return decode_formula(arr, f)
+
+
+def _is_bf16_layout(f: Format) -> bool:
+    """Whether the codes of ``f`` are the top 16 bits of the float32 of their value: the
+    layout of bfloat16 (sign, 8 exponent bits with float32's bias, 7 fraction bits, IEEE
+    Inf/NaN, subnormals)."""
+    return (f.bits == 16 and f.signed and f.exp_bits == 8 and f.man_bits == 7
+            and f.bias == 127 and f.nan == "ieee" and f.subnormals
+            and f.value_dtype == np.float32)
+
+
+def _decode_bf16(arr: np.ndarray) -> np.ndarray:
+    """float32 values of bfloat16-layout codes: the code shifted into the top half of a
+    float32 (exact for every finite value, Inf and zero), then each NaN made the quiet
+    NaN 0x7FC00000 with the code's sign, as :func:`decode_formula` gives it (the table's
+    bytes): fewer passes than the 65536-entry lookup."""
+    flat = arr.reshape(-1)
+    out = np.empty(flat.size, dtype=np.uint32)
+    for start in range(0, flat.size, _CHUNK):
+        o = out[start:start + _CHUNK]
+        # codes were checked to lie in 0..65535: the cast to uint32 is exact
+        np.left_shift(flat[start:start + _CHUNK], 16, out=o, dtype=np.uint32,
+                      casting="unsafe")
+        nan = np.isnan(o.view(np.float32))
+        if nan.any():
+            o[nan] = (o[nan] & np.uint32(0x8000_0000)) | np.uint32(0x7FC0_0000)
+    return out.view(np.float32).reshape(arr.shape)
 
 
 def _fp32() -> Format:

@@ -142,6 +142,21 @@ def test_bf16_midpoints_near_every_binade() -> None:
     _check_bf16(x)
 
 
+@pytest.mark.parametrize("dtype", [np.uint16, np.int64])
+def test_bf16_decode_of_every_code_is_the_top_half_of_its_float32(dtype: type) -> None:
+    """bfloat16 is the top 16 bits of a binary32: every non-NaN code shifted left by 16 is
+    its float32 (zeros, subnormals, Inf included); NaN codes give the quiet NaN with the
+    code's sign, the value-table convention of every format."""
+    codes = np.arange(1 << 16, dtype=np.uint32)
+    got = F.decode(codes.astype(dtype), "bf16")
+    assert got.dtype == np.float32
+    bits = codes << 16
+    nan = (codes & 0x7FFF) > 0x7F80
+    want = np.where(nan, (bits & 0x8000_0000) | 0x7FC0_0000, bits).astype(np.uint32)
+    assert np.array_equal(got.view(np.uint32), want)
+    assert F.decode(np.array([[0x3F80, 0xBF80]], np.uint16), "bf16").tolist() == [[1.0, -1.0]]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fp32_is_identity_on_float32(dtype: type) -> None:
     rng = np.random.default_rng(7)
