@@ -135,4 +135,4 @@ def check_round_to(fn: Callable, fmt: Any, *, rounding: str = "nearest_even",
     from oracle.strategies import floats_near
 
     return run_check(t, x, expect, actual, None, floats_near(f, dtype=dt, nan=with_nan),
-                max_examples, lambda a: input_classes(f, a))
+                max_examples, lambda a: input_classes(f, a), rounded_to=f)

@@ -91,14 +91,22 @@ def values64(a: np.ndarray, out_fmt: Format | None) -> np.ndarray:
 
 
 def failure_kinds(x: np.ndarray, want: np.ndarray, got: np.ndarray, out_fmt: Format | None,
-           where: Callable[[np.ndarray], list[str]]) -> list[str]:
-    """The kind of each failing element: what differs and where its input lies."""
+           where: Callable[[np.ndarray], list[str]],
+           rounded_to: Format | None = None) -> list[str]:
+    """The kind of each failing element: what differs and where its input lies, and the
+    known library behaviour it shows (an encoder's codes of ``out_fmt``, or the values
+    of a fake-quantiser to ``rounded_to``, read as that format's zero codes)."""
     e, g = values64(want, out_fmt), values64(got, out_fmt)
     steps = steps_apart(got, want, out_fmt)
     kinds = [f"{difference(ev, gv, s)} ({w})" for ev, gv, s, w in zip(e, g, steps, where(x))]
-    if out_fmt is None or np.asarray(got).dtype.kind != "u":
+    if rounded_to is not None:
+        # a zero value as its code (the known behaviours are about zeros); others: none
+        codes = np.where(g == 0, np.where(np.signbit(g), rounded_to.sign_mask, 0), -1)
+        fmt: Format | None = rounded_to
+    elif out_fmt is not None and np.asarray(got).dtype.kind == "u":
+        codes, fmt = np.asarray(got).reshape(-1), out_fmt
+    else:
         return kinds
-    for i, (xv, gv) in enumerate(zip(np.asarray(x, np.float64).reshape(-1),
-                                     np.asarray(got).reshape(-1))):
-        kinds[i] += kind_suffix(encode_behaviour(xv, gv, out_fmt))
+    for i, (xv, cv) in enumerate(zip(np.asarray(x, np.float64).reshape(-1), codes)):
+        kinds[i] += kind_suffix(encode_behaviour(xv, cv, fmt))
     return kinds

@@ -123,9 +123,11 @@ class Target:
 def run_check(t: Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.ndarray],
          actual: Callable[[np.ndarray], np.ndarray], out_fmt: Format | None,
          strategy: Any, max_examples: int,
-         where: Callable[[np.ndarray], list[str]]) -> ConformanceReport:
+         where: Callable[[np.ndarray], list[str]],
+         rounded_to: Format | None = None) -> ConformanceReport:
     """Sweep, then hypothesis; every kind of failure found, each with its simplest
-    counterexample."""
+    counterexample (``rounded_to``: the format a fake-quantiser rounds to, for the known
+    behaviours of :func:`oracle.conformance.kinds.failure_kinds`)."""
     col = Collector(t.title, f"{t.fmt} {t.what}")
     tol = ExactNaNClass()
     want = expect(inputs)
@@ -141,7 +143,7 @@ def run_check(t: Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.n
     if not c.ok:
         idx = np.flatnonzero(c.mismatch.reshape(-1))
         xs, ws, gs = (a.reshape(-1)[idx] for a in (inputs, want, got))
-        for i, kind in enumerate(failure_kinds(xs, ws, gs, out_fmt, where)):
+        for i, kind in enumerate(failure_kinds(xs, ws, gs, out_fmt, where, rounded_to)):
             if kind in col.kinds:
                 col.kinds[kind].count += 1
             else:
@@ -153,7 +155,7 @@ def run_check(t: Target, inputs: np.ndarray, expect: Callable[[np.ndarray], np.n
         x = np.asarray([v], dtype=inputs.dtype)
         w, g = expect(x), actual(x)
         if not tol.compare(g, w, fmt=out_fmt).ok:
-            kind = failure_kinds(x, w, g, out_fmt, where)[0]
+            kind = failure_kinds(x, w, g, out_fmt, where, rounded_to)[0]
             if kind not in col.kinds:
                 raise NewKind(Failure(kind, "hypothesis, shrunk",
                                        example_text(x[0], w[0], g[0], out_fmt),

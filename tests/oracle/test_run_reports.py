@@ -170,3 +170,16 @@ def test_a_golden_attention_case_names_the_alignment_a_function_computes(
         assert message.endswith("; matches causal_alignment=top_left (a documented "
                                 "variant, not a bug): add --variant "
                                 "causal_alignment=top_left") == note
+
+
+def test_round_to_names_ml_dtypes_nan_behaviour() -> None:
+    def fake_quant(x):          # E2M1 as ml_dtypes rounds: NaN -> the opposite zero
+        y = F.round_to(np.where(np.isnan(x), 0, x), "e2m1").astype(x.dtype)
+        return np.where(np.isnan(x), np.where(np.signbit(x), 0.0, -0.0), y).astype(x.dtype)
+
+    with pytest.raises(ConformanceError) as err:
+        conform("formats.round_to", fake_quant, "e2m1", max_examples=10,
+                variant={"nan_to_e2m1": "zero"})
+    (kind,) = [f.kind for f in err.value.failures]
+    assert kind == ("sign difference of zero (+0 vs -0) (NaN input), as ml_dtypes "
+                    "(astype) does (ml_dtypes_nan_to_opposite_zero)")
