@@ -552,8 +552,9 @@ def _unknown_case_folders(results: Path, suite: fmt.Suite) -> list[tuple[str, st
         if n in ids or not n.startswith(ops) or not (results / n).is_dir() \
                 or (results / n).is_symlink():
             continue
-        close = difflib.get_close_matches(n, sorted(ids), n=1)
-        out.append((n, f" (did you mean {close[0]}?)" if close else ""))
+        close = difflib.get_close_matches(n, sorted(ids), n=1, cutoff=0.9)  # a typo
+        out.append((n, f" (did you mean {close[0]}?)" if close
+                    else " (results for another suite?)"))
     return out
 
 

@@ -134,3 +134,13 @@ def test_generate_counts_the_arrays_and_text_files_it_wrote(tmp_path: Path,
     npy, txt = len(list(out.rglob("*.npy"))), len(list(out.rglob("*.txt")))
     assert (npy, txt) == (4, 6)          # x and codes of two cases, + two vectors.txt
     assert line == f"wrote 2 cases (4 arrays, 6 text files) to {out}"
+
+
+def test_a_case_folder_far_from_every_id_asks_about_another_suite(golden: Path,
+                                                                  tmp_path: Path) -> None:
+    res = _results(tmp_path, _text(golden, f"{CASE}/codes"))
+    (res / "formats.encode.bf16.f32.toward_zero").mkdir()     # in the default suite
+    rep = check(golden, res, ids=[CASE])
+    assert _messages(rep) == ["formats.encode.bf16.f32.toward_zero/: no case of the suite has this id "
+                              "(results for another suite?); nothing in this results "
+                              "folder was compared"]
