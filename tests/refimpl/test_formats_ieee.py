@@ -142,6 +142,34 @@ def test_bf16_midpoints_near_every_binade() -> None:
     _check_bf16(x)
 
 
+@pytest.mark.parametrize("bits,code", [
+    (0x3F808000, 0x3F80),    # a tie below an even code stays
+    (0x3F818000, 0x3F82),    # a tie above an odd code rounds up to the even one
+    (0x3F808001, 0x3F81),    # just above a tie rounds up
+    (0x3F807FFF, 0x3F80),    # just below a tie rounds down
+    (0x7F7F7FFF, 0x7F7F),    # below the midpoint to Inf: the largest finite value
+    (0x7F7F8000, 0x7F80),    # the midpoint ties to even, which is Inf
+    (0xFF7FFFFF, 0xFF80),    # -max float32 rounds to -Inf
+    (0x00008000, 0x0000),    # a subnormal tie to the even zero
+    (0x00018000, 0x0002),    # a subnormal tie up to the even neighbour
+    (0x807F8000, 0x8080),    # the largest negative subnormal ties up into the normals
+    (0x80000000, 0x8000),    # -0 keeps its sign
+    (0x7F800000, 0x7F80), (0xFF800000, 0xFF80),
+])
+def test_bf16_from_float32_sharp_cases(bits: int, code: int) -> None:
+    """Round to nearest even from float32 on the bit pattern: expected codes by hand."""
+    x = np.array([bits], np.uint32).view(np.float32)
+    assert int(F.encode(x, "bf16")[0]) == code
+
+
+@pytest.mark.parametrize("nan,pos,neg", [(None, 0x7FC0, 0xFFC0), ("zero", 0, 0),
+                                         ("signed_zero", 0, 0x8000), (5, 5, 5)])
+def test_bf16_nan_inputs_follow_the_policy(nan, pos: int, neg: int) -> None:
+    x = np.array([0x7F800001, 0x7FFFFFFF, 0xFF800001, 0xFFFFFFFF, 0x7FC00000],
+                 np.uint32).view(np.float32)
+    assert F.encode(x, "bf16", nan=nan).tolist() == [pos, pos, neg, neg, pos]
+
+
 @pytest.mark.parametrize("dtype", [np.uint16, np.int64])
 def test_bf16_decode_of_every_code_is_the_top_half_of_its_float32(dtype: type) -> None:
     """bfloat16 is the top 16 bits of a binary32: every non-NaN code shifted left by 16 is
