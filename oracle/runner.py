@@ -43,6 +43,7 @@ from oracle.extension_dtypes import as_codes_of
 from oracle.cases import registry as default_registry
 from oracle.variant_match import failure_notes
 from oracle.variants import known, validate
+from oracle.wording import count
 
 __all__ = ["run", "RunReport", "call_params", "PARAM_NAMES"]
 
@@ -77,15 +78,16 @@ class RunReport:
             not self.missing or self.allow_missing is not None)
 
     def summary(self) -> str:
-        parts = [f"{self.passed}/{self.compared} outputs pass in {self.called} cases"]
+        parts = [f"{self.passed}/{self.compared} outputs pass in "
+                 f"{count(self.called, 'case')}"]
         if self.not_supported:
-            parts.append(f"{len(self.not_supported)} cases not supported")
+            parts.append(f"{count(len(self.not_supported), 'case')} not supported")
         if self.missing:
-            parts.append(f"{len(self.missing)} outputs missing")
+            parts.append(f"{count(len(self.missing), 'output')} missing")
         if self.skipped:
-            parts.append(f"{self.skipped} cases of other variants skipped")
+            parts.append(f"{count(self.skipped, 'case')} of other variants skipped")
         if self.without_impl:
-            parts.append(f"{self.without_impl} cases of operations without an "
+            parts.append(f"{count(self.without_impl, 'case')} of operations without an "
                          "implementation")
         return ", ".join(parts)
 

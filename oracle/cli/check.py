@@ -19,6 +19,7 @@ from tabulate import tabulate
 from oracle import variants as V
 from oracle.suite import SuiteError
 from oracle.verification import RESULTS_LAYOUT, check
+from oracle.wording import count
 
 _LISTED = 20
 
@@ -75,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
                                                  "expected", "got", "error"]))
     missing = len(report.missing)
     summary = (f"{report.passed}/{report.checked} outputs pass"
-               + (f", {missing} result files missing" if missing else "")
-               + (f", {report.skipped} cases of other variants skipped"
+               + (f", {count(missing, 'result file')} missing" if missing else "")
+               + (f", {count(report.skipped, 'case')} of other variants skipped"
                   if report.skipped else ""))
     if missing and report.allow_missing is not None:
         print(f"missing results allowed: {report.allow_missing}")
@@ -92,5 +93,5 @@ def run(args: argparse.Namespace) -> int:
         print(": ".join([*where, p.message]))
     if listed is not None and len(report.problems) > listed:
         print(f"... and {len(report.problems) - listed} more (--all lists them)")
-    print(f"FAILED: {len(report.problems)} problems; {summary}")
+    print(f"FAILED: {count(len(report.problems), 'problem')}; {summary}")
     return 1

@@ -233,7 +233,7 @@ def test_check_variant_errors_and_skips(capsys, tmp_path: Path) -> None:
     assert main(args) == 1
     assert "zero=min" in capsys.readouterr().out
     assert main(args + ["--variant", "e8m0_zero=nan"]) == 0
-    assert "1 cases of other variants skipped" in capsys.readouterr().out
+    assert "1 case of other variants skipped" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -646,7 +646,7 @@ def test_missing_results_fail_unless_allowed_with_a_reason(golden: Path, tmp_pat
     assert main(["check", str(golden), "--results", str(res),
                  "--allow-missing", "normal inputs not supported yet"]) == 0
     out = capsys.readouterr().out
-    assert "normal inputs not supported yet" in out and "1 result files missing" in out
+    assert "normal inputs not supported yet" in out and "1 result file missing" in out
     rep = check(golden, res)
     assert not rep.ok
 
