@@ -148,3 +148,71 @@ def test_a_device_built_map_is_checked_as_the_host_api_checks():
     with pytest.raises(ExecutionError, match=r"invalid tensor map: box_dim\[0\] \* element "
                                              r"size = 12 bytes is not a multiple of 16"):
         _run(src, x, rows=16, box0=3, txbytes=3 * 8 * 4)
+
+
+GLOBAL_BUILD = HEAD + """.visible .entry k(.param .u64 data, .param .u64 map, .param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<30>;
+    .reg .b64 %rd<12>;
+    .shared .align 128 .b8 tile[512];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [data];
+    ld.param.u64 %rd2, [map];
+    ld.param.u64 %rd3, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, bar;
+    mov.u32 %r3, tile;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_wait;
+    // the map is built in place in global memory (zeroed by the host): .global replaces
+    mov.u32 %r20, 16;
+    mov.u32 %r21, 8;
+    mov.u32 %r25, 1;
+    mov.u64 %rd9, 64;
+    tensormap.replace.tile.global_address.global.b1024.b64 [%rd2], %rd1;
+    tensormap.replace.tile.rank.global.b1024.b32 [%rd2], 1;
+    tensormap.replace.tile.box_dim.global.b1024.b32 [%rd2], 0, %r20;
+    tensormap.replace.tile.box_dim.global.b1024.b32 [%rd2], 1, %r21;
+    tensormap.replace.tile.global_dim.global.b1024.b32 [%rd2], 0, %r20;
+    tensormap.replace.tile.global_dim.global.b1024.b32 [%rd2], 1, %r20;
+    tensormap.replace.tile.global_stride.global.b1024.b64 [%rd2], 0, %rd9;
+    tensormap.replace.tile.element_stride.global.b1024.b32 [%rd2], 0, %r25;
+    tensormap.replace.tile.element_stride.global.b1024.b32 [%rd2], 1, %r25;
+    tensormap.replace.tile.elemtype.global.b1024.b32 [%rd2], 2;
+    fence.proxy.tensormap::generic.release.gpu;
+    fence.proxy.tensormap::generic.acquire.gpu [%rd2], 128;
+    mbarrier.init.shared::cta.b64 [%r2], 1;
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 512;
+    mov.u32 %r17, 0;
+    mov.u32 %r18, 8;
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [%rd2, {%r17, %r18}], [%r2];
+$L_wait:
+    bar.sync 0;
+$L_spin:
+    mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r2], 0;
+    @!%p3 bra $L_spin;
+    shl.b32 %r5, %r1, 2;
+    add.u32 %r6, %r3, %r5;
+    ld.shared.u32 %r7, [%r6];
+    mul.wide.u32 %rd7, %r1, 4;
+    add.u64 %rd8, %rd3, %rd7;
+    st.global.u32 [%rd8], %r7;
+    ret;
+}
+"""
+
+
+def test_a_map_built_in_global_memory_in_place():
+    """.global replaces on zeroed global bytes (fields not replaced stay 0: no swizzle,
+    no interleave, zero fill); the box at row 8 is rows 8-15."""
+    ptxas_ok(GLOBAL_BUILD)
+    mem = GlobalMemory()
+    x = np.arange(16 * 16, dtype=np.uint32).reshape(16, 16) * 5 + 1
+    a = mem.to_device(x)
+    raw = mem.calloc(256)
+    mp = raw + (-raw) % 128
+    out = mem.calloc(512)
+    load_ptx(GLOBAL_BUILD).launch("k", 1, 128, [a, mp, out], mem)
+    got = mem.from_device(out, np.uint32, 128).reshape(8, 16)
+    assert (got == x[8:16]).all()
