@@ -114,24 +114,44 @@ class WaveMemory:
         just located (global memory: its memo; shared and local memory: the offsets'
         bounds, known when a tool looks at accesses) were all written, when that range
         is not much larger than the bytes read (initcheck's fast path: no gather)."""
-        if not count or id(inst) in self._sparse:
+        if not count:
             return False
         if space == "global":
+            if id(inst) in self._sparse:
+                return False
             memo = self._memo.get(id(inst))
             if memo is None:
                 return False
             lo, end = memo[5], memo[6] + width
-        else:
-            ob = self.off_bounds
-            if ob is None or ob[0] is not off or space not in ("shared", "local"):
+            if end - lo > 4 * width * count:
+                self._sparse.add(id(inst))  # a spread pattern: not tried again this launch
                 return False
-            lo, end = ob[1][0], ob[1][1] + width
-        if end - lo > 4 * width * count:
+            return self.memory.written(lo, end)
+        ob = self.off_bounds
+        if ob is None or ob[0] is not off or space not in ("shared", "local"):
+            return False
+        lo, end = ob[1][0], ob[1][1] + width
+        # a range found written in full stays written (initialisation is never undone in
+        # a launch): a range inside it needs no look at the shadow
+        known = self._known_init.get(space)
+        if known is not None and known[0] <= lo and end <= known[1]:
+            return True
+        if id(inst) in self._sparse:
+            return False
+        spread = end - lo > 4 * width * count
+        if spread and end - lo > _SCAN_BYTES:
             self._sparse.add(id(inst))  # a spread pattern: not tried again this launch
             return False
-        if space == "global":
-            return self.memory.written(lo, end)
-        return bool((self.sinit if space == "shared" else self.linit)[lo:end].all())
+        if (self.sinit if space == "shared" else self.linit)[lo:end].all():
+            if known is None or end < known[0] or lo > known[1]:
+                if known is None or end - lo > known[1] - known[0]:
+                    self._known_init[space] = (lo, end)
+            else:  # overlapping or adjacent written ranges: their union is written
+                self._known_init[space] = (min(lo, known[0]), max(end, known[1]))
+            return True
+        if spread:
+            self._sparse.add(id(inst))  # a spread pattern, not all written: not tried again
+        return False
 
     def _mark_init(self, space: str, e: np.ndarray, isz: int, n: int) -> None:
         sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
@@ -470,6 +490,9 @@ class WaveMemory:
 
 
 _KINDS = {"ld": "read", "st": "write", "atom": "atomic"}
+#: initcheck's fast path looks at a shared or local range of at most this many bytes
+#: however few the bytes read in it (one slice of the shadow: cheaper than a gather)
+_SCAN_BYTES = 1 << 16
 #: initcheck shadows are read through an unsigned view of each element's size: an
 #: element is written when all its flag bytes are 1
 _SHADOW_DTYPE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),

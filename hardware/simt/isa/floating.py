@@ -11,10 +11,10 @@ import numpy as np
 from refimpl import elementary
 
 from .. import rounding
-from ..parser import Instruction
+from ..parser import Instruction, Reg
 from ..types import TYPES
 from .operands import (Op, _alu, _finish_float, _ftz32, _ftz64, _mode, _one_type, _u,
-                       _ubits, _unsupported)
+                       _ubits, _unsupported, getter)
 
 
 #: maximum error of the hardware's .approx instructions (PTX ISA 9.7.3), for tolerances;
@@ -44,14 +44,56 @@ def c_fma(inst: Instruction, ctx: Any) -> Op:
     if mode == "":
         raise _unsupported(inst, "fma needs a rounding modifier (.rn/.rz/.rm/.rp)")
     if t.bits == 32:
-        return _alu(inst, ctx, t, _finish_float(
+        op = _alu(inst, ctx, t, _finish_float(
             inst, t, lambda a, b, c: rounding.fma_f32(a, b, c, mode)), 3)
+        if mode == "nearest_even" and "ftz" not in inst.parts and "sat" not in inst.parts:
+            return _fma_rn_f32(inst, ctx, op)
+        return op
     if t.bits == 64:
         if mode == "nearest_even":
             return _alu(inst, ctx, t, lambda a, b, c: rounding.fma_f64_rn(a, b, c), 3)
         return _alu(inst, ctx, t, lambda a, b, c: rounding.fraction_op_f64(
             "fma", [a, b, c], mode), 3)
     raise _unsupported(inst, f"fma on .{t.name} is not supported")
+
+
+_F64, _U64 = np.dtype(np.float64), np.dtype(np.uint64)
+_LOW29, _HALF29 = np.uint64((1 << 29) - 1), np.uint64(1 << 28)
+_EXP64, _TINY32 = np.uint64(0x7FF << 52), np.uint64((1023 - 126) << 52)
+_SPAN = _EXP64 - _TINY32  # (exponent field - _TINY32) wraps below it, equals it at 0x7FF
+_nz = np.count_nonzero  # (a bool array's count: cheaper than .any())
+
+
+def _fma_rn_f32(inst: Instruction, ctx: Any, general: Op) -> Op:
+    """``fma.rn.f32`` on 32-bit registers in one closure: the float64 ``a*b`` is exact
+    and ``rn32(rn64(a*b + c))`` is ``rn32(a*b + c)`` unless the float64 sum is a float32
+    midpoint or lies in float32's subnormal range (:func:`rounding.fma_f32`, whose fast
+    path this is); a lane in either case, or an infinite or NaN sum (the canonical NaN),
+    sends the whole instruction to ``general`` (the compiled instruction of
+    :func:`c_fma`, which gives these same bits on the other lanes)."""
+    gets = [getter(o, TYPES["f32"], ctx, inst) for o in inst.operands[1:]]
+    dst = inst.operands[0]
+    if not any(isinstance(o, Reg) for o in inst.operands[1:]) or not isinstance(dst, Reg):
+        return general
+    d = ctx.register(dst.name, inst, write=True)
+    if d.dtype.itemsize != 4:
+        return general
+    dview = d.view(np.float32)
+    ga, gb, gc = gets
+    slow = general.fn
+
+    def fn(ix: Any, ex: Any) -> None:
+        s = np.multiply(ga(ix), gb(ix), dtype=_F64)   # exact: 24 + 24 bits
+        if s.ndim == 0:
+            return slow(ix, ex)
+        np.add(s, gc(ix), out=s)
+        sv = s.view(_U64)
+        # the exponent field below float32's normal range, or all ones (an infinite or
+        # NaN sum: the general path gives the canonical NaN), as one unsigned compare
+        if _nz(np.subtract(sv & _EXP64, _TINY32) >= _SPAN) or _nz((sv & _LOW29) == _HALF29):
+            return slow(ix, ex)
+        dview[ix] = s.astype(np.float32)
+    return Op(inst, "alu", fn)
 
 
 def _div_approx_f32(a: Any, b: Any) -> np.ndarray:
