@@ -150,7 +150,7 @@ def compile_instruction(inst: Instruction, ctx: Any) -> Op:
     if c is None:
         raise _unsupported(inst, f"opcode {inst.parts[0]!r} is not supported")
     if inst.parts[0] not in ("cvt", "mov", "ld", "st", "ldu", "selp", "atom", "red", "mma",
-                             "wmma", "wgmma") and any(
+                             "wmma", "wgmma", "cp") and any(
             p in _HALF_FORMATS for p in inst.parts[1:]):
         c = c_half
     try:

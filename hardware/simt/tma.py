@@ -34,8 +34,9 @@ deterministic):
 - ``cp.async.bulk.prefetch``: no effect (a cache hint); the cache-policy operands are
   accepted and ignored.
 
-Refused with a clear message: ``cp.reduce.async.bulk``, ``.cp_mask``, and the tensor
-forms (``cp.async.bulk.tensor``, tensor maps).
+Refused with a clear message: ``.cp_mask``. The tensor forms are
+:func:`c_bulk_tensor`'s, the reductions (``cp.reduce.async.bulk{.tensor}``)
+:mod:`hardware.simt.tma_reduce`'s.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ from .isa.data import _address
 from .isa.operands import Op, getter
 from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
+from .tma_reduce import c_reduce_bulk, combine, map_type, reduce_op
 from .types import TYPES
 from .wave_state import WaveState
 from .wgmma import async_write
@@ -122,8 +124,12 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
     """The cp.async.bulk family (see the module docstring)."""
     parts = inst.parts
     mods = set(parts[3:])
+    if parts[1] == "reduce":
+        if "tensor" in parts:
+            return c_bulk_tensor(inst, ctx)
+        return c_reduce_bulk(inst, ctx, _spans, state_of)
     if parts[0] != "cp" or parts[2] != "bulk":
-        raise _fail(inst, "cp.reduce.async.bulk is not supported")
+        raise _fail(inst, "not a cp.async.bulk instruction")
     if "tensor" in mods:
         return c_bulk_tensor(inst, ctx)
     if "cp_mask" in mods:
@@ -328,6 +334,14 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
     dst_space, src_space = (parts[k + 1], parts[k + 2]) if len(parts) > k + 2 else ("", "")
     load = dst_space in ("shared::cluster", "shared::cta")
     multicast = "multicast::cluster" in mods
+    rop = None
+    if parts[1] == "reduce":      # cp.reduce.async.bulk.tensor (hardware.simt.tma_reduce)
+        if load:
+            raise _fail(inst, "a tensor reduction is .global.shared::cta")
+        if "tile" not in mods:
+            raise _fail(inst, "only the .tile mode of cp.reduce.async.bulk.tensor is "
+                              "modelled")
+        rop = reduce_op(inst)
     if load:
         if src_space != "global" or "mbarrier::complete_tx::bytes" not in mods:
             raise _fail(inst, "a tensor load is .shared::cluster.global"
@@ -388,14 +402,20 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
                 _, soff = ctx._locate("shared", np.full(sw.size, t), ex, sw, _CHUNK, inst,
                                       "ld")
                 data = ctx.smem[(soff[:, None] + np.arange(_CHUNK)).reshape(-1)]
-                async_read(ctx, t, soff, _CHUNK, inst, "tensor store")
+                async_read(ctx, t, soff, _CHUNK, inst,
+                           "tensor reduction" if rop else "tensor store")
+                tname = map_type(tm, rop, ctx, t, inst) if rop else None
                 keep = np.flatnonzero(inb)
                 if keep.size:
                     buf, goff = ctx._locate("global", np.full(keep.size, t), ex,
-                                            gaddr[keep], es, inst, "st")
+                                            gaddr[keep], es, inst, "atom" if rop else "st")
                     span = (goff[:, None] + np.arange(es)).reshape(-1)
                     src = (keep[:, None] * es + np.arange(es)).reshape(-1)
-                    buf[span] = data[src]
+                    if rop:
+                        # each element of the box: the destination's, the source's bytes
+                        buf[span] = combine(rop, tname, buf[span].copy(), data[src].copy())
+                    else:
+                        buf[span] = data[src]
                     ctx.memory.init_shadow[span] = True
                 continue
             data = np.zeros(nbytes, dtype=np.uint8)

@@ -257,8 +257,12 @@ def test_multicast_missing_a_cta_deadlocks_it():
 
 
 @pytest.mark.parametrize("inst, why", [
-    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 16;",
-     "cp.reduce.async.bulk"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd1], [%r1], 16;",
+     "rounding of .add.f32 bulk reductions is not modelled"),
+    ("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 "
+     "[%r1], [%r2], 16, [%r3];", "reduction into .shared::cluster"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.inc.u64 [%rd1], [%r1], 16;",
+     ".inc does not take .u64"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
      "[%r1], [%rd1, {%r2, %r2}], [%r3], {%rs1};", "im2col"),
 ])

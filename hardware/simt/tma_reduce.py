@@ -1,0 +1,170 @@
+"""Bulk reductions from shared to global memory (PTX ISA 9.7.9.25.4.2
+``cp.reduce.async.bulk`` and 9.7.9.25.5.3 ``cp.reduce.async.bulk.tensor``)::
+
+    cp.reduce.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint}.redOp.type
+        [dstMem], [srcMem], size{, cache-policy}
+    cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.{f16,bf16} ...
+    cp.reduce.async.bulk.tensor.{1d..5d}.global.shared::cta.redOp.tile.bulk_group
+        [tensorMap, {coords}], [srcMem]
+
+Each element of the destination becomes ``redOp(destination, source)``, element by
+element, when the instruction is issued (as the bulk stores to global memory of
+:mod:`hardware.simt.tma`: the reduction joins the thread's bulk group, whose wait then
+has nothing left to do). The integer operations are exact: ``.add`` wraps, ``.min`` and
+``.max`` compare as the type's signedness says, ``.inc`` gives ``(d >= s) ? 0 : d + 1``
+and ``.dec`` ``(d == 0 || d > s) ? s : d - 1`` (unsigned, as atom.inc/dec), ``.and``,
+``.or`` and ``.xor`` act on the bits. ``.add.noftz`` on ``.f16``/``.bf16`` rounds each sum
+to nearest even once, subnormals kept (as atom.add.noftz). The tensor form takes its
+element type from the map (integer maps only) and reduces the box's in-bounds elements,
+read from shared memory in the map's swizzled placement.
+
+Refused with a clear message: the floating-point reductions other than
+``.add.noftz.{f16,bf16}`` (the rounding and subnormal handling of ``.add.f32``,
+``.add.f64``, ``.add.f16`` without ``.noftz`` and the float ``.min``/``.max`` are not
+modelled here), reductions into ``.shared::cluster`` (completing on an mbarrier), and the
+im2col tensor forms.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import ExecutionError, UnsupportedPtxError
+from .isa.data import _address
+from .isa.half import _half_arith
+from .isa.operands import Op, getter
+from .parser import Imm, Instruction, Reg
+from .proxycheck import async_read
+from .types import TYPES
+
+__all__ = ["OPS", "c_reduce_bulk", "reduce_op", "combine"]
+
+#: the reduction operations and the element types each takes (PTX ISA 9.7.9.25.4.2)
+OPS = {
+    "and": ("b32", "b64"), "or": ("b32", "b64"), "xor": ("b32", "b64"),
+    "add": ("u32", "s32", "u64", "s64", "f16", "bf16"), "inc": ("u32",), "dec": ("u32",),
+    "min": ("u32", "s32", "u64", "s64"), "max": ("u32", "s32", "u64", "s64"),
+}
+#: element types of a tensor map that the integer reductions take, by map dtype
+_MAP_TYPES = {"uint32": "u32", "int32": "s32", "uint64": "u64", "int64": "s64"}
+_CHUNK = 16
+
+
+def _fail(inst: Instruction, why: str) -> UnsupportedPtxError:
+    return UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {why}")
+
+
+def reduce_op(inst: Instruction) -> str:
+    """The instruction's reduction operation (its one qualifier among :data:`OPS`)."""
+    ops = [p for p in inst.parts if p in OPS]
+    if len(ops) != 1:
+        raise _fail(inst, f"a bulk reduction names one of .{', .'.join(OPS)}")
+    return ops[0]
+
+
+def combine(op: str, tname: str, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """``op(dst, src)`` element by element on raw bytes (uint8 arrays of whole elements
+    of type ``tname``); the result's bytes."""
+    if tname in ("f16", "bf16"):
+        d, s = dst.view(np.uint16), src.view(np.uint16)
+        out = _half_arith("add", "fp16" if tname == "f16" else "bf16", "nearest_even",
+                          [d, s], False, False)
+        return np.asarray(out, np.uint16).view(np.uint8)
+    t = TYPES["u" + tname[1:] if tname[0] == "b" else tname]
+    d, s = dst.view(t.dtype), src.view(t.dtype)
+    if op == "add":
+        out = d + s                      # wraps, as the hardware's integer add
+    elif op == "and":
+        out = d & s
+    elif op == "or":
+        out = d | s
+    elif op == "xor":
+        out = d ^ s
+    elif op == "min":
+        out = np.minimum(d, s)
+    elif op == "max":
+        out = np.maximum(d, s)
+    elif op == "inc":
+        out = np.where(d >= s, 0, d + 1).astype(t.dtype)
+    else:  # dec
+        out = np.where((d == 0) | (d > s), s, d - 1).astype(t.dtype)
+    return np.ascontiguousarray(out, t.dtype).view(np.uint8)
+
+
+def map_type(tm: Any, op: str, ctx: Any, thread: int, inst: Instruction) -> str:
+    """The element type of a tensor reduction through map ``tm`` (an ExecutionError for
+    a map type or operation the reduction does not take)."""
+    tname = _MAP_TYPES.get(tm.dtype)
+    if tname is None:
+        raise ExecutionError(f"{ctx.location(thread, inst)}: a tensor reduction through a "
+                             f"{tm.dtype} map is not modelled (integer maps only: the "
+                             "floating-point rounding of cp.reduce.async.bulk.tensor is "
+                             "not)")
+    if op in ("and", "or", "xor"):
+        return "b" + tname[1:]
+    if tname not in OPS[op]:
+        raise ExecutionError(f"{ctx.location(thread, inst)}: .{op} does not take "
+                             f"{tm.dtype} elements (PTX ISA 9.7.9.25.5.3)")
+    return tname
+
+
+def c_reduce_bulk(inst: Instruction, ctx: Any, spans: Any, bulk_state: Any) -> Op:
+    """cp.reduce.async.bulk (the non-tensor form; see the module docstring); ``spans``
+    and ``bulk_state`` are :mod:`hardware.simt.tma`'s byte locator and bulk-copy state
+    (passed in: that module dispatches here)."""
+    parts = inst.parts
+    mods = set(parts[4:])
+    if len(parts) < 6 or parts[4] != "global" or parts[5] != "shared::cta":
+        raise _fail(inst, "only cp.reduce.async.bulk.global.shared::cta is modelled (a "
+                          "reduction into .shared::cluster, completing on an mbarrier, is "
+                          "not)")
+    if "bulk_group" not in mods:
+        raise _fail(inst, "cp.reduce.async.bulk.global.shared::cta completes with "
+                          ".bulk_group")
+    op = reduce_op(inst)
+    tnames = [p for p in parts if p in TYPES]
+    if len(tnames) != 1:
+        raise _fail(inst, "a bulk reduction names one element type")
+    tname = tnames[0]
+    if tname in ("f16", "bf16"):
+        if op != "add" or "noftz" not in mods:
+            raise _fail(inst, f"on .{tname} only .add.noftz is modelled")
+    elif TYPES[tname].kind == "f":
+        raise _fail(inst, f"the rounding of .{op}.{tname} bulk reductions is not modelled "
+                          "(.add.noftz.f16/.bf16 and the integer types are)")
+    elif tname not in OPS[op]:
+        raise _fail(inst, f".{op} does not take .{tname} (PTX ISA 9.7.9.25.4.2: "
+                          f".{', .'.join(OPS[op])})")
+    ops = list(inst.operands)
+    if "L2::cache_hint" in mods:
+        ops = ops[:-1]
+    if len(ops) != 3:
+        raise _fail(inst, "expected [dstMem], [srcMem], size")
+    if not isinstance(ops[2], (Reg, Imm)):
+        raise _fail(inst, "size must be a register or a constant")
+    gdst = _address(ops[0], ctx, inst, "global")
+    gsrc = _address(ops[1], ctx, inst, "shared")
+    gsize = getter(ops[2], TYPES["u32"], ctx, inst)
+    st = bulk_state(ctx)
+
+    def fn(ix: Any, ex: Any) -> None:
+        th = ctx._thread_ids(ix)
+        cnt = th.size
+        dst = np.broadcast_to(np.asarray(gdst(ix), np.int64), (cnt,))
+        src = np.broadcast_to(np.asarray(gsrc(ix), np.int64), (cnt,))
+        size = np.broadcast_to(np.asarray(gsize(ix)).astype(np.int64), (cnt,))
+        for i in range(cnt):
+            t, n = int(th[i]), int(size[i])
+            if n <= 0 or n % _CHUNK:
+                raise ExecutionError(f"{ctx.location(t, inst)}: bulk reduction size {n} is "
+                                     "not a positive multiple of 16 bytes")
+            sbuf, soff = spans(ctx, "shared", t, ex, int(src[i]), n, inst, "ld")
+            async_read(ctx, t, soff[::_CHUNK], _CHUNK, inst, "bulk reduction")
+            dbuf, doff = spans(ctx, "global", t, ex, int(dst[i]), n, inst, "atom")
+            dbuf[doff] = combine(op, tname, dbuf[doff].copy(), sbuf[soff].copy())
+            ctx.memory.init_shadow[doff] = True
+            st.bytes += n
+            if ctx.stats is not None:
+                ctx.stats.bulk_copy_bytes += n
+    return Op(inst, "alu", fn)

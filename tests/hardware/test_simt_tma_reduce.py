@@ -1,0 +1,182 @@
+"""Bulk reductions from shared to global memory (cp.reduce.async.bulk and its tensor
+form, PTX ISA 9.7.9.25.4.2 / 9.7.9.25.5.3): every element of the destination becomes
+redOp(destination, source); expected values computed with NumPy integer arithmetic and
+numpy.float16 (IEEE binary16; float32 intermediates round once more innocuously), the
+PTX checked with ptxas."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from hardware.simt import GlobalMemory, load_ptx
+from hardware.simt.errors import ExecutionError
+from hardware.simt.tensormap import encode_tiled
+
+from oracles import BFLOAT16, round_binary
+from test_simt_tma import HEAD, ptxas_ok
+
+
+def flat_kernel(qual: str, nbytes: int) -> str:
+    """128 threads copy ``nbytes`` of source into shared memory; thread 0 reduces them
+    into the destination with ``cp.reduce.async.bulk...{qual}`` and waits for its group."""
+    return HEAD + f""".visible .entry k(.param .u64 dst, .param .u64 src)
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .shared .align 128 .b8 buf[{nbytes}];
+    ld.param.u64 %rd1, [dst];
+    ld.param.u64 %rd2, [src];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, buf;
+    shl.b32 %r3, %r1, 2;
+    setp.ge.u32 %p1, %r3, {nbytes};
+    @%p1 bra $L_sync;
+    cvt.u64.u32 %rd3, %r3;
+    add.u64 %rd4, %rd2, %rd3;
+    ld.global.u32 %r4, [%rd4];
+    add.u32 %r5, %r2, %r3;
+    st.shared.u32 [%r5], %r4;
+$L_sync:
+    bar.sync 0;
+    setp.ne.u32 %p2, %r1, 0;
+    @%p2 bra $L_done;
+    fence.proxy.async.shared::cta;
+    cp.reduce.async.bulk.global.shared::cta.bulk_group{qual} [%rd1], [%r2], {nbytes};
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group 0;
+$L_done:
+    ret;
+}}
+"""
+
+
+def _run(qual: str, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+    src_ptx = flat_kernel(qual, src.nbytes)
+    ptxas_ok(src_ptx)
+    mem = GlobalMemory()
+    pd, ps = mem.to_device(dst), mem.to_device(src)
+    load_ptx(src_ptx).launch("k", 1, 128, [pd, ps], mem)
+    return mem.from_device(pd, dst.dtype, dst.shape)
+
+
+rng = np.random.default_rng(3)
+U32 = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+V32 = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+U32[:4] = [0, 5, 2**32 - 1, 7]
+V32[:4] = [3, 5, 1, 2]
+
+
+@pytest.mark.parametrize("qual,want", [
+    (".add.u32", lambda d, s: d + s),                          # wraps modulo 2^32
+    (".and.b32", lambda d, s: d & s),
+    (".or.b32", lambda d, s: d | s),
+    (".xor.b32", lambda d, s: d ^ s),
+    (".min.u32", np.minimum),
+    (".max.u32", np.maximum),
+    (".min.s32", lambda d, s: np.minimum(d.view(np.int32), s.view(np.int32)).view(np.uint32)),
+    (".max.s32", lambda d, s: np.maximum(d.view(np.int32), s.view(np.int32)).view(np.uint32)),
+    (".inc.u32", lambda d, s: np.where(d >= s, 0, d + 1).astype(np.uint32)),
+    (".dec.u32", lambda d, s: np.where((d == 0) | (d > s), s, d - 1).astype(np.uint32)),
+])
+def test_integer_reductions_32(qual, want):
+    with np.errstate(over="ignore"):
+        expected = want(U32.copy(), V32.copy())
+    assert np.array_equal(_run(qual, U32.copy(), V32.copy()), expected)
+
+
+@pytest.mark.parametrize("qual,view,fn", [
+    (".add.u64", np.uint64, lambda d, s: d + s),
+    (".min.s64", np.int64, np.minimum),
+    (".max.u64", np.uint64, np.maximum),
+    (".xor.b64", np.uint64, lambda d, s: d ^ s),
+])
+def test_integer_reductions_64(qual, view, fn):
+    d, s = U32.copy().view(np.uint64), V32.copy().view(np.uint64)
+    with np.errstate(over="ignore"):
+        expected = fn(d.view(view), s.view(view)).view(np.uint64)
+    assert np.array_equal(_run(qual, d, s), expected)
+
+
+def test_add_noftz_f16_rounds_once_and_keeps_subnormals():
+    d = np.array([1.0, 2.0**-24, 65504.0, -1.0, 0.1, 2.0**-14, 1.0, 3.0] * 4, np.float16)
+    s = np.array([2.0**-11, 2.0**-24, 65504.0, 1.0, 0.2, -2.0**-15, 2.0**-11 * 3, -0.0] * 4,
+                 np.float16)
+    got = _run(".add.noftz.f16", d.view(np.uint16).copy(), s.view(np.uint16).copy())
+    with np.errstate(over="ignore"):
+        want = (d + s).view(np.uint16)       # a tie to even, a subnormal sum, overflow
+    assert np.array_equal(got, want)
+
+
+def test_add_noftz_bf16():
+    """Sums rounded once to bfloat16 (exact Fraction sums rounded by the tests' binary
+    rounding oracle): a tie to even, a tie up, a subnormal addend far below, a zero."""
+    d = np.array([1.0, 1.0, 3.0, -2.0] * 8, np.float32)
+    s = np.array([2.0**-8, 2.0**-8 * 3, 2.0**-130, 2.0] * 8, np.float32)
+    bits = lambda a: (a.view(np.uint32) >> 16).astype(np.uint16)   # exact: short values
+    got = _run(".add.noftz.bf16", bits(d), bits(s))
+    want = [float(round_binary(Fraction(float(x)) + Fraction(float(y)), *BFLOAT16))
+            for x, y in zip(d, s)]
+    want = bits(np.array(want, np.float32))
+    assert np.array_equal(got, want)
+
+
+TENSOR_REDUCE = HEAD + """.visible .entry k(.param .align 64 .b8 map[128], .param .u64 src,
+                  .param .u32 c0, .param .u32 c1)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .shared .align 128 .b8 buf[512];
+    ld.param.u64 %rd2, [src];
+    ld.param.u32 %r8, [c0];
+    ld.param.u32 %r9, [c1];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, buf;
+    shl.b32 %r3, %r1, 2;
+    cvt.u64.u32 %rd3, %r3;
+    add.u64 %rd4, %rd2, %rd3;
+    ld.global.u32 %r4, [%rd4];
+    add.u32 %r5, %r2, %r3;
+    st.shared.u32 [%r5], %r4;
+    bar.sync 0;
+    setp.ne.u32 %p2, %r1, 0;
+    @%p2 bra $L_done;
+    fence.proxy.async.shared::cta;
+    mov.u64 %rd5, map;
+    cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd5, {%r8, %r9}], [%r2];
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group 0;
+$L_done:
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("c0,c1", [(0, 0), (8, 12)])     # the second box is partly outside
+def test_tensor_reduction_adds_the_in_bounds_box(c0, c1):
+    ptxas_ok(TENSOR_REDUCE)
+    mem = GlobalMemory()
+    x = np.arange(16 * 16, dtype=np.uint32).reshape(16, 16) * 1000
+    box = (np.arange(16 * 8, dtype=np.uint32) + 7).reshape(8, 16)   # 8 rows of 16
+    px, pb = mem.to_device(x), mem.to_device(box)
+    tmap = encode_tiled("uint32", 2, px, [16, 16], [64], [16, 8], [1, 1])
+    load_ptx(TENSOR_REDUCE).launch("k", 1, 128, [tmap, pb, c0, c1], mem)
+    got = mem.from_device(px, np.uint32, (16, 16))
+    want = x.copy()
+    rows = slice(c1, min(c1 + 8, 16))
+    cols = slice(c0, 16)
+    want[rows, cols] += box[:rows.stop - rows.start, :cols.stop - cols.start]
+    assert np.array_equal(got, want)
+
+
+def test_tensor_reduction_through_a_float_map_is_refused():
+    mem = GlobalMemory()
+    x = np.zeros((16, 16), np.float32)
+    px, pb = mem.to_device(x), mem.to_device(np.zeros(128, np.float32))
+    tmap = encode_tiled("float32", 2, px, [16, 16], [64], [16, 8], [1, 1])
+    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\).*a tensor reduction "
+                                             r"through a float32 map is not modelled"):
+        load_ptx(TENSOR_REDUCE).launch("k", 1, 128, [tmap, pb, 0, 0], mem)
