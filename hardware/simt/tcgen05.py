@@ -1,4 +1,4 @@
-"""``tcgen05.mma`` and ``tcgen05.commit`` (sm_100a; PTX ISA 9.1, sections 9.7.16.4
+"""``tcgen05.mma`` and ``tcgen05.commit`` (sm_100a; PTX ISA 9.1/9.2, sections 9.7.16.4
 descriptors, 9.7.16.10 the MMA, 9.7.16.12.1 commit); Tensor Memory and the other tcgen05
 instructions are :mod:`hardware.simt.tmem`::
 
@@ -10,10 +10,14 @@ Kinds: ``f16`` (f16 or bf16 inputs, f32 accumulator, or f16 with f16 inputs), ``
 (f32), ``f8f6f4`` with e4m3/e5m2 inputs (f32 or f16) and ``i8`` (s8/u8, s32, with the
 descriptor's saturate bit); A from shared memory or from Tensor Memory (``[a-tmem]``:
 row i in lane i, the K elements packed along the columns, 32 / bits of them to a cell,
-the lowest bits first; lane 0, not transposed); M = 128 (the data path layout D of 9.7.16.10.5.4: row i of
-D in lane i of Tensor Memory, column j in column j, from ``d-tmem``, whose lane must be
-0) and N a multiple of 8 (for i8: 8, 16, 24, 32, 48, ... 256) in 8..256; K 16 (f16), 8
-(tf32) or 32. A 16-bit D element takes the low 16 bits of its 32-bit cell (9.7.16.10.4.1).
+the lowest bits first; not transposed); M = 128 (the data path layout D of 9.7.16.10.5.4:
+row i of D in lane i of Tensor Memory, column j in column j, from ``d-tmem``, whose lane
+must be 0) or M = 64 (layout F, 9.7.16.10.5.6: rows 16 q .. 16 q + 15 in the lanes
+32 q + a .. 32 q + a + 15 of warp quarter q, a = 0 or 16 the lane of ``d-tmem``; an A in
+Tensor Memory has the same rows and alignment), see :mod:`.tcgen05_layouts`; N a
+multiple of 8 (for i8: 8, 16, 24, 32, 48, ... 256) in 8..256; K 16 (f16), 8 (tf32) or 32.
+A 16-bit D element takes the low 16 bits of its 32-bit cell (9.7.16.10.4.1).
+``tcgen05.mma.ws`` (M = 32, 64, 128 and the B collector buffers) is :mod:`.tcgen05_ws`.
 
 Instruction descriptor (9.7.16.4.2, Table 42): bits 0-1 sparsity selector, 2 sparsity,
 3 saturate (i8), 4-5 dtype (F16 0, F32 1, S32 2), 7-9 atype and 10-12 btype (f16 kind:
@@ -38,14 +42,16 @@ with each operand's own input exponent floor), by :func:`refimpl.matmul.matmul` 
 exact operands with D as the accumulator input when ``enable-input-d`` is true; a GPU
 without them is refused at launch. Negation is exact. Integer products are exact, wrapped
 to 32 bits (or saturated). ``disable-output-lane`` (four .b32 words, bit i of the mask for
-lane i) leaves the lanes named unchanged.
+Tensor Memory lane i) leaves the lanes named unchanged.
 
-Refused (UnsupportedPtxError naming the instruction): ``.cta_group::2``, ``.ws``,
-``.sp``, ``.ashift``, M = 64 and 256, a transposed A in Tensor Memory, a non-zero
-``scale-input-d``, the e2m3/e3m2/e2m1 inputs of ``kind::f8f6f4`` (no tcgen05 model),
-``.multicast::cluster`` commits and ``tcgen05.shift``. The block-scaled kinds
-``mxf8f6f4``/``mxf4``/``mxf4nvf4`` are :mod:`.tcgen05_scaled`, ``tcgen05.cp``
-:mod:`.tcgen05_cp`; their operations are tracked by the same commits.
+Refused (UnsupportedPtxError naming the instruction): ``.cta_group::2`` (M = 128 and 256
+across a CTA pair, its alloc/commit forms: the peer CTA's Tensor Memory and the pair's
+layouts A-C are not modelled), ``.sp``, ``.ashift``, a transposed A in Tensor Memory, a
+non-zero ``scale-input-d``, the e2m3/e3m2/e2m1 inputs of ``kind::f8f6f4`` (no tcgen05
+model) and ``.multicast::cluster`` commits. The block-scaled kinds
+``mxf8f6f4``/``mxf4``/``mxf4nvf4`` (M = 128 only, Table 39) are :mod:`.tcgen05_scaled`,
+``tcgen05.cp`` :mod:`.tcgen05_cp`, ``tcgen05.shift`` :mod:`.tcgen05_shift`; their
+operations are tracked by the same commits.
 ``.collector::a::*`` qualifiers are accepted: they allow reuse of a loaded A and do not
 change values.
 
@@ -77,12 +83,15 @@ from .isa.operands import Op, getter
 from .mbarrier import MBarriers
 from .memory import generic_to_shared
 from .parser import Addr, Imm, Instruction, Vec
-from .tmem import (COMPILERS as _MEMORY, TensorMemory, c_tcgen05_memory, need_sm100a,
-                   observed, settle, state_of, tmem_address)
+from .tmem import (COMPILERS as _MEMORY, TensorMemory, _cta_group, c_tcgen05_memory,
+                   need_sm100a, observed, settle, state_of, tmem_address)
 from .tcgen05_cp import c_cp
-from .tcgen05_operands import (check_ldst, d_cells, decode_smem_descriptor, per_thread,
-                               record, smem_operand, tmem_operand)
+from .tcgen05_layouts import layout_name
+from .tcgen05_operands import (check_ldst, d_place, decode_smem_descriptor,
+                               per_thread, record, smem_operand, tmem_operand)
 from .tcgen05_scaled import c_mma_scaled
+from .tcgen05_shift import c_shift
+from .tcgen05_ws import WS_M, WS_N, b_through_collector, collector
 from .types import TYPES
 
 __all__ = ["COMPILERS", "IDesc", "decode_idesc", "decode_smem_descriptor", "settle",
@@ -257,35 +266,51 @@ def c_commit(inst: Instruction, ctx: Any) -> Op:
 # ------------------------------------------------------------------ mma
 
 
-def _parse_mma(inst: Instruction) -> str:
+def _parse_mma(inst: Instruction) -> tuple[str, bool, tuple[int, str] | None]:
+    """(kind, .ws, the .ws collector qualifier) of a tcgen05.mma."""
     parts = inst.parts[2:]
     if inst.parts[1] != "mma":
         raise _unsupported(inst, f"tcgen05.{inst.parts[1]} is not supported")
+    ws = "ws" in parts
     kinds = [p[6:] for p in parts if p.startswith("kind::")]
-    rest = [p for p in parts if not p.startswith(("kind::", "cta_group::", "collector::a::"))]
-    if "sp" in parts or "ws" in parts:
-        raise _unsupported(inst, "tcgen05.mma.sp and .ws are not supported")
+    rest = [p for p in parts if not p.startswith(("kind::", "cta_group::", "collector::"))
+            and p != "ws"]
+    if "sp" in parts:
+        raise _unsupported(inst, "tcgen05.mma.sp (sparse A) is not supported")
     if "ashift" in parts:
         raise _unsupported(inst, ".ashift is not supported")
     if len(kinds) != 1:
         raise _unsupported(inst, "tcgen05.mma needs one .kind")
     kind = kinds[0]
     if kind not in KINDS:
-        raise _unsupported(inst, f".kind::{kind} is not a tcgen05.mma kind")
+        raise _unsupported(inst, f".kind::{kind} is not a tcgen05.mma{'.ws' if ws else ''} "
+                                 "kind")
     if rest:
         raise _unsupported(inst, f"modifier(s) {rest} not supported")
-    return kind
+    coll = [p for p in parts if p.startswith("collector::")]
+    if ws:
+        if "cta_group::2" in parts:
+            raise _unsupported(inst, "tcgen05.mma.ws exists for .cta_group::1 only (PTX ISA "
+                                     "Table 39: invalid with .cta_group::2)")
+        return kind, True, collector(inst, list(parts))
+    bad = [p for p in coll if not p.startswith("collector::a::")]
+    if bad:
+        raise _unsupported(inst, f".{bad[0]}: the B collector buffers belong to "
+                                 "tcgen05.mma.ws; tcgen05.mma takes .collector::a::*")
+    return kind, False, None
 
 
 def c_mma(inst: Instruction, ctx: Any) -> Op:
     """tcgen05.mma (see the module docstring)."""
-    kind = _parse_mma(inst)
-    from .tmem import _cta_group
+    kind, ws, coll = _parse_mma(inst)
     _cta_group(inst)
     ops = list(inst.operands)
     if len(ops) < 5:
         raise _unsupported(inst, "[d-tmem], a-desc, b-desc, idesc, enable-input-d")
-    mask_op = ops.pop(4) if isinstance(ops[4], Vec) else None
+    mask_op = ops.pop(4) if isinstance(ops[4], Vec) and not ws else None
+    if ws and len(ops) == 6:
+        raise _unsupported(inst, "the zero-column-mask-desc operand of tcgen05.mma.ws (PTX "
+                                 "ISA 9.7.16.4.3) is not supported")
     if len(ops) == 6:
         if not isinstance(ops[5], Imm) or not 0 <= ops[5].value <= 15:
             raise _unsupported(inst, "scale-input-d must be an immediate in 0..15")
@@ -329,14 +354,16 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
             for w, m in enumerate(masks):
                 mask[32 * w:32 * w + 32] = (int(m[i]) >> np.arange(32)) & 1 == 1
             _issue(ctx, st, inst, kind, k, ebytes, t, int(dv[i]), int(av[i]), int(bv[i]),
-                   int(iv[i]), bool(en[i]), mask, a_tmem)
+                   int(iv[i]), bool(en[i]), mask, a_tmem, coll)
     return Op(inst, "alu", fn)
 
 
 def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, ebytes: int,
            t: int, taddr: int, adesc: int, bdesc: int, idesc: int, enable: bool,
-           disabled: np.ndarray, a_tmem: bool = False) -> None:
-    """One tcgen05.mma issued by thread ``t``."""
+           disabled: np.ndarray, a_tmem: bool = False,
+           coll: tuple[int, str] | None = None) -> None:
+    """One tcgen05.mma (``coll`` not None: tcgen05.mma.ws) issued by thread ``t``."""
+    ws = coll is not None
     try:
         idd = decode_idesc(kind, idesc)
     except ValueError as e:
@@ -344,16 +371,18 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
     where = ctx.location(t, inst)
     if idd.sparse:
         raise _unsupported(inst, "sparse A (descriptor bit 2) is not supported")
-    if idd.ws_shift:
+    if idd.ws_shift and not ws:
         raise ExecutionError(f"{where}: the .ws shift bits 30-31 of the instruction "
                              "descriptor must be 0 without .ws")
-    if idd.m != 128:
-        raise _unsupported(inst, f"M = {idd.m}: only M = 128 (data path layout D) is "
-                                 "supported")
-    n_ok = _INT_N if kind == "i8" else tuple(range(8, 257, 8))
+    m_ok = WS_M if ws else (64, 128)
+    name = "tcgen05.mma.ws" if ws else "tcgen05.mma"
+    if idd.m not in m_ok:
+        raise ExecutionError(f"{where}: M = {idd.m} is not a {name}.cta_group::1 shape "
+                             f"(M = {', '.join(map(str, m_ok))}; PTX ISA Table 39)")
+    n_ok = WS_N if ws else _INT_N if kind == "i8" else tuple(range(8, 257, 8))
     if idd.n not in n_ok:
-        raise ExecutionError(f"{where}: N = {idd.n} is not a kind::{kind} shape for M = 128 "
-                             f"(PTX ISA Table 39)")
+        raise ExecutionError(f"{where}: N = {idd.n} is not a kind::{kind} shape of {name} "
+                             f"with M = {idd.m} (PTX ISA Table 39)")
     aname, bname, dname = idd.atype, idd.btype, idd.dtype
     if kind == "f16" and (aname != bname or (dname == "f16" and aname != "f16")):
         raise ExecutionError(f"{where}: kind::f16 takes f16 x f16 (f16 or f32 D) or "
@@ -365,27 +394,34 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
         raise _unsupported(inst, "MN-major tf32 needs 128-byte swizzling with 32-byte atoms, "
                                  "which is not supported")
     blk = int(ctx.thread_block[t])
-    cells = d_cells(st, inst, t, blk, taddr, idd.n)
-    col0 = cells[1][0]
+    lane, col, rects = d_place(st, inst, t, blk, taddr, idd.m, idd.n, ws)
     if a_tmem:
-        a = tmem_operand(st, inst, t, blk, adesc, k, ebytes, idd.trans_a)
+        if ws and idd.m != 128:
+            raise _unsupported(inst, f"A in Tensor Memory for tcgen05.mma.ws with M = {idd.m}:"
+                                     " the ISA does not state its layout for data path "
+                                     f"{layout_name(idd.m, True)}")
+        a = tmem_operand(st, inst, t, blk, adesc, k, ebytes, idd.trans_a, idd.m,
+                         (taddr >> 16) if idd.m == 64 else 0)
     else:
-        a = smem_operand(ctx, inst, t, adesc, 128, k, ebytes, idd.trans_a, "A")
+        a = smem_operand(ctx, inst, t, adesc, idd.m, k, ebytes, idd.trans_a, "A")
     b = smem_operand(ctx, inst, t, bdesc, idd.n, k, ebytes, idd.trans_b, "B")
-    dcells = st.cells[blk, :, col0:col0 + idd.n]
+    if ws:
+        b_through_collector(ctx, st, inst, t, blk, b, bname, *coll)
+    dcells = st.cells[blk, lane, col]
     if dname == "f16":
         dcodes = dcells & np.uint32(0xFFFF)
     else:
         dcodes = dcells.copy()
     out = _product(ctx, kind, idd, a, b.T, dcodes, enable)
-    keep = ~disabled
-    st.cells[blk, keep, col0:col0 + idd.n] = out[keep]
-    record(st, blk, t, cells, inst)
+    keep = ~disabled[lane]
+    st.cells[blk, lane[keep], col[keep]] = out[keep]
+    for cells in rects:
+        record(st, blk, t, cells, inst)
 
 
 def _product(ctx: Any, kind: str, idd: IDesc, a: np.ndarray, b: np.ndarray,
              d: np.ndarray, enable: bool) -> np.ndarray:
-    """D codes (128, N) of A (128, K) times B (K, N) (+ D)."""
+    """D codes (M, N) of A (M, K) times B (K, N) (+ D)."""
     if kind == "i8":
         ai = matrix._integers(a, idd.atype)
         bi = matrix._integers(b, idd.btype)
@@ -405,9 +441,9 @@ def _product(ctx: Any, kind: str, idd: IDesc, a: np.ndarray, b: np.ndarray,
 
 
 def c_tcgen05(inst: Instruction, ctx: Any) -> Op:
-    """Every tcgen05 instruction: Tensor Memory ones in :mod:`.tmem`, mma and commit
-    here, the block-scaled mma in :mod:`.tcgen05_scaled`, tcgen05.cp in
-    :mod:`.tcgen05_cp`; tcgen05.shift is refused."""
+    """Every tcgen05 instruction: Tensor Memory ones in :mod:`.tmem`, mma (and mma.ws,
+    :mod:`.tcgen05_ws`) and commit here, the block-scaled mma in :mod:`.tcgen05_scaled`,
+    tcgen05.cp in :mod:`.tcgen05_cp`, tcgen05.shift in :mod:`.tcgen05_shift`."""
     need_sm100a(inst, ctx)
     sub = inst.parts[1] if len(inst.parts) > 1 else ""
     if sub in _MEMORY:
@@ -421,7 +457,7 @@ def c_tcgen05(inst: Instruction, ctx: Any) -> Op:
     if sub == "cp":
         return c_cp(inst, ctx)
     if sub == "shift":
-        raise _unsupported(inst, "tcgen05.shift is not supported")
+        return c_shift(inst, ctx)
     raise _unsupported(inst, f"tcgen05.{sub} is not a tcgen05 instruction")
 
 

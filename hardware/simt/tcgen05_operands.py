@@ -12,11 +12,12 @@ import numpy as np
 from .errors import ExecutionError
 from .parser import Instruction
 from .proxycheck import async_read
+from .tcgen05_layouts import LAYOUTS, a_lanes, d_layout, layout_name, rectangles
 from .tmem import TensorMemory, observed
 from .wgmma_layout import Descriptor, descriptor_chunks
 
-__all__ = ["decode_smem_descriptor", "per_thread", "d_cells", "record", "tmem_operand",
-           "check_ldst", "smem_operand"]
+__all__ = ["decode_smem_descriptor", "per_thread", "d_cells", "d_place", "record",
+           "tmem_operand", "check_ldst", "smem_operand"]
 
 #: the descriptor's swizzle mode field (bits 61-63) -> the swizzle span in bytes
 _SWIZZLE = {0: 0, 2: 128, 4: 64, 6: 32}
@@ -78,31 +79,57 @@ def record(st: TensorMemory, blk: int, t: int, cells: tuple, inst: Instruction,
                        "line": inst.line, "thread": t, "mbar": None, **extra})
 
 
+def d_place(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: int, m: int,
+            n: int, ws: bool = False) -> tuple:
+    """(lane, column) arrays (M, N) of a D of ``m`` rows at ``taddr`` in its data path
+    layout (:mod:`.tcgen05_layouts`) and the rectangles that cover it, each checked
+    allocated and free of outstanding tcgen05.ld/st."""
+    lane0, col0 = taddr >> 16, taddr & 0xFFFF
+    aligns = LAYOUTS[(m, ws)][1]
+    if lane0 not in aligns:
+        st.fail(t, inst, f"d-tmem {taddr:#x} has lane {lane0}; D of M = {m}"
+                f"{' (.ws)' if ws else ''} starts at lane "
+                f"{' or '.join(map(str, aligns))} ({layout_name(m, ws)}, lane alignment)")
+    lane, col = d_layout(m, n, ws, lane0, col0)
+    rects = rectangles(lane, col)
+    for cells in rects:
+        st.check_cells(blk, cells[0], cells[1], t, inst, "tcgen05.mma D")
+        check_ldst(st, blk, cells, t, inst)
+    return lane, col, rects
+
+
 def tmem_operand(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: int, k: int,
-                  ebytes: int, trans: bool) -> np.ndarray:
-    """The (128, K) codes of A in Tensor Memory: row i in lane i, the K elements packed
-    along the columns from ``taddr``, 4 / ebytes to a 32-bit cell, the lowest bits
+                 ebytes: int, trans: bool, m: int = 128, lane0: int = 0) -> np.ndarray:
+    """The (M, K) codes of A in Tensor Memory: row i in the lane of D's layout (lane i
+    for M = 128, layout F's for M = 64 with D's alignment ``lane0``), the K elements
+    packed along the columns from ``taddr``, 4 / ebytes to a 32-bit cell, the lowest bits
     first."""
     where = st.wave.location(t, inst)
     if trans:
         raise ExecutionError(f"{where}: A in Tensor Memory cannot be transposed "
                              "(instruction descriptor bit 15)")
-    lane0, col0 = taddr >> 16, taddr & 0xFFFF
-    if lane0 != 0:
-        raise ExecutionError(f"{where}: a-tmem {taddr:#x} has lane {lane0}; A of M = 128 "
-                             "starts at lane 0")
+    alane, col0 = taddr >> 16, taddr & 0xFFFF
+    if alane != lane0:
+        raise ExecutionError(f"{where}: a-tmem {taddr:#x} has lane {alane}; A of M = {m} "
+                             f"starts at lane {lane0}" + (" (D's lane alignment; PTX ISA "
+                             "9.7.16.10.5: layout F uses the same alignment for A and D)"
+                             if m == 64 else ""))
     ncols = k * ebytes // 4
-    cells = ((0, 128), (col0, col0 + ncols))
-    st.check_cells(blk, cells[0], cells[1], t, inst, "tcgen05.mma A")
-    check_ldst(st, blk, cells, t, inst, what_op="reads A from")
+    lanes = a_lanes(m, lane0)
+    rects = rectangles(lanes[:, None], np.full((m, 1), col0))
+    for (l0, l1), _ in rects:
+        cells = ((l0, l1), (col0, col0 + ncols))
+        st.check_cells(blk, cells[0], cells[1], t, inst, "tcgen05.mma A")
+        check_ldst(st, blk, cells, t, inst, what_op="reads A from")
     for rec in st.pending:
-        if rec["block"] == blk and rec["cols"][0] < cells[1][1] and \
-                cells[1][0] < rec["cols"][1] and rec["thread"] != t:
+        if rec["block"] == blk and rec["cols"][0] < col0 + ncols and \
+                col0 < rec["cols"][1] and rec["thread"] != t and any(
+                    rec["lanes"][0] < l1 and l0 < rec["lanes"][1] for (l0, l1), _ in rects):
             st.fail(t, inst, f"race: tcgen05.mma reads A from Tensor Memory columns "
-                    f"{cells[1][0]}..{cells[1][1] - 1} that the tcgen05.mma on line "
+                    f"{col0}..{col0 + ncols - 1} that the tcgen05.mma on line "
                     f"{rec['line']} of another thread writes")
-    words = np.ascontiguousarray(st.cells[blk, :, col0:col0 + ncols])
-    return words.view(f"<u{ebytes}").reshape(128, k).astype(np.uint32)
+    words = np.ascontiguousarray(st.cells[blk][lanes][:, col0:col0 + ncols])
+    return words.view(f"<u{ebytes}").reshape(m, k).astype(np.uint32)
 
 
 def check_ldst(st: TensorMemory, blk: int, cells: tuple, t: int, inst: Instruction,

@@ -118,6 +118,8 @@ class TensorMemory(WaveState):
         #: (thread, mbarrier offset) -> (object, its phase) at the thread's last
         #: successful wait on it
         self.observed: dict[tuple, tuple] = {}
+        #: (block, collector buffer) -> (B codes, B type, line of the fill) (.tcgen05_ws)
+        self.collectors: dict[tuple, tuple] = {}
         self.stats = self.wave.stats
 
     # ------------------------------------------------------------ errors

@@ -60,6 +60,19 @@ def run(a_codes: np.ndarray, b_codes: np.ndarray, d_init: bool = False, gpu: str
     return mem.from_device(po, np.uint32, (128, 8))
 
 
+def assert_ptxas_accepts(tmp_path: Path, src: str) -> None:
+    """``ptxas -arch=sm_100a`` assembles ``src`` (skipped without ptxas)."""
+    import shutil
+    import subprocess
+    if shutil.which("ptxas") is None:
+        pytest.skip("needs ptxas")
+    f = tmp_path / "k.ptx"
+    f.write_text(src)
+    r = subprocess.run(["ptxas", "-arch=sm_100a", str(f), "-o", "/dev/null"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def f16(x: np.ndarray) -> np.ndarray:
     return formats.encode(np.asarray(x, np.float32), "fp16").astype(np.uint16)
 
@@ -135,11 +148,13 @@ def test_unmodelled_forms_are_refused():
         load_ptx(SRC.replace("kind::f16 [%r8], %rd4, %rd5, %r9, %p3",
                              "kind::mxf8f6f4.block_scale.scale_vec::2X [%r8], %rd4, %rd5, %r9, "
                              "[%r8], [%r8], %p3"))
-    with pytest.raises(UnsupportedPtxError, match="tcgen05.shift is not supported"):
-        load_ptx(SRC.replace("tcgen05.mma.cta_group::1.kind::f16 [%r8], %rd4, %rd5, %r9, %p3",
-                             "tcgen05.shift.cta_group::1.down [%r8]"))
-    with pytest.raises(UnsupportedPtxError, match="M = 64"):
-        run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8, m=64))
+    with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*tcgen05.mma.sp \(sparse A\)"):
+        load_ptx(SRC.replace("tcgen05.mma.cta_group::1", "tcgen05.mma.sp.cta_group::1"))
+    with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*\.cta_group::1 is the only "
+                                                  r"CTA group modelled .*\.cta_group::2"):
+        load_ptx(SRC.replace("tcgen05.mma.cta_group::1", "tcgen05.mma.cta_group::2"))
+    with pytest.raises(ExecutionError, match="M = 256 is not a tcgen05.mma.cta_group::1"):
+        run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8, m=256))
     with pytest.raises(ExecutionError, match="N = 0"):
         run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8) & ~(0x3F << 17) | (0 << 17))
 

@@ -10,7 +10,8 @@ tcgen05.mma), an E4M3 tl.dot_scaled (tcgen05.mma kind::mxf8f6f4.block_scale), tl
 of the other formats (E5M2; E4M3 x E5M2; E2M1 x E2M1, kind::mxf4; E4M3 x E2M1,
 kind::mxf8f6f4 with the padded FP4 layout; NVFP4 with E4M3 scales per 16,
 kind::mxf4nvf4.block16), the TMA-fed pipelined MXFP8/MXFP4/NVFP4 matmuls of Triton's
-block-scaled tutorial (scales moved by tcgen05.cp) and a row softmax (the sm_100 f32x2 pair
+block-scaled tutorial (scales moved by tcgen05.cp), the matmul with BLOCK_M = 64 for
+each kind (tcgen05.mma with M = 64) and a row softmax (the sm_100 f32x2 pair
 arithmetic, three-input max and redux.sync.f32). The PTX and the metadata the tests
 need (num_warps, dynamic shared memory, parameter count) are written next to this file."""
 from __future__ import annotations
@@ -165,10 +166,21 @@ def main() -> None:
         "matmul_e4m3": _matmul("fp8e4nv", "fp32", 128, 64, 64),
         "matmul_tf32": _matmul("fp32", "fp32", 128, 64, 32),
         "matmul_s8": _matmul("i8", "i32", 128, 64, 64),
+        # BLOCK_M = 64: tcgen05.mma with M = 64 (data path layout F), D read with
+        # tcgen05.ld.16x32bx2 from the lower 16 lanes of each warp's quarter
+        "matmul_fp16_m64": _matmul("fp16", "fp32", 64, 64, 32),
+        "matmul_tf32_m64": _matmul("fp32", "fp32", 64, 64, 32),
+        "matmul_e4m3_m64": _matmul("fp8e4nv", "fp32", 64, 64, 64),
+        "matmul_s8_m64": _matmul("i8", "i32", 64, 64, 64),
         "attention_step_fp16": (sm90.attention_step_kernel,
                                 {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
                                  "o_ptr": "*fp32"},
                                 {"BLOCK_M": 128, "BLOCK_N": 64, "HEAD": 64}),
+        # BLOCK_M = 64: P stored to Tensor Memory in layout F, the A of an M = 64 mma
+        "attention_step_fp16_m64": (sm90.attention_step_kernel,
+                                    {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
+                                     "o_ptr": "*fp32"},
+                                    {"BLOCK_M": 64, "BLOCK_N": 64, "HEAD": 64}),
         "softmax_fp32": (softmax_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"N": 1024}),
         "dot_scaled_e4m3": (sm90.dot_scaled_kernel,
                             {"a_ptr": "*fp8e4nv", "a_scale_ptr": "*u8", "b_ptr": "*fp8e4nv",

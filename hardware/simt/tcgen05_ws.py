@@ -1,0 +1,93 @@
+"""The weight-stationary ``tcgen05.mma.ws`` (sm_100a; PTX ISA 9.2, section 9.7.16.10.9.3)::
+
+    tcgen05.mma.ws.cta_group::1.kind{.collector::bN::op} [d-tmem],  a-desc,  b-desc, idesc,
+                                                         enable-input-d;
+    tcgen05.mma.ws.cta_group::1.kind{.collector::bN::op} [d-tmem], [a-tmem], b-desc, idesc,
+                                                         enable-input-d;
+
+D = A*B (+ D) as :mod:`.tcgen05` computes it for the kinds f16, tf32, f8f6f4 and i8 (the
+same instruction descriptor, Table 42, and the same presets), with the shapes of Table 39
+for ``.ws``: M = 32, 64 or 128 and N = 64, 128 or 256 (dense), and D in the data path
+layouts G, E and D (:mod:`.tcgen05_layouts`). ``.ws`` exists for ``.cta_group::1`` only.
+
+The collector buffers (9.7.16.10.9.3): four buffers ``b0``..``b3`` of the tensor core may
+hold a B matrix. ``::fill`` reads B from shared memory and keeps it in buffer N;
+``::use`` "can read" B from buffer N and requires an earlier fill still valid;
+``::lastuse`` the same, after which the buffer's contents may be discarded; ``::discard``
+(the default, as ``.collector::b0::discard``) reads B from shared memory and lets buffer N
+go. Since ``use`` and ``lastuse`` may read either the buffer or the memory, the result is
+defined only when the two agree: B is read through ``b-desc`` every time, and a use whose
+B differs from what the fill kept (other codes, or another N, K or element type) is an
+error naming the fill's line, as is a use with no valid fill. The buffers belong to each
+CTA's tensor core; a fill by one thread may be used by another thread of the CTA.
+
+Instruction descriptor bits 30-31 ("maximum shift while attempting B matrix reuse in
+.ws": none, 8, 16 or 32) bound how far the hardware may look for a reusable B; they do not
+enter D = A*B + D and are accepted with any value under ``.ws`` (they must be 0 without
+it, :mod:`.tcgen05`).
+
+Refused: the optional ``zero-column-mask-desc`` operand (9.7.16.4.3 is not modelled), an A
+in Tensor Memory with M = 32 or 64 (the ISA does not state its layout for layouts E and
+G), ``.sp`` and ``.cta_group::2`` (Table 39: invalid with ``.ws``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import ExecutionError, UnsupportedPtxError
+from .parser import Instruction
+from .tmem import TensorMemory
+
+__all__ = ["WS_M", "WS_N", "collector", "b_through_collector"]
+
+WS_M = (32, 64, 128)
+WS_N = (64, 128, 256)
+_OPS = ("fill", "use", "lastuse", "discard")
+
+
+def collector(inst: Instruction, parts: list[str]) -> tuple[int, str]:
+    """(buffer number, operation) of the ``.collector::bN::op`` qualifier of a
+    tcgen05.mma.ws (default ``b0``, ``discard``); UnsupportedPtxError for a malformed or
+    repeated one."""
+    got = [p for p in parts if p.startswith("collector::")]
+    if not got:
+        return 0, "discard"
+    bits = got[0].split("::")
+    if len(got) > 1 or len(bits) != 3 or bits[1] not in ("b0", "b1", "b2", "b3") or \
+            bits[2] not in _OPS:
+        raise UnsupportedPtxError(
+            f"line {inst.line}: {inst.text!r}: tcgen05.mma.ws takes one "
+            ".collector::{b0,b1,b2,b3}::{fill,use,lastuse,discard} qualifier (got "
+            f"{', '.join('.' + g for g in got)})")
+    return int(bits[1][1]), bits[2]
+
+
+def b_through_collector(ctx: Any, st: TensorMemory, inst: Instruction, t: int, blk: int,
+                        b: np.ndarray, btype: str, buf: int, op: str) -> None:
+    """Apply collector operation ``op`` on buffer ``buf`` of thread ``t``'s CTA to the B
+    codes just read from shared memory (see the module docstring)."""
+    books = st.collectors
+    key = (blk, buf)
+    if op == "fill":
+        books[key] = (b.copy(), btype, inst.line)
+        return
+    if op in ("use", "lastuse"):
+        kept = books.get(key)
+        where = ctx.location(t, inst)
+        if kept is None:
+            raise ExecutionError(
+                f"{where}: .collector::b{buf}::{op} with no valid fill of collector buffer "
+                f"b{buf} in this CTA (the ISA requires a previous ::fill still valid; "
+                "::lastuse and ::discard end it; PTX ISA 9.7.16.10.9.3)")
+        codes, ktype, line = kept
+        if codes.shape != b.shape or ktype != btype or not np.array_equal(codes, b):
+            how = (f"a {codes.shape[1]} x {codes.shape[0]} {ktype} B" if
+                   codes.shape != b.shape or ktype != btype else "other codes")
+            raise ExecutionError(
+                f"{where}: .collector::b{buf}::{op}: collector buffer b{buf} holds the B "
+                f"filled on line {line} ({how}) but b-desc now reads a different B: the "
+                "instruction may read either, so D is not defined (PTX ISA 9.7.16.10.9.3)")
+    if op in ("lastuse", "discard"):
+        books.pop(key, None)
