@@ -81,7 +81,7 @@ class WaveMemory:
     def _notify(self, kind: str, space: str, ix: Any, off: np.ndarray, width: int,
                 inst: Instruction) -> None:
         """Show one warp-level access to the registered tools (see .sanitizer)."""
-        threads = self._thread_ids(ix)
+        threads = ix if not isinstance(ix, slice) else self._thread_ids(ix)
         for tool in self.access_tools:
             tool.access(self, kind, space, threads, off, width, inst)
 
@@ -272,10 +272,10 @@ class WaveMemory:
                     and ix.shape == m_ix.shape and bool((ix == m_ix).all()))):
                 d0 = int(addr[0]) - int(m_addr[0])
                 if d0 == 0:
-                    hit = bool((addr == m_addr).all())
+                    hit = not _nz(addr != m_addr)
                 else:
                     hit = (d0 % width == 0 and self._shift_keeps_stats(space, d0)
-                           and bool((addr - m_addr == d0).all())
+                           and not _nz(np.subtract(addr, m_addr) != d0)
                            and self._in_bounds(space, m_lo + d0, m_hi + d0 + width))
                 if hit:
                     if self.counters is not None:
@@ -490,6 +490,7 @@ class WaveMemory:
 
 
 _KINDS = {"ld": "read", "st": "write", "atom": "atomic"}
+_nz = np.count_nonzero  # how many lanes: cheaper than .any() / .all() on a warp's lanes
 #: initcheck's fast path looks at a shared or local range of at most this many bytes
 #: however few the bytes read in it (one slice of the shadow: cheaper than a gather)
 _SCAN_BYTES = 1 << 16

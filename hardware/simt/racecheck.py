@@ -108,6 +108,18 @@ _STRONG_PARTS = frozenset(("volatile", "relaxed", "acquire", "release", "acq_rel
                            "mmio"))
 
 
+def _warp_synced(ws: Any, p_e: np.ndarray, p_thr: np.ndarray, thr: np.ndarray,
+                 sus: np.ndarray) -> bool:
+    """Whether every suspect earlier access (``sus``) is by another lane of the same warp
+    as the access checked and older than the last warp barrier of every thread of the
+    wave: each such pair is ordered by a ``bar.warp.sync`` of both lanes (what
+    :meth:`RaceCheck._check` finds entry by entry), with no gather of the entries."""
+    wmin = int(ws.wsync.min())
+    if wmin < 0 or int(np.max(p_e, where=sus, initial=-1)) >> _TBITS >= wmin:
+        return False
+    return not np.count_nonzero(sus & ((p_thr >> 5) != (thr >> 5)))
+
+
 def strength(inst: Any, kind: str) -> tuple[bool, bool, bool, bool]:
     """(strong, acquire, release, cta scope) of an access instruction."""
     parts = set(inst.parts)
@@ -377,6 +389,8 @@ class RaceCheck:
             tpbp = self.tpbp
             sus &= ~(((p_thr // tpbp) == (thr // tpbp)) & (p_e < (ws.bar[slots] << _TBITS)))
         if not sus.any():
+            return
+        if _warp_synced(ws, p_e, p_thr, thr, sus):
             return
         r, c = np.nonzero(sus)
         ptime = p_e[r, c] >> _TBITS

@@ -238,9 +238,9 @@ class MemoryCounters:
         self.s = stats
 
     def apply(self, deltas: tuple[tuple[str, int], ...]) -> None:
-        s = self.s
+        d = self.s.__dict__  # (a plain dataclass: its fields are its __dict__)
         for name, v in deltas:
-            setattr(s, name, getattr(s, name) + v)
+            d[name] += v
 
     def _count(self, kind: str, addrs: np.ndarray, mask: np.ndarray, width: int,
                space: str, cache: dict, analyse: Any, figures: Any,
