@@ -35,6 +35,10 @@ chunks are placed by :func:`hardware.simt.wgmma.chunk_addresses` and swizzled by
 :func:`hardware.simt.wgmma.swizzle`; a non-zero base offset of a swizzled layout is
 refused (without swizzling it does not apply and is ignored, as for wgmma, 9.7.15.5.1.2.2).
 
+``scale-input-d`` (kind::f16 and kind::tf32, 0..15; 9.7.16.10.9.1): D = A*B + D * 2^-s,
+the scaled D the accumulator input; an element whose scaled value is not exactly a value
+of D's type (it would underflow) is an error, the ISA not saying how it is rounded.
+
 Arithmetic: the launch GPU's tcgen05 presets of :mod:`refimpl.matmul.presets`
 (``"B200-FP16"``, ``"B200-BF16"``, ``"B200-TF32"``: the models of tcgen05.mma and
 mma.sync; ``"B200-E4M3-TCGEN05"``, ``"B200-E5M2-TCGEN05"``; e4m3 x e5m2 is the E4M3 model
@@ -46,8 +50,8 @@ Tensor Memory lane i) leaves the lanes named unchanged.
 
 Refused (UnsupportedPtxError naming the instruction): ``.cta_group::2`` (M = 128 and 256
 across a CTA pair, its alloc/commit forms: the peer CTA's Tensor Memory and the pair's
-layouts A-C are not modelled), ``.sp``, ``.ashift``, a transposed A in Tensor Memory, a
-non-zero ``scale-input-d``, the e2m3/e3m2/e2m1 inputs of ``kind::f8f6f4`` (no tcgen05
+layouts A-C are not modelled), ``.sp``, ``.ashift``, a transposed A in Tensor Memory, the
+e2m3/e3m2/e2m1 inputs of ``kind::f8f6f4`` (no tcgen05
 model) and ``.multicast::cluster`` commits. The block-scaled kinds
 ``mxf8f6f4``/``mxf4``/``mxf4nvf4`` (M = 128 only, Table 39) are :mod:`.tcgen05_scaled`,
 ``tcgen05.cp`` :mod:`.tcgen05_cp`, ``tcgen05.shift`` :mod:`.tcgen05_shift`; their
@@ -317,9 +321,9 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
         if kind not in ("f16", "tf32"):
             raise _unsupported(inst, "scale-input-d exists for kind::f16 and kind::tf32 "
                                      "only")
-        if ops[5].value:
-            raise _unsupported(inst, "a non-zero scale-input-d is not supported")
-        ops.pop()
+        scale = ops.pop().value
+    else:
+        scale = 0
     if len(ops) != 5:
         raise _unsupported(inst, f"wrong number of operands ({len(inst.operands)})")
     gd = tmem_address(ops[0], ctx, inst)
@@ -354,14 +358,14 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
             for w, m in enumerate(masks):
                 mask[32 * w:32 * w + 32] = (int(m[i]) >> np.arange(32)) & 1 == 1
             _issue(ctx, st, inst, kind, k, ebytes, t, int(dv[i]), int(av[i]), int(bv[i]),
-                   int(iv[i]), bool(en[i]), mask, a_tmem, coll)
+                   int(iv[i]), bool(en[i]), mask, a_tmem, coll, scale)
     return Op(inst, "alu", fn)
 
 
 def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, ebytes: int,
            t: int, taddr: int, adesc: int, bdesc: int, idesc: int, enable: bool,
            disabled: np.ndarray, a_tmem: bool = False,
-           coll: tuple[int, str] | None = None) -> None:
+           coll: tuple[int, str] | None = None, scale: int = 0) -> None:
     """One tcgen05.mma (``coll`` not None: tcgen05.mma.ws) issued by thread ``t``."""
     ws = coll is not None
     try:
@@ -412,16 +416,38 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
         dcodes = dcells & np.uint32(0xFFFF)
     else:
         dcodes = dcells.copy()
-    out = _product(ctx, kind, idd, a, b.T, dcodes, enable)
+    c = None
+    if enable and kind != "i8":
+        c = _scaled_d(where, dcodes, dname, scale)
+    out = _product(ctx, kind, idd, a, b.T, dcodes if c is None else c, enable)
     keep = ~disabled[lane]
     st.cells[blk, lane[keep], col[keep]] = out[keep]
     for cells in rects:
         record(st, blk, t, cells, inst)
 
 
+def _scaled_d(where: str, dcodes: np.ndarray, dname: str, scale: int) -> np.ndarray:
+    """The accumulator input D * 2^-scale-input-d (9.7.16.10.9.1) as float32 values; an
+    ExecutionError where a scaled element is not exactly a value of D's type (the ISA does
+    not say how such a product is rounded)."""
+    v = matrix._values(dcodes, dname)
+    if not scale:
+        return v.astype(np.float32)
+    w = v * 2.0 ** -scale
+    back = w.astype(np.float16 if dname == "f16" else np.float32).astype(np.float64)
+    bad = (back != w) & ~np.isnan(w)
+    if bad.any():
+        r, c = (int(x[0]) for x in np.nonzero(bad))
+        raise ExecutionError(f"{where}: scale-input-d {scale}: D[{r}, {c}] = {float(v[r, c])!r} "
+                             f"times 2^-{scale} is not exactly a {dname} value (PTX ISA "
+                             "9.7.16.10.9.1 does not say how the scaled D is rounded)")
+    return w.astype(np.float32)
+
+
 def _product(ctx: Any, kind: str, idd: IDesc, a: np.ndarray, b: np.ndarray,
              d: np.ndarray, enable: bool) -> np.ndarray:
-    """D codes (M, N) of A (M, K) times B (K, N) (+ D)."""
+    """D codes (M, N) of A (M, K) times B (K, N) (+ D: its codes, or for the float kinds
+    its float32 values as :func:`_scaled_d` gives them)."""
     if kind == "i8":
         ai = matrix._integers(a, idd.atype)
         bi = matrix._integers(b, idd.btype)
@@ -430,7 +456,8 @@ def _product(ctx: Any, kind: str, idd: IDesc, a: np.ndarray, b: np.ndarray,
     av = matrix._values(a, idd.atype) * (-1.0 if idd.neg_a else 1.0)
     bv = matrix._values(b, idd.btype) * (-1.0 if idd.neg_b else 1.0)
     model = tcgen05_preset(ctx.gpu, idd.atype, idd.btype)
-    c = matrix._values(d, idd.dtype).astype(np.float32) if enable else None
+    c = (d if d.dtype == np.float32 else matrix._values(d, idd.dtype).astype(np.float32)) \
+        if enable else None
     out_fmt = "fp16" if idd.dtype == "f16" else "fp32"
     res = np.asarray(mm.matmul(av.astype(np.float32), bv.astype(np.float32), c,
                                accumulate=model, out_format=out_fmt), dtype=np.float32)

@@ -263,3 +263,33 @@ def test_disable_output_lane_leaves_those_lanes_unchanged(tmp_path):
         r = subprocess.run(["ptxas", "-arch=sm_100a", str(f), "-o", "/dev/null"],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+def _twice(scale: int) -> str:
+    """The kernel with D = A B, then D = A B + D * 2^-scale (scale-input-d)."""
+    return SRC.replace(
+        "  tcgen05.mma.cta_group::1.kind::f16 [%r8], %rd4, %rd5, %r9, %p3;\n",
+        "  setp.ne.u32 %p3, 0, 0;\n"
+        "  tcgen05.mma.cta_group::1.kind::f16 [%r8], %rd4, %rd5, %r9, %p3;\n"
+        "  setp.ne.u32 %p3, 1, 0;\n"
+        f"  tcgen05.mma.cta_group::1.kind::f16 [%r8], %rd4, %rd5, %r9, %p3, {scale};\n")
+
+
+def test_scale_input_d_scales_the_accumulator_by_a_power_of_two(tmp_path):
+    rng = np.random.default_rng(9)
+    a = 2 * rng.integers(-2, 3, (128, 16))
+    b = 2 * rng.integers(-2, 3, (16, 8))          # A B: multiples of 4, D / 4 exact
+    out = run(f16(a), f16(b.T), src=_twice(2)).view(np.float32)
+    assert np.array_equal(out, (a @ b + (a @ b) / 4).astype(np.float32))
+    assert_ptxas_accepts(tmp_path, _twice(15))
+
+
+def test_scale_input_d_that_underflows_is_refused():
+    a = np.zeros((128, 16))
+    a[:, 0] = 3 * 2.0 ** -7
+    b = np.zeros((16, 8))
+    b[0, :] = 2.0 ** -7                           # D = 3 * 2^-14, an f16 normal
+    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\), line \d+ .*scale-input-d "
+                                             r"15: D\[0, 0\] = 0.00018310546875 times "
+                                             r"2\^-15 is not exactly a f16 value"):
+        run(f16(a), f16(b.T), src=_twice(15), desc=idesc(8, dtype=0))
