@@ -5,6 +5,8 @@ instructions are :mod:`hardware.simt.tmem`::
     tcgen05.mma.cta_group::1.kind [d-tmem], a-desc, b-desc, idesc{, {disable-output-lane}},
                                   enable-input-d{, scale-input-d};
     tcgen05.commit.cta_group::1.mbarrier::arrive::one{.shared::cluster}.b64 [mbar];
+    tcgen05.commit.cta_group::1.mbarrier::arrive::one{.shared::cluster}.multicast::cluster.b64
+                   [mbar], ctaMask;
 
 Kinds: ``f16`` (f16 or bf16 inputs, f32 accumulator, or f16 with f16 inputs), ``tf32``
 (f32), ``f8f6f4`` with e4m3/e5m2 inputs (f32 or f16) and ``i8`` (s8/u8, s32, with the
@@ -52,7 +54,7 @@ Refused (UnsupportedPtxError naming the instruction): ``.cta_group::2`` (M = 128
 across a CTA pair, its alloc/commit forms: the peer CTA's Tensor Memory and the pair's
 layouts A-C are not modelled), ``.sp``, ``.ashift``, a transposed A in Tensor Memory, the
 e2m3/e3m2/e2m1 inputs of ``kind::f8f6f4`` (no tcgen05
-model) and ``.multicast::cluster`` commits. The block-scaled kinds
+model). The block-scaled kinds
 ``mxf8f6f4``/``mxf4``/``mxf4nvf4`` (M = 128 only, Table 39) are :mod:`.tcgen05_scaled`,
 ``tcgen05.cp`` :mod:`.tcgen05_cp`, ``tcgen05.shift`` :mod:`.tcgen05_shift`; their
 operations are tracked by the same commits.
@@ -241,30 +243,70 @@ def _mbar_offset(ctx: Any, inst: Instruction, a: int, thread: int, generic: bool
 
 
 def c_commit(inst: Instruction, ctx: Any) -> Op:
+    """tcgen05.commit (see the module docstring); with ``.multicast::cluster`` the arrive
+    goes to the mbarrier at the same CTA-relative offset in every CTA of the cluster that
+    the 16-bit ctaMask names (bit r for %cluster_ctarank r; PTX ISA 9.7.16.12.1)."""
     parts = set(inst.parts[2:])
     generic = "shared::cluster" not in parts
     parts.discard("shared::cluster")
-    if "multicast::cluster" in parts:
-        raise _unsupported(inst, ".multicast::cluster commits are not supported")
-    if parts != {"cta_group::1", "mbarrier::arrive::one", "b64"} or len(inst.operands) != 1:
+    multicast = "multicast::cluster" in parts
+    parts.discard("multicast::cluster")
+    nops = 2 if multicast else 1
+    if parts != {"cta_group::1", "mbarrier::arrive::one", "b64"} or \
+            len(inst.operands) != nops:
+        _cta_group(inst)
         raise _unsupported(inst, "tcgen05.commit.cta_group::1.mbarrier::arrive::one"
-                                 "{.shared::cluster}.b64 [mbar]")
+                                 "{.shared::cluster}{.multicast::cluster}.b64 [mbar]"
+                                 "{, ctaMask}")
     addr = _address(inst.operands[0], ctx, inst, "generic" if generic else "shared")
+    gmask = getter(inst.operands[1], TYPES["b16"], ctx, inst) if multicast else None
 
     def fn(ix: Any, ex: Any) -> None:
         st = state_of(ctx)
         mb = MBarriers.of(ctx)
         th = ctx._thread_ids(ix)
         a = np.broadcast_to(np.asarray(addr(ix), np.int64), th.shape)
-        for t, av in zip(th.tolist(), a.tolist()):
-            off = _mbar_offset(ctx, inst, av, t, generic)
-            obj = mb.get(off, t, inst)
-            mark = (off, obj, obj.phase)
+        masks = np.broadcast_to(np.asarray(gmask(ix)).astype(np.int64), th.shape) \
+            if multicast else None
+        for i, (t, av) in enumerate(zip(th.tolist(), a.tolist())):
+            if multicast:
+                offs = _multicast_offsets(ctx, inst, av, t, int(masks[i]), generic)
+            else:
+                offs = [_mbar_offset(ctx, inst, av, t, generic)]
+            marks = []
+            for off in offs:
+                obj = mb.get(off, t, inst)
+                marks.append((off, obj, obj.phase))
             for rec in st.pending:
                 if rec["thread"] == t and rec.get("mbar") is None:
-                    rec["mbar"] = mark
-            mb.arrive(off, 1, False, False, t, inst)
+                    rec["mbar"] = marks if multicast else marks[0]
+            for off in offs:
+                mb.arrive(off, 1, False, False, t, inst)
     return Op(inst, "alu", fn)
+
+
+def _multicast_offsets(ctx: Any, inst: Instruction, a: int, thread: int, mask: int,
+                       generic: bool) -> list[int]:
+    """The wave shared-memory offsets of the mbarriers a ``.multicast::cluster`` commit
+    of ``thread`` arrives on (a launch without a cluster is a cluster of one CTA)."""
+    cl = getattr(ctx, "cluster", None)
+    size = cl.size if cl is not None else 1
+    where = ctx.location(thread, inst)
+    if mask >> size or not mask:
+        raise ExecutionError(f"{where}: ctaMask {mask:#x} names no CTA or CTAs outside the "
+                             f"cluster of {size} (PTX ISA 9.7.16.12.1)")
+    if generic:
+        a = int(generic_to_shared(ctx, np.array([a], np.int64), np.array([thread]), inst,
+                                  "tcgen05.commit mbarrier {:#x} is not a shared-memory "
+                                  "address")[0])
+    unit = cl.UNIT if cl is not None else 1 << 62
+    off = a & (unit - 1) if a >= unit else a
+    if off % 8 or off + 8 > ctx.smem_size:
+        raise ExecutionError(f"{where}: mbarrier address {a:#x} is not 8-byte aligned "
+                             "shared memory of a CTA")
+    blk = int(ctx.thread_block[thread])
+    first = blk - blk % size
+    return [(first + r) * ctx.smem_size + off for r in range(size) if mask >> r & 1]
 
 
 # ------------------------------------------------------------------ mma

@@ -215,24 +215,29 @@ def check_released(wave: Any) -> None:
                 "9.7.16.7.1)")
 
 
+def _marks(rec: dict) -> list:
+    """The (mbarrier offset, object, phase) marks of a committed operation (one per
+    barrier a commit signals: several for ``.multicast::cluster``)."""
+    m = rec.get("mbar")
+    return [] if m is None else m if isinstance(m, list) else [m]
+
+
 def settle(st: TensorMemory) -> None:
-    """Drop the pending operations whose mbarrier was invalidated or replaced."""
+    """Drop the pending operations whose mbarriers were all invalidated or replaced."""
     if not st.pending:
         return
     mb = MBarriers.of(st.wave)
     st.pending = [r for r in st.pending if r.get("mbar") is None
-                  or mb.objects.get(r["mbar"][0]) is r["mbar"][1]]
+                  or any(mb.objects.get(off) is obj for off, obj, _ in _marks(r))]
 
 
 def observed(st: TensorMemory, rec: dict, threads: list) -> bool:
     """Whether one of ``threads`` has seen the completion of ``rec``: a successful
-    mbarrier wait on its commit's barrier after the tracked phase completed."""
-    m = rec.get("mbar")
-    if m is None:
-        return False
-    off, obj, phase = m
+    mbarrier wait on (one of) its commit's barrier(s) after the tracked phase
+    completed."""
     return any(st.observed.get((t, off), (None, -1))[0] is obj and
-               st.observed[(t, off)][1] > phase for t in threads)
+               st.observed[(t, off)][1] > phase
+               for off, obj, phase in _marks(rec) for t in threads)
 
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.simt import ExecutionError, GlobalMemory, LaunchError, UnsupportedPtxError, load_ptx
+from hardware.simt import (DeadlockError, ExecutionError, GlobalMemory, LaunchError,
+                           UnsupportedPtxError, load_ptx)
 from hardware.simt.tcgen05 import decode_idesc, decode_smem_descriptor
 from refimpl import formats
 from refimpl import matmul as mm
@@ -293,3 +294,53 @@ def test_scale_input_d_that_underflows_is_refused():
                                              r"15: D\[0, 0\] = 0.00018310546875 times "
                                              r"2\^-15 is not exactly a f16 value"):
         run(f16(a), f16(b.T), src=_twice(15), desc=idesc(8, dtype=0))
+
+
+def _multicast_src() -> str:
+    """The kernel for a cluster of CTAs: every CTA initialises its mbarrier (then a
+    cluster barrier), thread 0 of CTA rank 0 alone issues the mma and commits it with
+    .multicast::cluster and the ctaMask parameter, every CTA waits on its own mbarrier and
+    writes its lanes to out + 4096 * rank."""
+    s = SRC.replace(".param .u32 idesc, .param .u32 acc)",
+                    ".param .u32 idesc, .param .u32 acc, .param .u32 mask)")
+    s = s.replace("  .reg .b64 %rd<12>;\n", "  .reg .b64 %rd<12>;\n  .reg .b16 %rs<2>;\n")
+    s = s.replace("  bar.sync 0;\n  tcgen05.fence::after_thread_sync;\n"
+                  "  ld.shared.b32 %r8, [slot];\n  @%p2 bra ISSUED;\n",
+                  "  bar.sync 0;\n  barrier.cluster.arrive;\n  barrier.cluster.wait;\n"
+                  "  tcgen05.fence::after_thread_sync;\n  ld.shared.b32 %r8, [slot];\n"
+                  "  mov.u32 %r31, %cluster_ctarank;\n  or.b32 %r32, %r1, %r31;\n"
+                  "  setp.ne.u32 %p2, %r32, 0;\n  @%p2 bra ISSUED;\n")
+    s = s.replace("  tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 "
+                  "[bar];\n",
+                  "  ld.param.u32 %r33, [mask];\n  cvt.u16.u32 %rs1, %r33;\n"
+                  "  tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster"
+                  ".multicast::cluster.b64 [bar], %rs1;\n")
+    s = s.replace("  ld.param.u64 %rd6, [out];\n", "  ld.param.u64 %rd6, [out];\n"
+                  "  mul.wide.u32 %rd10, %r31, 4096;\n  add.u64 %rd6, %rd6, %rd10;\n")
+    assert "multicast::cluster" in s and "%rd10" in s and "barrier.cluster.wait" in s
+    return s
+
+
+def _multicast_run(mask: int) -> np.ndarray:
+    img = image(f16(np.ones((128, 16))), f16(np.ones((8, 16))))
+    mem = GlobalMemory()
+    pi, po = mem.to_device(img.view(np.uint32)), mem.calloc(2 * 128 * 8 * 4)
+    load_ptx(_multicast_src()).launch(
+        "k", 2, 128, [pi, img.size // 4, po, smem_desc(0, LBO, SBO),
+                      smem_desc(B_START, LBO, SBO), idesc(8), 0, mask], mem, gpu="B200",
+        cluster=(2,))
+    return mem.from_device(po, np.float32, (2, 128, 8))
+
+
+def test_commit_multicast_arrives_on_every_cta_the_mask_names(tmp_path):
+    out = _multicast_run(0b11)
+    assert np.array_equal(out[0], np.full((128, 8), 16, np.float32))   # rank 0's D
+    assert np.array_equal(out[1], np.zeros((128, 8), np.float32))      # rank 1: none
+    # a mask without rank 1 leaves rank 1 waiting on a phase that never completes
+    with pytest.raises(DeadlockError, match=r"mbarrier at shared address 0x0 of block "
+                                            r"\(1, 0, 0\)"):
+        _multicast_run(0b01)
+    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\), line \d+ .*ctaMask 0x4 "
+                                             r"names no CTA or CTAs outside the cluster of 2"):
+        _multicast_run(0b100)
+    assert_ptxas_accepts(tmp_path, _multicast_src())
