@@ -15,7 +15,7 @@ import numpy as np
 
 from .cluster import UNIT as _DSMEM
 from .errors import UnsupportedPtxError
-from .memory import LOCAL_WINDOW, SHARED_WINDOW, UNALLOCATED, WINDOW_SIZE
+from .memory import LOCAL_WINDOW, SHARED_WINDOW, UNALLOCATED, WINDOW_SIZE, spans
 from .sanitizer import TOOL_ERRORS, Access, Report
 from .parser import Instruction
 from .types import PtxType
@@ -95,7 +95,7 @@ class WaveMemory:
         """initcheck: every byte the access reads was written (``e``: element indices
         of ``isz`` bytes, ``n`` per thread); whether none was unwritten."""
         sv = self._view(self._shadow(space), _SHADOW_DTYPE[isz])
-        got = sv[e] if n == 1 else sv[e[:, None] + np.arange(n)]
+        got = sv[e] if n == 1 else sv[spans(e, n).reshape(-1, n)]
         ok = got == _SHADOW_ONES[isz]
         if np.count_nonzero(ok) == ok.size:
             return True
@@ -158,7 +158,7 @@ class WaveMemory:
         if n == 1:
             sv[e] = _SHADOW_ONES[isz]
         else:
-            sv[e[:, None] + np.arange(n)] = _SHADOW_ONES[isz]
+            sv[spans(e, n)] = _SHADOW_ONES[isz]
 
     # ------------------------------------------------------------ memory
     def _split(self, ix: Any, ex: Exec, addr: np.ndarray) -> list[tuple[str, Any, Exec, np.ndarray]]:
@@ -365,7 +365,7 @@ class WaveMemory:
                 self._init_ok.add(id(inst))
         if self.access_tools:
             self._notify("ld", space, ix, off, width, inst)
-        return view[e][:, None] if n == 1 else view[e[:, None] + np.arange(n)]
+        return view[e][:, None] if n == 1 else view[spans(e, n).reshape(-1, n)]
 
     def store(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, vals: np.ndarray,
               inst: Instruction) -> None:
@@ -395,7 +395,7 @@ class WaveMemory:
         if n == 1:
             view[e] = vals[:, 0]
         else:
-            view[e[:, None] + np.arange(n)] = vals
+            view[spans(e, n).reshape(-1, n)] = vals
         self._mark_init(space, e, elem.itemsize, n)
 
     def atomic(self, space: str, ix: Any, ex: Exec, addr: np.ndarray, op: str, t: PtxType,

@@ -68,7 +68,7 @@ from .errors import ExecutionError, MemoryAccessError, PtxSyntaxError, Unsupport
 from .instructions import Op, compile_instruction
 from .isa.operands import getter
 from .launch_config import LaunchConfig
-from .memory import LOCAL_WINDOW, SHARED_WINDOW, GlobalMemory
+from .memory import LOCAL_WINDOW, SHARED_WINDOW, GlobalMemory, spans
 from .sanitizer import DEFAULT, Regions, Session
 from .parser import Addr, Instruction, Reg, Sym
 from .stats import LaunchStats, MemoryCounters
@@ -373,7 +373,7 @@ class Wave(WaveMemory):
         addr = self._full(ix, addr)
         off = self._access("st", "shared", ix, ex, addr, width, inst)[1]
         if off.size:
-            self.sinit[off[:, None] + np.arange(width)] = True
+            self.sinit[spans(off, width)] = True
         if self.access_tools:
             self._notify("st", "shared", ix, off, width, inst)
         return off

@@ -39,6 +39,22 @@ from .errors import ExecutionError, HostMemoryError
 __all__ = ["GlobalMemory", "GLOBAL_BASE", "SHARED_WINDOW", "LOCAL_WINDOW", "WINDOW_SIZE",
            "SLOT_BYTES", "MAX_BYTES", "MAX_ALLOCATIONS"]
 
+
+def spans(first: np.ndarray, k: int) -> np.ndarray:
+    """``(first[:, None] + arange(k)).ravel()``: the ``k`` consecutive indices from each
+    of ``first`` (the bytes or words of each lane's access), lane by lane. For a few
+    (``k`` <= 8) one strided store per position (NumPy's broadcast add runs an inner
+    loop of ``k`` elements per lane, several times slower)."""
+    if k > 8 or first.ndim != 1:
+        return (first[:, None] + np.arange(k)).ravel()
+    out = np.empty(first.size * k, dtype=np.result_type(first.dtype, np.int64))
+    for j in range(k):
+        if j:
+            np.add(first, j, out=out[j::k])
+        else:
+            out[0::k] = first
+    return out
+
 GLOBAL_BASE = 1 << 32
 SHARED_WINDOW = 1 << 56
 LOCAL_WINDOW = 2 << 56

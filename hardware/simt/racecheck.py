@@ -91,7 +91,7 @@ import numpy as np
 
 from .sanitizer import Access, Report, register_tool
 from .proxycheck import ProxyShadow, covers_shared, has_async_readers
-from .memory import GLOBAL_BASE, SLOT_BYTES
+from .memory import GLOBAL_BASE, SLOT_BYTES, spans
 from .racecheck_shadow import (_DIRECT_BYTE_SHADOW, _DIRECT_BYTES, _R1, _R2, _TBITS, _TMASK,
                                _W, _Shadow, _WaveState)
 
@@ -156,6 +156,7 @@ class RaceCheck:
         #: kernels that read shared memory through the async proxy
         self.proxy: ProxyShadow | None = None
         self.async_readers = False
+        self.one_warp = False
 
     # ------------------------------------------------------------ session hooks
     def begin_wave(self, wave: Any) -> None:
@@ -167,6 +168,9 @@ class RaceCheck:
         if self.memory is None:
             self.memory = wave.memory
         self.ws = _WaveState(wave, self.tpbp)
+        # one warp per block, one block per cluster: only a block's own warp touches its
+        # shared memory (see _synced_since)
+        self.one_warp = self.tpbp == 32 and wave.cluster.size == 1
         self.proxy = ProxyShadow(self, wave) if self.async_readers else None
         self.stags = {}
 
@@ -242,12 +246,13 @@ class RaceCheck:
                 if nw == 1:
                     np.right_shift(offsets, 2, out=word, casting="unsafe")
                 else:
-                    np.add((offsets >> 2)[:, None], _AR[nw], out=word.reshape(-1, nw),
-                           casting="unsafe")
+                    first = offsets >> 2  # lane by lane, its nw words (see spans)
+                    for j in range(nw):
+                        np.add(first, j, out=word[j::nw], casting="unsafe")
             else:
                 word = offsets >> 2
                 if nw > 1:
-                    word = (word[:, None] + _AR[nw]).ravel()
+                    word = spans(word, nw)
             thr = ws.tids(threads)
             slots = threads
             if nw > 1:
@@ -268,7 +273,7 @@ class RaceCheck:
             slots = threads
             word = offsets
             if width == 2:
-                word = (offsets[:, None] + _AR[2]).ravel()
+                word = spans(offsets, 2)
                 thr = np.repeat(thr, 2)
                 slots = np.repeat(threads, 2)
         self._stamp(now, info)
@@ -290,7 +295,8 @@ class RaceCheck:
         if kind == "ld":
             # the last writes: only where a write since the line may have landed
             if sh.wtime >= 0 and (sh.wtime << _TBITS) >= (
-                    line if isinstance(line, int) else int(line.min())):
+                    line if isinstance(line, int) else int(line.min())) and not \
+                    self._synced_since(ws, space, sh.wtime):
                 if lo is None:
                     lo, hi = int(pos.min()), int(pos.max())
                 if lo <= sh.whi and hi >= sh.wlo:
@@ -314,8 +320,10 @@ class RaceCheck:
             w_live = wt >= 0 and (wt << _TBITS) >= lmin and (
                 lo <= sh.whi and hi >= sh.wlo)
             r_live = sh.rtime >= 0 and (sh.rtime << _TBITS) >= lmin
-            for row, what, live in ((_W, "w", w_live), (_R1, "r", r_live),
-                                    (_R2, "r", r_live)):
+            w_check = w_live and not self._synced_since(ws, space, sh.wtime)
+            r_check = r_live and not self._synced_since(ws, space, sh.rtime)
+            for row, what, live in ((_W, "w", w_check), (_R1, "r", r_check),
+                                    (_R2, "r", r_check)):
                 if not live:
                     continue
                 pk = S[row][pos]
@@ -343,6 +351,13 @@ class RaceCheck:
                                            width, S)
         if strong:
             self._strong(wave, kind, space, threads, offsets, ws.gid[threads], acq, rel, cta)
+
+    def _synced_since(self, ws: _WaveState, space: str, t: int) -> bool:
+        """Whether every entry of the wave's shared shadow up to time ``t`` is ordered
+        before any access now: in blocks of one warp (and clusters of one block) every
+        entry is by a lane of the accessing warp, and every thread's last
+        ``bar.warp.sync`` came after ``t`` (the pairwise test of :meth:`_check`)."""
+        return self.one_warp and space == "shared" and t < int(ws.wsync.min())
 
     def _global_words(self, wave: Any) -> _Shadow:
         """The shadow of global memory for accesses of 4 bytes and more."""

@@ -217,7 +217,11 @@ class _WaveState:
         self.bar = np.full(wave.T, -1, dtype=np.int64)
         self.wsync = np.full(wave.T, -1, dtype=np.int64)
         self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False, reuse=True)
-        self.shared_bytes = _Shadow(0, lazy=True, reuse=True)
+        # 1- and 2-byte accesses: a column per byte at once when the wave's shared memory
+        # is small (its rows are made at the first such access), else pages
+        n = wave.smem.size
+        self.shared_bytes = (_Shadow(n + 1, lazy=False, reuse=True) if n <= _DIRECT_BYTE_SHADOW
+                             else _Shadow(0, lazy=True, reuse=True))
         # the read log's buffer of the wave's last launch (fresh memory costs page faults)
         buf = getattr(wave, "racecheck_log_buffer", None)
         if buf is not None:
