@@ -355,8 +355,11 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
         raise _unsupported(inst, "[d-tmem], a-desc, b-desc, idesc, enable-input-d")
     mask_op = ops.pop(4) if isinstance(ops[4], Vec) and not ws else None
     if ws and len(ops) == 6:
-        raise _unsupported(inst, "the zero-column-mask-desc operand of tcgen05.mma.ws (PTX "
-                                 "ISA 9.7.16.4.3) is not supported")
+        raise _unsupported(inst, "the zero-column-mask-desc operand of tcgen05.mma.ws is "
+                                 "refused: PTX ISA 9.7.16.4.3 defines Skip Span as the run of "
+                                 "used B columns and Use Span as the run of zeroed ones "
+                                 "(minus one), but its Example 2 (skip span 2, use span 3) "
+                                 "shows runs of 4 used and 3 zeroed columns")
     if len(ops) == 6:
         if not isinstance(ops[5], Imm) or not 0 <= ops[5].value <= 15:
             raise _unsupported(inst, "scale-input-d must be an immediate in 0..15")

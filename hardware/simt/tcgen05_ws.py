@@ -26,7 +26,9 @@ Instruction descriptor bits 30-31 ("maximum shift while attempting B matrix reus
 enter D = A*B + D and are accepted with any value under ``.ws`` (they must be 0 without
 it, :mod:`.tcgen05`).
 
-Refused: the optional ``zero-column-mask-desc`` operand (9.7.16.4.3 is not modelled), an A
+Refused: the optional ``zero-column-mask-desc`` operand (9.7.16.4.3: Table 45 makes Skip
+Span the run of used B columns and Use Span the run of zeroed ones, each minus one, while
+its Example 2 shows the opposite runs, so the mask is not defined unambiguously), an A
 in Tensor Memory with M = 32 or 64 (the ISA does not state its layout for layouts E and
 G), ``.sp`` and ``.cta_group::2`` (Table 39: invalid with ``.ws``).
 """

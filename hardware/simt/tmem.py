@@ -90,8 +90,13 @@ def _cta_group(inst: Instruction) -> None:
     groups = [p for p in inst.parts if p.startswith("cta_group::")]
     if groups != ["cta_group::1"]:
         raise _unsupported(inst, ".cta_group::1 is the only CTA group modelled "
-                                 f"(got {', '.join('.' + g for g in groups) or 'none'}; "
-                                 ".cta_group::2 pairs of CTAs are not)")
+                                 f"(got {', '.join('.' + g for g in groups) or 'none'}): "
+                                 ".cta_group::2, a CTA pair sharing one MMA, is refused "
+                                 "because the ISA gives the pair's data path layouts (A, B, "
+                                 "C) and the split of A and B between the two CTAs' shared "
+                                 "memory only as figures (PTX ISA 9.7.16.10.5.1-3), and a "
+                                 "kernel's tcgen05 instructions all take one .cta_group "
+                                 "(9.7.16.5), so its alloc, cp, shift and commit go with it")
 
 
 # ------------------------------------------------------------------ the memory

@@ -151,9 +151,12 @@ def test_unmodelled_forms_are_refused():
                              "[%r8], [%r8], %p3"))
     with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*tcgen05.mma.sp \(sparse A\)"):
         load_ptx(SRC.replace("tcgen05.mma.cta_group::1", "tcgen05.mma.sp.cta_group::1"))
-    with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*\.cta_group::1 is the only "
-                                                  r"CTA group modelled .*\.cta_group::2"):
-        load_ptx(SRC.replace("tcgen05.mma.cta_group::1", "tcgen05.mma.cta_group::2"))
+    for form in ("tcgen05.mma.cta_group::", "tcgen05.alloc.cta_group::",
+                 "tcgen05.commit.cta_group::", "tcgen05.dealloc.cta_group::",
+                 "tcgen05.relinquish_alloc_permit.cta_group::"):
+        with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*\.cta_group::1 is the "
+                                                      r"only CTA group modelled .*figures"):
+            load_ptx(SRC.replace(form + "1", form + "2"))
     with pytest.raises(ExecutionError, match="M = 256 is not a tcgen05.mma.cta_group::1"):
         run(f16(np.ones((128, 16))), f16(np.ones((8, 16))), desc=idesc(8, m=256))
     with pytest.raises(ExecutionError, match="N = 0"):

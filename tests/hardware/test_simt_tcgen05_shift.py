@@ -141,7 +141,8 @@ def test_both_qualifier_orders_and_cta_group_2_refused():
     # the ISA's own example writes .down before .cta_group; ptxas takes both
     src = SRC.replace("tcgen05.shift.cta_group::1.down", "tcgen05.shift.down.cta_group::1")
     assert np.array_equal(run(0, src)[1, :8], before()[0, :8])
-    with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*\.cta_group::2 pairs"):
+    with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*\.cta_group::2, a CTA pair "
+                                                  r"sharing one MMA, is refused because"):
         load_ptx(SRC.replace("shift.cta_group::1", "shift.cta_group::2"))
 
 

@@ -221,7 +221,8 @@ def test_ws_shapes_and_forms_refused():
     # bits 30-31 (maximum shift for B reuse) are accepted under .ws
     assert np.array_equal(run(a, b, 64, 64, desc=idesc(64, m=64) | (3 << 30)),
                           placed((a @ b).astype(np.float32)))
-    with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*zero-column-mask-desc"):
+    with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*zero-column-mask-desc .*refused: "
+                                                  r"PTX ISA 9.7.16.4.3 .*Example 2"):
         load_ptx(SRC.replace("[%r8], %rd4, %rd5, %r9, %p3;\n  ld.param.u32 %r10",
                              "[%r8], %rd4, %rd5, %r9, %p3, %rd4;\n  ld.param.u32 %r10"))
     with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*one \.collector::"):
