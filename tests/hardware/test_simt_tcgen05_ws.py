@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from hardware.simt import ExecutionError, GlobalMemory, UnsupportedPtxError, load_ptx
-from test_simt_tcgen05 import (B_START, LBO, SBO, assert_ptxas_accepts, f16, idesc, image,
-                               smem_desc)
+from test_simt_tcgen05 import (B_START, KINDS, LBO, SBO, _bytes, assert_ptxas_accepts, f16,
+                               idesc, image, image_bytes, smem_desc)
 
 SRC = """.version 8.7
 .target sm_100a
@@ -236,3 +236,25 @@ def test_ws_shapes_and_forms_refused():
 def test_ws_kernel_is_accepted_by_ptxas(tmp_path):
     for q in ("collector::b1::use", "collector::b0::lastuse", "collector::b3::discard"):
         assert_ptxas_accepts(tmp_path, SRC.replace("collector::b1::use", q))
+    for kind in KINDS:
+        assert_ptxas_accepts(tmp_path, SRC.replace("kind::f16", f"kind::{kind}"))
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("m", [32, 64])
+def test_ws_other_kinds_small_integers_exact(kind, m):
+    k, eb, code, dcode, enc = KINDS[kind]
+    rng = np.random.default_rng(6)
+    a = rng.integers(-4, 5, (m, k))
+    b = rng.integers(-4, 5, (k, 64))
+    img = image_bytes(_bytes(enc(a), eb), _bytes(enc(b.T), eb), eb)
+    mem = GlobalMemory()
+    pi = mem.to_device(img.view(np.uint32))
+    po = mem.calloc(128 * 64 * 4)
+    load_ptx(SRC.replace("kind::f16", f"kind::{kind}")).launch(
+        "k", 1, 128, [pi, img.size // 4, po, smem_desc(0, LBO, SBO),
+                      smem_desc(B_START, LBO, SBO),
+                      idesc(64, m=m, atype=code, btype=code, dtype=dcode), 0, 0], mem,
+        gpu="B200")
+    got = mem.from_device(po, np.int32 if kind == "i8" else np.float32, (128, 64))
+    assert np.array_equal(got, placed((a @ b).astype(np.float32)).astype(got.dtype))
