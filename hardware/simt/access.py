@@ -133,9 +133,10 @@ class WaveMemory:
         lo, end = ob[1][0], ob[1][1] + width
         # a range found written in full stays written (initialisation is never undone in
         # a launch): a range inside it needs no look at the shadow
-        known = self._known_init.get(space)
-        if known is not None and known[0] <= lo and end <= known[1]:
-            return True
+        known = self._known_init.setdefault(space, [])
+        for k_lo, k_end in known:
+            if k_lo <= lo and end <= k_end:
+                return True
         if id(inst) in self._sparse:
             return False
         spread = end - lo > 4 * width * count
@@ -143,11 +144,13 @@ class WaveMemory:
             self._sparse.add(id(inst))  # a spread pattern: not tried again this launch
             return False
         if (self.sinit if space == "shared" else self.linit)[lo:end].all():
-            if known is None or end < known[0] or lo > known[1]:
-                if known is None or end - lo > known[1] - known[0]:
-                    self._known_init[space] = (lo, end)
-            else:  # overlapping or adjacent written ranges: their union is written
-                self._known_init[space] = (min(lo, known[0]), max(end, known[1]))
+            # overlapping or adjacent written ranges: their union is written
+            near = [r for r in known if r[0] <= end and lo <= r[1]]
+            for r in near:
+                known.remove(r)
+                lo, end = min(lo, r[0]), max(end, r[1])
+            known.insert(0, (lo, end))
+            del known[_KNOWN_RANGES:]
             return True
         if spread:
             self._sparse.add(id(inst))  # a spread pattern, not all written: not tried again
@@ -494,6 +497,8 @@ _nz = np.count_nonzero  # how many lanes: cheaper than .any() / .all() on a warp
 #: initcheck's fast path looks at a shared or local range of at most this many bytes
 #: however few the bytes read in it (one slice of the shadow: cheaper than a gather)
 _SCAN_BYTES = 1 << 16
+#: written ranges initcheck keeps per space (the newest first)
+_KNOWN_RANGES = 8
 #: initcheck shadows are read through an unsigned view of each element's size: an
 #: element is written when all its flag bytes are 1
 _SHADOW_DTYPE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),

@@ -150,8 +150,8 @@ class Wave(WaveMemory):
         self._repeat = False
         self._init_ok: set[int] = set()
         self._sparse: set[int] = set()
-        #: per space (shared, local): a byte range found written in full this launch
-        self._known_init: dict[str, tuple[int, int]] = {}
+        #: per space (shared, local): byte ranges found written in full this launch
+        self._known_init: dict[str, list[tuple[int, int]]] = {}
         #: (offsets, (lowest, highest)) of the last access located, for the tools
         self.off_bounds: tuple | None = None
         #: (offsets, offsets of the instruction's previous access, shift) when the
@@ -228,7 +228,7 @@ class Wave(WaveMemory):
         self._repeat = False  # the last access repeated its instruction's last one
         self._init_ok: set[int] = set()  # instructions whose last read was all written
         self._sparse: set[int] = set()  # instructions whose reads spread too far
-        self._known_init = {}  # a written range of shared / local memory
+        self._known_init = {}  # written ranges of shared / local memory
         self._views = {}
 
     # ------------------------------------------------------------ compile-time hooks

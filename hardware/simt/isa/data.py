@@ -225,13 +225,14 @@ def c_shfl(inst: Instruction, ctx: Any) -> Op:
     # full warps whose lane, clamp and member-mask operands agree across the group (the
     # usual case): the source lane of each lane is computed once per operand triple
     uniform_lanes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray] | None] = {}
+    valid_rows: dict[tuple, np.ndarray] = {}
 
     def one_value(g: Callable, ix: Any) -> int | None:
         v = g(ix)
         if np.ndim(v) == 0:
             return int(v)
         v0 = v[0]
-        return int(v0) if bool((v == v0).all()) else None
+        return None if np.count_nonzero(v != v0) else int(v0)
 
     def fn(ix: Any, ex: Any) -> None:
         if "synccheck" in ctx.tools:  # member-mask checks (hardware.simt.synccheck)
@@ -251,7 +252,13 @@ def c_shfl(inst: Instruction, ctx: Any) -> Op:
                     jc, valid = hit
                     put(ix, src[rows[:, jc]].ravel())
                     if putp is not None:
-                        putp(ix, np.broadcast_to(valid, rows.shape).ravel())
+                        # the predicate of every lane, per group size (read-only)
+                        vg = valid_rows.get((key, rows.shape[0]))
+                        if vg is None:
+                            vg = valid_rows[(key, rows.shape[0])] = np.broadcast_to(
+                                valid, rows.shape).ravel()
+                            vg.flags.writeable = False
+                        putp(ix, vg)
                     return
         lane = np.broadcast_to(_AR32, rows.shape)
         b = _rowvals(gb, ix, ex, np.uint32).astype(np.int64)

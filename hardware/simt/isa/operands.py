@@ -363,6 +363,10 @@ def _rowvals(g: Callable, ix: Any, ex: Any, dt: type) -> np.ndarray:
     v = g(ix)
     if np.ndim(v) == 0:
         return np.full(ex.rows.shape, v, dtype=dt)
-    out = np.zeros(ex.rows.shape, dtype=dt)
+    shape = ex.rows.shape
+    if v.size == shape[0] * shape[1]:
+        # every lane executes: the values in lane order are the rows
+        return v.astype(dt).reshape(shape)
+    out = np.zeros(shape, dtype=dt)
     out[ex.mask] = v
     return out
