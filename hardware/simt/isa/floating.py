@@ -68,9 +68,10 @@ def _fma_rn_f32(inst: Instruction, ctx: Any, general: Op) -> Op:
     """``fma.rn.f32`` on 32-bit registers in one closure: the float64 ``a*b`` is exact
     and ``rn32(rn64(a*b + c))`` is ``rn32(a*b + c)`` unless the float64 sum is a float32
     midpoint or lies in float32's subnormal range (:func:`rounding.fma_f32`, whose fast
-    path this is); a lane in either case, or an infinite or NaN sum (the canonical NaN),
-    sends the whole instruction to ``general`` (the compiled instruction of
-    :func:`c_fma`, which gives these same bits on the other lanes)."""
+    path this is). Midpoint lanes are rounded by :func:`rounding.fma_f32` on their own;
+    a subnormal, zero, infinite or NaN sum (the canonical NaN) sends the whole
+    instruction to ``general`` (the compiled instruction of :func:`c_fma`, which gives
+    these same bits on the other lanes)."""
     gets = [getter(o, TYPES["f32"], ctx, inst) for o in inst.operands[1:]]
     dst = inst.operands[0]
     if not any(isinstance(o, Reg) for o in inst.operands[1:]) or not isinstance(dst, Reg):
@@ -90,9 +91,17 @@ def _fma_rn_f32(inst: Instruction, ctx: Any, general: Op) -> Op:
         sv = s.view(_U64)
         # the exponent field below float32's normal range, or all ones (an infinite or
         # NaN sum: the general path gives the canonical NaN), as one unsigned compare
-        if _nz(np.subtract(sv & _EXP64, _TINY32) >= _SPAN) or _nz((sv & _LOW29) == _HALF29):
+        if _nz(np.subtract(sv & _EXP64, _TINY32) >= _SPAN):
             return slow(ix, ex)
-        dview[ix] = s.astype(np.float32)
+        mid = (sv & _LOW29) == _HALF29
+        r = s.astype(np.float32)
+        if _nz(mid):
+            # float32 midpoints (finite, normal): those lanes rounded once from the exact
+            # sum (rounding.fma_f32 is elementwise)
+            k = np.flatnonzero(mid)
+            a, b, c = (v[k] if np.ndim(v) else v for v in (ga(ix), gb(ix), gc(ix)))
+            r[k] = rounding.fma_f32(a, b, c, "nearest_even")
+        dview[ix] = r
     return Op(inst, "alu", fn)
 
 
