@@ -456,6 +456,8 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
     b = smem_operand(ctx, inst, t, bdesc, idd.n, k, ebytes, idd.trans_b, "B")
     if ws:
         b_through_collector(ctx, st, inst, t, blk, b, bname, *coll)
+    if enable:
+        st.read(blk, lane, col, t, inst, f"{name} (enable-input-d) D")
     dcells = st.cells[blk, lane, col]
     if dname == "f16":
         dcodes = dcells & np.uint32(0xFFFF)
@@ -467,6 +469,7 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
     out = _product(ctx, kind, idd, a, b.T, dcodes if c is None else c, enable)
     keep = ~disabled[lane]
     st.cells[blk, lane[keep], col[keep]] = out[keep]
+    st.write(blk, lane[keep], col[keep])
     for cells in rects:
         record(st, blk, t, cells, inst)
 

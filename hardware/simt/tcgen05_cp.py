@@ -146,4 +146,5 @@ def _copy(ctx: Any, st: TensorMemory, inst: Instruction, shape: str, multicast: 
     words = np.ascontiguousarray(data).view("<u4").reshape(rows, ncols)
     for copy in lanes:
         st.cells[blk, copy, col0:col0 + ncols] = words
+        st.write(blk, copy, slice(col0, col0 + ncols))
     record(st, blk, t, span, inst, op="tcgen05.cp", what="the destination of the tcgen05.cp")

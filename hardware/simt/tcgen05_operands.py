@@ -128,6 +128,8 @@ def tmem_operand(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: i
             st.fail(t, inst, f"race: tcgen05.mma reads A from Tensor Memory columns "
                     f"{col0}..{col0 + ncols - 1} that the tcgen05.mma on line "
                     f"{rec['line']} of another thread writes")
+    st.read(blk, lanes[:, None], np.arange(col0, col0 + ncols)[None, :], t, inst,
+            "tcgen05.mma A")
     words = np.ascontiguousarray(st.cells[blk][lanes][:, col0:col0 + ncols])
     return words.view(f"<u{ebytes}").reshape(m, k).astype(np.uint32)
 

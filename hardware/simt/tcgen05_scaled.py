@@ -283,6 +283,9 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t
     sb = read_scales(st, inst, t, blk, sfb, idd.n, vec, idd.sfb_id, "B")
     av = _element_values(a, fmts[0]) * (-1.0 if idd.neg_a else 1.0)
     bv = _element_values(b, fmts[1]) * (-1.0 if idd.neg_b else 1.0)
+    cols = np.arange(col0, col0 + idd.n)[None, :]
+    if enable:
+        st.read(blk, np.arange(128)[:, None], cols, t, inst, "tcgen05.mma (enable-input-d) D")
     dcells = st.cells[blk, :, col0:col0 + idd.n]
     c = dcells.view(np.float32).astype(np.float64) if enable else None
     with np.errstate(invalid="ignore", over="ignore"):
@@ -290,6 +293,7 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t
                                   _scale_values(sb, idd.scale_type).T, c, accumulate=model,
                                   in_format=fmts)
     st.cells[blk, :, col0:col0 + idd.n] = _f32_codes(res)
+    st.write(blk, slice(None), slice(col0, col0 + idd.n))
     record(st, blk, t, cells, inst)
 
 
@@ -315,6 +319,8 @@ def read_scales(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: in
                     f"Memory columns {col0}..{col0 + ncols - 1}, which the "
                     f"{rec.get('op', 'tcgen05.mma')} on line {rec['line']} of another "
                     "thread writes and whose completion this thread has not seen")
+    st.read(blk, np.arange(128)[:, None], np.arange(col0, col0 + ncols)[None, :], t, inst,
+            f"tcgen05.mma scale factors {what}")
     by = np.ascontiguousarray(st.cells[blk, :, col0:col0 + ncols]).view(np.uint8)
     by = by.reshape(4, 32, ncols, 4)[..., sid:sid + vec]     # quarter, lane, column, byte
     r = np.arange(rows)

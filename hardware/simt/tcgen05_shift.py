@@ -7,8 +7,10 @@ its implicit ``.31x256b`` data movement shape, 9.7.16.6 completion)::
 matrix is the 32 lanes from the lane of ``taddr`` (which must be a multiple of 32) by
 256 bits, the 8 columns from the column of ``taddr``; its 32-byte rows 0..30 move down by
 one row, to lanes 1..31 (the shape ``.31x256b``: 31 rows of 256 bits are moved). Row 31,
-the last, is overwritten and row 0, which is not a destination of the move, keeps its
-cells. One thread issues it (single-thread semantics, as ``tcgen05.mma``); the cells must
+the last, is overwritten. What row 0 holds afterwards the ISA does not say: its cells
+become undefined, and reading one (``tcgen05.ld``, an A, a D accumulated with
+``enable-input-d``, scale factors) before a ``tcgen05.st``, ``tcgen05.cp`` or mma
+writes it is an error naming the shift's line. One thread issues it (single-thread semantics, as ``tcgen05.mma``); the cells must
 lie in one allocation of the CTA.
 
 Completion: as ``tcgen05.mma`` and ``tcgen05.cp`` (the cells change when the instruction
@@ -68,6 +70,10 @@ def c_shift(inst: Instruction, ctx: Any) -> Op:
                             f"another thread writes")
             block = st.cells[blk, lane0:lane0 + 32, col0:col0 + 8]
             block[1:] = block[:-1].copy()
+            undef = st.undefined[blk, lane0:lane0 + 32, col0:col0 + 8]
+            undef[1:] = undef[:-1].copy()
+            undef[0] = inst.line
+            st.shifted = True
             record(st, blk, t, cells, inst, op="tcgen05.shift",
                    what="the rows moved by the tcgen05.shift")
     return Op(inst, "alu", fn)

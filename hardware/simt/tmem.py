@@ -125,6 +125,10 @@ class TensorMemory(WaveState):
         self.observed: dict[tuple, tuple] = {}
         #: (block, collector buffer) -> (B codes, B type, line of the fill) (.tcgen05_ws)
         self.collectors: dict[tuple, tuple] = {}
+        #: per cell: the line of a tcgen05.shift that left it undefined (0: defined);
+        #: ``shifted`` says whether any is set (.tcgen05_shift)
+        self.undefined = np.zeros((nb, LANES, COLUMNS), np.int32)
+        self.shifted = False
         self.stats = self.wave.stats
 
     # ------------------------------------------------------------ errors
@@ -135,6 +139,28 @@ class TensorMemory(WaveState):
         a = self.allocs[blk]
         return ", ".join(f"columns {c}..{c + n - 1} (line {ln})"
                          for c, (n, ln) in sorted(a.items())) or "none"
+
+    # ------------------------------------------------------------ undefined cells
+    def read(self, blk: int, lanes: Any, cols: Any, thread: int, inst: Instruction,
+             what: str) -> None:
+        """A read by ``what`` of the cells [blk, lanes, cols] (integer arrays that
+        broadcast together): an error if one of them is undefined."""
+        if not self.shifted:
+            return
+        ln, cl = np.broadcast_arrays(np.asarray(lanes), np.asarray(cols))
+        lines = self.undefined[blk, ln, cl].ravel()
+        if lines.any():
+            k = int(np.argmax(lines != 0))
+            self.fail(thread, inst, f"{what} reads Tensor Memory lane {int(ln.ravel()[k])}, "
+                      f"column {int(cl.ravel()[k])}, which the tcgen05.shift on line "
+                      f"{int(lines[k])} left undefined (PTX ISA 9.7.16.9.3 moves the rows "
+                      "down and does not say what the first row of the matrix holds "
+                      "afterwards)")
+
+    def write(self, blk: int, lanes: Any, cols: Any) -> None:
+        """Cells [blk, lanes, cols] written: defined again."""
+        if self.shifted:
+            self.undefined[blk, lanes, cols] = 0
 
     # ------------------------------------------------------------ allocation
     def alloc(self, blk: int, ncols: int, thread: int, inst: Instruction) -> int:
@@ -451,9 +477,11 @@ def _ldst(inst: Instruction, ctx: Any) -> Op:
                            ex.rows[w][ex.mask[w]].tolist(), inst, load)
             live = ex.mask[w]
             if load:
+                st.read(blk, ln, cl, t, inst, what)
                 out[w] = st.cells[blk, ln, cl]
             else:
                 st.cells[blk, ln[live], cl[live]] = vals[w][live]
+                st.write(blk, ln[live], cl[live])
             rec = (blk, (lane0, lane0 + nlanes), (col0, col0 + span), inst.line)
             book = st.loads if load else st.stores
             for th in ex.rows[w][live].tolist():

@@ -6,8 +6,9 @@ The kernel (accepted by ptxas -arch=sm_100a) allocates 32 columns, lets every wa
 1000 * lane + column into the first 16 columns of its lane quarter (tcgen05.st.32x32b.x16),
 has thread 0 issue one tcgen05.shift at taddr + ``off`` and commit it to an mbarrier, and
 reads every quarter back after the wait. Expected: in the 32 lanes from off's lane and the
-8 columns from off's column, lane l + 1 holds what lane l held (l = 0..30), the first lane
-keeps its cells; every other cell is unchanged."""
+8 columns from off's column, lane l + 1 holds what lane l held (l = 0..30) and every other
+cell is unchanged; the first lane, which the ISA does not define after the shift, is read
+only after a tcgen05.cp.4x256b has rewritten it (reading it before is an error)."""
 from __future__ import annotations
 
 import numpy as np
@@ -96,10 +97,10 @@ DONE:
 """
 
 
-def run(off: int, src: str = SRC) -> np.ndarray:
+def run(off: int, src: str = SRC, extra: list | None = None) -> np.ndarray:
     mem = GlobalMemory()
     po = mem.calloc(128 * 16 * 4)
-    load_ptx(src).launch("k", 1, 128, [po, off], mem, gpu="B200")
+    load_ptx(src).launch("k", 1, 128, [po, off] + (extra or []), mem, gpu="B200")
     return mem.from_device(po, np.uint32, (128, 16))
 
 
@@ -107,13 +108,45 @@ def before() -> np.ndarray:
     return (1000 * np.arange(128)[:, None] + np.arange(16)[None, :]).astype(np.uint32)
 
 
+#: the kernel with, after the shift, thread 0's tcgen05.cp.4x256b of 4 rows x 32 bytes
+#: from shared memory (word i = 5000 + i) to the shifted matrix's first 4 rows (the pair
+#: 9.7.16.6.2 lists as pipelined: shift, then cp.4x256b): source row r's 16-byte chunk c
+#: at 16 r + 128 c (LBO 128, no swizzling), so lane r, column 4 c + w gets 5000 + 4 r +
+#: 32 c + w
+WITH_CP = SRC.replace(
+    ".param .u32 off)", ".param .u32 off, .param .u64 cdesc)").replace(
+    "  .shared .align 4 .b32 slot;\n",
+    "  .shared .align 4 .b32 slot;\n  .shared .align 128 .b8 src[256];\n").replace(
+    "INITED:\n",
+    "INITED:\n  setp.ge.u32 %p3, %r1, 64;\n  @%p3 bra FILLED;\n  mov.u32 %r15, src;\n"
+    "  shl.b32 %r16, %r1, 2;\n  add.u32 %r15, %r15, %r16;\n  add.u32 %r17, %r1, 5000;\n"
+    "  st.shared.u32 [%r15], %r17;\nFILLED:\n  fence.proxy.async.shared::cta;\n").replace(
+    "  tcgen05.shift.cta_group::1.down [%r10];\n",
+    "  tcgen05.shift.cta_group::1.down [%r10];\n  ld.param.u64 %rd5, [cdesc];\n"
+    "  mov.u32 %r18, src;\n  shr.u32 %r18, %r18, 4;\n  cvt.u64.u32 %rd6, %r18;\n"
+    "  add.u64 %rd5, %rd5, %rd6;\n  tcgen05.cp.cta_group::1.4x256b [%r10], %rd5;\n")
+CDESC = 8 << 16 | 16 << 32 | 1 << 46      # LBO 128, SBO 256 (unused: 4 rows), start 0
+
+
 @pytest.mark.parametrize("lane0,col0", [(0, 0), (32, 8), (96, 4)])
 def test_shift_moves_rows_down_by_one(lane0, col0):
     want = before()
-    for r in range(31, 0, -1):            # the last row is overwritten, the first kept
+    for r in range(31, 0, -1):            # rows 0-30 move to 1-31, the last is overwritten
         for j in range(8):
             want[lane0 + r, col0 + j] = 1000 * (lane0 + r - 1) + col0 + j
-    assert np.array_equal(run((lane0 << 16) | col0), want)
+    for r in range(4):                    # then the cp rewrites the first 4 rows
+        for c in range(8):
+            want[lane0 + r, col0 + c] = 5000 + 4 * r + 32 * (c // 4) + c % 4
+    assert WITH_CP.count("tcgen05.cp") == 1
+    assert np.array_equal(run((lane0 << 16) | col0, WITH_CP, [CDESC]), want)
+
+
+def test_reading_the_first_row_after_the_shift_is_an_error():
+    # without the cp the first row of the shifted matrix was never written again
+    with pytest.raises(ExecutionError, match=r"thread \(32, 0, 0\), line \d+ \('tcgen05.ld.*"
+                                             r"reads Tensor Memory lane 32, column 8, which "
+                                             r"the tcgen05.shift on line \d+ left undefined"):
+        run((32 << 16) | 8)
 
 
 def test_shift_lane_must_be_a_multiple_of_32():
@@ -139,8 +172,8 @@ def test_reading_before_the_shift_completes_is_a_race():
 
 def test_both_qualifier_orders_and_cta_group_2_refused():
     # the ISA's own example writes .down before .cta_group; ptxas takes both
-    src = SRC.replace("tcgen05.shift.cta_group::1.down", "tcgen05.shift.down.cta_group::1")
-    assert np.array_equal(run(0, src)[1, :8], before()[0, :8])
+    src = WITH_CP.replace("tcgen05.shift.cta_group::1.down", "tcgen05.shift.down.cta_group::1")
+    assert np.array_equal(run(0, src, [CDESC])[4, :8], before()[3, :8])
     with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*\.cta_group::2, a CTA pair "
                                                   r"sharing one MMA, is refused because"):
         load_ptx(SRC.replace("shift.cta_group::1", "shift.cta_group::2"))
@@ -148,5 +181,6 @@ def test_both_qualifier_orders_and_cta_group_2_refused():
 
 def test_shift_kernel_is_accepted_by_ptxas(tmp_path):
     assert_ptxas_accepts(tmp_path, SRC)
+    assert_ptxas_accepts(tmp_path, WITH_CP)
     assert_ptxas_accepts(tmp_path, SRC.replace("tcgen05.shift.cta_group::1.down",
                                                "tcgen05.shift.down.cta_group::1"))
