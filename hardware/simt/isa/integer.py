@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import rounding
-from ..parser import Imm, Instruction
+from ..parser import FImm, Imm, Instruction
 from ..types import PtxType, TYPES
 from .floating import _div_approx_f32, c_fma
 from .operands import (Op, _alu, _as_array, _finish_float, _float_binary, _ftz32, _idiv,
@@ -329,6 +329,21 @@ def c_shift(inst: Instruction, ctx: Any) -> Op:
             put(ix, r.view(t.dtype))
         return run
 
+    amount = inst.operands[2]
+    if isinstance(amount, Imm) and not isinstance(inst.operands[1], (Imm, FImm)):
+        # a literal amount (the usual form): the clamp and the test of run() at compile time
+        b = int(np.asarray(gb(slice(None)), np.uint32))
+        shift = np.left_shift if inst.parts[0] == "shl" else np.right_shift
+        if inst.parts[0] == "shr" and t.signed:
+            k = np.asarray(min(b, n - 1)).astype(t.dtype)[()]
+            return Op(inst, "alu", lambda ix, ex: put(ix, np.right_shift(
+                np.asarray(ga(ix), t.dtype), k)))
+        if b >= n:
+            zero = u.type(0)
+            return Op(inst, "alu", lambda ix, ex: put(ix, np.where(
+                True, zero, shift(_ubits(ga(ix), t), u.type(n - 1))).view(t.dtype)))
+        k = u.type(b)
+        return Op(inst, "alu", lambda ix, ex: put(ix, shift(_ubits(ga(ix), t), k).view(t.dtype)))
     if inst.parts[0] == "shl":
         return Op(inst, "alu", logical(np.left_shift))
     if t.signed:
