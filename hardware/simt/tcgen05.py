@@ -58,8 +58,8 @@ model). The block-scaled kinds
 ``mxf8f6f4``/``mxf4``/``mxf4nvf4`` (M = 128 only, Table 39) are :mod:`.tcgen05_scaled`,
 ``tcgen05.cp`` :mod:`.tcgen05_cp`, ``tcgen05.shift`` :mod:`.tcgen05_shift`; their
 operations are tracked by the same commits.
-``.collector::a::*`` qualifiers are accepted: they allow reuse of a loaded A and do not
-change values.
+``.collector::a::fill/use/lastuse/discard`` (the A collector buffer, 9.7.16.10.9.1): a
+use is defined only when the A it reads equals the A of the fill; see :mod:`.tcgen05_ws`.
 
 Completion (9.7.16.6): the product is computed and written when the instruction issues,
 and stays *pending* until known complete. ``tcgen05.commit`` by the issuing thread
@@ -97,7 +97,7 @@ from .tcgen05_operands import (check_ldst, d_place, decode_smem_descriptor,
                                per_thread, record, smem_operand, tmem_operand)
 from .tcgen05_scaled import c_mma_scaled
 from .tcgen05_shift import c_shift
-from .tcgen05_ws import WS_M, WS_N, b_through_collector, collector
+from .tcgen05_ws import WS_M, WS_N, collector, through_collector
 from .types import TYPES
 
 __all__ = ["COMPILERS", "IDesc", "decode_idesc", "decode_smem_descriptor", "settle",
@@ -312,8 +312,9 @@ def _multicast_offsets(ctx: Any, inst: Instruction, a: int, thread: int, mask: i
 # ------------------------------------------------------------------ mma
 
 
-def _parse_mma(inst: Instruction) -> tuple[str, bool, tuple[int, str] | None]:
-    """(kind, .ws, the .ws collector qualifier) of a tcgen05.mma."""
+def _parse_mma(inst: Instruction) -> tuple[str, bool, tuple]:
+    """(kind, .ws, the collector qualifier: B buffer of .ws or A buffer) of a
+    tcgen05.mma."""
     parts = inst.parts[2:]
     if inst.parts[1] != "mma":
         raise _unsupported(inst, f"tcgen05.{inst.parts[1]} is not supported")
@@ -343,7 +344,7 @@ def _parse_mma(inst: Instruction) -> tuple[str, bool, tuple[int, str] | None]:
     if bad:
         raise _unsupported(inst, f".{bad[0]}: the B collector buffers belong to "
                                  "tcgen05.mma.ws; tcgen05.mma takes .collector::a::*")
-    return kind, False, None
+    return kind, False, collector(inst, list(parts), ws=False)
 
 
 def c_mma(inst: Instruction, ctx: Any) -> Op:
@@ -410,9 +411,10 @@ def c_mma(inst: Instruction, ctx: Any) -> Op:
 def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, ebytes: int,
            t: int, taddr: int, adesc: int, bdesc: int, idesc: int, enable: bool,
            disabled: np.ndarray, a_tmem: bool = False,
-           coll: tuple[int, str] | None = None, scale: int = 0) -> None:
-    """One tcgen05.mma (``coll`` not None: tcgen05.mma.ws) issued by thread ``t``."""
-    ws = coll is not None
+           coll: tuple = ("a", "discard"), scale: int = 0) -> None:
+    """One tcgen05.mma (a B collector buffer in ``coll``: tcgen05.mma.ws) issued by
+    thread ``t``."""
+    ws = coll[0] != "a"
     try:
         idd = decode_idesc(kind, idesc)
     except ValueError as e:
@@ -454,8 +456,7 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, k: int, eby
     else:
         a = smem_operand(ctx, inst, t, adesc, idd.m, k, ebytes, idd.trans_a, "A")
     b = smem_operand(ctx, inst, t, bdesc, idd.n, k, ebytes, idd.trans_b, "B")
-    if ws:
-        b_through_collector(ctx, st, inst, t, blk, b, bname, *coll)
+    through_collector(ctx, st, inst, t, blk, b if ws else a, bname if ws else aname, *coll)
     if enable:
         st.read(blk, lane, col, t, inst, f"{name} (enable-input-d) D")
     dcells = st.cells[blk, lane, col]

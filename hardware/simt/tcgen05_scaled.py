@@ -50,6 +50,10 @@ Arithmetic: the launch GPU's block-scaled presets (``"B200-MXF8F6F4"``, ``"B200-
 elements and scales, D the accumulator input when ``enable-input-d`` is true; a GPU
 without the kind's preset is refused at launch. Negation is exact.
 
+``.collector::a::fill/use/lastuse/discard`` follow tcgen05.mma's A collector rules
+(:mod:`.tcgen05_ws`: a use is defined only when it reads the A of the fill). M = 256 and
+other M are errors (.cta_group::1 has M = 128 only, Table 39).
+
 Completion and races are those of :mod:`.tcgen05` (the operation is pending until a
 commit's mbarrier phase is seen): the scale cells and an A in Tensor Memory must not be
 outstanding ``tcgen05.st`` destinations (``wait::st``) nor cells a pending operation of
@@ -70,6 +74,7 @@ from .isa.operands import Op, getter
 from .parser import Addr, Instruction
 from .tcgen05_operands import (check_ldst, d_cells, per_thread, record, smem_operand,
                                tmem_operand)
+from .tcgen05_ws import collector, through_collector
 from .tmem import TensorMemory, _cta_group, observed, state_of, tmem_address
 from .types import TYPES
 
@@ -184,6 +189,7 @@ def c_mma_scaled(inst: Instruction, ctx: Any) -> Op:
     if "sp" in parts or "ws" in parts:
         raise _unsupported(inst, "tcgen05.mma.sp and .ws are not supported")
     vec = scale_vector(inst, kind)
+    coll = collector(inst, list(parts), ws=False)
     rest = [p for p in parts if not p.startswith(("kind::", "cta_group::", "collector::a::",
                                                   "scale_vec::", "block1", "block3"))
             and p != "block_scale"]
@@ -216,14 +222,15 @@ def c_mma_scaled(inst: Instruction, ctx: Any) -> Op:
             (gi, np.uint32), (gsa, np.int64), (gsb, np.int64), (ge, bool)])
         for i, t in enumerate(th.tolist()):
             _issue(ctx, st, inst, kind, vec, t, *(int(v[i]) for v in vals), bool(en[i]),
-                   a_tmem)
+                   a_tmem, coll)
     return Op(inst, "alu", fn)
 
 
 def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t: int,
            taddr: int, adesc: int, bdesc: int, idesc: int, sfa: int, sfb: int,
-           enable: bool, a_tmem: bool) -> None:
-    """One block-scaled tcgen05.mma issued by thread ``t``."""
+           enable: bool, a_tmem: bool, coll: tuple = ("a", "discard")) -> None:
+    """One block-scaled tcgen05.mma issued by thread ``t`` (``coll``: its A collector
+    qualifier, :func:`.tcgen05_ws.through_collector`)."""
     where = ctx.location(t, inst)
     try:
         idd = decode_scaled_idesc(kind, idesc)
@@ -234,8 +241,8 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t
     if idd.k96:
         raise _unsupported(inst, "K = 96 (descriptor bit 31) is not supported")
     if idd.m != 128:
-        raise _unsupported(inst, f"M = {idd.m}: only M = 128 (data path layout D) is "
-                                 "supported")
+        raise ExecutionError(f"{where}: M = {idd.m} is not a kind::{kind} shape with "
+                             ".cta_group::1 (M = 128 only, PTX ISA Table 39)")
     if not (8 <= idd.n <= 256 and idd.n % 8 == 0):
         raise ExecutionError(f"{where}: N = {idd.n} is not a kind::{kind} shape for M = 128 "
                              "and .cta_group::1 (a multiple of 8 in 8..256, PTX ISA Table 39)")
@@ -275,6 +282,7 @@ def _issue(ctx: Any, st: TensorMemory, inst: Instruction, kind: str, vec: int, t
     else:
         a = smem_operand(ctx, inst, t, adesc, 128, kb, 1, idd.trans_a, "A")
     b = smem_operand(ctx, inst, t, bdesc, idd.n, kb, 1, idd.trans_b, "B")
+    through_collector(ctx, st, inst, t, blk, a, idd.atype, *coll)
     if k == 64:
         a, b = _nibbles(a), _nibbles(b)
     else:     # kind::mxf8f6f4: an E2M1 operand fills the low 8 bytes of each 16-byte chunk

@@ -19,7 +19,9 @@ go. Since ``use`` and ``lastuse`` may read either the buffer or the memory, the 
 defined only when the two agree: B is read through ``b-desc`` every time, and a use whose
 B differs from what the fill kept (other codes, or another N, K or element type) is an
 error naming the fill's line, as is a use with no valid fill. The buffers belong to each
-CTA's tensor core; a fill by one thread may be used by another thread of the CTA.
+CTA's tensor core; a fill by one thread may be used by another thread of the CTA. The A
+collector of ``tcgen05.mma`` (``.collector::a::fill/use/lastuse/discard``, 9.7.16.10.9.1,
+the same four operations for A) follows the same rules with one buffer ``a``.
 
 Instruction descriptor bits 30-31 ("maximum shift while attempting B matrix reuse in
 .ws": none, 8, 16 or 32) bound how far the hardware may look for a reusable B; they do not
@@ -42,54 +44,61 @@ from .errors import ExecutionError, UnsupportedPtxError
 from .parser import Instruction
 from .tmem import TensorMemory
 
-__all__ = ["WS_M", "WS_N", "collector", "b_through_collector"]
+__all__ = ["WS_M", "WS_N", "collector", "through_collector"]
 
 WS_M = (32, 64, 128)
 WS_N = (64, 128, 256)
 _OPS = ("fill", "use", "lastuse", "discard")
 
 
-def collector(inst: Instruction, parts: list[str]) -> tuple[int, str]:
-    """(buffer number, operation) of the ``.collector::bN::op`` qualifier of a
-    tcgen05.mma.ws (default ``b0``, ``discard``); UnsupportedPtxError for a malformed or
-    repeated one."""
+def collector(inst: Instruction, parts: list[str], ws: bool = True) -> tuple[int | str, str]:
+    """(buffer, operation) of the ``.collector::bN::op`` qualifier of a tcgen05.mma.ws
+    (default ``b0``, ``discard``) or, ``ws`` false, of the ``.collector::a::op`` of a
+    tcgen05.mma (buffer ``"a"``, default ``discard``); UnsupportedPtxError for a malformed
+    or repeated one."""
     got = [p for p in parts if p.startswith("collector::")]
     if not got:
-        return 0, "discard"
+        return (0 if ws else "a"), "discard"
     bits = got[0].split("::")
-    if len(got) > 1 or len(bits) != 3 or bits[1] not in ("b0", "b1", "b2", "b3") or \
-            bits[2] not in _OPS:
+    names = ("b0", "b1", "b2", "b3") if ws else ("a",)
+    if len(got) > 1 or len(bits) != 3 or bits[1] not in names or bits[2] not in _OPS:
+        form = "{b0,b1,b2,b3}" if ws else "a"
         raise UnsupportedPtxError(
-            f"line {inst.line}: {inst.text!r}: tcgen05.mma.ws takes one "
-            ".collector::{b0,b1,b2,b3}::{fill,use,lastuse,discard} qualifier (got "
+            f"line {inst.line}: {inst.text!r}: tcgen05.mma{'.ws' if ws else ''} takes one "
+            f".collector::{form}::{{fill,use,lastuse,discard}} qualifier (got "
             f"{', '.join('.' + g for g in got)})")
-    return int(bits[1][1]), bits[2]
+    return (int(bits[1][1]) if ws else "a"), bits[2]
 
 
-def b_through_collector(ctx: Any, st: TensorMemory, inst: Instruction, t: int, blk: int,
-                        b: np.ndarray, btype: str, buf: int, op: str) -> None:
-    """Apply collector operation ``op`` on buffer ``buf`` of thread ``t``'s CTA to the B
-    codes just read from shared memory (see the module docstring)."""
+def through_collector(ctx: Any, st: TensorMemory, inst: Instruction, t: int, blk: int,
+                      codes: np.ndarray, etype: str, buf: int | str, op: str) -> None:
+    """Apply collector operation ``op`` on buffer ``buf`` (0-3: the B buffers of .ws;
+    ``"a"``: the A buffer of tcgen05.mma, 9.7.16.10.9.1, with the same rules) of thread
+    ``t``'s CTA to the operand codes just read (see the module docstring)."""
     books = st.collectors
     key = (blk, buf)
+    name = f"b{buf}" if buf != "a" else "a"
+    what = "B" if buf != "a" else "A"
     if op == "fill":
-        books[key] = (b.copy(), btype, inst.line)
+        books[key] = (codes.copy(), etype, inst.line)
         return
     if op in ("use", "lastuse"):
         kept = books.get(key)
         where = ctx.location(t, inst)
         if kept is None:
             raise ExecutionError(
-                f"{where}: .collector::b{buf}::{op} with no valid fill of collector buffer "
-                f"b{buf} in this CTA (the ISA requires a previous ::fill still valid; "
-                "::lastuse and ::discard end it; PTX ISA 9.7.16.10.9.3)")
-        codes, ktype, line = kept
-        if codes.shape != b.shape or ktype != btype or not np.array_equal(codes, b):
-            how = (f"a {codes.shape[1]} x {codes.shape[0]} {ktype} B" if
-                   codes.shape != b.shape or ktype != btype else "other codes")
+                f"{where}: .collector::{name}::{op} with no valid fill of collector buffer "
+                f"{name} in this CTA (the ISA requires a previous ::fill still valid; "
+                "::lastuse and ::discard end it; PTX ISA 9.7.16.10.9.1, 9.7.16.10.9.3)")
+        kept_codes, ktype, line = kept
+        if kept_codes.shape != codes.shape or ktype != etype or \
+                not np.array_equal(kept_codes, codes):
+            how = (f"a {kept_codes.shape[0]} x {kept_codes.shape[1]} {ktype} {what}"
+                   if kept_codes.shape != codes.shape or ktype != etype else "other codes")
             raise ExecutionError(
-                f"{where}: .collector::b{buf}::{op}: collector buffer b{buf} holds the B "
-                f"filled on line {line} ({how}) but b-desc now reads a different B: the "
-                "instruction may read either, so D is not defined (PTX ISA 9.7.16.10.9.3)")
+                f"{where}: .collector::{name}::{op}: collector buffer {name} holds the "
+                f"{what} filled on line {line} ({how}) but the operand now reads a "
+                f"different {what}: the instruction may read either, so D is not defined "
+                "(PTX ISA 9.7.16.10.9.1, 9.7.16.10.9.3)")
     if op in ("lastuse", "discard"):
         books.pop(key, None)

@@ -347,3 +347,39 @@ def test_commit_multicast_arrives_on_every_cta_the_mask_names(tmp_path):
                                              r"names no CTA or CTAs outside the cluster of 2"):
         _multicast_run(0b100)
     assert_ptxas_accepts(tmp_path, _multicast_src())
+
+
+def _collector_a(first: str, second: str, poke: bool = False) -> str:
+    """The kernel with two mma: D = A B with ``.collector::a::<first>``, then
+    D = A B + D with ``.collector::a::<second>``; ``poke`` zeroes A's first 4 bytes in
+    shared memory between them."""
+    between = "  mov.u32 %r15, tile;\n  st.shared.u32 [%r15], 0;\n" \
+              "  fence.proxy.async.shared::cta;\n" if poke else ""
+    return SRC.replace(
+        "  tcgen05.mma.cta_group::1.kind::f16 [%r8], %rd4, %rd5, %r9, %p3;\n",
+        "  setp.ne.u32 %p3, 0, 0;\n"
+        f"  tcgen05.mma.cta_group::1.kind::f16.collector::a::{first} [%r8], %rd4, %rd5, "
+        "%r9, %p3;\n" + between + "  setp.ne.u32 %p3, 1, 0;\n"
+        f"  tcgen05.mma.cta_group::1.kind::f16.collector::a::{second} [%r8], %rd4, %rd5, "
+        "%r9, %p3;\n")
+
+
+def test_collector_a_use_needs_the_filled_a(tmp_path):
+    rng = np.random.default_rng(12)
+    a = rng.integers(1, 4, (128, 16))             # A's first two elements are not zero
+    b = rng.integers(-3, 4, (16, 8))
+    out = run(f16(a), f16(b.T), src=_collector_a("fill", "lastuse")).view(np.float32)
+    assert np.array_equal(out, (2 * (a @ b)).astype(np.float32))
+    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\), line \d+ .*collector::a::"
+                                             r"use: collector buffer a holds the A filled on "
+                                             r"line \d+ \(other codes\)"):
+        run(f16(a), f16(b.T), src=_collector_a("fill", "use", poke=True))
+    with pytest.raises(ExecutionError, match=r"line \d+ .*collector::a::use with no valid "
+                                             r"fill of collector buffer a"):
+        run(f16(a), f16(b.T), src=_collector_a("discard", "use"))
+    # ::discard reads shared memory: the poked A counts
+    a2 = a.copy()
+    a2[0, :2] = 0
+    out = run(f16(a), f16(b.T), src=_collector_a("fill", "discard", poke=True))
+    assert np.array_equal(out.view(np.float32), (a @ b + a2 @ b).astype(np.float32))
+    assert_ptxas_accepts(tmp_path, _collector_a("fill", "use", poke=True))

@@ -481,3 +481,23 @@ def test_cp_shapes_place_rows_as_the_isa_says(shape):
     else:
         want[:, :4] = data[lanes % 32]
     assert np.array_equal(got, want)
+
+
+def test_block_scaled_shape_and_collector_errors():
+    rng = np.random.default_rng(13)
+    a, b, ea, eb = _mx_case(rng)
+    ca, cb = (formats.encode(x, "e4m3").astype(np.uint8) for x in (a, b))
+    sa = np.full((128, 4), E8M0_ONE, np.uint8)
+    sb = np.full((N, 4), E8M0_ONE, np.uint8)
+    # bits 27-28 hold M >> 7: M = 256 needs .cta_group::2 (Table 39)
+    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\), line \d+ .*M = 256 is not "
+                                             r"a kind::mxf8f6f4 shape with .cta_group::1"):
+        run(ca, cb, scale_tile(sa), scale_tile(sb), idesc("mxf8f6f4", m=256))
+    # the A collector of the block-scaled kinds follows tcgen05.mma's rules
+    with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\), line \d+ .*collector::a::"
+                                             r"use with no valid fill of collector buffer a"):
+        run(ca, cb, scale_tile(sa), scale_tile(sb), idesc("mxf8f6f4"),
+            mma=MMA.replace("block_scale", "block_scale.collector::a::use"))
+    got = run(ca, cb, scale_tile(sa), scale_tile(sb), idesc("mxf8f6f4"),
+              mma=MMA.replace("block_scale", "block_scale.collector::a::fill"))
+    assert np.array_equal(got, a @ b.T)
