@@ -38,6 +38,24 @@ class Exec:
         self.lane_active = lane_active
 
 
+class _Memo:
+    """The last access of one instruction (:meth:`WaveMemory._access`): its threads
+    ``ix``, addresses and space, the statistics it added (``deltas``), its byte
+    offsets ``off``, lowest and highest address, kind and width, the offsets' bounds
+    ``ob`` (when tools look at accesses) and ``held``, a shared/local variable's
+    ``[start, end)`` known to hold its addresses (or None)."""
+
+    __slots__ = ("ix", "addr", "space", "deltas", "off", "lo", "hi", "kind", "width", "ob",
+                 "held")
+
+    def __init__(self, ix: Any, addr: np.ndarray, space: str, deltas: tuple,
+                 off: np.ndarray, lo: int, hi: int, kind: str, width: int,
+                 ob: tuple | None) -> None:
+        self.ix, self.addr, self.space, self.deltas, self.off = ix, addr, space, deltas, off
+        self.lo, self.hi, self.kind, self.width, self.ob = lo, hi, kind, width, ob
+        self.held: tuple[int, int] | None = None
+
+
 class WaveMemory:
     """Checked memory access for :class:`hardware.simt.executor.Wave` (which holds the
     buffers, layouts, shadows and tools these methods use)."""
@@ -122,7 +140,7 @@ class WaveMemory:
             memo = self._memo.get(id(inst))
             if memo is None:
                 return False
-            lo, end = memo[5], memo[6] + width
+            lo, end = memo.lo, memo.hi + width
             if end - lo > 4 * width * count:
                 self._sparse.add(id(inst))  # a spread pattern: not tried again this launch
                 return False
@@ -265,40 +283,42 @@ class WaveMemory:
         share a word or a bank)."""
         self._repeat = False
         self.off_shift = None
-        memo = self._memo.get(id(inst))
-        if memo is not None and addr.size:
-            m_ix, m_addr, m_space, m_deltas, m_off, m_lo, m_hi, m_kind, m_width, m_ob = memo
-            if m_space == space and m_kind == kind and m_width == width and \
-                    addr.shape == m_addr.shape and (
-                    ix is m_ix or (isinstance(ix, slice) and isinstance(m_ix, slice)) or (
+        m = self._memo.get(id(inst))
+        if m is not None and addr.size and m.space == space and m.kind == kind and \
+                m.width == width and addr.shape == m.addr.shape:
+            m_ix = m.ix
+            if ix is m_ix or (isinstance(ix, slice) and isinstance(m_ix, slice)) or (
                     not isinstance(ix, slice) and not isinstance(m_ix, slice)
-                    and ix.shape == m_ix.shape and bool((ix == m_ix).all()))):
+                    and ix.shape == m_ix.shape and not _nz(ix != m_ix)):
+                m_addr = m.addr
                 d0 = int(addr[0]) - int(m_addr[0])
                 if d0 == 0:
                     hit = not _nz(addr != m_addr)
                 else:
                     hit = (d0 % width == 0 and self._shift_keeps_stats(space, d0)
                            and not _nz(np.subtract(addr, m_addr) != d0)
-                           and self._in_bounds(space, m_lo + d0, m_hi + d0 + width))
+                           and self._holds_shifted(m, space, m.lo + d0, m.hi + d0 + width))
                 if hit:
                     if self.counters is not None:
-                        self.counters.apply(m_deltas)
+                        self.counters.apply(m.deltas)
                     buf = self.memory.buffer if space in ("global", "const") else (
                         self.smem if space == "shared" else self.lmem)
                     if d0:
-                        old_off = m_off
-                        m_off = m_off + d0
+                        old_off = m.off
+                        m.off = old_off + d0
                         if self.access_tools:
                             # these offsets are the last ones of the instruction + d0
-                            self.off_shift = (m_off, old_off, d0)
-                        if m_ob is not None:
-                            m_ob = (m_ob[0] + d0, m_ob[1] + d0)
-                        self._memo[id(inst)] = (ix, addr.copy(), space, m_deltas, m_off,
-                                                m_lo + d0, m_hi + d0, kind, width, m_ob)
-                    if m_ob is not None:
-                        self.off_bounds = (m_off, m_ob)
+                            self.off_shift = (m.off, old_off, d0)
+                        if m.ob is not None:
+                            m.ob = (m.ob[0] + d0, m.ob[1] + d0)
+                        m.ix = ix
+                        m.addr = addr.copy()
+                        m.lo += d0
+                        m.hi += d0
+                    if m.ob is not None:
+                        self.off_bounds = (m.off, m.ob)
                     self._repeat = not d0
-                    return buf, m_off
+                    return buf, m.off
         buf, off = self._locate(space, ix, ex, addr, width, inst, kind)
         deltas = self._record(kind, space, ix, ex, addr, width)
         if addr.size:
@@ -307,9 +327,26 @@ class WaveMemory:
                 # the offsets' bounds, for the tools (racecheck's read log)
                 ob = (int(off.min()), int(off.max()))
                 self.off_bounds = (off, ob)
-            self._memo[id(inst)] = (ix, addr.copy(), space, deltas, off, int(addr.min()),
-                                    int(addr.max()), kind, width, ob)
+            self._memo[id(inst)] = _Memo(ix, addr.copy(), space, deltas, off, int(addr.min()),
+                                         int(addr.max()), kind, width, ob)
         return buf, off
+
+    def _holds_shifted(self, m: _Memo, space: str, lo: int, end: int) -> bool:
+        """Whether ``[lo, end)`` lies in one allocation of ``space`` (:meth:`_in_bounds`),
+        for the memo ``m``'s access shifted: a shared or local variable found to hold
+        an earlier shift of it is remembered (the layout is fixed for the wave)."""
+        if space in ("global", "const"):
+            return self.memory.holds(lo, end)
+        held = m.held
+        if held is not None and held[0] <= lo and end <= held[1]:
+            return True
+        if not self.memcheck:
+            size = self.smem_size if space == "shared" else self.local_size
+            m.held = held = (0, size) if lo >= 0 and end <= size else None
+        else:
+            m.held = held = (self.shared_regions if space == "shared"
+                             else self.local_regions).holder(lo, end)
+        return held is not None
 
     def _shift_keeps_stats(self, space: str, shift: int) -> bool:
         if self.counters is None or space in ("local", "const"):

@@ -146,7 +146,7 @@ class Wave(WaveMemory):
         self.local_regions = _local_regions(kernel)
         self.rows_all = slot.reshape(W, 32)
         self.cur: Exec | None = None
-        self._memo: dict[int, tuple] = {}
+        self._memo: dict[int, Any] = {}
         self._repeat = False
         self._init_ok: set[int] = set()
         self._sparse: set[int] = set()

@@ -295,6 +295,12 @@ class Regions:
         k = bisect.bisect_right(self._starts, lo) - 1
         return k >= 0 and end <= self._ends[k]
 
+    def holder(self, lo: int, end: int) -> tuple[int, int] | None:
+        """The ``[start, end)`` of the variable that holds every byte of ``[lo, end)``,
+        None when none does."""
+        k = bisect.bisect_right(self._starts, lo) - 1
+        return (self._starts[k], self._ends[k]) if k >= 0 and end <= self._ends[k] else None
+
     def first_outside(self, addr: np.ndarray, width: int, lo: int, hi: int) -> int | None:
         """Index of the first ``width``-byte access at ``addr`` that is not inside one
         variable (``lo``/``hi``: the least and greatest address), None when all are."""
