@@ -323,9 +323,14 @@ def _parse_mma(inst: Instruction) -> tuple[str, bool, tuple]:
     rest = [p for p in parts if not p.startswith(("kind::", "cta_group::", "collector::"))
             and p != "ws"]
     if "sp" in parts:
-        raise _unsupported(inst, "tcgen05.mma.sp (sparse A) is not supported")
+        raise _unsupported(inst, "tcgen05.mma.sp (sparse A) is refused: the layouts of its "
+                                 "sparsity metadata in Tensor Memory are given only as "
+                                 "figures (PTX ISA 9.7.16.10.8.4)")
     if "ashift" in parts:
-        raise _unsupported(inst, ".ashift is not supported")
+        raise _unsupported(inst, ".ashift is refused: PTX ISA 9.7.16.10.9.1 says it shifts "
+                                 "A's rows down by one 'except for the last row in the Tensor "
+                                 "Memory' without saying whether the product uses A before "
+                                 "or after the shift, nor what the first row holds")
     if len(kinds) != 1:
         raise _unsupported(inst, "tcgen05.mma needs one .kind")
     kind = kinds[0]

@@ -49,7 +49,9 @@ complete when issued: the values are those of the cells at that point. ``wait::l
 ``wait::st`` end the thread's outstanding loads or stores; until then a
 ``tcgen05.mma`` that writes a cell an outstanding ``tcgen05.ld`` read, or that reads or
 writes a cell an outstanding ``tcgen05.st`` wrote, is a race (:mod:`.tcgen05`). The
-fences have no effect on values (execution is sequentially consistent).
+fences have no effect on values (execution is sequentially consistent). Cells that a
+``tcgen05.shift`` left undefined (:mod:`.tcgen05_shift`) may not be read until written
+again (:meth:`TensorMemory.read`).
 """
 from __future__ import annotations
 

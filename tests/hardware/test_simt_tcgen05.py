@@ -149,6 +149,9 @@ def test_unmodelled_forms_are_refused():
         load_ptx(SRC.replace("kind::f16 [%r8], %rd4, %rd5, %r9, %p3",
                              "kind::mxf8f6f4.block_scale.scale_vec::2X [%r8], %rd4, %rd5, %r9, "
                              "[%r8], [%r8], %p3"))
+    with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*\.ashift is refused: PTX ISA "
+                                                  r"9.7.16.10.9.1 .*before or after"):
+        load_ptx(SRC.replace("kind::f16 [%r8], %rd4", "kind::f16.ashift [%r8], [%r8]"))
     with pytest.raises(UnsupportedPtxError, match=r"line \d+: .*tcgen05.mma.sp \(sparse A\)"):
         load_ptx(SRC.replace("tcgen05.mma.cta_group::1", "tcgen05.mma.sp.cta_group::1"))
     for form in ("tcgen05.mma.cta_group::", "tcgen05.alloc.cta_group::",
