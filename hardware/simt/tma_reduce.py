@@ -13,16 +13,17 @@ element, when the instruction is issued (as the bulk stores to global memory of
 has nothing left to do). The integer operations are exact: ``.add`` wraps, ``.min`` and
 ``.max`` compare as the type's signedness says, ``.inc`` gives ``(d >= s) ? 0 : d + 1``
 and ``.dec`` ``(d == 0 || d > s) ? s : d - 1`` (unsigned, as atom.inc/dec), ``.and``,
-``.or`` and ``.xor`` act on the bits. ``.add.noftz`` on ``.f16``/``.bf16`` rounds each sum
-to nearest even once, subnormals kept (as atom.add.noftz). The tensor form takes its
-element type from the map (integer maps only) and reduces the box's in-bounds elements,
-read from shared memory in the map's swizzled placement.
+``.or`` and ``.xor`` act on the bits. The floating-point ``.add`` rounds to nearest even
+(9.7.9.25.4.2): ``.add.f32`` flushes subnormal inputs and results to sign-preserving zero
+("the current implementation" the section describes), ``.add.f64`` keeps them, and
+``.add.noftz`` on ``.f16``/``.bf16`` (which require it) keeps them too. The tensor form
+takes its element type from the map (integer maps only) and reduces the box's in-bounds
+elements, read from shared memory in the map's swizzled placement.
 
-Refused with a clear message: the floating-point reductions other than
-``.add.noftz.{f16,bf16}`` (the rounding and subnormal handling of ``.add.f32``,
-``.add.f64``, ``.add.f16`` without ``.noftz`` and the float ``.min``/``.max`` are not
-modelled here), reductions into ``.shared::cluster`` (completing on an mbarrier), and the
-im2col tensor forms.
+Refused with a clear message: the half-precision ``.min``/``.max`` (their NaN and
+signed-zero rules are not stated), floating-point tensor reductions (the tensor form's
+section states no rounding rule), reductions into ``.shared::cluster`` (completing on an
+mbarrier), and the im2col tensor forms.
 """
 from __future__ import annotations
 
@@ -40,11 +41,14 @@ from .types import TYPES
 
 __all__ = ["OPS", "c_reduce_bulk", "reduce_op", "combine"]
 
-#: the reduction operations and the element types each takes (PTX ISA 9.7.9.25.4.2)
+#: the reduction operations and the element types each takes into global memory (PTX ISA
+#: 9.7.9.25.4.2, table of valid .redOp and element types; the tensor form's table of
+#: 9.7.9.25.5.3 is the same without .f64); the f16/bf16 min/max are refused below
 OPS = {
     "and": ("b32", "b64"), "or": ("b32", "b64"), "xor": ("b32", "b64"),
-    "add": ("u32", "s32", "u64", "s64", "f16", "bf16"), "inc": ("u32",), "dec": ("u32",),
-    "min": ("u32", "s32", "u64", "s64"), "max": ("u32", "s32", "u64", "s64"),
+    "add": ("u32", "s32", "u64", "f32", "f64", "f16", "bf16"), "inc": ("u32",),
+    "dec": ("u32",), "min": ("u32", "s32", "u64", "s64", "f16", "bf16"),
+    "max": ("u32", "s32", "u64", "s64", "f16", "bf16"),
 }
 #: element types of a tensor map that the integer reductions take, by map dtype
 _MAP_TYPES = {"uint32": "u32", "int32": "s32", "uint64": "u64", "int64": "s64"}
@@ -66,6 +70,15 @@ def reduce_op(inst: Instruction) -> str:
 def combine(op: str, tname: str, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
     """``op(dst, src)`` element by element on raw bytes (uint8 arrays of whole elements
     of type ``tname``); the result's bytes."""
+    if tname == "f32":
+        # RN; "the current implementation of cp.reduce.async.bulk.add.f32 flushes
+        # subnormal inputs and results to sign-preserving zero" (9.7.9.25.4.2)
+        d, s = (_ftz32(a.view(np.float32)) for a in (dst, src))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _ftz32(d + s).view(np.uint8)
+    if tname == "f64":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (dst.view(np.float64) + src.view(np.float64)).view(np.uint8)
     if tname in ("f16", "bf16"):
         d, s = dst.view(np.uint16), src.view(np.uint16)
         out = _half_arith("add", "fp16" if tname == "f16" else "bf16", "nearest_even",
@@ -92,6 +105,12 @@ def combine(op: str, tname: str, dst: np.ndarray, src: np.ndarray) -> np.ndarray
     return np.ascontiguousarray(out, t.dtype).view(np.uint8)
 
 
+def _ftz32(x: np.ndarray) -> np.ndarray:
+    """float32 ``x`` with its subnormals replaced by the zero of their sign."""
+    sub = (x != 0) & (np.abs(x) < np.float32(2.0**-126))
+    return np.where(sub, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
 def map_type(tm: Any, op: str, ctx: Any, thread: int, inst: Instruction) -> str:
     """The element type of a tensor reduction through map ``tm`` (an ExecutionError for
     a map type or operation the reduction does not take)."""
@@ -103,7 +122,7 @@ def map_type(tm: Any, op: str, ctx: Any, thread: int, inst: Instruction) -> str:
                              "not)")
     if op in ("and", "or", "xor"):
         return "b" + tname[1:]
-    if tname not in OPS[op]:
+    if tname not in OPS[op]:     # the tensor form's table (9.7.9.25.5.3) for integers
         raise ExecutionError(f"{ctx.location(thread, inst)}: .{op} does not take "
                              f"{tm.dtype} elements (PTX ISA 9.7.9.25.5.3)")
     return tname
@@ -127,15 +146,17 @@ def c_reduce_bulk(inst: Instruction, ctx: Any, spans: Any, bulk_state: Any) -> O
     if len(tnames) != 1:
         raise _fail(inst, "a bulk reduction names one element type")
     tname = tnames[0]
-    if tname in ("f16", "bf16"):
-        if op != "add" or "noftz" not in mods:
-            raise _fail(inst, f"on .{tname} only .add.noftz is modelled")
-    elif TYPES[tname].kind == "f":
-        raise _fail(inst, f"the rounding of .{op}.{tname} bulk reductions is not modelled "
-                          "(.add.noftz.f16/.bf16 and the integer types are)")
-    elif tname not in OPS[op]:
+    if tname not in OPS[op]:
         raise _fail(inst, f".{op} does not take .{tname} (PTX ISA 9.7.9.25.4.2: "
                           f".{', .'.join(OPS[op])})")
+    if tname in ("f16", "bf16"):
+        if op != "add":
+            raise _fail(inst, f".{op}.{tname}: the NaN and signed-zero rules of the "
+                              "half-precision bulk min/max are not stated; not modelled")
+        if "noftz" not in mods:
+            raise _fail(inst, f".add.{tname} requires .noftz (PTX ISA 9.7.9.25.4.2)")
+    elif "noftz" in mods:
+        raise _fail(inst, f".noftz is for .f16 and .bf16, not .{tname}")
     ops = list(inst.operands)
     if "L2::cache_hint" in mods:
         ops = ops[:-1]

@@ -257,8 +257,10 @@ def test_multicast_missing_a_cta_deadlocks_it():
 
 
 @pytest.mark.parametrize("inst, why", [
-    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd1], [%r1], 16;",
-     "rounding of .add.f32 bulk reductions is not modelled"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.min.f16 [%rd1], [%r1], 16;",
+     "half-precision bulk min/max are not stated"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.s64 [%rd1], [%r1], 16;",
+     ".add does not take .s64"),
     ("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 "
      "[%r1], [%r2], 16, [%r3];", "reduction into .shared::cluster"),
     ("cp.reduce.async.bulk.global.shared::cta.bulk_group.inc.u64 [%rd1], [%r1], 16;",

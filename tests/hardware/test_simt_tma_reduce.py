@@ -87,6 +87,35 @@ def test_integer_reductions_32(qual, want):
     assert np.array_equal(_run(qual, U32.copy(), V32.copy()), expected)
 
 
+def test_add_f32_rounds_to_nearest_and_flushes_subnormals():
+    """RN sums; a subnormal input counts as the zero of its sign and a subnormal result
+    becomes the zero of its sign (PTX ISA 9.7.9.25.4.2: the current implementation
+    flushes). Expected values by hand."""
+    tiny = 2.0**-130                                   # a float32 subnormal
+    cases = [  # (d, s, d + s as the reduction gives it)
+        (1.0, 2.0**-24, 1.0),                          # a tie to even
+        (tiny, tiny, 0.0),                             # both inputs flushed
+        (2.0**-126, -2.0**-127, 2.0**-126),            # the subnormal addend flushed
+        (-2.0**-126, 2.0**-127, -2.0**-126),
+        (-0.0, tiny, 0.0),                             # -0 + +0 is +0 (round to nearest)
+        (1.5 * 2.0**-126, -2.0**-126, 0.0),            # a subnormal result: +0
+        (-1.5 * 2.0**-126, 2.0**-126, -0.0),           # ... of its sign: -0
+        (3e38, 3e38, np.inf),                          # overflow
+        (1.0, -1.0, 0.0),
+    ] * 2
+    d, s, want = (np.array([c[i] for c in cases], np.float32) for i in range(3))
+    got = _run(".add.f32", np.resize(d, 32).view(np.uint32).copy(),
+               np.resize(s, 32).view(np.uint32).copy())
+    assert np.array_equal(got[:want.size], want.view(np.uint32))
+
+
+def test_add_f64_keeps_subnormals():
+    d = np.array([1.0, 2.0**-1070, 0.1, -1.0], np.float64)
+    s = np.array([2.0**-53, 2.0**-1070, 0.2, 1.0], np.float64)
+    got = _run(".add.f64", d.view(np.uint64).copy(), s.view(np.uint64).copy())
+    assert np.array_equal(got, (d + s).view(np.uint64))
+
+
 @pytest.mark.parametrize("qual,view,fn", [
     (".add.u64", np.uint64, lambda d, s: d + s),
     (".min.s64", np.int64, np.minimum),
