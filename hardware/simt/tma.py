@@ -383,7 +383,13 @@ def c_bulk_tensor(inst: Instruction, ctx: Any) -> Op:
             if tm.interleave != "none":
                 raise ExecutionError(f"{ctx.location(t, inst)}: interleaved tensor maps "
                                      "are not supported")
-            gaddr, inb = _box_elements(tm, [int(c[i]) for c in cs])
+            coords = [int(c[i]) for c in cs]
+            if not load and min(coords) < 0:
+                raise ExecutionError(
+                    f"{ctx.location(t, inst)}: a tensor {'reduction' if rop else 'store'} "
+                    f"starts at coordinates {coords}: the .global.shared::cta direction "
+                    "takes non-negative coordinates (PTX ISA 9.7.9.25.5.1)")
+            gaddr, inb = _box_elements(tm, coords)
             es = tm.element_size
             nbytes = tm.box_bytes
             s0 = int(sh[i])
