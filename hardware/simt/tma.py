@@ -49,7 +49,7 @@ from .isa.data import _address
 from .isa.operands import Op, getter
 from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
-from .tma_reduce import c_reduce_bulk, combine, map_type, reduce_op
+from .tma_reduce import c_reduce_bulk, combine, map_type, reduce_dsmem_op, reduce_op
 from .types import TYPES
 from .wave_state import WaveState
 from .wgmma import async_write
@@ -65,7 +65,8 @@ class BulkCopies(WaveState):
     ATTR = "bulk_copies"
 
     def reset(self) -> None:
-        #: mbarrier offset -> [(dst offsets (n,), data (n,) uint8, thread, inst)]
+        #: mbarrier offset -> [(dst offsets (n,), data (n,) uint8 or, for a reduction,
+        #: (op, type, source bytes), thread, inst)]
         self.queue: dict[int, list] = {}
         self.committed = np.zeros(self.wave.T, dtype=np.int64)
         self.bytes = 0
@@ -94,6 +95,9 @@ class BulkCopies(WaveState):
         mb = state_of(self.wave)
         from .proxycheck import async_landed
         for dst, data, thread, inst in recs:
+            if isinstance(data, tuple):     # a reduction: (op, type, source bytes)
+                op, tname, src = data
+                data = combine(op, tname, self.wave.smem[dst].copy(), src)
             self.wave.smem[dst] = data
             self.wave.sinit[dst] = True
             async_landed(self.wave, dst)
@@ -124,10 +128,17 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
     """The cp.async.bulk family (see the module docstring)."""
     parts = inst.parts
     mods = set(parts[3:])
-    if parts[1] == "reduce":
+    reduce = parts[1] == "reduce"
+    if reduce:
         if "tensor" in parts:
             return c_bulk_tensor(inst, ctx)
-        return c_reduce_bulk(inst, ctx, _spans, state_of)
+        if len(parts) < 5 or parts[4] != "shared::cluster":
+            return c_reduce_bulk(inst, ctx, _spans, state_of)
+        # into distributed shared memory, completing on an mbarrier: the copy path below,
+        # the destination combined with the source when the copy lands
+        rop, rtype = reduce_dsmem_op(inst)
+        parts = parts[:1] + parts[2:]          # cp.async.bulk.<dst>.<src>... positions
+        mods = set(parts[3:])
     if parts[0] != "cp" or parts[2] != "bulk":
         raise _fail(inst, "not a cp.async.bulk instruction")
     if "tensor" in mods:
@@ -157,6 +168,10 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
         ops = ops[:-1]
     dst_space, src_space = parts[3], parts[4]
     to_shared = dst_space in ("shared::cluster", "shared::cta")
+    if reduce and (not to_shared or src_space != "shared::cta"
+                   or "multicast::cluster" in mods):
+        raise _fail(inst, "cp.reduce.async.bulk into shared memory is "
+                          ".shared::cluster.shared::cta.mbarrier::complete_tx::bytes")
     if to_shared:
         if "mbarrier::complete_tx::bytes" not in mods or src_space not in (
                 "global", "shared::cta"):
@@ -232,7 +247,8 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
                 mb.get(int(boff[0]), t, inst)  # a valid mbarrier
                 ac.check(doff[::_CHUNK], _CHUNK, np.full(n // _CHUNK, t), inst,
                          "bulk copy write")
-                st.enqueue(ac, int(boff[0]), doff, data, t, inst)
+                st.enqueue(ac, int(boff[0]), doff, (rop, rtype, data) if reduce else data,
+                           t, inst)
     return Op(inst, "alu", fn)
 
 

@@ -20,10 +20,14 @@ and ``.dec`` ``(d == 0 || d > s) ? s : d - 1`` (unsigned, as atom.inc/dec), ``.a
 takes its element type from the map (integer maps only) and reduces the box's in-bounds
 elements, read from shared memory in the map's swizzled placement.
 
+Into ``.shared::cluster`` (``.mbarrier::complete_tx::bytes``, the integer types of the
+ISA's table for that destination) the reduction is queued as a bulk copy is
+(:class:`hardware.simt.tma.BulkCopies`) and combines with the destination's bytes when it
+lands, at the wait that observes its mbarrier.
+
 Refused with a clear message: the half-precision ``.min``/``.max`` (their NaN and
 signed-zero rules are not stated), floating-point tensor reductions (the tensor form's
-section states no rounding rule), reductions into ``.shared::cluster`` (completing on an
-mbarrier), and the im2col tensor forms.
+section states no rounding rule), and the im2col tensor forms.
 """
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
 from .types import TYPES
 
-__all__ = ["OPS", "c_reduce_bulk", "reduce_op", "combine"]
+__all__ = ["OPS", "DSMEM_OPS", "c_reduce_bulk", "reduce_op", "reduce_dsmem_op", "combine"]
 
 #: the reduction operations and the element types each takes into global memory (PTX ISA
 #: 9.7.9.25.4.2, table of valid .redOp and element types; the tensor form's table of
@@ -128,6 +132,23 @@ def map_type(tm: Any, op: str, ctx: Any, thread: int, inst: Instruction) -> str:
     return tname
 
 
+#: the reductions into .shared::cluster and their types (9.7.9.25.4.2's table)
+DSMEM_OPS = {"add": ("u32", "s32", "u64"), "min": ("u32", "s32"), "max": ("u32", "s32"),
+             "inc": ("u32",), "dec": ("u32",), "and": ("b32",), "or": ("b32",),
+             "xor": ("b32",)}
+
+
+def reduce_dsmem_op(inst: Instruction) -> tuple[str, str]:
+    """(operation, element type) of a cp.reduce.async.bulk into .shared::cluster, checked
+    against the ISA's table for that destination."""
+    op = reduce_op(inst)
+    tnames = [p for p in inst.parts if p in TYPES]
+    if len(tnames) != 1 or tnames[0] not in DSMEM_OPS[op]:
+        raise _fail(inst, f".{op} into .shared::cluster takes ."
+                          f"{', .'.join(DSMEM_OPS[op])} (PTX ISA 9.7.9.25.4.2)")
+    return op, tnames[0]
+
+
 def c_reduce_bulk(inst: Instruction, ctx: Any, spans: Any, bulk_state: Any) -> Op:
     """cp.reduce.async.bulk (the non-tensor form; see the module docstring); ``spans``
     and ``bulk_state`` are :mod:`hardware.simt.tma`'s byte locator and bulk-copy state
@@ -135,9 +156,8 @@ def c_reduce_bulk(inst: Instruction, ctx: Any, spans: Any, bulk_state: Any) -> O
     parts = inst.parts
     mods = set(parts[4:])
     if len(parts) < 6 or parts[4] != "global" or parts[5] != "shared::cta":
-        raise _fail(inst, "only cp.reduce.async.bulk.global.shared::cta is modelled (a "
-                          "reduction into .shared::cluster, completing on an mbarrier, is "
-                          "not)")
+        raise _fail(inst, "cp.reduce.async.bulk is .global.shared::cta.bulk_group or "
+                          ".shared::cluster.shared::cta.mbarrier::complete_tx::bytes")
     if "bulk_group" not in mods:
         raise _fail(inst, "cp.reduce.async.bulk.global.shared::cta completes with "
                           ".bulk_group")

@@ -261,8 +261,8 @@ def test_multicast_missing_a_cta_deadlocks_it():
      "half-precision bulk min/max are not stated"),
     ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.s64 [%rd1], [%r1], 16;",
      ".add does not take .s64"),
-    ("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 "
-     "[%r1], [%r2], 16, [%r3];", "reduction into .shared::cluster"),
+    ("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.min.u64 "
+     "[%r1], [%r2], 16, [%r3];", r"\.min into \.shared::cluster takes \.u32, \.s32"),
     ("cp.reduce.async.bulk.global.shared::cta.bulk_group.inc.u64 [%rd1], [%r1], 16;",
      ".inc does not take .u64"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "

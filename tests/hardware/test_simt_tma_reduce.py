@@ -209,3 +209,73 @@ def test_tensor_reduction_through_a_float_map_is_refused():
     with pytest.raises(ExecutionError, match=r"thread \(0, 0, 0\).*a tensor reduction "
                                              r"through a float32 map is not modelled"):
         load_ptx(TENSOR_REDUCE).launch("k", 1, 128, [tmap, pb, 0, 0], mem)
+
+
+DSMEM_REDUCE = HEAD + """.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<8>;
+    .reg .b32 %r<30>;
+    .reg .b64 %rd<8>;
+    .shared .align 128 .b8 cell[128];
+    .shared .align 128 .b8 src[128];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %cluster_ctarank;
+    mov.u32 %r3, cell;
+    mov.u32 %r4, src;
+    mov.u32 %r5, bar;
+    shl.b32 %r6, %r1, 2;
+    // cell[i] = 100 rank + i, src[i] = 3 i + 1 + rank
+    mad.lo.u32 %r7, %r2, 100, %r1;
+    add.u32 %r8, %r3, %r6;
+    st.shared.u32 [%r8], %r7;
+    mad.lo.u32 %r9, %r1, 3, 1;
+    add.u32 %r9, %r9, %r2;
+    add.u32 %r10, %r4, %r6;
+    st.shared.u32 [%r10], %r9;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_sync;
+    mbarrier.init.shared::cta.b64 [%r5], 1;
+$L_sync:
+    fence.mbarrier_init.release.cluster;
+    fence.proxy.async.shared::cta;
+    barrier.cluster.arrive.release.aligned;
+    barrier.cluster.wait.acquire.aligned;
+    // CTA 0, thread 0 expects the bytes; CTA 1, thread 0 reduces its src into CTA 0's cell
+    or.pred %p2, %p1, %p1;
+    @%p2 bra $L_wait;
+    setp.ne.u32 %p3, %r2, 0;
+    @%p3 bra $L_send;
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r5], 128;
+    bra $L_wait;
+$L_send:
+    mov.u32 %r11, 0;
+    mapa.shared::cluster.u32 %r12, %r3, %r11;
+    mapa.shared::cluster.u32 %r13, %r5, %r11;
+    cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 [%r12], [%r4], 128, [%r13];
+$L_wait:
+    setp.ne.u32 %p3, %r2, 0;
+    @%p3 bra $L_end;
+$L_spin:
+    mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r5], 0;
+    @!%p4 bra $L_spin;
+    ld.shared.u32 %r14, [%r8];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r14;
+$L_end:
+    barrier.cluster.arrive.release.aligned;
+    barrier.cluster.wait.acquire.aligned;
+    ret;
+}
+"""
+
+
+def test_reduction_into_another_ctas_shared_memory_lands_on_its_mbarrier():
+    ptxas_ok(DSMEM_REDUCE)
+    mem = GlobalMemory()
+    out = mem.calloc(4 * 32)
+    load_ptx(DSMEM_REDUCE).launch("k", 2, 32, [out], mem, cluster=2)
+    i = np.arange(32, dtype=np.uint32)
+    assert np.array_equal(mem.from_device(out, np.uint32, 32), i + (3 * i + 1 + 1))
