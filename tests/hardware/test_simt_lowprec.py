@@ -64,6 +64,49 @@ def test_fp6_fp4_pairs_to_f16x2_exhaustive(simt_lanes, fmt):
     np.testing.assert_array_equal([int(x) >> 16 for x in out], [f16_bits(value(fmt, int(c))) for c in hi.ravel()])
 
 
+def bf16_bits(v) -> int:
+    """bfloat16 code of a value of :func:`simt_reference.value` (exact: every FP8, FP6 and
+    FP4 value is a bfloat16 value; the float32 bits' top half); NaN: 0x7FFF."""
+    if v == "nan":
+        return 0x7FFF
+    if isinstance(v, str):
+        return 0x7F80 if v == "inf" else 0xFF80
+    return int(np.array(float(v), np.float32).view(np.uint32)) >> 16
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e2m3", "e3m2", "e2m1"])
+@pytest.mark.parametrize("relu", [False, True])
+def test_packed_pairs_to_bf16x2_exhaustive(simt_lanes, fmt, relu):
+    """cvt.rn{.relu}.bf16x2.<f8/f6/f4>x2 (PTX ISA 9.2): each element widened exactly,
+    the upper source element into the upper half."""
+    width = 4 if fmt == "e2m1" else 8
+    n = {"e2m1": 16, "e2m3": 64, "e3m2": 64}.get(fmt, 256)
+    codes = np.arange(n, dtype=np.uint32)
+    packed = (codes | (codes[::-1] << width))
+    dt = np.uint8 if fmt == "e2m1" else np.uint16
+    r = ".relu" if relu else ""
+    out = np.concatenate([simt_lanes(f"cvt.rn{r}.bf16x2.{fmt}x2 {{d0}}, {{a0}}",
+                                     {"a": packed[i:i + 32].astype(dt)[:, None]},
+                                     {"d": (1, np.uint32)}, threads=len(packed[i:i + 32]),
+                                     target="sm_100a")["d"][:, 0]
+                          for i in range(0, n, 32)])
+
+    def want(c):
+        v = value(fmt, int(c))
+        if relu and ((not isinstance(v, str) and v < 0) or v == "-inf"):
+            return 0
+        return bf16_bits(v)
+    np.testing.assert_array_equal([int(x) & 0xFFFF for x in out], [want(c) for c in codes])
+    np.testing.assert_array_equal([int(x) >> 16 for x in out], [want(c) for c in codes[::-1]])
+
+
+def test_scaled_widening_to_bf16x2_is_refused(simt_lanes):
+    z = np.zeros((32, 1), np.uint16)
+    with pytest.raises(UnsupportedPtxError, match="scaled"):
+        simt_lanes("cvt.rn.scaled::n2::ue8m0.bf16x2.e4m3x2 {d0}, {a0}, {b0}",
+                   {"a": z, "b": z}, {"d": (1, np.uint32)}, target="sm_100a")
+
+
 def test_fp6_padding_bits_are_refused(simt_lanes):
     with pytest.raises(ExecutionError, match="padding"):
         simt_lanes("cvt.rn.f16x2.e2m3x2 {d0}, {a0}", {"a": np.full((32, 1), 0x40, np.uint16)},
@@ -200,7 +243,7 @@ def test_tf32_rna_ties_away(simt_lanes):
     "cvt.rn.e4m3x2.f32 {d0}, {a0}, {b0}",                 # and .satfinite
     "cvt.rn.satfinite.ue8m0x2.f32 {d0}, {a0}, {b0}",      # UE8M0 takes .rz/.rp
     "cvt.rs.satfinite.e4m3x4.f32 {d0}, {{{a0}, {b0}, {a0}, {b0}}}, {a0}",
-    "cvt.rn.f32.e4m3x2 {d0}, {a0}",                       # FP8 widens to f16x2 only
+    "cvt.rn.f32.e4m3x2 {d0}, {a0}",                       # FP8 widens to f16x2/bf16x2
 ])
 def test_malformed_forms_are_refused(simt_lanes, text):
     z = np.zeros((32, 1), np.uint32)
