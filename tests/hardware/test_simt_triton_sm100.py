@@ -125,3 +125,31 @@ def test_triton_softmax_sm100_pair_arithmetic():
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     ref = e / e.sum(axis=1, keepdims=True)
     assert (np.abs(y - ref) <= 2 ** -19 * ref + 2 ** -40).all()
+
+
+def test_dot_scaled_with_block_m_64_scales_in_bf16():
+    """tl.dot_scaled with BLOCK_M = 64 for sm_100: Triton widens the E4M3 operands to
+    BF16 with cvt.rn.bf16x2.e4m3x2, applies the E8M0 scales per 32 along K in BF16
+    (exact here: four significant bits, no overflow or underflow) and multiplies with
+    tcgen05.mma kind::f16 (M = 64); bit for bit against the B200-BF16 chain over k16 of
+    the exactly scaled values."""
+    meta = META["bf16_scaled_dot_e4m3_m64"]
+    m, n, k = 64, 128, 128
+    rng = np.random.default_rng(8)
+    ca = np.asarray(formats.encode(rng.standard_normal((m, k)), "e4m3"), np.uint8)
+    cb = np.asarray(formats.encode(rng.standard_normal((k, n)), "e4m3"), np.uint8)
+    sa = rng.integers(120, 134, (m, k // 32)).astype(np.uint8)    # E8M0: 2^(s - 127)
+    sb = rng.integers(120, 134, (n, k // 32)).astype(np.uint8)
+    mem = GlobalMemory()
+    ptrs = [mem.to_device(x) for x in (ca, sa, cb, sb)]
+    pc = mem.calloc(m * n * 4)
+    load_ptx((DATA / "bf16_scaled_dot_e4m3_m64.ptx").read_text()).launch(
+        meta["kernel"], 1, 32 * meta["num_warps"], ptrs + [pc, 0, 0], mem,
+        dynamic_shared=meta["shared"], gpu="B200")
+    got = mem.from_device(pc, np.float32, (m, n))
+    a = formats.decode(ca, "e4m3").astype(np.float64) * \
+        np.exp2(np.repeat(sa.astype(np.float64) - 127, 32, axis=1))
+    b = formats.decode(cb, "e4m3").astype(np.float64) * \
+        np.exp2(np.repeat(sb.astype(np.float64) - 127, 32, axis=1)).T
+    want = chained(a.astype(np.float32), b.astype(np.float32), 16, "B200-BF16")
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -186,6 +186,13 @@ def main() -> None:
                             {"a_ptr": "*fp8e4nv", "a_scale_ptr": "*u8", "b_ptr": "*fp8e4nv",
                              "b_scale_ptr": "*u8", "c_ptr": "*fp32"},
                             {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128}),
+        # BLOCK_M = 64: Triton scales E4M3 into BF16 (cvt.rn.bf16x2.e4m3x2, PTX ISA 9.2)
+        # and multiplies with tcgen05.mma kind::f16, M = 64
+        "bf16_scaled_dot_e4m3_m64": (sm90.dot_scaled_kernel,
+                                     {"a_ptr": "*fp8e4nv", "a_scale_ptr": "*u8",
+                                      "b_ptr": "*fp8e4nv", "b_scale_ptr": "*u8",
+                                      "c_ptr": "*fp32"},
+                                     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128}),
         "dot_scaled_e5m2": _dot_scaled("e5m2", "e5m2"),
         "dot_scaled_e4m3_e5m2": _dot_scaled("e4m3", "e5m2"),
         "dot_scaled_e2m1": _dot_scaled("e2m1", "e2m1"),
