@@ -179,6 +179,12 @@ class RaceCheck:
             wave.racecheck_log_buffer = self.ws.shared.buf
         if self.global_shadow is not None:
             wave.racecheck_global_log_buffer = self.global_shadow.buf
+        # the shadows' rows, for the next launch of this wave (see _Shadow.kept_rows)
+        wave.racecheck_rows = tuple(
+            None if sh is None else sh.kept_rows() for sh in (
+                self.ws.shared if self.ws is not None else None,
+                self.ws.shared_bytes if self.ws is not None else None,
+                self.global_shadow, self.global_bytes))
         self.ws = None
         self.proxy = None
 
@@ -253,11 +259,7 @@ class RaceCheck:
                 word = offsets >> 2
                 if nw > 1:
                     word = spans(word, nw)
-            thr = ws.tids(threads)
-            slots = threads
-            if nw > 1:
-                thr = np.repeat(thr, nw)
-                slots = np.repeat(threads, nw)
+            thr, slots = ws.tids_per_column(threads, nw)
         else:
             # 1- and 2-byte accesses: a shadow per byte of their own
             if space == "global":
@@ -266,16 +268,12 @@ class RaceCheck:
                     self.global_bytes = (_Shadow(size + 1, lazy=False)
                                          if size <= _DIRECT_BYTE_SHADOW else
                                          _Shadow(0, lazy=True))
+                    self.global_bytes.spare = getattr(wave, "racecheck_rows", (None,) * 4)[3]
                 sh = self.global_bytes
             else:
                 sh = ws.shared_bytes
-            thr = ws.tids(threads)
-            slots = threads
-            word = offsets
-            if width == 2:
-                word = spans(offsets, 2)
-                thr = np.repeat(thr, 2)
-                slots = np.repeat(threads, 2)
+            thr, slots = ws.tids_per_column(threads, width)
+            word = offsets if width == 1 else spans(offsets, 2)
         self._stamp(now, info)
         pos = sh.index(word)
         S = sh.S
@@ -368,6 +366,7 @@ class RaceCheck:
             buf = getattr(wave, "racecheck_global_log_buffer", None)
             if buf is not None:
                 self.global_shadow.buf = buf
+            self.global_shadow.spare = getattr(wave, "racecheck_rows", (None,) * 4)[2]
         return self.global_shadow
 
     def _stamp(self, now: int, info: int) -> None:

@@ -29,6 +29,8 @@ _LOG_MAX = 1 << 22
 _W, _R1, _R2 = 0, 1, 2
 _ROWS = 3
 _TBITS = 24
+#: rows of at most this many bytes are kept between launches (:meth:`_Shadow.kept_rows`)
+_KEEP_ROWS = 1 << 26
 _TMASK = (1 << _TBITS) - 1
 
 
@@ -59,6 +61,8 @@ class _Shadow:
         self.wlo, self.whi = 0, -1
         # time of the newest read entered in the reader rows
         self.rtime = -1
+        #: rows an earlier shadow of the same size left (:meth:`kept_rows`), or None
+        self.spare: np.ndarray | None = None
         if lazy:
             self.table = np.full(0, -1, dtype=np.int64)
             self.S = np.full((_ROWS, 0), -1, dtype=np.int64)
@@ -69,8 +73,21 @@ class _Shadow:
     @property
     def S(self) -> np.ndarray:
         if self._S is None:
-            self._S = np.full((_ROWS, self._size), -1, dtype=np.int64)
+            sp = self.spare
+            if sp is not None and sp.shape == (_ROWS, self._size):
+                sp.fill(-1)  # the rows of an earlier shadow of the same size, emptied
+                self._S = sp
+            else:
+                self._S = np.full((_ROWS, self._size), -1, dtype=np.int64)
+            self.spare = None
         return self._S
+
+    def kept_rows(self) -> np.ndarray | None:
+        """The rows, for a later shadow of the same size to reuse (:attr:`spare`: fresh
+        memory costs page faults), when they exist and are at most :data:`_KEEP_ROWS`
+        bytes; else None."""
+        S = None if self.lazy else self._S
+        return S if S is not None and S.nbytes <= _KEEP_ROWS else None
 
     @S.setter
     def S(self, value: np.ndarray) -> None:
@@ -214,6 +231,7 @@ class _WaveState:
         self.tid24 = self.gid & _TMASK
         self.tid24.flags.writeable = False
         self._tids: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._repeated: dict[tuple[int, int], tuple] = {}
         self.bar = np.full(wave.T, -1, dtype=np.int64)
         self.wsync = np.full(wave.T, -1, dtype=np.int64)
         self.shared = _Shadow(wave.smem.size // 4 + 1, lazy=False, reuse=True)
@@ -226,7 +244,28 @@ class _WaveState:
         buf = getattr(wave, "racecheck_log_buffer", None)
         if buf is not None:
             self.shared.buf = buf
+        # the rows of the wave's last launch (the same shapes when the launch is)
+        self.shared.spare, self.shared_bytes.spare = getattr(
+            wave, "racecheck_rows", (None, None, None, None))[:2]
         self.bar_all = -1  # the common value of ``bar`` when every block has the same
+
+    def tids_per_column(self, threads: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(thread ids, thread slots) of an access of ``k`` shadow columns per lane, each
+        lane's repeated ``k`` times (read-only, kept per index array as :meth:`tids`)."""
+        thr = self.tids(threads)
+        if k == 1:
+            return thr, threads
+        key = (id(threads), k)
+        m = self._repeated.get(key)
+        if m is not None and m[0] is threads:
+            return m[1], m[2]
+        thr, slots = np.repeat(thr, k), np.repeat(threads, k)
+        thr.flags.writeable = False
+        slots.flags.writeable = False
+        if len(self._repeated) > 4096:
+            self._repeated.clear()
+        self._repeated[key] = (threads, thr, slots)
+        return thr, slots
 
     def tids(self, threads: np.ndarray) -> np.ndarray:
         """``tid24[threads]`` (read-only), kept per index array: a warp passes the same
