@@ -49,7 +49,8 @@ from .isa.data import _address
 from .isa.operands import Op, getter
 from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
-from .tma_reduce import c_reduce_bulk, combine, map_type, reduce_dsmem_op, reduce_op
+from .tma_reduce import (c_reduce_bulk, combine, lane_values, map_type, reduce_dsmem_op,
+                         reduce_op)
 from .types import TYPES
 from .wave_state import WaveState
 from .wgmma import async_write
@@ -202,14 +203,9 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
     def fn(ix: Any, ex: Any) -> None:
         from .async_copy import _state
         from .mbarrier import state_of as mbarriers
-        th = ctx._thread_ids(ix)
+        th, (dst, src, size, bars, masks) = lane_values(ctx, ix,
+                                                        [gdst, gsrc, gsize, gbar, gmask])
         cnt = th.size
-        dst = np.broadcast_to(np.asarray(gdst(ix), np.int64), (cnt,))
-        src = np.broadcast_to(np.asarray(gsrc(ix), np.int64), (cnt,))
-        size = np.broadcast_to(np.asarray(gsize(ix)).astype(np.int64), (cnt,))
-        bars = np.broadcast_to(np.asarray(gbar(ix), np.int64), (cnt,)) if gbar else None
-        masks = np.broadcast_to(np.asarray(gmask(ix)).astype(np.int64), (cnt,)) \
-            if gmask else None
         for i in range(cnt):
             t, n = int(th[i]), int(size[i])
             if n <= 0 or n % _CHUNK:

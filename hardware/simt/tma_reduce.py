@@ -43,7 +43,8 @@ from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
 from .types import TYPES
 
-__all__ = ["OPS", "DSMEM_OPS", "c_reduce_bulk", "reduce_op", "reduce_dsmem_op", "combine"]
+__all__ = ["OPS", "DSMEM_OPS", "c_reduce_bulk", "reduce_op", "reduce_dsmem_op", "combine",
+           "lane_values"]
 
 #: the reduction operations and the element types each takes into global memory (PTX ISA
 #: 9.7.9.25.4.2, table of valid .redOp and element types; the tensor form's table of
@@ -57,6 +58,18 @@ OPS = {
 #: element types of a tensor map that the integer reductions take, by map dtype
 _MAP_TYPES = {"uint32": "u32", "int32": "s32", "uint64": "u64", "int64": "s64"}
 _CHUNK = 16
+#: the operations that are one NumPy ufunc on the element type
+_ELEMENTWISE = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or,
+                "xor": np.bitwise_xor, "min": np.minimum, "max": np.maximum}
+
+
+def lane_values(ctx: Any, ix: Any, getters: list) -> tuple[np.ndarray, list]:
+    """The executing threads and, per getter (None: no operand), one int64 value for each
+    of them: the per-thread operands of a bulk copy or reduction."""
+    th = ctx._thread_ids(ix)
+    return th, [None if g is None else
+                np.broadcast_to(np.asarray(g(ix)).astype(np.int64), th.shape)
+                for g in getters]
 
 
 def _fail(inst: Instruction, why: str) -> UnsupportedPtxError:
@@ -90,18 +103,8 @@ def combine(op: str, tname: str, dst: np.ndarray, src: np.ndarray) -> np.ndarray
         return np.asarray(out, np.uint16).view(np.uint8)
     t = TYPES["u" + tname[1:] if tname[0] == "b" else tname]
     d, s = dst.view(t.dtype), src.view(t.dtype)
-    if op == "add":
-        out = d + s                      # wraps, as the hardware's integer add
-    elif op == "and":
-        out = d & s
-    elif op == "or":
-        out = d | s
-    elif op == "xor":
-        out = d ^ s
-    elif op == "min":
-        out = np.minimum(d, s)
-    elif op == "max":
-        out = np.maximum(d, s)
+    if op in _ELEMENTWISE:
+        out = _ELEMENTWISE[op](d, s)     # add wraps, as the hardware's integer add
     elif op == "inc":
         out = np.where(d >= s, 0, d + 1).astype(t.dtype)
     else:  # dec
@@ -190,12 +193,8 @@ def c_reduce_bulk(inst: Instruction, ctx: Any, spans: Any, bulk_state: Any) -> O
     st = bulk_state(ctx)
 
     def fn(ix: Any, ex: Any) -> None:
-        th = ctx._thread_ids(ix)
-        cnt = th.size
-        dst = np.broadcast_to(np.asarray(gdst(ix), np.int64), (cnt,))
-        src = np.broadcast_to(np.asarray(gsrc(ix), np.int64), (cnt,))
-        size = np.broadcast_to(np.asarray(gsize(ix)).astype(np.int64), (cnt,))
-        for i in range(cnt):
+        th, (dst, src, size) = lane_values(ctx, ix, [gdst, gsrc, gsize])
+        for i in range(th.size):
             t, n = int(th[i]), int(size[i])
             if n <= 0 or n % _CHUNK:
                 raise ExecutionError(f"{ctx.location(t, inst)}: bulk reduction size {n} is "
