@@ -62,6 +62,21 @@ def test_fma_f32_single_rounding(triples, mode):
     _check_float(got, exact, mode, zs)
 
 
+@pytest.mark.parametrize("c_hex,c", [("0f00000000", 0.0), ("0f21800000", 2.0**-60),
+                                     ("0fA1800000", -2.0**-60), ("0f3F800000", 1.0)])
+def test_fma_rn_f32_with_a_literal_addend_rounds_once(c_hex, c):
+    """fma.rn.f32 d, a, b, <literal>: products a float32 midpoint away from a value
+    (1 + 2^-11 + 2^-24) go the way the exact sum says (the tie to even without an
+    addend), as with a register addend; expected values by exact Fraction rounding."""
+    a = np.array([_A, -_A, _A, 1.5, 3.0e38, 2.0**-75], np.float32)
+    b = np.array([_A, _A, -_A, 2.0**-23 + 1, 2.0, 2.0**-75], np.float32)
+    got = run_elementwise(f"fma.rn.f32 {{d}}, {{a}}, {{b}}, {c_hex}",
+                          [a.view(np.uint32), b.view(np.uint32)], np.uint32)
+    exact = [Fraction(float(x)) * Fraction(float(y)) + Fraction(c) for x, y in zip(a, b)]
+    zs = [zero_sign(float(x), float(y), c, "rn") for x, y in zip(a, b)]
+    _check_float(got, exact, "rn", zs)
+
+
 @settings(max_examples=40)
 @given(st.lists(st.tuples(finite32, finite32), min_size=1, max_size=40),
        st.sampled_from(MODES), st.sampled_from(["add", "sub", "mul", "div"]))
@@ -274,6 +289,26 @@ def test_bfe_bfi(cases):
     got = run_elementwise("bfi.b32 {d}, {a}, {b}, {c}, {e}", [a, base, pos, ln], np.uint32)
     assert got.tolist() == [bfi(x, y, p, l) for x, y, p, l in
                             zip(a.tolist(), base.tolist(), pos.tolist(), ln.tolist())]
+
+
+@pytest.mark.parametrize("sh", [0, 1, 31, 32, 33, 63, 64, 65, 2**32 - 1])
+def test_shifts_by_a_literal_amount(sh):
+    """shl/shr with the amount written in the instruction (a compile-time clamp): amounts
+    past the width give 0 (shr.s: the sign's copies), as with a register amount."""
+    xs = [0, 1, 0x80000001, 0xFFFFFFFF, 0x12345678]
+    a = np.array(xs, np.uint32)
+    assert run_elementwise(f"shl.b32 {{d}}, {{a}}, {sh}", [a], np.uint32).tolist() == [
+        (x << sh) & 0xFFFFFFFF if sh < 32 else 0 for x in xs]
+    assert run_elementwise(f"shr.u32 {{d}}, {{a}}, {sh}", [a], np.uint32).tolist() == [
+        x >> sh if sh < 32 else 0 for x in xs]
+    signed = [x - 2**32 if x >> 31 else x for x in xs]
+    assert run_elementwise(f"shr.s32 {{d}}, {{a}}, {sh}", [a], np.uint32).view(
+        np.int32).tolist() == [x >> min(sh, 31) for x in signed]
+    w = np.array([0, 1, 2**63 + 5, 2**64 - 1, 0x0123456789ABCDEF], np.uint64)
+    assert run_elementwise(f"shl.b64 {{d}}, {{a}}, {sh}", [w], np.uint64).tolist() == [
+        (int(x) << sh) & (2**64 - 1) if sh < 64 else 0 for x in w]
+    assert run_elementwise(f"shr.u64 {{d}}, {{a}}, {sh}", [w], np.uint64).tolist() == [
+        int(x) >> sh if sh < 64 else 0 for x in w]
 
 
 @settings(max_examples=30)
