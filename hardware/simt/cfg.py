@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .parser import Instruction
 
-__all__ = ["reconvergence_points", "branch_target", "is_terminator"]
+__all__ = ["reconvergence_points", "branch_target", "indexed_targets", "is_terminator"]
 
 
 def branch_target(inst: Instruction, labels: dict[str, int]) -> int | None:
@@ -22,13 +22,25 @@ def branch_target(inst: Instruction, labels: dict[str, int]) -> int | None:
     return labels[inst.operands[0].name]  # validated by the compiler
 
 
+def indexed_targets(inst: Instruction, labels: dict[str, int],
+                    tables: dict[str, tuple[str, ...]]) -> list[int]:
+    """Target instruction indices of a ``brx.idx`` (its ``.branchtargets`` list), else
+    an empty list."""
+    if inst.parts[0] != "brx":
+        return []
+    return [labels[t] for t in tables[inst.operands[1].name]]  # validated by the module
+
+
 def is_terminator(inst: Instruction) -> bool:
-    return inst.parts[0] in ("bra", "ret", "exit")
+    return inst.parts[0] in ("bra", "brx", "ret", "exit")
 
 
-def reconvergence_points(instructions: list[Instruction], labels: dict[str, int]) -> dict[int, int]:
-    """Map each conditional ``bra`` index to the index of its immediate post-dominator
+def reconvergence_points(instructions: list[Instruction], labels: dict[str, int],
+                         tables: dict[str, tuple[str, ...]] | None = None) -> dict[int, int]:
+    """Map each conditional ``bra`` and each ``brx.idx`` (a branch to one of several
+    targets, ``tables`` its lists) index to the index of its immediate post-dominator
     (``len(instructions)`` stands for the virtual exit)."""
+    tables = tables or {}
     n = len(instructions)
     exit_node = n
     # basic-block leaders
@@ -37,6 +49,7 @@ def reconvergence_points(instructions: list[Instruction], labels: dict[str, int]
         t = branch_target(inst, labels)
         if t is not None:
             leaders.add(t)
+        leaders.update(indexed_targets(inst, labels, tables))
         if is_terminator(inst) and pc + 1 < n:
             leaders.add(pc + 1)
     leaders.update(v for v in labels.values() if v < n)
@@ -59,6 +72,10 @@ def reconvergence_points(instructions: list[Instruction], labels: dict[str, int]
             out.append(labels[inst.operands[0].name])
             if inst.guard is not None:
                 out.append(fall)
+        elif op == "brx":
+            out.extend(dict.fromkeys(indexed_targets(inst, labels, tables)))
+            if inst.guard is not None:
+                out.append(fall)
         elif op in ("ret", "exit"):
             out.append(exit_node)
             if inst.guard is not None:
@@ -75,7 +92,7 @@ def reconvergence_points(instructions: list[Instruction], labels: dict[str, int]
     ipdom = _dominators(exit_node, pred, succ)
     out: dict[int, int] = {}
     for pc, inst in enumerate(instructions):
-        if inst.parts[0] == "bra" and inst.guard is not None:
+        if (inst.parts[0] == "bra" and inst.guard is not None) or inst.parts[0] == "brx":
             b = block_of[pc]
             out[pc] = ipdom.get(b, exit_node)
     return out

@@ -77,7 +77,7 @@ import numpy as np
 from . import async_copy, cluster, matrix, mbarrier, tcgen05, tma, wgmma
 from .device_runtime import c_call, c_trap
 from .errors import PtxError
-from .isa.control import c_bra, c_exit, c_selp, c_setp
+from .isa.control import c_bra, c_brx, c_exit, c_selp, c_setp
 from .isa.conversion import c_cvt, c_cvta
 from .isa.data import c_isspacep, c_ld, c_mov, c_prmt, c_shfl, c_st
 from .isa.floating import APPROX_ERROR, c_copysign, c_fma, c_testp, c_unary_float
@@ -107,7 +107,7 @@ _TABLE: dict[str, Callable[[Instruction, Any], Op]] = {
     "tanh": c_unary_float,
     "ld": c_ld, "ldu": c_ld, "st": c_st, "atom": c_atom, "red": c_atom,
     "bar": c_bar, "barrier": c_bar, "membar": c_noop, "fence": c_noop, "nanosleep": c_noop,
-    "bra": c_bra, "ret": c_exit, "exit": c_exit,
+    "bra": c_bra, "brx": c_brx, "ret": c_exit, "exit": c_exit,
     "shfl": c_shfl, "vote": c_vote, "activemask": c_activemask, "redux": c_redux,
     "copysign": c_copysign, "testp": c_testp, "shf": c_shf, "bfind": c_bfind, "sad": c_sad,
     "match": c_match, "isspacep": c_isspacep,

@@ -21,7 +21,8 @@ from .inline import inline_calls
 from .launch_config import LaunchConfig, dim3 as _dim3, is_int as _is_int
 from .memory import GlobalMemory
 from .ptx_rules import check_module
-from .parser import MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Sym, parse_ptx
+from .parser import (MAX_VARIABLE_BYTES, KernelSource, ModuleSource, Param, Reg, Sym,
+                     parse_ptx)
 from .sanitizer import Session, parse_sanitize
 from .scheduler import BARRIER_MODES, SCHEDULING_MODES, run_wave
 from .stats import LaunchStats
@@ -102,6 +103,9 @@ class Kernel:
         self.maxntid = d.get("maxntid") or None
         self.reqntid = d.get("reqntid") or None
         for inst in source.instructions:
+            if inst.parts[0] == "brx":
+                _check_brx(inst, source)
+                continue
             if inst.parts[0] != "bra":
                 continue
             if len(inst.operands) != 1 or not isinstance(inst.operands[0], Sym):
@@ -110,7 +114,8 @@ class Kernel:
             if inst.operands[0].name not in source.labels:
                 raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: undefined label "
                                      f"{inst.operands[0].name}")
-        self.reconvergence = reconvergence_points(source.instructions, source.labels)
+        self.reconvergence = reconvergence_points(source.instructions, source.labels,
+                                                  source.branch_tables)
         # compile once on a one-warp launch: every unsupported construct fails here
         Wave(None, self, [(0, 0, 0)], None, b"", None)
         self._waves: dict[tuple, Wave] = {}
@@ -186,6 +191,24 @@ class Kernel:
                 raw = (v % (1 << t.bits)).to_bytes(t.bytes, "little")
             buf[p.offset: p.offset + t.bytes] = raw
         return bytes(buf)
+
+
+def _check_brx(inst: Any, source: KernelSource) -> None:
+    """brx.idx{.uni} index, tlist (PTX ISA 9.7.12.2): a register index and the label of a
+    ``.branchtargets`` list of labels of the kernel."""
+    ops = inst.operands
+    if inst.parts[1:] not in (("idx",), ("idx", "uni")) or len(ops) != 2 or \
+            not isinstance(ops[0], Reg) or not isinstance(ops[1], Sym):
+        raise UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: brx.idx{{.uni}} takes "
+                                  "an index register and a .branchtargets label")
+    targets = source.branch_tables.get(ops[1].name)
+    if targets is None:
+        raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: {ops[1].name} is not the "
+                             "label of a .branchtargets list")
+    missing = [t for t in targets if t not in source.labels]
+    if missing:
+        raise PtxSyntaxError(f"line {inst.line}: {inst.text!r}: undefined label "
+                             f"{missing[0]} in {ops[1].name}")
 
 
 def _float_arg(a: Any, t: Any, i: int, kernel: str) -> bytes:

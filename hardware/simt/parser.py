@@ -286,6 +286,22 @@ def _parse_body(stmts: list, i: int, k: KernelSource, mod: ModuleSource) -> int:
                 continue  # '{ ... };': ptxas refuses the ';', harmless (test harnesses)
             raise PtxSyntaxError(f"line {line}: empty statement (a ';' with nothing before "
                                  f"it) in kernel {k.name}")
+        if s.startswith(".branchtargets"):
+            # label: .branchtargets L1, ..., Ln; (PTX ISA 11.5.1): the list brx.idx reads
+            if not pending_labels:
+                raise PtxSyntaxError(f"line {line}: .branchtargets needs a label before "
+                                     "it")
+            targets = []
+            for name in (x.strip() for x in s[len(".branchtargets"):].split(",")):
+                r = names.resolve(name)
+                if not name or r is None or r[0] != "label":
+                    raise PtxSyntaxError(f"line {line}: .branchtargets lists {name!r}, "
+                                         "which is not a label of the kernel")
+                targets.append(r[1])
+            # the list's own label is the last one before it; earlier ones label the
+            # next instruction
+            k.branch_tables[pending_labels.pop()] = tuple(targets)
+            continue
         if s.startswith("."):
             _parse_body_directive(s, line, k, names, totals)
             continue

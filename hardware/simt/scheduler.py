@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .access import Exec
-from .errors import DeadlockError, StepLimitError
+from .errors import DeadlockError, ExecutionError, StepLimitError
 from .executor import Wave
 from .instructions import Op
 from .progress import LOOK_EVERY, ProgressWatch
@@ -297,6 +297,8 @@ class WarpScheduler:
         taken = _guarded(op, g.rows, m)
         if op.kind == "bra":
             self._branch(g, op, pc, taken)
+        elif op.kind == "brx":
+            self._branch_indexed(g, op, pc, taken)
         elif op.kind == "exit":
             self._exit(warps, pc, taken)
         elif op.kind == "bar":
@@ -366,6 +368,61 @@ class WarpScheduler:
         if self.independent and target <= pc:
             self._backward_branch(took, uniform, g.others)
         self._pop_reconverged(warps)
+
+    def _branch_indexed(self, g: _Group, op: Op, pc: int, taken: np.ndarray) -> None:
+        """``brx.idx`` for the group: each lane in ``taken`` (G, 32) goes to entry
+        ``index`` of the op's targets, the others (a false guard) to ``pc + 1``; a warp
+        whose lanes go to several places diverges into one path per place, all
+        reconverging at the branch's immediate post-dominator (:meth:`_diverge_many`)."""
+        warps, m = g.warps, g.mask
+        n = op.targets.shape[0]
+        idx = op.index[g.rows].astype(np.int64)
+        bad = taken & ((idx < 0) | (idx >= n))
+        if bad.any():
+            w, lane = (int(v) for v in np.argwhere(bad)[0])
+            t = int(g.rows[w, lane])
+            raise ExecutionError(
+                f"{self.wave.location(t, op.inst)}: brx.idx index {int(idx[w, lane])} is "
+                f"outside its list of {n} targets (undefined behaviour, PTX ISA 9.7.12.2)")
+        dest = np.where(taken, op.targets[np.clip(idx, 0, n - 1)], pc + 1)
+        took, uniform = [], []
+        for i, w in enumerate(warps.tolist()):
+            places = np.unique(dest[i][m[i]])
+            if places.size == 1:
+                self.warp_pc[w] = int(places[0])
+                if places[0] <= pc:
+                    took.append(w)
+                    uniform.append(w)
+                continue
+            self._diverge_many(w, pc, [(int(d), m[i] & (dest[i] == d)) for d in places])
+            if (places <= pc).any():
+                took.append(w)
+        if self.independent and took:
+            self._backward_branch(np.array(took, np.int64), np.array(uniform, np.int64),
+                                  g.others)
+        self._pop_reconverged(warps)
+
+    def _diverge_many(self, w: int, pc: int, paths: list) -> None:
+        """Push the paths ``[(pc, lanes)]`` of a multiway branch on warp ``w``'s stack,
+        all reconverging at the branch's immediate post-dominator (the two-way case is
+        :meth:`_diverge`)."""
+        r = self.rpc_of[pc]
+        s = self.stacks[w]
+        if len(s) > 1 and s[-1][1] == r:
+            s.pop()       # the top entry already reconverges at r (see _diverge)
+        else:
+            s[-1][0] = r
+        for start, lanes in reversed(paths):    # the lowest pc on top, as bra's taken path
+            if start != r:
+                s.append([start, r, lanes.copy(), 0])
+        top = s[-1]
+        self.warp_pc[w] = top[0]
+        self.top_rpc[w] = top[1]
+        self.top_mask[w] = top[2]
+        self.depth[w] = len(s)
+        self.divergent += 1
+        if len(s) > self.max_depth:
+            self.max_depth = len(s)
 
     def _diverge(self, warps: np.ndarray, pc: int, target: int, taken: np.ndarray,
                  not_taken: np.ndarray, which: np.ndarray) -> None:

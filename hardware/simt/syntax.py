@@ -131,6 +131,9 @@ class KernelSource:
     instructions: list[Instruction] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)
     directives: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: ``label: .branchtargets L1, L2, ...;`` lists (PTX ISA 11.5.1): the label's
+    #: internal name -> the internal names of its targets, for ``brx.idx``
+    branch_tables: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass

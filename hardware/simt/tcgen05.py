@@ -89,8 +89,9 @@ from .isa.operands import Op, getter
 from .mbarrier import MBarriers
 from .memory import generic_to_shared
 from .parser import Addr, Imm, Instruction, Vec
-from .tmem import (COMPILERS as _MEMORY, TensorMemory, _cta_group, c_tcgen05_memory,
-                   need_sm100a, observed, settle, state_of, tmem_address)
+from .tmem import (COMPILERS as _MEMORY, TensorMemory, _cta_group, _marks,
+                   c_tcgen05_memory, need_sm100a, observed, settle, state_of,
+                   tmem_address)
 from .tcgen05_cp import c_cp
 from .tcgen05_layouts import layout_name
 from .tcgen05_operands import (check_ldst, d_place, decode_smem_descriptor,
@@ -278,8 +279,15 @@ def c_commit(inst: Instruction, ctx: Any) -> Op:
                 obj = mb.get(off, t, inst)
                 marks.append((off, obj, obj.phase))
             for rec in st.pending:
-                if rec["thread"] == t and rec.get("mbar") is None:
+                if rec["thread"] != t:
+                    continue
+                if rec.get("mbar") is None:
                     rec["mbar"] = marks if multicast else marks[0]
+                else:
+                    # a commit tracks every prior asynchronous tcgen05 operation of its
+                    # thread (PTX ISA 9.7.16.12.1), so observing this later one
+                    # completes the earlier operations too
+                    rec["mbar"] = _marks(rec) + marks
             for off in offs:
                 mb.arrive(off, 1, False, False, t, inst)
     return Op(inst, "alu", fn)

@@ -113,6 +113,30 @@ def test_setmaxnreg_constraints_at_run_time(body, match):
         run(kernel(body), 384, 384)
 
 
+def test_setmaxnreg_of_one_count_at_different_lines_is_warpgroup_uniform():
+    """Each warp of the producer warpgroup runs its own copy of setmaxnreg.dec 40 (as
+    Triton's warp_specialize partitions do): the same action and count, so uniform."""
+    body = """    shr.u32 %r2, %r1, 7;               // warpgroup
+    shr.u32 %r6, %r1, 5;               // warp
+    setp.eq.u32 %p1, %r2, 0;
+    @!%p1 bra $L_consumer;
+    and.b32 %r6, %r6, 1;
+    setp.eq.u32 %p2, %r6, 0;
+    @%p2 bra $L_odd;
+    setmaxnreg.dec.sync.aligned.u32 40;
+    bra $L_done;
+$L_odd:
+    setmaxnreg.dec.sync.aligned.u32 40;
+    bra $L_done;
+$L_consumer:
+    setmaxnreg.inc.sync.aligned.u32 232;
+$L_done:
+    st.global.v2.u32 [%rd3], {%r1, %r2};
+"""
+    out = run(kernel(body), 384, 384)
+    assert (out[:, 0] == np.arange(384)).all() and (out[:, 1] == np.arange(384) // 128).all()
+
+
 @pytest.mark.parametrize("n", [20, 100, 264])
 def test_setmaxnreg_count_rule(n):
     src = kernel(f"    setmaxnreg.inc.sync.aligned.u32 {n};\n")

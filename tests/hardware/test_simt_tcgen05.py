@@ -124,6 +124,27 @@ def test_enable_input_d_accumulates_previous_contents():
                           np.full((128, 8), 16, np.float32))
 
 
+def test_a_later_commit_covers_every_earlier_mma_of_its_thread(tmp_path):
+    """tcgen05.commit tracks all prior asynchronous tcgen05 operations of the thread
+    (PTX ISA 9.7.16.12.1): the mma committed to ``bar`` is also complete when a second
+    commit, to ``bar2``, has completed, so a warp that waits on ``bar2`` alone may read
+    D (as Triton's warp-specialised epilogue does)."""
+    src = SRC.replace("  .shared .align 8 .b64 bar;\n",
+                      "  .shared .align 8 .b64 bar;\n  .shared .align 8 .b64 bar2;\n")
+    src = src.replace("  mbarrier.init.shared::cta.b64 [bar], 1;\n",
+                      "  mbarrier.init.shared::cta.b64 [bar], 1;\n"
+                      "  mbarrier.init.shared::cta.b64 [bar2], 1;\n")
+    commit = "  tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [bar];\n"
+    src = src.replace(commit, commit + commit.replace("[bar]", "[bar2]"))
+    src = src.replace("mbarrier.try_wait.parity.shared::cta.b64 %p3, [bar], 0;",
+                      "mbarrier.try_wait.parity.shared::cta.b64 %p3, [bar2], 0;")
+    assert src.count("[bar2]") == 3
+    assert_ptxas_accepts(tmp_path, src)
+    a, b = np.ones((128, 16)), np.ones((16, 8))
+    assert np.array_equal(run(f16(a), f16(b.T), src=src).view(np.float32),
+                          np.full((128, 8), 16, np.float32))
+
+
 def test_race_reading_d_before_the_commit_completes():
     src = SRC.replace("  tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [bar];\n",
                       "")

@@ -153,3 +153,35 @@ def test_dot_scaled_with_block_m_64_scales_in_bf16():
         np.exp2(np.repeat(sb.astype(np.float64) - 127, 32, axis=1)).T
     want = chained(a.astype(np.float32), b.astype(np.float32), 16, "B200-BF16")
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_warp_specialized_matmul():
+    """tl.range(..., warp_specialize=True) for sm_100: the warps go to their partitions
+    (TMA loads, tcgen05.mma, the default partition's tcgen05.ld epilogue and TMA store)
+    through brx.idx over a .branchtargets list, each partition with its own copy of
+    setmaxnreg, the epilogue reading D after waiting on the last commit's mbarrier only;
+    host tensor descriptors encoded as Triton's launcher encodes them. Bit for bit
+    against the B200-FP16 chain over k16."""
+    from hardware.simt.tensormap import DTYPES, SWIZZLES, encode_tiled
+    meta = META["warp_specialized_matmul_fp16"]
+    m, n, k = 128, 256, 256
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    bt = rng.standard_normal((n, k)).astype(np.float16)       # B as N rows of K
+    mem = GlobalMemory()
+    pa, pb, pc = mem.to_device(a), mem.to_device(bt), mem.calloc(m * n * 4)
+    args = []
+    for ptr, (rows, cols), d in zip((pa, pb, pc), ((m, k), (n, k), (m, n)),
+                                    meta["tensordesc_meta"]):
+        tmap = encode_tiled(DTYPES[d["elem_type"]][0], 2, ptr, [cols, rows],
+                            [cols * d["elem_size"]], d["block_size"][::-1], [1, 1],
+                            swizzle=list(SWIZZLES)[d["swizzle"]])
+        args += [tmap, rows, cols, cols, 1]
+    assert len(args) + 3 == meta["params"]
+    st = load_ptx((DATA / "warp_specialized_matmul_fp16.ptx").read_text()).launch(
+        meta["kernel"], (m // 128, n // 128), 32 * meta["num_warps"], args + [k, 0, 0], mem,
+        dynamic_shared=meta["shared"], gpu="B200")
+    got = mem.from_device(pc, np.float32, (m, n))
+    assert np.array_equal(got.view(np.uint32),
+                          chained(a, bt.T, 16, "B200-FP16").view(np.uint32))
+    assert sum(st.tma_load_bytes.values()) == (n // 128) * 2 * 128 * k * 2

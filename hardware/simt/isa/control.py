@@ -104,6 +104,29 @@ def c_bra(inst: Instruction, ctx: Any) -> Op:
     return op
 
 
+class IndexedBranch(Op):
+    """A ``brx.idx`` (kind "brx"): ``targets`` the instruction index of each entry of
+    its list, ``index`` the wave's index register."""
+
+    __slots__ = ("targets", "index")
+
+
+def c_brx(inst: Instruction, ctx: Any) -> Op:
+    """brx.idx{.uni} index, tlist (PTX ISA 9.7.12.2): each thread branches to entry
+    ``index`` of the ``.branchtargets`` list ``tlist`` (an index outside it is undefined
+    behaviour, reported when it happens); the paths of a warp whose lanes pick different
+    entries reconverge at the branch's immediate post-dominator."""
+    idx = ctx.register(inst.operands[0].name, inst)
+    if idx.dtype.kind not in "ui" or idx.dtype.itemsize != 4:
+        raise _unsupported(inst, "brx.idx takes a 32-bit index register")
+    table = ctx.kernel.source.branch_tables[inst.operands[1].name]
+    op = IndexedBranch(inst, "brx")
+    op.targets = np.array([ctx.label(t, inst) for t in table], np.int64)
+    op.index = idx
+    op.uniform = "uni" in inst.parts
+    return op
+
+
 def c_exit(inst: Instruction, ctx: Any) -> Op:
     """ret / exit (9.7.12.4-5): in a kernel, ret ends the thread like exit."""
     if inst.operands:

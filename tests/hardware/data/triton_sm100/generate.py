@@ -117,6 +117,23 @@ def block_scaled_matmul_kernel(a_desc, a_scale_desc, b_desc, b_scale_desc, c_ptr
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
 
+@triton.jit
+def warp_specialized_matmul_kernel(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr,
+                                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """C = A B^T through host tensor descriptors (A: M x K, B: N x K, FP16; C FP32) with
+    tl.range(..., warp_specialize=True): Triton splits the loop into a TMA-load warp, an
+    MMA warp and the default partition's epilogue, the warps dispatched by brx.idx over a
+    .branchtargets list, each partition with its own setmaxnreg."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, K, BLOCK_K, warp_specialize=True):
+        a = a_desc.load([pid_m * BLOCK_M, k])
+        b = b_desc.load([pid_n * BLOCK_N, k])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc)
+
+
 def _tma_dot_scaled(fmt: str, vec: int) -> tuple:
     """The tutorial kernel for E4M3 (k128 tiles) or E2M1 (k256 tiles, 128 bytes) inputs."""
     elem = "fp8e4nv" if fmt == "e4m3" else "u8"
@@ -157,7 +174,7 @@ def _params(ptx: str) -> int:
 def main() -> None:
     meta = {}
     #: kernels compiled with other than 4 warps and one stage: (num_warps, num_stages)
-    options = {"matmul_fp16_pipelined": (8, 3)}
+    options = {"matmul_fp16_pipelined": (8, 3), "warp_specialized_matmul_fp16": (4, 3)}
     # name -> (kernel, signature, constexprs)
     jobs = {
         "matmul_fp16_pipelined": _matmul("fp16", "fp32", 128, 128, 64),
@@ -193,6 +210,12 @@ def main() -> None:
                                       "b_ptr": "*fp8e4nv", "b_scale_ptr": "*u8",
                                       "c_ptr": "*fp32"},
                                      {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128}),
+        "warp_specialized_matmul_fp16": (warp_specialized_matmul_kernel,
+                                         {"a_desc": "tensordesc<fp16[128, 64]>",
+                                          "b_desc": "tensordesc<fp16[128, 64]>",
+                                          "c_desc": "tensordesc<fp32[128, 128]>",
+                                          "K": "i32"},
+                                         {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}),
         "dot_scaled_e5m2": _dot_scaled("e5m2", "e5m2"),
         "dot_scaled_e4m3_e5m2": _dot_scaled("e4m3", "e5m2"),
         "dot_scaled_e2m1": _dot_scaled("e2m1", "e2m1"),
@@ -218,6 +241,11 @@ def main() -> None:
                       "constexprs": {x: str(v) for x, v in const.items()},
                       "signature": sig, "num_stages": stages,
                       "triton_version": triton.__version__}
+        if k.metadata.tensordesc_meta:
+            # what Triton's launcher encodes each host descriptor with (driver enums)
+            meta[name]["tensordesc_meta"] = [
+                {x: d[x] for x in ("swizzle", "elem_size", "elem_type", "block_size")}
+                for d in k.metadata.tensordesc_meta]
     (HERE / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
 
