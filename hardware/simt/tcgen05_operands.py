@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ExecutionError
+from .isa.operands import per_thread
 from .parser import Instruction
 from .proxycheck import async_read
 from .tcgen05_layouts import LAYOUTS, a_lanes, d_layout, layout_name, rectangles
@@ -45,12 +46,6 @@ def decode_smem_descriptor(desc: int) -> Descriptor:
     return Descriptor(start=(d & 0x3FFF) << 4, lbo=((d >> 16) & 0x3FFF) << 4,
                       sbo=((d >> 32) & 0x3FFF) << 4,
                       base_offset=(d >> 49) & 7 if mode else 0, swizzle=_SWIZZLE[mode])
-
-
-def per_thread(ctx: Any, ix: Any, getters: list) -> tuple[np.ndarray, list]:
-    """The executing threads and, per (getter, dtype), one value for each of them."""
-    th = ctx._thread_ids(ix)
-    return th, [np.broadcast_to(np.asarray(g(ix)).astype(dt), th.shape) for g, dt in getters]
 
 
 def d_cells(st: TensorMemory, inst: Instruction, t: int, blk: int, taddr: int,

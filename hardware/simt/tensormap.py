@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -201,6 +202,13 @@ def decode(raw: bytes | np.ndarray) -> TensorMap:
     b = bytes(np.asarray(raw, dtype=np.uint8).tobytes()) if not isinstance(raw, bytes) else raw
     if len(b) != SIZE:
         raise TensorMapError(f"a tensor map has {SIZE} bytes, got {len(b)}")
+    return _decode(b)
+
+
+@lru_cache(maxsize=256)
+def _decode(b: bytes) -> TensorMap:
+    """:func:`decode` of 128 bytes, remembered: every TMA copy of a launch decodes (and
+    checks) its map, most of them the same few maps."""
     addr, magic, rank, dt, il, sw, l2, oob = struct.unpack_from("<QI4B2B", b, 0)
     device = b[DEVICE_BUILT] == 1
     if magic != MAGIC:

@@ -46,11 +46,10 @@ import numpy as np
 
 from .errors import ExecutionError, UnsupportedPtxError
 from .isa.data import _address
-from .isa.operands import Op, getter
+from .isa.operands import Op, getter, per_thread
 from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
-from .tma_reduce import (c_reduce_bulk, combine, lane_values, map_type, reduce_dsmem_op,
-                         reduce_op)
+from .tma_reduce import c_reduce_bulk, combine, map_type, reduce_dsmem_op, reduce_op
 from .types import TYPES
 from .wave_state import WaveState
 from .wgmma import async_write
@@ -203,8 +202,8 @@ def c_bulk(inst: Instruction, ctx: Any) -> Op:
     def fn(ix: Any, ex: Any) -> None:
         from .async_copy import _state
         from .mbarrier import state_of as mbarriers
-        th, (dst, src, size, bars, masks) = lane_values(ctx, ix,
-                                                        [gdst, gsrc, gsize, gbar, gmask])
+        th, (dst, src, size, bars, masks) = per_thread(
+            ctx, ix, [(g, np.int64) for g in (gdst, gsrc, gsize, gbar, gmask)])
         cnt = th.size
         for i in range(cnt):
             t, n = int(th[i]), int(size[i])

@@ -38,13 +38,12 @@ import numpy as np
 from .errors import ExecutionError, UnsupportedPtxError
 from .isa.data import _address
 from .isa.half import _half_arith
-from .isa.operands import Op, getter
+from .isa.operands import Op, getter, per_thread
 from .parser import Imm, Instruction, Reg
 from .proxycheck import async_read
 from .types import TYPES
 
-__all__ = ["OPS", "DSMEM_OPS", "c_reduce_bulk", "reduce_op", "reduce_dsmem_op", "combine",
-           "lane_values"]
+__all__ = ["OPS", "DSMEM_OPS", "c_reduce_bulk", "reduce_op", "reduce_dsmem_op", "combine"]
 
 #: the reduction operations and the element types each takes into global memory (PTX ISA
 #: 9.7.9.25.4.2, table of valid .redOp and element types; the tensor form's table of
@@ -61,15 +60,6 @@ _CHUNK = 16
 #: the operations that are one NumPy ufunc on the element type
 _ELEMENTWISE = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or,
                 "xor": np.bitwise_xor, "min": np.minimum, "max": np.maximum}
-
-
-def lane_values(ctx: Any, ix: Any, getters: list) -> tuple[np.ndarray, list]:
-    """The executing threads and, per getter (None: no operand), one int64 value for each
-    of them: the per-thread operands of a bulk copy or reduction."""
-    th = ctx._thread_ids(ix)
-    return th, [None if g is None else
-                np.broadcast_to(np.asarray(g(ix)).astype(np.int64), th.shape)
-                for g in getters]
 
 
 def _fail(inst: Instruction, why: str) -> UnsupportedPtxError:
@@ -193,7 +183,8 @@ def c_reduce_bulk(inst: Instruction, ctx: Any, spans: Any, bulk_state: Any) -> O
     st = bulk_state(ctx)
 
     def fn(ix: Any, ex: Any) -> None:
-        th, (dst, src, size) = lane_values(ctx, ix, [gdst, gsrc, gsize])
+        th, (dst, src, size) = per_thread(ctx, ix, [(g, np.int64) for g in
+                                                    (gdst, gsrc, gsize)])
         for i in range(th.size):
             t, n = int(th[i]), int(size[i])
             if n <= 0 or n % _CHUNK:

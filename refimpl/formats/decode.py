@@ -130,7 +130,7 @@ def decode(codes: Any, fmt: FormatLike) -> np.ndarray:
     """
     f = get(fmt)
     arr = as_codes(codes, f)
-    if _is_bf16_layout(f):
+    if f.is_binary32_top_half:
         return _decode_bf16(arr)
     if f.bits <= 16:
         table = decode_table(f)
@@ -144,15 +144,6 @@ def decode(codes: Any, fmt: FormatLike) -> np.ndarray:
     if f == _fp32():
         return arr.astype(np.uint32).view(np.float32)
     return decode_formula(arr, f)
-
-
-def _is_bf16_layout(f: Format) -> bool:
-    """Whether the codes of ``f`` are the top 16 bits of the float32 of their value: the
-    layout of bfloat16 (sign, 8 exponent bits with float32's bias, 7 fraction bits, IEEE
-    Inf/NaN, subnormals)."""
-    return (f.bits == 16 and f.signed and f.exp_bits == 8 and f.man_bits == 7
-            and f.bias == 127 and f.nan == "ieee" and f.subnormals
-            and f.value_dtype == np.float32)
 
 
 def _decode_bf16(arr: np.ndarray) -> np.ndarray:

@@ -325,7 +325,7 @@ def encode(
                 f"encoded in the unsigned format {f.name!r}, which has no NaN"
             )
     if (mode == "nearest_even" and not saturate and not policy.error
-            and flat.dtype == np.float32 and _is_bf16_layout(f)):
+            and flat.dtype == np.float32 and f.is_binary32_top_half):
         _encode_bf16_rne(flat, policy, out)
         return out.reshape(shape)
     tshape = _table_shape(f, flat.dtype) if mode != "stochastic" else None
@@ -341,13 +341,6 @@ def encode(
         rb = rbits[start:stop] if rbits is not None else None
         out[start:stop] = encode_float64(piece, f, mode, bool(saturate), policy, rb, nbits)
     return out.reshape(shape)
-
-
-def _is_bf16_layout(f: Format) -> bool:
-    """Whether the codes of ``f`` are the top 16 bits of a binary32 (bfloat16's layout:
-    sign, 8 exponent bits with float32's bias, 7 fraction bits, IEEE Inf/NaN)."""
-    return (f.bits == 16 and f.signed and f.exp_bits == 8 and f.man_bits == 7
-            and f.bias == 127 and f.nan == "ieee" and f.subnormals)
 
 
 def _encode_bf16_rne(flat: np.ndarray, policy: NanPolicy, out: np.ndarray) -> None:

@@ -136,6 +136,15 @@ class Format:
         return (1 << (self.bits - 1)) if self.signed else 0
 
     @property
+    def is_binary32_top_half(self) -> bool:
+        """Whether every code is the top 16 bits of the binary32 of its value: bfloat16's
+        layout (sign, 8 exponent bits with binary32's bias, 7 fraction bits, IEEE Inf and
+        NaN, subnormals), which the codec converts by bit arithmetic."""
+        return (self.bits == 16 and self.signed and self.exp_bits == 8
+                and self.man_bits == 7 and self.bias == 127 and self.nan == "ieee"
+                and self.subnormals)
+
+    @property
     def magnitude_mask(self) -> int:
         return (1 << (self.exp_bits + self.man_bits)) - 1
 

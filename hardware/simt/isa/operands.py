@@ -34,6 +34,14 @@ class Op:
         self.uniform = False
 
 
+def per_thread(ctx: Any, ix: Any, getters: list) -> tuple[np.ndarray, list]:
+    """The executing threads and, per (getter, dtype), one value for each of them (None
+    for a None getter: an operand the instruction form does not have)."""
+    th = ctx._thread_ids(ix)
+    return th, [None if g is None else np.broadcast_to(np.asarray(g(ix)).astype(dt), th.shape)
+                for g, dt in getters]
+
+
 def _unsupported(inst: Instruction, why: str) -> UnsupportedPtxError:
     return UnsupportedPtxError(f"line {inst.line}: {inst.text!r}: {why}")
 
